@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Earshot",
+    products: [
+        .library(name: "Earshot", targets: ["Earshot"]),
+        .executable(name: "earshot", targets: ["earshot"]),
+    ],
+    targets: [
+        // System libraries (Debian: libsndfile1-dev, libasound2-dev, libfftw3-dev, libsoxr-dev).
+        .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+
+        .target(name: "EarshotAudio", dependencies: ["CSndFile", "CALSA", "CSoxr"]),
+        .target(name: "EarshotFeatures", dependencies: ["CFFTW"]),
+        .target(name: "EarshotModel", dependencies: ["EarshotFeatures"]),
+        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel"]),
+        .executableTarget(name: "earshot", dependencies: ["Earshot"]),
+
+        .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio"]),
+        .testTarget(
+            name: "EarshotFeaturesTests", dependencies: ["EarshotFeatures", "EarshotAudio"],
+            resources: [.copy("Goldens")]),
+        .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel"]),
+        .testTarget(name: "EarshotTests", dependencies: ["Earshot"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
