@@ -20,12 +20,13 @@ let package = Package(
         .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel"]),
         .executableTarget(name: "earshot", dependencies: ["Earshot"]),
 
-        .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio"]),
-        .testTarget(
-            name: "EarshotFeaturesTests", dependencies: ["EarshotFeatures", "EarshotAudio"],
-            resources: [.copy("Goldens")]),
-        .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel"]),
-        .testTarget(name: "EarshotTests", dependencies: ["Earshot"]),
+        // Helpers shared by the test targets (seeded random numbers, reference files, paths).
+        .target(name: "EarshotTestSupport", path: "Tests/Support"),
+        .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "CSndFile", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotFeaturesTests", dependencies: ["EarshotFeatures", "EarshotAudio", "EarshotTestSupport"],
+                    exclude: ["Goldens"]),
+        .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,3 @@
+@_exported import EarshotAudio
+@_exported import EarshotFeatures
+@_exported import EarshotModel

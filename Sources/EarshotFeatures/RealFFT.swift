@@ -1,0 +1,79 @@
+import CFFTW
+import Synchronization
+
+/// FFTW plans for real-to-complex transforms, one per size, made once and shared by every
+/// transform of that size for the life of the process. FFTW's planner is not thread-safe, so
+/// every planner call goes through one lock; executing a plan on new arrays
+/// (`fftwf_execute_dft_r2c`) is thread-safe.
+enum FFTPlanCache {
+    /// Plans are immutable once made; the pointer values are only read after creation.
+    private struct Plan: @unchecked Sendable { let pointer: OpaquePointer }
+    private static let plans = Mutex<[Int: Plan]>([:])
+
+    static func plan(size: Int) throws(FeatureError) -> OpaquePointer {
+        let result: Result<OpaquePointer, FeatureError> = plans.withLock { plans in
+            if let plan = plans[size] { return .success(plan.pointer) }
+            // Plan with scratch arrays: FFTW_MEASURE overwrites them while it times candidates.
+            guard let input = fftwf_alloc_real(size), let output = fftwf_alloc_complex(size / 2 + 1) else {
+                return .failure(.fftPlanFailed(size: size))
+            }
+            defer { fftwf_free(input); fftwf_free(output) }
+            guard let plan = fftwf_plan_dft_r2c_1d(Int32(size), input, output, UInt32(FFTW_MEASURE)) else {
+                return .failure(.fftPlanFailed(size: size))
+            }
+            plans[size] = Plan(pointer: plan)
+            return .success(plan)
+        }
+        return try result.get()
+    }
+}
+
+/// One real FFT of a fixed size with its own aligned input and output arrays.
+/// ref: FFTW 3 manual, "New-array Execute Functions"
+final class RealFFT {
+    let size: Int
+    let binCount: Int
+    private let plan: OpaquePointer
+    /// [size] real input, aligned by fftwf_malloc as the plan expects.
+    let input: UnsafeMutablePointer<Float>
+    /// [size / 2 + 1] complex output as (re, im) pairs.
+    let output: UnsafeMutablePointer<fftwf_complex>
+
+    init(size: Int) throws(FeatureError) {
+        guard size >= 2 else { throw .invalidParameter(name: "nFFT", value: "\(size)", expected: ">= 2") }
+        self.size = size
+        self.binCount = size / 2 + 1
+        self.plan = try FFTPlanCache.plan(size: size)
+        (input, output) = Self.allocateArrays(size: size)
+    }
+
+    /// Another transform of the same size on the same plan, with arrays of its own.
+    init(sameAs other: RealFFT) {
+        size = other.size
+        binCount = other.binCount
+        plan = other.plan
+        (input, output) = Self.allocateArrays(size: size)
+    }
+
+    private static func allocateArrays(
+        size: Int
+    ) -> (UnsafeMutablePointer<Float>, UnsafeMutablePointer<fftwf_complex>) {
+        // Aligned as the plan's arrays were (fftwf_malloc); allocation failure is out of memory,
+        // which Swift treats as fatal for every allocation.
+        let input = UnsafeMutablePointer<Float>(OpaquePointer(fftwf_malloc(size * MemoryLayout<Float>.stride)))!
+        let output = UnsafeMutablePointer<fftwf_complex>(
+            OpaquePointer(fftwf_malloc((size / 2 + 1) * MemoryLayout<fftwf_complex>.stride)))!
+        input.initialize(repeating: 0, count: size)
+        return (input, output)
+    }
+
+    deinit {
+        fftwf_free(input)
+        fftwf_free(output)
+    }
+
+    /// Transforms `input` into `output`.
+    func execute() {
+        fftwf_execute_dft_r2c(plan, input, output)
+    }
+}

@@ -1,0 +1,52 @@
+import CFFTW
+
+/// Windowed FFT of single frames: frame in, magnitude or power spectrum out.
+/// Holds its FFT arrays, so one instance serves one caller at a time.
+public final class SpectrumAnalyzer {
+    public let config: STFTConfig
+    /// [nFFT] window centred in the frame.
+    private let window: [Float]
+    private let fft: RealFFT
+
+    public init(config: STFTConfig) throws(FeatureError) {
+        try config.validate()
+        self.config = config
+        let shape = Window.make(config.window, length: config.winLength, periodic: config.periodic)
+        self.window = Window.padded(shape, toLength: config.nFFT)
+        self.fft = try RealFFT(size: config.nFFT)
+    }
+
+    /// A new analyzer with the same configuration and its own FFT arrays.
+    public func copy() -> SpectrumAnalyzer {
+        SpectrumAnalyzer(config: config, window: window, fft: RealFFT(sameAs: fft))
+    }
+
+    private init(config: STFTConfig, window: [Float], fft: RealFFT) {
+        self.config = config
+        self.window = window
+        self.fft = fft
+    }
+
+    /// Spectrum of one frame. `frame` holds nFFT samples, `spectrum` receives binCount values.
+    public func analyze(frame: UnsafeBufferPointer<Float>, into spectrum: UnsafeMutableBufferPointer<Float>) {
+        let n = config.nFFT
+        window.withUnsafeBufferPointer { w in
+            for i in 0..<n { fft.input[i] = frame[i] * w[i] }
+        }
+        fft.execute()
+        let bins = fft.binCount
+        let out = UnsafeMutableRawPointer(fft.output).assumingMemoryBound(to: Float.self)
+        switch config.spectrum {
+        case .power:
+            for k in 0..<bins {
+                let re = out[2 * k], im = out[2 * k + 1]
+                spectrum[k] = re * re + im * im
+            }
+        case .magnitude:
+            for k in 0..<bins {
+                let re = out[2 * k], im = out[2 * k + 1]
+                spectrum[k] = (re * re + im * im).squareRoot()
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+
+/// SplitMix64: a small seeded generator so that every random test can print its seed and be
+/// replayed exactly.
+public struct SeededRandom: RandomNumberGenerator, Sendable {
+    public let seed: UInt64
+    private var state: UInt64
+
+    public init(seed: UInt64) {
+        self.seed = seed
+        state = seed
+    }
+
+    /// A generator seeded from `EARSHOT_TEST_SEED` when set, else from the clock.
+    public static func fromEnvironment() -> SeededRandom {
+        if let text = ProcessInfo.processInfo.environment["EARSHOT_TEST_SEED"], let seed = UInt64(text) {
+            return SeededRandom(seed: seed)
+        }
+        return SeededRandom(seed: UInt64(Date().timeIntervalSince1970 * 1_000_000))
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// Sizes of random chunks (1...maxChunk) that add up to `total`.
+    public mutating func chunkSizes(total: Int, maxChunk: Int) -> [Int] {
+        var sizes: [Int] = []
+        var left = total
+        while left > 0 {
+            let size = min(left, Int.random(in: 1...maxChunk, using: &self))
+            sizes.append(size)
+            left -= size
+        }
+        return sizes
+    }
+
+    /// Gaussian noise (Box-Muller), for test signals.
+    public mutating func gaussian(count: Int, deviation: Float) -> [Float] {
+        (0..<count).map { _ in
+            let u1 = Double.random(in: Double.ulpOfOne..<1, using: &self)
+            let u2 = Double.random(in: 0..<1, using: &self)
+            return Float((-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)) * deviation
+        }
+    }
+}
+
+/// Paths in the source tree.
+public enum Repo {
+    /// The package root (the folder holding Package.swift).
+    public static let root: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+        }
+        return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+    }()
+
+    public static func path(_ relative: String) -> String { root.appendingPathComponent(relative).path }
+
+    /// A fresh temporary folder for one test.
+    public static func temporaryFolder() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+public enum Reference {
+    /// Raw little-endian float32 values, as `numpy.ndarray.astype('<f4').tofile` writes them.
+    public static func float32(_ path: String) throws -> [Float] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return data.withUnsafeBytes { raw in
+            (0..<(data.count / 4)).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) }
+        }
+    }
+
+    /// A JSON file as a dictionary.
+    public static func json(_ path: String) throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return (try JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+    }
+}
+
+/// Largest |a[i] - b[i]| (infinity when the lengths differ).
+public func maxAbsDifference(_ a: some Collection<Float>, _ b: some Collection<Float>) -> Float {
+    guard a.count == b.count else { return .infinity }
+    return zip(a, b).reduce(0) { max($0, abs($1.0 - $1.1)) }
+}
+
+/// A sine of `frequency` Hz at `sampleRate`, amplitude `amplitude`.
+public func sine(frequency: Double, sampleRate: Double, count: Int, amplitude: Float = 0.5, phase: Double = 0) -> [Float] {
+    (0..<count).map { amplitude * Float(sin(2 * .pi * frequency * Double($0) / sampleRate + phase)) }
+}
