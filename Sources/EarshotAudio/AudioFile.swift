@@ -146,13 +146,14 @@ public final class AudioFile {
         let got = interleaved.withUnsafeMutableBufferPointer { buf in
             Int(sf_readf_float(handle, buf.baseAddress, sf_count_t(wanted)))
         }
+        position += max(got, 0)
+        if got < wanted, position < frameCount {
+            // The decoder stopped (with or without an error such as a lost sync) before the
+            // frames the stream's header announced: the file ends early.
+            throw .truncated(path: path, expectedFrames: frameCount, availableFrames: position)
+        }
         if got < 0 || sf_error(handle) != 0 {
             throw .readFailed(path: path, reason: String(cString: sf_strerror(handle)))
-        }
-        position += got
-        if got < wanted, position < frameCount {
-            // The decoder stopped before the frames the stream's header announced.
-            throw .truncated(path: path, expectedFrames: frameCount, availableFrames: position)
         }
         return got
     }
