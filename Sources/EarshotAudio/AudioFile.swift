@@ -49,8 +49,8 @@ public final class AudioFile {
         sampleRate = Int(info.samplerate)
         channelCount = Int(info.channels)
         frameCount = Int(info.frames)
-        formatName = Self.formatName(Int32(info.format) & Int32(SF_FORMAT_TYPEMASK), command: SFC_GET_FORMAT_MAJOR)
-        encodingName = Self.formatName(Int32(info.format) & Int32(SF_FORMAT_SUBMASK), command: SFC_GET_FORMAT_SUBTYPE)
+        formatName = Self.formatName(Int32(info.format) & Int32(SF_FORMAT_TYPEMASK))
+        encodingName = Self.formatName(Int32(info.format) & Int32(SF_FORMAT_SUBMASK))
         do {
             guard channelCount > 0, sampleRate > 0 else {
                 throw AudioError.malformed(path: path, reason: "\(channelCount) channels at \(sampleRate) Hz")
@@ -182,10 +182,10 @@ public final class AudioFile {
         return nil
     }
 
-    private static func formatName(_ format: Int32, command: Int) -> String {
+    private static func formatName(_ format: Int32) -> String {
         var info = SF_FORMAT_INFO()
         info.format = format
-        let result = sf_command(nil, Int32(command), &info, Int32(MemoryLayout<SF_FORMAT_INFO>.size))
+        let result = sf_command(nil, Int32(SFC_GET_FORMAT_INFO), &info, Int32(MemoryLayout<SF_FORMAT_INFO>.size))
         guard result == 0, let name = info.name else { return "format 0x\(String(format, radix: 16))" }
         return String(cString: name)
     }

@@ -20,7 +20,8 @@ final class FeaturePipeline {
         dct = try config.mfcc.map { (c) throws(FeatureError) in
             try DCT(inputCount: config.mel?.melCount ?? 0, outputCount: c.coefficientCount)
         }
-        spectrum = [Float](repeating: 0, count: config.stft.binCount)
+        // Zeros past the last bin let the mel filters run in whole vector steps.
+        spectrum = [Float](repeating: 0, count: config.stft.binCount + MelFilterbank.spectrumPadding)
         melValues = [Float](repeating: 0, count: config.mel?.melCount ?? 0)
     }
 
@@ -44,7 +45,7 @@ final class FeaturePipeline {
             return
         }
         spectrum.withUnsafeMutableBufferPointer { spec in
-            analyzer.analyze(frame: frame, into: spec)
+            analyzer.analyze(frame: frame, into: UnsafeMutableBufferPointer(rebasing: spec[0..<config.stft.binCount]))
             if let dct {
                 melValues.withUnsafeMutableBufferPointer { m in
                     mel.apply(UnsafeBufferPointer(spec), into: m)

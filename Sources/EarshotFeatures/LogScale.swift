@@ -50,19 +50,16 @@ public struct LogScale: Codable, Sendable, Equatable, Hashable {
     /// Applies the logarithm in place; returns the largest output value of the frame.
     @discardableResult
     func apply(_ values: UnsafeMutableBufferPointer<Float>) -> Float {
-        let f = floor, off = offset
-        var largest = -Float.infinity
+        let ln10 = Float(2.302_585_093)
         switch kind {
         case .natural:
-            for i in values.indices { values[i] = Foundation.log(Swift.max(values[i] + off, f)) }
+            return scaledLog(values, offset: offset, floor: floor, scale: 1, shift: 0)
         case .log10:
-            for i in values.indices { values[i] = Foundation.log10(Swift.max(values[i] + off, f)) }
+            return scaledLog(values, offset: offset, floor: floor, scale: 1 / ln10, shift: 0)
         case .decibels:
-            let shift = 10 * Foundation.log10(Swift.max(reference, f))
-            for i in values.indices { values[i] = 10 * Foundation.log10(Swift.max(values[i] + off, f)) - shift }
+            let shift = 10 * Foundation.log10(Swift.max(reference, floor))
+            return scaledLog(values, offset: offset, floor: floor, scale: 10 / ln10, shift: shift)
         }
-        for v in values { largest = Swift.max(largest, v) }
-        return largest
     }
 
     /// librosa's whole-signal top_db: every value below (max - topDB) becomes (max - topDB).

@@ -62,13 +62,13 @@ public struct MelConfig: Codable, Sendable, Equatable, Hashable {
 public struct MelFilterbank: Sendable, Equatable {
     public let config: MelConfig
     public let binCount: Int
-    /// Per filter: first non-zero bin and its weights.
-    public let filters: [(start: Int, weights: [Float])]
-
-    public static func == (a: MelFilterbank, b: MelFilterbank) -> Bool {
-        a.config == b.config && a.binCount == b.binCount
-            && a.filters.elementsEqual(b.filters) { $0.start == $1.start && $0.weights == $1.weights }
-    }
+    /// Per filter: its first non-zero bin, its count of non-zero weights, and where they start
+    /// in `weights`.
+    private let starts: [Int]
+    private let lengths: [Int]
+    private let offsets: [Int]
+    /// Every filter's non-zero run of weights, each padded with zeros to a multiple of eight.
+    private let weights: [Float]
 
     public init(config: MelConfig, sampleRate: Int, nFFT: Int) throws(FeatureError) {
         let nyquist = Double(sampleRate) / 2
@@ -85,12 +85,20 @@ public struct MelFilterbank: Sendable, Equatable {
         self.config = config
         self.binCount = nFFT / 2 + 1
         let dense = Self.denseWeights(config: config, sampleRate: sampleRate, nFFT: nFFT, fmax: fmax)
-        self.filters = dense.map { row in
-            guard let first = row.firstIndex(where: { $0 != 0 }), let last = row.lastIndex(where: { $0 != 0 }) else {
-                return (start: 0, weights: [])
-            }
-            return (start: first, weights: row[first...last].map { Float($0) })
+        var starts: [Int] = [], lengths: [Int] = [], offsets: [Int] = [], weights: [Float] = []
+        for row in dense {
+            let first = row.firstIndex(where: { $0 != 0 }) ?? 0
+            let last = row.lastIndex(where: { $0 != 0 }) ?? -1
+            starts.append(first)
+            offsets.append(weights.count)
+            lengths.append(max(0, last - first + 1))
+            if last >= first { weights += row[first...last].map { Float($0) } }
+            weights += [Float](repeating: 0, count: (8 - weights.count % 8) % 8)
         }
+        self.starts = starts
+        self.lengths = lengths
+        self.offsets = offsets
+        self.weights = weights
     }
 
     /// [melCount][binCount] weights, computed in Double.
@@ -117,18 +125,32 @@ public struct MelFilterbank: Sendable, Equatable {
 
     /// The filterbank as a dense [melCount][binCount] matrix.
     public var matrix: [[Float]] {
-        filters.map { filter in
+        (0..<config.melCount).map { m in
             var row = [Float](repeating: 0, count: binCount)
-            for (i, w) in filter.weights.enumerated() { row[filter.start + i] = w }
+            for i in 0..<lengths[m] { row[starts[m] + i] = weights[offsets[m] + i] }
             return row
         }
     }
 
-    /// mel[m] = sum_k weights[m][k] * spectrum[k].
+    /// Spectrum values `apply` may read past the last bin when given them (zeros there keep
+    /// every filter to whole eight-lane steps).
+    static let spectrumPadding = 8
+
+    /// mel[m] = sum_k weights[m][k] * spectrum[k]. A spectrum buffer with `spectrumPadding`
+    /// zeros after its bins takes the all-vector path.
     public func apply(_ spectrum: UnsafeBufferPointer<Float>, into mel: UnsafeMutableBufferPointer<Float>) {
-        for (m, filter) in filters.enumerated() {
-            mel[m] = filter.weights.withUnsafeBufferPointer { w in
-                dot(w.baseAddress!, spectrum.baseAddress! + filter.start, w.count)
+        guard let s = spectrum.baseAddress else { return }
+        let padded = spectrum.count >= binCount + Self.spectrumPadding
+        weights.withUnsafeBufferPointer { w in
+            starts.withUnsafeBufferPointer { st in
+                lengths.withUnsafeBufferPointer { len in
+                    offsets.withUnsafeBufferPointer { off in
+                        for m in 0..<st.count {
+                            let count = padded ? (len[m] + 7) & ~7 : len[m]
+                            mel[m] = count == 0 ? 0 : dot(w.baseAddress! + off[m], s + st[m], count)
+                        }
+                    }
+                }
             }
         }
     }

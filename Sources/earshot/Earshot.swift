@@ -1,0 +1,65 @@
+import Earshot
+import Foundation
+
+@main
+enum EarshotCommand {
+    static let usage = """
+        earshot: stateful audio models on Linux
+
+        usage:
+          earshot features FILE [--channel N] [--mels N] [--n-fft N] [--hop N] [--mfcc N] [--json]
+              Streams FILE through the log-mel front end (16 kHz, n_fft 512, hop 160, 64 mels by
+              default) and prints what it computed.
+          earshot bench features [--seconds S] [--repeat N] [--audio FILE] [--json]
+              Log-mel throughput on one thread, in times real time.
+          earshot help
+        """
+
+    static func main() {
+        var words = Array(CommandLine.arguments.dropFirst())
+        guard let command = words.first else {
+            printError(usage)
+            exit(64)
+        }
+        words.removeFirst()
+        do {
+            switch command {
+            case "features": try FeaturesCommand.run(words)
+            case "bench": try BenchCommand.run(words)
+            case "help", "--help", "-h": print(usage)
+            default: throw UsageError("unknown command '\(command)'", hint: "earshot help")
+            }
+        } catch let error as UsageError {
+            printError("earshot: \(error.message)")
+            if let hint = error.hint { printError("  hint: \(hint)") }
+            exit(64)
+        } catch {
+            printError("earshot: \(error)")
+            exit(1)
+        }
+    }
+}
+
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// JSON text of a dictionary with sorted keys, on one line.
+func jsonLine(_ object: [String: Any]) -> String {
+    guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// The folder that holds the package's bundled files (AudioSamples/, Models/): the current
+/// folder if it has them, else the nearest parent of the executable that does.
+func bundledPath(_ relative: String) -> String {
+    let fm = FileManager.default
+    if fm.fileExists(atPath: relative) { return relative }
+    var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+    while url.path != "/" {
+        url.deleteLastPathComponent()
+        let candidate = url.appendingPathComponent(relative).path
+        if fm.fileExists(atPath: candidate) { return candidate }
+    }
+    return relative
+}

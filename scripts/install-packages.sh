@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Earshot builds against: libsndfile, ALSA, FFTW (single
+# precision) and libsoxr, with pkg-config. Uses sudo when not run as root.
+set -euo pipefail
+sudo=""
+if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+packages=(pkg-config libsndfile1-dev libasound2-dev libfftw3-dev libsoxr-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
