@@ -26,7 +26,7 @@ let package = Package(
         .testTarget(name: "EarshotFeaturesTests", dependencies: ["EarshotFeatures", "EarshotAudio", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
         .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotTestSupport"]),
-        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "earshot", "EarshotTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

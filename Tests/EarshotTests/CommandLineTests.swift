@@ -1,0 +1,50 @@
+import EarshotTestSupport
+import Foundation
+import Testing
+
+/// Runs the built `earshot` tool (swift test builds it beside the tests).
+func runEarshot(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+    let binary = Repo.root.appendingPathComponent(".build/debug/earshot")
+    let process = Process()
+    process.executableURL = FileManager.default.fileExists(atPath: binary.path)
+        ? binary : Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("earshot")
+    process.arguments = arguments
+    process.currentDirectoryURL = Repo.root
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+}
+
+@Suite("earshot command line")
+struct CommandLineTests {
+    @Test("features --json reports the file and the frames the library computes")
+    func featuresJSON() throws {
+        let result = try runEarshot(["features", "AudioSamples/speech-noise-16k.flac", "--json"])
+        #expect(result.status == 0, "\(result.err)")
+        let object = try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any]
+        #expect(object?["sourceRate"] as? Int == 16000)
+        #expect(object?["channels"] as? Int == 1)
+        // 583984 samples, centred frames every 160: 1 + 583984 / 160 = 3650.
+        #expect(object?["frames"] as? Int == 3650)
+        #expect(object?["featureCount"] as? Int == 64)
+    }
+
+    @Test("Usage errors exit 64 with a hint; a missing file exits 1 naming it")
+    func errors() throws {
+        let unknown = try runEarshot(["features", "AudioSamples/speech-noise-16k.wav", "--bogus"])
+        #expect(unknown.status == 64)
+        #expect(unknown.err.contains("unknown option --bogus"))
+        #expect(unknown.err.contains("hint:"))
+        let badValue = try runEarshot(["features", "AudioSamples/speech-noise-16k.wav", "--mels", "0"])
+        #expect(badValue.status == 64)
+        #expect(badValue.err.contains("--mels 0: expected a whole number in 1...512"))
+        let missing = try runEarshot(["features", "no-such.wav"])
+        #expect(missing.status == 1)
+        #expect(missing.err.contains("no-such.wav: no such file"))
+    }
+}
