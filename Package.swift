@@ -25,7 +25,7 @@ let package = Package(
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "CSndFile", "EarshotTestSupport"]),
         .testTarget(name: "EarshotFeaturesTests", dependencies: ["EarshotFeatures", "EarshotAudio", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
-        .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotTests", dependencies: ["Earshot", "earshot", "EarshotTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -157,8 +157,8 @@ public struct MelFilterbank: Sendable, Equatable {
 }
 
 /// Dot product of two float arrays, eight lanes at a time.
-@inline(__always)
-func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ count: Int) -> Float {
+@inlinable @inline(__always)
+public func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ count: Int) -> Float {
     var acc = SIMD8<Float>()
     var i = 0
     while i + 8 <= count {

@@ -1,0 +1,280 @@
+import EarshotFeatures
+import Foundation
+
+/// Activations between layers: [channels][time], row-major.
+struct Activations {
+    var channels: Int
+    var time: Int
+    var values: [Float]
+
+    init(channels: Int, time: Int, values: [Float]) {
+        self.channels = channels
+        self.time = time
+        self.values = values
+    }
+
+    init(channels: Int, time: Int) {
+        self.init(channels: channels, time: time, values: [Float](repeating: 0, count: channels * time))
+    }
+}
+
+/// A layer with its weights, ready to run. Weights are immutable; recurrent layers keep their
+/// carry in the stream's state at `stateOffset`.
+enum Layer: Sendable {
+    case conv1d(Conv1d)
+    case linear(Linear)
+    case lstm(LSTM)
+    case gru(GRU)
+    case activation(Activation)
+
+    enum Activation: String, Sendable {
+        case relu, sigmoid, tanh, silu, gelu, softmax
+    }
+
+    var name: String {
+        switch self {
+        case let .conv1d(l): return l.name
+        case let .linear(l): return l.name
+        case let .lstm(l): return l.name
+        case let .gru(l): return l.name
+        case let .activation(a): return a.rawValue
+        }
+    }
+
+    /// Floats of state this layer carries per stream.
+    var stateCount: Int {
+        switch self {
+        case let .lstm(l): return 2 * l.hiddenSize
+        case let .gru(l): return l.hiddenSize
+        default: return 0
+        }
+    }
+
+    func outputChannels(input: Int) -> Int {
+        switch self {
+        case let .conv1d(l): return l.outChannels
+        case let .linear(l): return l.outFeatures
+        case let .lstm(l): return l.hiddenSize
+        case let .gru(l): return l.hiddenSize
+        case .activation: return input
+        }
+    }
+
+    func outputTime(input: Int) -> Int {
+        if case let .conv1d(l) = self { return l.outputLength(input) }
+        return input
+    }
+
+    /// Multiply-adds for one step with `time` input steps.
+    func multiplyAdds(time: Int) -> Int {
+        switch self {
+        case let .conv1d(l): return l.outputLength(time) * l.outChannels * (l.inChannels / l.groups) * l.kernelSize
+        case let .linear(l): return time * l.inFeatures * l.outFeatures
+        case let .lstm(l): return time * 4 * l.hiddenSize * (l.inputSize + l.hiddenSize)
+        case let .gru(l): return time * 3 * l.hiddenSize * (l.inputSize + l.hiddenSize)
+        case .activation: return 0
+        }
+    }
+
+    var parameterCount: Int {
+        switch self {
+        case let .conv1d(l): return l.weight.count + l.bias.count
+        case let .linear(l): return l.weight.count + l.bias.count
+        case let .lstm(l): return l.weightIH.count + l.weightHH.count + l.bias.count
+        case let .gru(l): return l.weightIH.count + l.weightHH.count + l.biasIH.count + l.biasHH.count
+        case .activation: return 0
+        }
+    }
+
+    func run(_ x: Activations, state: UnsafeMutableBufferPointer<Float>) -> Activations {
+        switch self {
+        case let .conv1d(l): return l.run(x)
+        case let .linear(l): return l.run(x)
+        case let .lstm(l): return l.run(x, state: state)
+        case let .gru(l): return l.run(x, state: state)
+        case let .activation(a):
+            var y = x
+            a.apply(&y)
+            return y
+        }
+    }
+}
+
+extension Layer.Activation {
+    func apply(_ x: inout Activations) {
+        switch self {
+        case .relu: for i in x.values.indices { x.values[i] = max(0, x.values[i]) }
+        case .sigmoid: for i in x.values.indices { x.values[i] = logistic(x.values[i]) }
+        case .tanh: for i in x.values.indices { x.values[i] = Foundation.tanh(x.values[i]) }
+        case .silu: for i in x.values.indices { x.values[i] *= logistic(x.values[i]) }
+        case .gelu:  // ref: torch.nn.GELU() (erf form)
+            for i in x.values.indices { x.values[i] = 0.5 * x.values[i] * (1 + erf(x.values[i] / Float(2).squareRoot())) }
+        case .softmax:  // over channels, at each time step
+            for t in 0..<x.time {
+                var peak = -Float.infinity
+                for c in 0..<x.channels { peak = max(peak, x.values[c * x.time + t]) }
+                var sum: Float = 0
+                for c in 0..<x.channels {
+                    let e = exp(x.values[c * x.time + t] - peak)
+                    x.values[c * x.time + t] = e
+                    sum += e
+                }
+                for c in 0..<x.channels { x.values[c * x.time + t] /= sum }
+            }
+        }
+    }
+}
+
+@inline(__always)
+func logistic(_ x: Float) -> Float { 1 / (1 + exp(-x)) }
+
+/// 1-D convolution within a block: zero padding on both ends, stride, dilation, groups.
+/// ref: torch.nn.Conv1d
+struct Conv1d: Sendable {
+    let name: String
+    let inChannels, outChannels, kernelSize, stride, padding, dilation, groups: Int
+    /// [outChannels][inChannels / groups][kernelSize]
+    let weight: [Float]
+    /// [outChannels]
+    let bias: [Float]
+
+    func outputLength(_ input: Int) -> Int {
+        (input + 2 * padding - dilation * (kernelSize - 1) - 1) / stride + 1
+    }
+
+    /// Gathers each output step's receptive field ([outT][inPerGroup * K], zeros where the
+    /// padding is) and takes one dot product per output channel and step.
+    func run(_ x: Activations) -> Activations {
+        let outT = outputLength(x.time)
+        var y = Activations(channels: outChannels, time: max(outT, 0))
+        guard outT > 0 else { return y }
+        let inPerGroup = inChannels / groups, outPerGroup = outChannels / groups
+        let T = x.time, K = kernelSize, field = inPerGroup * K
+        var columns = [Float](repeating: 0, count: outT * field)
+        weight.withUnsafeBufferPointer { w in
+            x.values.withUnsafeBufferPointer { xv in
+                y.values.withUnsafeMutableBufferPointer { yv in
+                    columns.withUnsafeMutableBufferPointer { col in
+                        for g in 0..<groups {
+                            for t in 0..<outT {
+                                for ci in 0..<inPerGroup {
+                                    let c = g * inPerGroup + ci
+                                    for k in 0..<K {
+                                        let pos = t * stride - padding + k * dilation
+                                        col[t * field + ci * K + k] = pos >= 0 && pos < T ? xv[c * T + pos] : 0
+                                    }
+                                }
+                            }
+                            for o in (g * outPerGroup)..<((g + 1) * outPerGroup) {
+                                for t in 0..<outT {
+                                    yv[o * outT + t] = bias[o] + dot(w.baseAddress! + o * field, col.baseAddress! + t * field, field)
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return y
+    }
+}
+
+/// y[t] = W x[t] + b at each time step.
+/// ref: torch.nn.Linear
+struct Linear: Sendable {
+    let name: String
+    let inFeatures, outFeatures: Int
+    /// [outFeatures][inFeatures]
+    let weight: [Float]
+    /// [outFeatures]
+    let bias: [Float]
+
+    func run(_ x: Activations) -> Activations {
+        var y = Activations(channels: outFeatures, time: x.time)
+        for t in 0..<x.time {
+            for o in 0..<outFeatures {
+                var acc = bias[o]
+                for i in 0..<inFeatures { acc += weight[o * inFeatures + i] * x.values[i * x.time + t] }
+                y.values[o * x.time + t] = acc
+            }
+        }
+        return y
+    }
+}
+
+/// One LSTM layer over the block's time steps, carrying (h, c) in the stream's state.
+/// ref: torch.nn.LSTM, gate order i, f, g, o; state layout [h][c]
+struct LSTM: Sendable {
+    let name: String
+    let inputSize, hiddenSize: Int
+    /// [4 * hidden][input]
+    let weightIH: [Float]
+    /// [4 * hidden][hidden]
+    let weightHH: [Float]
+    /// [4 * hidden]: bias_ih + bias_hh
+    let bias: [Float]
+
+    func run(_ x: Activations, state: UnsafeMutableBufferPointer<Float>) -> Activations {
+        let H = hiddenSize, I = inputSize
+        var y = Activations(channels: H, time: x.time)
+        var gates = [Float](repeating: 0, count: 4 * H)
+        var input = [Float](repeating: 0, count: I)
+        for t in 0..<x.time {
+            for i in 0..<I { input[i] = x.values[i * x.time + t] }
+            weightIH.withUnsafeBufferPointer { wi in
+                weightHH.withUnsafeBufferPointer { wh in
+                    input.withUnsafeBufferPointer { xin in
+                        for r in 0..<(4 * H) {
+                            gates[r] = bias[r] + dot(wi.baseAddress! + r * I, xin.baseAddress!, I)
+                                + dot(wh.baseAddress! + r * H, UnsafePointer(state.baseAddress!), H)
+                        }
+                    }
+                }
+            }
+            for j in 0..<H {
+                let i = logistic(gates[j]), f = logistic(gates[H + j])
+                let g = tanh(gates[2 * H + j]), o = logistic(gates[3 * H + j])
+                let c = f * state[H + j] + i * g
+                state[H + j] = c
+                state[j] = o * tanh(c)
+                y.values[j * x.time + t] = state[j]
+            }
+        }
+        return y
+    }
+}
+
+/// One GRU layer over the block's time steps, carrying h in the stream's state.
+/// ref: torch.nn.GRU, gate order r, z, n; n = tanh(W_in x + b_in + r * (W_hn h + b_hn))
+struct GRU: Sendable {
+    let name: String
+    let inputSize, hiddenSize: Int
+    /// [3 * hidden][input]
+    let weightIH: [Float]
+    /// [3 * hidden][hidden]
+    let weightHH: [Float]
+    let biasIH: [Float]
+    let biasHH: [Float]
+
+    func run(_ x: Activations, state: UnsafeMutableBufferPointer<Float>) -> Activations {
+        let H = hiddenSize, I = inputSize
+        var y = Activations(channels: H, time: x.time)
+        var gi = [Float](repeating: 0, count: 3 * H), gh = [Float](repeating: 0, count: 3 * H)
+        for t in 0..<x.time {
+            for r in 0..<(3 * H) {
+                var a = biasIH[r], b = biasHH[r]
+                for i in 0..<I { a += weightIH[r * I + i] * x.values[i * x.time + t] }
+                for j in 0..<H { b += weightHH[r * H + j] * state[j] }
+                gi[r] = a
+                gh[r] = b
+            }
+            for j in 0..<H {
+                let r = logistic(gi[j] + gh[j]), z = logistic(gi[H + j] + gh[H + j])
+                let n = tanh(gi[2 * H + j] + r * gh[2 * H + j])
+                state[j] = (1 - z) * n + z * state[j]
+                y.values[j * x.time + t] = state[j]
+            }
+        }
+        return y
+    }
+}

@@ -1,0 +1,286 @@
+import EarshotFeatures
+import Foundation
+
+/// A stateful sequence model: immutable weights, loaded once and shared by every stream
+/// (`Sendable`); the per-stream state is a separate value (`makeState()`).
+///
+///     let model = try Model(contentsOf: URL(fileURLWithPath: "Models/silero-vad"))
+///     var state = model.makeState()
+///     let scores = try model.prediction(from: block, using: &state)
+public final class Model: Sendable {
+    public let manifest: ModelManifest
+    /// The package folder.
+    public let path: String
+    /// FNV-1a 64 of weights.safetensors: identifies the weights.
+    public let contentHash: String
+    let layers: [Layer]
+    let frontEnd: STFTConfig
+    let padLeft: Int, padRight: Int
+    /// Per layer: where its carry starts in the state.
+    let stateOffsets: [Int]
+    let stateCount: Int
+    /// Per layer: input (channels, time).
+    let shapes: [(channels: Int, time: Int)]
+    let weightsBytes: Int
+
+    public var name: String { manifest.name }
+    public var sampleRate: Int { manifest.audio.sampleRate }
+    /// New samples per step.
+    public var chunkSamples: Int { manifest.audio.chunkSamples }
+    public var labels: [String] { manifest.outputs.labels }
+
+    /// Loads and checks a package: `folder/model.json` and `folder/weights.safetensors`. Every
+    /// tensor is checked against its layer before any audio is seen.
+    public convenience init(contentsOf folder: URL) throws(ModelError) {
+        let manifestPath = folder.appendingPathComponent("model.json").path
+        let weightsPath = folder.appendingPathComponent("weights.safetensors").path
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: manifestPath))
+        } catch {
+            if !FileManager.default.fileExists(atPath: folder.path) {
+                throw .cannotRead(path: folder.path, reason: "no such model folder")
+            }
+            throw .cannotRead(path: manifestPath, reason: error.localizedDescription)
+        }
+        let manifest: ModelManifest
+        do {
+            manifest = try JSONDecoder().decode(ModelManifest.self, from: data)
+        } catch {
+            throw .manifest(path: manifestPath, reason: Self.describe(error))
+        }
+        let tensors = try SafeTensors.read(path: weightsPath)
+        let hash = try SafeTensors.contentHash(path: weightsPath)
+        let size = (try? FileManager.default.attributesOfItem(atPath: weightsPath)[.size] as? Int) ?? 0
+        try self.init(manifest: manifest, tensors: tensors, path: folder.path, contentHash: hash, weightsBytes: size)
+    }
+
+    init(manifest: ModelManifest, tensors: [String: Tensor], path: String, contentHash: String, weightsBytes: Int) throws(ModelError) {
+        guard manifest.format == ModelManifest.format, manifest.formatVersion == ModelManifest.formatVersion else {
+            throw .unsupportedFormat(path: path, found: "\(manifest.format) v\(manifest.formatVersion)",
+                                     expected: "\(ModelManifest.format) v\(ModelManifest.formatVersion)")
+        }
+        let audio = manifest.audio
+        guard audio.sampleRate > 0, audio.chunkSamples > 0, audio.contextSamples >= 0 else {
+            throw .manifest(path: path, reason: "audio: sampleRate and chunkSamples must be > 0, contextSamples >= 0")
+        }
+        let fe = manifest.frontEnd
+        guard fe.type == "stft" else {
+            throw .manifest(path: path, reason: "frontEnd.type '\(fe.type)': this earshot runs 'stft'")
+        }
+        frontEnd = STFTConfig(nFFT: fe.nFFT, hopLength: fe.hopLength, winLength: fe.winLength, window: fe.window ?? .hann,
+                              periodic: fe.periodic ?? true, center: false, padMode: fe.padMode ?? .reflect,
+                              spectrum: fe.spectrum ?? .magnitude)
+        do { try frontEnd.validate() } catch { throw .manifest(path: path, reason: "frontEnd: \(error)") }
+        padLeft = fe.padLeft ?? 0
+        padRight = fe.padRight ?? 0
+        let blockLength = audio.contextSamples + audio.chunkSamples + padLeft + padRight
+        var channels = frontEnd.binCount
+        var time = frontEnd.frameCount(forSamples: blockLength)
+        guard time > 0 else { throw .manifest(path: path, reason: "frontEnd: a block of \(blockLength) samples holds no \(fe.nFFT)-sample frame") }
+
+        var used = Set<String>()
+        func tensor(_ name: String?, layer: String, shape: [Int], required: Bool = true) throws(ModelError) -> [Float] {
+            guard let name else {
+                if required { throw .layer(path: path, layer: layer, reason: "no tensor name given") }
+                return [Float](repeating: 0, count: shape.reduce(1, *))
+            }
+            guard let t = tensors[name] else { throw .missingTensor(path: path, layer: layer, tensor: name) }
+            guard t.shape == shape else { throw .tensorShape(path: path, layer: layer, name: name, expected: shape, found: t.shape) }
+            used.insert(name)
+            return t.values
+        }
+        func need(_ value: Int?, _ field: String, layer: String) throws(ModelError) -> Int {
+            guard let value, value > 0 else { throw .layer(path: path, layer: layer, reason: "\(field) missing or not > 0") }
+            return value
+        }
+
+        var layers: [Layer] = [], shapes: [(Int, Int)] = [], offsets: [Int] = []
+        var stateCount = 0
+        for (index, spec) in manifest.network.enumerated() {
+            let label = spec.name ?? "#\(index) (\(spec.type))"
+            shapes.append((channels, time))
+            let layer: Layer
+            switch spec.type {
+            case "conv1d":
+                let inC = try need(spec.inChannels, "inChannels", layer: label), outC = try need(spec.outChannels, "outChannels", layer: label)
+                let k = try need(spec.kernelSize, "kernelSize", layer: label), groups = spec.groups ?? 1
+                guard inC == channels else { throw .layer(path: path, layer: label, reason: "inChannels \(inC), but its input has \(channels) channels") }
+                guard groups >= 1, inC % groups == 0, outC % groups == 0 else {
+                    throw .layer(path: path, layer: label, reason: "groups \(groups) must divide inChannels \(inC) and outChannels \(outC)")
+                }
+                let conv = Conv1d(
+                    name: label, inChannels: inC, outChannels: outC, kernelSize: k, stride: spec.stride ?? 1,
+                    padding: spec.padding ?? 0, dilation: spec.dilation ?? 1, groups: groups,
+                    weight: try tensor(spec.weight, layer: label, shape: [outC, inC / groups, k]),
+                    bias: try tensor(spec.bias, layer: label, shape: [outC], required: false))
+                guard conv.stride >= 1, conv.dilation >= 1, conv.padding >= 0, conv.outputLength(time) >= 1 else {
+                    throw .layer(path: path, layer: label, reason: "stride/dilation/padding leave no output steps from \(time) input steps")
+                }
+                layer = .conv1d(conv)
+            case "linear":
+                let inF = try need(spec.inFeatures, "inFeatures", layer: label), outF = try need(spec.outFeatures, "outFeatures", layer: label)
+                guard inF == channels else { throw .layer(path: path, layer: label, reason: "inFeatures \(inF), but its input has \(channels) channels") }
+                layer = .linear(Linear(name: label, inFeatures: inF, outFeatures: outF,
+                                       weight: try tensor(spec.weight, layer: label, shape: [outF, inF]),
+                                       bias: try tensor(spec.bias, layer: label, shape: [outF], required: false)))
+            case "lstm", "gru":
+                let I = try need(spec.inputSize, "inputSize", layer: label), H = try need(spec.hiddenSize, "hiddenSize", layer: label)
+                guard I == channels else { throw .layer(path: path, layer: label, reason: "inputSize \(I), but its input has \(channels) channels") }
+                guard (spec.numLayers ?? 1) == 1 else {
+                    throw .layer(path: path, layer: label, reason: "numLayers \(spec.numLayers ?? 1): give each layer its own entry")
+                }
+                let gates = spec.type == "lstm" ? 4 : 3
+                let wi = try tensor(spec.weightIH, layer: label, shape: [gates * H, I])
+                let wh = try tensor(spec.weightHH, layer: label, shape: [gates * H, H])
+                let bi = try tensor(spec.biasIH, layer: label, shape: [gates * H], required: false)
+                let bh = try tensor(spec.biasHH, layer: label, shape: [gates * H], required: false)
+                if spec.type == "lstm" {
+                    guard (spec.gateOrder ?? "ifgo") == "ifgo" else {
+                        throw .layer(path: path, layer: label, reason: "gateOrder '\(spec.gateOrder ?? "")': expected ifgo (PyTorch)")
+                    }
+                    layer = .lstm(LSTM(name: label, inputSize: I, hiddenSize: H, weightIH: wi, weightHH: wh, bias: zip(bi, bh).map(+)))
+                } else {
+                    layer = .gru(GRU(name: label, inputSize: I, hiddenSize: H, weightIH: wi, weightHH: wh, biasIH: bi, biasHH: bh))
+                }
+            default:
+                guard let activation = Layer.Activation(rawValue: spec.type) else {
+                    throw .unknownLayer(path: path, index: index, type: spec.type)
+                }
+                layer = .activation(activation)
+            }
+            offsets.append(stateCount)
+            stateCount += layer.stateCount
+            channels = layer.outputChannels(input: channels)
+            time = layer.outputTime(input: time)
+            layers.append(layer)
+        }
+        let unused = Set(tensors.keys).subtracting(used)
+        guard unused.isEmpty else { throw .unusedTensors(path: path, names: unused.sorted()) }
+        guard channels == manifest.outputs.labels.count else {
+            throw .manifest(path: path, reason: "the network ends with \(channels) channels for \(manifest.outputs.labels.count) labels")
+        }
+        guard ["sigmoid", "softmax", "none"].contains(manifest.outputs.activation) else {
+            throw .manifest(path: path, reason: "outputs.activation '\(manifest.outputs.activation)': expected sigmoid, softmax or none")
+        }
+        guard ["mean", "last", nil].contains(manifest.outputs.reduceTime) else {
+            throw .manifest(path: path, reason: "outputs.reduceTime '\(manifest.outputs.reduceTime ?? "")': expected mean or last")
+        }
+        self.manifest = manifest
+        self.path = path
+        self.contentHash = contentHash
+        self.layers = layers
+        self.shapes = shapes
+        self.stateOffsets = offsets
+        self.stateCount = stateCount
+        self.weightsBytes = weightsBytes
+    }
+
+    static func describe(_ error: Error) -> String {
+        switch error {
+        case let DecodingError.keyNotFound(key, context):
+            return "missing field '\((context.codingPath + [key]).map(\.stringValue).joined(separator: "."))'"
+        case let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context),
+             let DecodingError.dataCorrupted(context):
+            return "'\(context.codingPath.map(\.stringValue).joined(separator: "."))': \(context.debugDescription)"
+        default:
+            return "\(error)"
+        }
+    }
+
+    /// A fresh stream: zero context and zero carries.
+    public func makeState() -> ModelState {
+        ModelState(modelHash: contentHash, context: [Float](repeating: 0, count: manifest.audio.contextSamples),
+                   carry: [Float](repeating: 0, count: stateCount), steps: 0)
+    }
+
+    /// A state from `ModelState.serialized()` bytes; they must come from this model.
+    public func restoreState(_ bytes: [UInt8]) throws(ModelError) -> ModelState {
+        let state = try ModelState.deserialize(bytes)
+        guard state.modelHash == contentHash else { throw .stateModelMismatch(expected: contentHash, found: state.modelHash) }
+        guard state.context.count == manifest.audio.contextSamples, state.carry.count == stateCount else {
+            throw .stateFormat(reason: "\(state.context.count) context and \(state.carry.count) carry values; this model has \(manifest.audio.contextSamples) and \(stateCount)")
+        }
+        return state
+    }
+
+    /// Advances one stream by one step: `block` is `chunkSamples` new samples at `sampleRate`.
+    /// Returns one score per label.
+    public func prediction(from block: [Float], using state: inout ModelState) throws(ModelError) -> [Float] {
+        guard block.count == chunkSamples else { throw .inputSize(model: name, expected: chunkSamples, found: block.count) }
+        if let bad = block.firstIndex(where: { !$0.isFinite }) { throw .nonFiniteInput(model: name, sampleIndex: bad) }
+        guard state.modelHash == contentHash, state.carry.count == stateCount else {
+            throw .stateModelMismatch(expected: contentHash, found: state.modelHash)
+        }
+        var x = frontEndFeatures(block, context: state.context)
+        state.carry.withUnsafeMutableBufferPointer { carry in
+            for (i, layer) in layers.enumerated() {
+                let slice = UnsafeMutableBufferPointer(rebasing: carry[stateOffsets[i]..<(stateOffsets[i] + layer.stateCount)])
+                x = layer.run(x, state: slice)
+            }
+        }
+        let c = manifest.audio.contextSamples
+        if c > 0 {
+            let joined = state.context + block
+            state.context = Array(joined[(joined.count - c)...])
+        }
+        state.steps += 1
+        return output(x)
+    }
+
+    /// Advances many streams by one step each: `blocks[i]` with `states[i]`. Equal to calling
+    /// `prediction(from:using:)` for each in turn.
+    public func predictions(from blocks: [[Float]], using states: inout [ModelState]) throws(ModelError) -> [[Float]] {
+        guard blocks.count == states.count else { throw .batchSize(blocks: blocks.count, states: states.count) }
+        var out: [[Float]] = []
+        out.reserveCapacity(blocks.count)
+        for i in blocks.indices { out.append(try prediction(from: blocks[i], using: &states[i])) }
+        return out
+    }
+
+    /// [bins][frames] spectrum of context + block after padding.
+    func frontEndFeatures(_ block: [Float], context: [Float]) -> Activations {
+        let signal = context + block
+        let L = signal.count
+        var padded = [Float](repeating: 0, count: padLeft + L + padRight)
+        for i in 0..<padded.count {
+            var j = i - padLeft
+            if j < 0 || j >= L {
+                guard frontEnd.padMode == .reflect, L > 1 else { continue }
+                let period = 2 * (L - 1)
+                j %= period
+                if j < 0 { j += period }
+                if j >= L { j = period - j }
+            }
+            padded[i] = signal[j]
+        }
+        let frames = frontEnd.frameCount(forSamples: padded.count)
+        let bins = frontEnd.binCount
+        // A new analyzer per step: the model is shared and immutable; FFTW's plan is cached.
+        let analyzer = try? SpectrumAnalyzer(config: frontEnd)
+        var out = Activations(channels: bins, time: frames)
+        var spectrum = [Float](repeating: 0, count: bins)
+        padded.withUnsafeBufferPointer { p in
+            spectrum.withUnsafeMutableBufferPointer { s in
+                for t in 0..<frames {
+                    analyzer?.analyze(frame: UnsafeBufferPointer(rebasing: p[(t * frontEnd.hopLength)..<(t * frontEnd.hopLength + frontEnd.nFFT)]), into: s)
+                    for b in 0..<bins { out.values[b * frames + t] = s[b] }
+                }
+            }
+        }
+        return out
+    }
+
+    func output(_ x: Activations) -> [Float] {
+        var y = x
+        switch manifest.outputs.activation {
+        case "sigmoid": Layer.Activation.sigmoid.apply(&y)
+        case "softmax": Layer.Activation.softmax.apply(&y)
+        default: break
+        }
+        return (0..<y.channels).map { c in
+            let row = y.values[(c * y.time)..<((c + 1) * y.time)]
+            return manifest.outputs.reduceTime == "last" ? row.last ?? 0 : row.reduce(0, +) / Float(max(y.time, 1))
+        }
+    }
+}

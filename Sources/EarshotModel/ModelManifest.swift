@@ -1,0 +1,94 @@
+import EarshotFeatures
+
+/// model.json: what a person reads and edits to know and change a model package.
+public struct ModelManifest: Codable, Sendable, Equatable {
+    public static let format = "earshot-model"
+    public static let formatVersion = 1
+
+    public var format: String
+    public var formatVersion: Int
+    public var name: String
+    public var version: String?
+    public var description: String?
+    public var author: String?
+    public var license: String?
+    public var source: String?
+    public var audio: Audio
+    public var frontEnd: FrontEnd
+    public var network: [LayerSpec]
+    public var outputs: Outputs
+    public var decision: Decision?
+
+    public struct Audio: Codable, Sendable, Equatable {
+        /// Hz.
+        public var sampleRate: Int
+        /// New samples per model step (one block).
+        public var chunkSamples: Int
+        /// Samples of the previous block prepended to each block (zeros at stream start).
+        public var contextSamples: Int
+    }
+
+    /// The feature front end, applied to each block (context + chunk): STFT frames of the block,
+    /// after padding its ends.
+    public struct FrontEnd: Codable, Sendable, Equatable {
+        public var type: String
+        public var nFFT: Int
+        public var hopLength: Int
+        public var winLength: Int?
+        public var window: WindowKind?
+        public var periodic: Bool?
+        public var padLeft: Int?
+        public var padRight: Int?
+        public var padMode: STFTConfig.PadMode?
+        public var spectrum: STFTConfig.Spectrum?
+    }
+
+    public struct Outputs: Codable, Sendable, Equatable {
+        /// sigmoid (independent labels), softmax (one of the labels), or none.
+        public var activation: String
+        /// How per-time outputs become one score vector per step: mean or last.
+        public var reduceTime: String?
+        public var labels: [String]
+    }
+
+    /// Default settings of the label logic (thresholds in score units, durations in ms/s).
+    public struct Decision: Codable, Sendable, Equatable {
+        public var threshold: Double?
+        public var negativeThreshold: Double?
+        public var minSegmentMs: Double?
+        public var minSilenceMs: Double?
+        public var padMs: Double?
+        public var maxSegmentSeconds: Double?
+        public var minSilenceAtMaxSegmentMs: Double?
+        public var splitAtLongestSilence: Bool?
+    }
+}
+
+/// One layer of the network as the manifest gives it. Which fields apply depends on `type`.
+public struct LayerSpec: Codable, Sendable, Equatable {
+    public var type: String
+    public var name: String?
+    // conv1d
+    public var inChannels: Int?
+    public var outChannels: Int?
+    public var kernelSize: Int?
+    public var stride: Int?
+    public var padding: Int?
+    public var dilation: Int?
+    public var groups: Int?
+    public var weight: String?
+    public var bias: String?
+    // linear
+    public var inFeatures: Int?
+    public var outFeatures: Int?
+    // lstm, gru
+    public var inputSize: Int?
+    public var hiddenSize: Int?
+    public var numLayers: Int?
+    public var gateOrder: String?
+    public var initialState: String?
+    public var weightIH: String?
+    public var weightHH: String?
+    public var biasIH: String?
+    public var biasHH: String?
+}

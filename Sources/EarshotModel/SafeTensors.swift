@@ -1,0 +1,97 @@
+import Foundation
+
+/// A tensor read from a safetensors file, widened to Float.
+public struct Tensor: Sendable, Equatable {
+    public var shape: [Int]
+    public var dtype: String
+    public var values: [Float]
+}
+
+/// The safetensors format: an 8-byte little-endian header length, a JSON header mapping each
+/// name to {dtype, shape, data_offsets: [begin, end]} (offsets into the data after the header),
+/// then the raw little-endian data. F32 and F16 (and BF16) are read.
+/// ref: huggingface safetensors format description
+enum SafeTensors {
+    static let supportedDTypes = ["F32", "F16", "BF16"]
+
+    static func read(path: String) throws(ModelError) -> [String: Tensor] {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+        } catch {
+            throw .cannotRead(path: path, reason: error.localizedDescription)
+        }
+        return try parse(data, path: path)
+    }
+
+    static func parse(_ data: Data, path: String) throws(ModelError) -> [String: Tensor] {
+        guard data.count >= 8 else { throw .safetensors(path: path, reason: "\(data.count) bytes: shorter than the 8-byte header length") }
+        let headerLength = data.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+        guard headerLength <= UInt64(data.count - 8) else {
+            throw .safetensors(path: path, reason: "header length \(headerLength) exceeds the file (\(data.count) bytes)")
+        }
+        let headerEnd = 8 + Int(headerLength)
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: data.subdata(in: 8..<headerEnd))
+        } catch {
+            throw .safetensors(path: path, reason: "header is not JSON")
+        }
+        guard let header = object as? [String: Any] else { throw .safetensors(path: path, reason: "header is not a JSON object") }
+        let dataLength = data.count - headerEnd
+        var tensors: [String: Tensor] = [:]
+        for (name, value) in header where name != "__metadata__" {
+            guard let entry = value as? [String: Any], let dtype = entry["dtype"] as? String,
+                  let shape = entry["shape"] as? [Int], let offsets = entry["data_offsets"] as? [Int], offsets.count == 2
+            else { throw .safetensors(path: path, reason: "tensor '\(name)': entry lacks dtype, shape or data_offsets") }
+            guard supportedDTypes.contains(dtype) else {
+                throw .tensorDType(path: path, name: name, found: dtype, expected: supportedDTypes.joined(separator: ", "))
+            }
+            let width = dtype == "F32" ? 4 : 2
+            let count = shape.reduce(1, *)
+            guard shape.allSatisfy({ $0 >= 0 }), offsets[0] >= 0, offsets[0] <= offsets[1], offsets[1] <= dataLength,
+                  offsets[1] - offsets[0] == count * width
+            else {
+                throw .safetensors(path: path, reason: "tensor '\(name)': offsets \(offsets) do not hold \(shape) \(dtype) within \(dataLength) data bytes")
+            }
+            let start = headerEnd + offsets[0]
+            let values: [Float] = data.withUnsafeBytes { raw in
+                (0..<count).map { i in
+                    switch dtype {
+                    case "F32": return Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: start + 4 * i, as: UInt32.self)))
+                    case "F16": return Float(Float16(bitPattern: UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: start + 2 * i, as: UInt16.self))))
+                    default:  // BF16: the high half of a float32
+                        let bits = UInt32(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: start + 2 * i, as: UInt16.self)))
+                        return Float(bitPattern: bits << 16)
+                    }
+                }
+            }
+            tensors[name] = Tensor(shape: shape, dtype: dtype, values: values)
+        }
+        return tensors
+    }
+
+    /// FNV-1a, 64 bit, of the bytes: identifies a weights file's content.
+    static func contentHash(path: String) throws(ModelError) -> String {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+        } catch {
+            throw .cannotRead(path: path, reason: error.localizedDescription)
+        }
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        data.withUnsafeBytes { raw in
+            for byte in raw {
+                hash ^= UInt64(byte)
+                hash &*= 0x0000_0100_0000_01B3
+            }
+        }
+        return String(hash, radix: 16).leftPadded(to: 16)
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
