@@ -156,18 +156,30 @@ public struct MelFilterbank: Sendable, Equatable {
     }
 }
 
-/// Dot product of two float arrays, eight lanes at a time.
+/// Dot product of two float arrays: four independent eight-lane sums (so the adds overlap
+/// instead of waiting on each other), then eight lanes, then the scalar tail.
 @inlinable @inline(__always)
 public func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ count: Int) -> Float {
-    var acc = SIMD8<Float>()
+    var acc0 = SIMD8<Float>(), acc1 = SIMD8<Float>(), acc2 = SIMD8<Float>(), acc3 = SIMD8<Float>()
+    let ra = UnsafeRawPointer(a), rb = UnsafeRawPointer(b)
+    let stride = MemoryLayout<SIMD8<Float>>.size
     var i = 0
+    while i + 32 <= count {
+        let o = i * 4
+        acc0 += ra.loadUnaligned(fromByteOffset: o, as: SIMD8<Float>.self) * rb.loadUnaligned(fromByteOffset: o, as: SIMD8<Float>.self)
+        acc1 += ra.loadUnaligned(fromByteOffset: o + stride, as: SIMD8<Float>.self)
+            * rb.loadUnaligned(fromByteOffset: o + stride, as: SIMD8<Float>.self)
+        acc2 += ra.loadUnaligned(fromByteOffset: o + 2 * stride, as: SIMD8<Float>.self)
+            * rb.loadUnaligned(fromByteOffset: o + 2 * stride, as: SIMD8<Float>.self)
+        acc3 += ra.loadUnaligned(fromByteOffset: o + 3 * stride, as: SIMD8<Float>.self)
+            * rb.loadUnaligned(fromByteOffset: o + 3 * stride, as: SIMD8<Float>.self)
+        i += 32
+    }
     while i + 8 <= count {
-        let x = UnsafeRawPointer(a + i).loadUnaligned(as: SIMD8<Float>.self)
-        let y = UnsafeRawPointer(b + i).loadUnaligned(as: SIMD8<Float>.self)
-        acc += x * y
+        acc0 += ra.loadUnaligned(fromByteOffset: i * 4, as: SIMD8<Float>.self) * rb.loadUnaligned(fromByteOffset: i * 4, as: SIMD8<Float>.self)
         i += 8
     }
-    var sum = acc.sum()
+    var sum = ((acc0 + acc1) + (acc2 + acc3)).sum()
     while i < count {
         sum += a[i] * b[i]
         i += 1

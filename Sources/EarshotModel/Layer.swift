@@ -80,7 +80,7 @@ enum Layer: Sendable {
         switch self {
         case let .conv1d(l): return l.weight.count + l.bias.count
         case let .linear(l): return l.weight.count + l.bias.count
-        case let .lstm(l): return l.weightIH.count + l.weightHH.count + l.bias.count
+        case let .lstm(l): return l.weightIH.count + l.weightHH.count + 2 * l.bias.count  // stored: bias_ih and bias_hh
         case let .gru(l): return l.weightIH.count + l.weightHH.count + l.biasIH.count + l.biasHH.count
         case .activation: return 0
         }

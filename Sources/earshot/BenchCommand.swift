@@ -8,7 +8,8 @@ enum BenchCommand {
         }
         switch what {
         case "features": try features(Array(words.dropFirst()))
-        default: throw UsageError("unknown benchmark '\(what)'", hint: "earshot bench features")
+        case "model": try model(Array(words.dropFirst()))
+        default: throw UsageError("unknown benchmark '\(what)'", hint: "earshot bench features | earshot bench model")
         }
     }
 
@@ -64,6 +65,45 @@ enum BenchCommand {
         } else {
             print(String(format: "earshot log-mel: %.1f s of audio, %d frames, median %.4f s over %d runs: %.0fx real time (one thread)",
                          seconds, frames, median, repeats, realTime))
+        }
+    }
+
+    /// One stream, one thread: the file cut into blocks (the last zero-padded), each run through
+    /// `prediction(from:using:)` in turn; the median over repeats of the mean time per block.
+    static func model(_ words: [String]) throws {
+        let args = try Arguments(words, valued: ["model", "audio", "repeat"], switches: ["json"], command: "bench model")
+        let model = try Model(contentsOf: try ModelLocator.find(args.string("model") ?? ModelLocator.defaultModel))
+        let repeats = try args.int("repeat", default: 5, range: 1...1000)
+        let path = args.string("audio") ?? bundledPath("AudioSamples/speech-noise-16k.wav")
+        let (source, rate) = try AudioFile.readMono(path: path)
+        let resampler = try Resampler(inputRate: Double(rate), outputRate: Double(model.sampleRate))
+        let samples = try resampler.process(source) + resampler.finish()
+        let n = model.chunkSamples
+        let blocks: [[Float]] = stride(from: 0, to: samples.count, by: n).map { start in
+            Array(samples[start..<min(start + n, samples.count)]) + [Float](repeating: 0, count: max(0, start + n - samples.count))
+        }
+        var perBlock: [Double] = []
+        let clock = ContinuousClock()
+        for run in 0...repeats {
+            var state = model.makeState()
+            let elapsed = try clock.measure {
+                for block in blocks { _ = try model.prediction(from: block, using: &state) }
+            }
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+            if run > 0 { perBlock.append(seconds / Double(blocks.count)) }  // run 0 warms up
+        }
+        let median = perBlock.sorted()[perBlock.count / 2]
+        let us = median * 1e6
+        let realTime = Double(n) / Double(model.sampleRate) / median
+        if args.flag("json") {
+            print(jsonLine([
+                "runtime": "earshot", "benchmark": "model", "model": model.name, "threads": 1,
+                "us_per_chunk_median": us, "us_per_chunk_best": (perBlock.min() ?? 0) * 1e6,
+                "x_realtime": realTime, "chunks": blocks.count, "repeats": repeats,
+            ]))
+        } else {
+            print(String(format: "earshot %@, 1 thread: %.1f us per %d-sample chunk (median of %d), %.0fx real time, %d chunks",
+                         model.name, us, n, repeats, realTime, blocks.count))
         }
     }
 }

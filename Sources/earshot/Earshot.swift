@@ -12,6 +12,11 @@ enum EarshotCommand {
               default) and prints what it computed.
           earshot bench features [--seconds S] [--repeat N] [--audio FILE] [--json]
               Log-mel throughput on one thread, in times real time.
+          earshot inspect MODEL [--json]
+              What a model takes, gives and costs: state size, parameters, per-layer shapes and
+              multiply-adds. MODEL is a folder or a name under $EARSHOT_MODELS or Models/.
+          earshot bench model [--model NAME|PATH] [--audio FILE] [--repeat N] [--json]
+              Microseconds per step for one stream on one thread.
           earshot help
         """
 
@@ -26,6 +31,7 @@ enum EarshotCommand {
             switch command {
             case "features": try FeaturesCommand.run(words)
             case "bench": try BenchCommand.run(words)
+            case "inspect": try InspectCommand.run(words)
             case "help", "--help", "-h": print(usage)
             default: throw UsageError("unknown command '\(command)'", hint: "earshot help")
             }

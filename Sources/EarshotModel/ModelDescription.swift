@@ -1,0 +1,60 @@
+/// What a model takes, gives and costs: for people (`earshot inspect`) and for programs.
+public struct ModelDescription: Sendable, Codable, Equatable {
+    public struct LayerInfo: Sendable, Codable, Equatable {
+        public var name: String
+        public var type: String
+        /// [channels, time] in and out, per step.
+        public var inputShape: [Int]
+        public var outputShape: [Int]
+        public var parameters: Int
+        public var multiplyAdds: Int
+        public var stateFloats: Int
+    }
+
+    public var name: String
+    public var version: String?
+    public var summary: String?
+    public var author: String?
+    public var license: String?
+    public var source: String?
+    public var sampleRate: Int
+    public var chunkSamples: Int
+    public var contextSamples: Int
+    /// The input one step takes: chunkSamples new samples at sampleRate.
+    public var input: String
+    public var frontEnd: String
+    public var outputActivation: String
+    public var labels: [String]
+    public var stateBytesPerStream: Int
+    public var parameterCount: Int
+    public var storageBytes: Int
+    public var layerCounts: [String: Int]
+    public var multiplyAddsPerStep: Int
+    public var contentHash: String
+    public var layers: [LayerInfo]
+}
+
+extension Model {
+    public var description: ModelDescription {
+        let infos = layers.enumerated().map { i, layer -> ModelDescription.LayerInfo in
+            let (c, t) = shapes[i]
+            return .init(
+                name: layer.name, type: manifest.network[i].type, inputShape: [c, t],
+                outputShape: [layer.outputChannels(input: c), layer.outputTime(input: t)],
+                parameters: layer.parameterCount, multiplyAdds: layer.multiplyAdds(time: t), stateFloats: layer.stateCount)
+        }
+        let fe = frontEnd
+        let frames = shapes.first?.time ?? 0
+        return ModelDescription(
+            name: manifest.name, version: manifest.version, summary: manifest.description, author: manifest.author,
+            license: manifest.license, source: manifest.source, sampleRate: sampleRate, chunkSamples: chunkSamples,
+            contextSamples: manifest.audio.contextSamples,
+            input: "\(chunkSamples) samples at \(sampleRate) Hz (\(Double(chunkSamples) * 1000 / Double(sampleRate)) ms) per step",
+            frontEnd: "STFT \(fe.spectrum.rawValue), n_fft \(fe.nFFT), hop \(fe.hopLength), \(fe.window.rawValue)\(fe.periodic ? " periodic" : ""), pad \(padLeft)/\(padRight) \(fe.padMode.rawValue): [\(fe.binCount)][\(frames)] per step",
+            outputActivation: manifest.outputs.activation, labels: labels,
+            stateBytesPerStream: makeState().byteCount,
+            parameterCount: infos.reduce(0) { $0 + $1.parameters }, storageBytes: weightsBytes,
+            layerCounts: Dictionary(infos.map { ($0.type, 1) }, uniquingKeysWith: +),
+            multiplyAddsPerStep: infos.reduce(0) { $0 + $1.multiplyAdds }, contentHash: contentHash, layers: infos)
+    }
+}

@@ -1,0 +1,44 @@
+import Earshot
+import Foundation
+
+enum InspectCommand {
+    static func run(_ words: [String]) throws {
+        let args = try Arguments(words, valued: [], switches: ["json"], command: "inspect")
+        guard args.positionals.count == 1, let name = args.positionals.first else {
+            throw UsageError("inspect takes one model name or folder", hint: "earshot inspect silero-vad")
+        }
+        let model = try Model(contentsOf: try ModelLocator.find(name))
+        let d = model.description
+        if args.flag("json") {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(d), as: UTF8.self))
+            return
+        }
+        var lines = [
+            "\(d.name) \(d.version ?? "")  (\(model.path))",
+            d.summary.map { "  \($0)" },
+            "  author \(d.author ?? "?"), licence \(d.license ?? "?")",
+            d.source.map { "  source: \($0)" },
+            "input:     \(d.input), \(d.contextSamples) samples of context",
+            "front end: \(d.frontEnd)",
+            "outputs:   \(d.outputActivation) over \(d.labels.joined(separator: ", "))",
+            "state:     \(d.stateBytesPerStream) bytes per stream",
+            "weights:   \(d.parameterCount) parameters, \(d.storageBytes) bytes, hash \(d.contentHash)",
+            "layers:    " + d.layerCounts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "),
+            "cost:      \(d.multiplyAddsPerStep) multiply-adds per step",
+            "",
+            pad("layer", 16) + pad("type", 9) + pad("in", 11) + pad("out", 11) + pad("params", 9) + pad("MACs/step", 11) + "share",
+        ].compactMap { $0 }
+        for l in d.layers {
+            let share = d.multiplyAddsPerStep > 0 ? Double(l.multiplyAdds) * 100 / Double(d.multiplyAddsPerStep) : 0
+            lines.append(pad(l.name, 16) + pad(l.type, 9) + pad("\(l.inputShape)", 11) + pad("\(l.outputShape)", 11)
+                         + pad("\(l.parameters)", 9) + pad("\(l.multiplyAdds)", 11) + String(format: "%5.1f%%", share))
+        }
+        print(lines.joined(separator: "\n"))
+    }
+
+    static func pad(_ s: String, _ width: Int) -> String {
+        s.count >= width ? s + " " : s + String(repeating: " ", count: width - s.count)
+    }
+}
