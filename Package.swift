@@ -16,7 +16,9 @@ let package = Package(
 
         .target(name: "EarshotAudio", dependencies: ["CSndFile", "CALSA", "CSoxr"]),
         .target(name: "EarshotFeatures", dependencies: ["CFFTW"]),
-        .target(name: "EarshotModel", dependencies: ["EarshotFeatures"]),
+        // Dense kernels in C, compiled per instruction set and chosen at run time.
+        .target(name: "CEarshotKernels"),
+        .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels"]),
         .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel"]),
         .executableTarget(name: "earshot", dependencies: ["Earshot"]),
 
@@ -25,7 +27,8 @@ let package = Package(
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "CSndFile", "EarshotTestSupport"]),
         .testTarget(name: "EarshotFeaturesTests", dependencies: ["EarshotFeatures", "EarshotAudio", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
-        .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotAudio", "EarshotTestSupport"],
+                    exclude: ["Goldens"]),
         .testTarget(name: "EarshotTests", dependencies: ["Earshot", "earshot", "EarshotTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -7,8 +7,12 @@ times every onnxruntime call. Reports the median over repeats of the mean time
 per chunk (and the best repeat), and the resulting multiple of real time. The model run is the
 original silero_vad.onnx from the silero-vad wheel named in the package.
 
+Side by side: unless --no-earshot, each round also runs `earshot bench model` (one stream, one
+thread, the same blocks) right after the onnxruntime pass, so both meet the same machine load;
+the medians of both and their ratio are printed.
+
 Usage: tools/.venv/bin/python tools/bench_silero_ort.py --audio FILE
-           --model-dir Models/silero-vad [--repeat N] [--json]
+           --model-dir Models/silero-vad [--repeat N] [--json] [--no-earshot]
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,6 +43,8 @@ def main() -> int:
     ap.add_argument("--model-dir", type=Path, default=ref.ROOT / "Models" / "silero-vad")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--no-earshot", action="store_true", help="run onnxruntime only")
+    ap.add_argument("--earshot", default=str(ref.ROOT / ".build" / "release" / "earshot"))
     args = ap.parse_args()
 
     import onnxruntime as ort
@@ -52,7 +59,7 @@ def main() -> int:
 
     pieces = list(ref.chunks(audio, chunk))
     sr = np.array(rate, dtype=np.int64)
-    per_run = []
+    per_run, earshot_runs = [], []
     for r in range(args.repeat + 1):                     # run 0 warms up
         state = np.zeros((2, 1, 128), dtype=np.float32)
         ctx = np.zeros((1, context), dtype=np.float32)
@@ -65,19 +72,34 @@ def main() -> int:
             ctx = x[:, -context:]
         if r:
             per_run.append(total / len(pieces))
+            if not args.no_earshot:
+                out = subprocess.run([args.earshot, "bench", "model", "--model", str(args.model_dir),
+                                      "--audio", args.audio, "--repeat", "1", "--json"],
+                                     check=True, capture_output=True, text=True).stdout
+                earshot_runs.append(json.loads(out)["us_per_chunk_median"])
     us = statistics.median(per_run) * 1e6
     x_rt = (chunk / rate * 1e6) / us
+    result = {"runtime": "onnxruntime", "version": ort.__version__,
+              "model": manifest["name"], "threads": 1,
+              "us_per_chunk_median": round(us, 2), "x_realtime": round(x_rt, 1),
+              "us_per_chunk_best": round(min(per_run) * 1e6, 2),
+              "chunks": len(pieces), "repeats": args.repeat}
+    if earshot_runs:
+        e_us = statistics.median(earshot_runs)
+        result["earshot_us_per_chunk_median"] = round(e_us, 2)
+        result["earshot_x_realtime"] = round((chunk / rate * 1e6) / e_us, 1)
+        result["ratio_onnxruntime_over_earshot"] = round(us / e_us, 2)
     if args.json:
-        print(json.dumps({"runtime": "onnxruntime", "version": ort.__version__,
-                          "model": manifest["name"], "threads": 1,
-                          "us_per_chunk_median": round(us, 2), "x_realtime": round(x_rt, 1),
-                          "us_per_chunk_best": round(min(per_run) * 1e6, 2),
-                          "chunks": len(pieces), "repeats": args.repeat}))
+        print(json.dumps(result))
     else:
         print(f"onnxruntime {ort.__version__}, {manifest['name']}, 1 thread: "
               f"{us:.1f} us per {chunk}-sample chunk (median of {args.repeat}; best "
               f"{min(per_run) * 1e6:.1f}), "
               f"{x_rt:.0f}x real time, {len(pieces)} chunks")
+        if earshot_runs:
+            print(f"earshot, same blocks, alternating rounds: {result['earshot_us_per_chunk_median']:.1f} us per chunk, "
+                  f"{result['earshot_x_realtime']:.0f}x real time")
+            print(f"earshot is {result['ratio_onnxruntime_over_earshot']:.2f}x faster per chunk than onnxruntime")
     return 0
 
 

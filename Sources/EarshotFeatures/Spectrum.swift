@@ -16,6 +16,21 @@ public final class SpectrumAnalyzer {
         self.fft = try RealFFT(size: config.nFFT)
     }
 
+    /// The window the analyzer multiplies each frame by ([nFFT], the shape centred).
+    public var paddedWindow: [Float] { window }
+
+    /// An analyzer with a window computed before (`paddedWindow` of one with this configuration),
+    /// so that making one costs only its FFT arrays.
+    public init(config: STFTConfig, paddedWindow: [Float]) throws(FeatureError) {
+        try config.validate()
+        guard paddedWindow.count == config.nFFT else {
+            throw .invalidParameter(name: "window", value: "\(paddedWindow.count) values", expected: "\(config.nFFT) (nFFT)")
+        }
+        self.config = config
+        self.window = paddedWindow
+        self.fft = try RealFFT(size: config.nFFT)
+    }
+
     /// A new analyzer with the same configuration and its own FFT arrays.
     public func copy() -> SpectrumAnalyzer {
         SpectrumAnalyzer(config: config, window: window, fft: RealFFT(sameAs: fft))

@@ -1,4 +1,4 @@
-import EarshotFeatures
+import CEarshotKernels
 import Foundation
 
 /// Activations between layers: [channels][time], row-major.
@@ -103,9 +103,9 @@ enum Layer: Sendable {
 extension Layer.Activation {
     func apply(_ x: inout Activations) {
         switch self {
-        case .relu: for i in x.values.indices { x.values[i] = max(0, x.values[i]) }
-        case .sigmoid: for i in x.values.indices { x.values[i] = logistic(x.values[i]) }
-        case .tanh: for i in x.values.indices { x.values[i] = Foundation.tanh(x.values[i]) }
+        case .relu: earshot_relu(&x.values, x.values.count)
+        case .sigmoid: earshot_sigmoid(&x.values, x.values.count)
+        case .tanh: earshot_tanh(&x.values, x.values.count)
         case .silu: for i in x.values.indices { x.values[i] *= logistic(x.values[i]) }
         case .gelu:  // ref: torch.nn.GELU() (erf form)
             for i in x.values.indices { x.values[i] = 0.5 * x.values[i] * (1 + erf(x.values[i] / Float(2).squareRoot())) }
@@ -156,19 +156,12 @@ struct Conv1d: Sendable {
                 y.values.withUnsafeMutableBufferPointer { yv in
                     columns.withUnsafeMutableBufferPointer { col in
                         for g in 0..<groups {
-                            for t in 0..<outT {
-                                for ci in 0..<inPerGroup {
-                                    let c = g * inPerGroup + ci
-                                    for k in 0..<K {
-                                        let pos = t * stride - padding + k * dilation
-                                        col[t * field + ci * K + k] = pos >= 0 && pos < T ? xv[c * T + pos] : 0
-                                    }
-                                }
-                            }
-                            for o in (g * outPerGroup)..<((g + 1) * outPerGroup) {
-                                for t in 0..<outT {
-                                    yv[o * outT + t] = bias[o] + dot(w.baseAddress! + o * field, col.baseAddress! + t * field, field)
-                                }
+                            earshot_im2col(xv.baseAddress! + g * inPerGroup * T, inPerGroup, T, K, stride, padding,
+                                           dilation, outT, col.baseAddress!)
+                            let first = g * outPerGroup
+                            bias.withUnsafeBufferPointer { b in
+                                earshot_gemm_nt(w.baseAddress! + first * field, outPerGroup, field, col.baseAddress!, outT,
+                                                b.baseAddress! + first, yv.baseAddress! + first * outT, outT)
                             }
                         }
                     }
@@ -223,22 +216,20 @@ struct LSTM: Sendable {
             for i in 0..<I { input[i] = x.values[i * x.time + t] }
             weightIH.withUnsafeBufferPointer { wi in
                 weightHH.withUnsafeBufferPointer { wh in
-                    input.withUnsafeBufferPointer { xin in
-                        for r in 0..<(4 * H) {
-                            gates[r] = bias[r] + dot(wi.baseAddress! + r * I, xin.baseAddress!, I)
-                                + dot(wh.baseAddress! + r * H, UnsafePointer(state.baseAddress!), H)
+                    bias.withUnsafeBufferPointer { b in
+                        gates.withUnsafeMutableBufferPointer { g in
+                            var hidden = [Float](repeating: 0, count: H)
+                            for j in 0..<H { hidden[j] = state[j] }
+                            earshot_gemv(wi.baseAddress!, 4 * H, I, input, b.baseAddress!, g.baseAddress!)
+                            var recurrent = [Float](repeating: 0, count: 4 * H)
+                            earshot_gemv(wh.baseAddress!, 4 * H, H, hidden, nil, &recurrent)
+                            for r in 0..<(4 * H) { g[r] += recurrent[r] }
                         }
                     }
                 }
             }
-            for j in 0..<H {
-                let i = logistic(gates[j]), f = logistic(gates[H + j])
-                let g = tanh(gates[2 * H + j]), o = logistic(gates[3 * H + j])
-                let c = f * state[H + j] + i * g
-                state[H + j] = c
-                state[j] = o * tanh(c)
-                y.values[j * x.time + t] = state[j]
-            }
+            earshot_lstm_cell(gates, H, state.baseAddress!, state.baseAddress! + H)
+            for j in 0..<H { y.values[j * x.time + t] = state[j] }
         }
         return y
     }

@@ -15,6 +15,8 @@ public final class Model: Sendable {
     public let contentHash: String
     let layers: [Layer]
     let frontEnd: STFTConfig
+    /// [nFFT] analysis window, computed once.
+    let window: [Float]
     let padLeft: Int, padRight: Int
     /// Per layer: where its carry starts in the state.
     let stateOffsets: [Int]
@@ -71,7 +73,11 @@ public final class Model: Sendable {
         frontEnd = STFTConfig(nFFT: fe.nFFT, hopLength: fe.hopLength, winLength: fe.winLength, window: fe.window ?? .hann,
                               periodic: fe.periodic ?? true, center: false, padMode: fe.padMode ?? .reflect,
                               spectrum: fe.spectrum ?? .magnitude)
-        do { try frontEnd.validate() } catch { throw .manifest(path: path, reason: "frontEnd: \(error)") }
+        do {
+            window = try SpectrumAnalyzer(config: frontEnd).paddedWindow  // also plans the FFT, once per size
+        } catch {
+            throw .manifest(path: path, reason: "frontEnd: \(error)")
+        }
         padLeft = fe.padLeft ?? 0
         padRight = fe.padRight ?? 0
         let blockLength = audio.contextSamples + audio.chunkSamples + padLeft + padRight
@@ -257,7 +263,7 @@ public final class Model: Sendable {
         let frames = frontEnd.frameCount(forSamples: padded.count)
         let bins = frontEnd.binCount
         // A new analyzer per step: the model is shared and immutable; FFTW's plan is cached.
-        let analyzer = try? SpectrumAnalyzer(config: frontEnd)
+        let analyzer = try? SpectrumAnalyzer(config: frontEnd, paddedWindow: window)
         var out = Activations(channels: bins, time: frames)
         var spectrum = [Float](repeating: 0, count: bins)
         padded.withUnsafeBufferPointer { p in

@@ -1,0 +1,189 @@
+#include "earshot_kernels.h"
+
+typedef float v8 __attribute__((vector_size(32), aligned(4)));
+
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+// Macros rather than functions: a function passing 8-float vectors would have a different
+// calling convention in each clone.
+#define load8(p) (*(const v8 *)(p))
+#define sum8(s) (((s)[0] + (s)[4]) + ((s)[1] + (s)[5]) + (((s)[2] + (s)[6]) + ((s)[3] + (s)[7])))
+
+CLONES
+float earshot_dot(const float *a, const float *b, long n) {
+    v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    long i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 += load8(a + i) * load8(b + i);
+        s1 += load8(a + i + 8) * load8(b + i + 8);
+        s2 += load8(a + i + 16) * load8(b + i + 16);
+        s3 += load8(a + i + 24) * load8(b + i + 24);
+    }
+    for (; i + 8 <= n; i += 8) s0 += load8(a + i) * load8(b + i);
+    float r = sum8((s0 + s1) + (s2 + s3));
+    for (; i < n; i++) r += a[i] * b[i];
+    return r;
+}
+
+CLONES
+void earshot_gemv(const float *w, long rows, long cols, const float *x, const float *bias, float *y) {
+    long r = 0;
+    // Four rows at a time share each load of x.
+    for (; r + 4 <= rows; r += 4) {
+        const float *w0 = w + r * cols, *w1 = w0 + cols, *w2 = w1 + cols, *w3 = w2 + cols;
+        v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+        long c = 0;
+        for (; c + 8 <= cols; c += 8) {
+            v8 xv = load8(x + c);
+            s0 += load8(w0 + c) * xv;
+            s1 += load8(w1 + c) * xv;
+            s2 += load8(w2 + c) * xv;
+            s3 += load8(w3 + c) * xv;
+        }
+        float t0 = sum8(s0), t1 = sum8(s1), t2 = sum8(s2), t3 = sum8(s3);
+        for (; c < cols; c++) {
+            t0 += w0[c] * x[c];
+            t1 += w1[c] * x[c];
+            t2 += w2[c] * x[c];
+            t3 += w3[c] * x[c];
+        }
+        y[r] = (bias ? bias[r] : 0) + t0;
+        y[r + 1] = (bias ? bias[r + 1] : 0) + t1;
+        y[r + 2] = (bias ? bias[r + 2] : 0) + t2;
+        y[r + 3] = (bias ? bias[r + 3] : 0) + t3;
+    }
+    for (; r < rows; r++) y[r] = (bias ? bias[r] : 0) + earshot_dot(w + r * cols, x, cols);
+}
+
+CLONES
+void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, const float *bias, float *y, long ldy) {
+    for (long r = 0; r < rows; r++) {
+        const float *wr = w + r * k;
+        float b = bias ? bias[r] : 0;
+        long t = 0;
+        // Four output columns at a time share each load of the weight row.
+        for (; t + 4 <= n; t += 4) {
+            const float *x0 = x + t * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
+            v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+            long i = 0;
+            for (; i + 8 <= k; i += 8) {
+                v8 wv = load8(wr + i);
+                s0 += wv * load8(x0 + i);
+                s1 += wv * load8(x1 + i);
+                s2 += wv * load8(x2 + i);
+                s3 += wv * load8(x3 + i);
+            }
+            float t0 = sum8(s0), t1 = sum8(s1), t2 = sum8(s2), t3 = sum8(s3);
+            for (; i < k; i++) {
+                t0 += wr[i] * x0[i];
+                t1 += wr[i] * x1[i];
+                t2 += wr[i] * x2[i];
+                t3 += wr[i] * x3[i];
+            }
+            y[r * ldy + t] = b + t0;
+            y[r * ldy + t + 1] = b + t1;
+            y[r * ldy + t + 2] = b + t2;
+            y[r * ldy + t + 3] = b + t3;
+        }
+        for (; t < n; t++) y[r * ldy + t] = b + earshot_dot(wr, x + t * k, k);
+    }
+}
+
+// exp(x) for |x| <= 88: x = n ln2 + r, |r| <= ln2 / 2, e^r by its Taylor series to r^7
+// (relative error below 2e-8), scaled by 2^n through the exponent bits.
+#define EXP8(x, out) do {                                                              \
+        v8 _x = (x);                                                                   \
+        _x = __builtin_elementwise_min(__builtin_elementwise_max(_x, (v8){0} - 87.0f), (v8){0} + 88.0f); \
+        v8 _n = __builtin_elementwise_round(_x * 1.44269504f);                         \
+        v8 _r = _x - _n * 0.693145752f - _n * 1.42860677e-6f;                          \
+        v8 _p = 1.0f / 5040 + _r * 0.0f;                                               \
+        _p = _p * _r + 1.0f / 720;                                                     \
+        _p = _p * _r + 1.0f / 120;                                                     \
+        _p = _p * _r + 1.0f / 24;                                                      \
+        _p = _p * _r + 1.0f / 6;                                                       \
+        _p = _p * _r + 0.5f;                                                           \
+        _p = _p * _r + 1.0f;                                                           \
+        _p = _p * _r + 1.0f;                                                           \
+        typedef int i8 __attribute__((vector_size(32)));                               \
+        i8 _e = (__builtin_convertvector(_n, i8) + 127) << 23;                         \
+        (out) = _p * (v8)_e;                                                           \
+    } while (0)
+
+#define SIGMOID8(x, out) do { v8 _s; EXP8(-(x), _s); (out) = 1.0f / (1.0f + _s); } while (0)
+#define TANH8(x, out) do { v8 _t; SIGMOID8((x) * 2.0f, _t); (out) = 2.0f * _t - 1.0f; } while (0)
+
+static float sigmoid1(float x) {
+    v8 v = {x}, s;
+    SIGMOID8(v, s);
+    return s[0];
+}
+
+static float tanh1(float x) {
+    v8 v = {x}, t;
+    TANH8(v, t);
+    return t[0];
+}
+
+CLONES
+void earshot_lstm_cell(const float *gates, long hidden, float *h, float *c) {
+    const float *gi = gates, *gf = gates + hidden, *gg = gates + 2 * hidden, *go = gates + 3 * hidden;
+    long j = 0;
+    for (; j + 8 <= hidden; j += 8) {
+        v8 i, f, g, o, tc;
+        SIGMOID8(load8(gi + j), i);
+        SIGMOID8(load8(gf + j), f);
+        TANH8(load8(gg + j), g);
+        SIGMOID8(load8(go + j), o);
+        v8 cn = f * load8(c + j) + i * g;
+        TANH8(cn, tc);
+        *(v8 *)(c + j) = cn;
+        *(v8 *)(h + j) = o * tc;
+    }
+    for (; j < hidden; j++) {
+        float cn = sigmoid1(gf[j]) * c[j] + sigmoid1(gi[j]) * tanh1(gg[j]);
+        c[j] = cn;
+        h[j] = sigmoid1(go[j]) * tanh1(cn);
+    }
+}
+
+CLONES
+void earshot_relu(float *x, long n) {
+    for (long i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0.0f;
+}
+
+CLONES
+void earshot_sigmoid(float *x, long n) {
+    long i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8 s;
+        SIGMOID8(load8(x + i), s);
+        *(v8 *)(x + i) = s;
+    }
+    for (; i < n; i++) x[i] = sigmoid1(x[i]);
+}
+
+CLONES
+void earshot_tanh(float *x, long n) {
+    long i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8 t;
+        TANH8(load8(x + i), t);
+        *(v8 *)(x + i) = t;
+    }
+    for (; i < n; i++) x[i] = tanh1(x[i]);
+}
+
+void earshot_im2col(const float *x, long channels, long time, long kernel, long stride, long padding,
+                    long dilation, long outTime, float *cols) {
+    long field = channels * kernel;
+    for (long t = 0; t < outTime; t++) {
+        float *row = cols + t * field;
+        for (long ch = 0; ch < channels; ch++) {
+            const float *xc = x + ch * time;
+            for (long k = 0; k < kernel; k++) {
+                long pos = t * stride - padding + k * dilation;
+                row[ch * kernel + k] = (pos >= 0 && pos < time) ? xc[pos] : 0.0f;
+            }
+        }
+    }
+}
