@@ -6,13 +6,17 @@ Usage (from the repository root):
 
 Writes Tests/EarshotModelTests/Goldens/layers.json: one case per layer
 configuration, each holding the layer spec, its weights, an input, the input
-state (recurrent layers) and the expected output and output state.
+state (recurrent layers) and the expected output and output state. Two case
+shapes extend this: "sequence" (a list of specs run one after the other,
+instead of "spec") and "blocks" (consecutive blocks of one stream, each with
+its own input, stateIn, output and stateOut, instead of the top-level ones;
+block 1 starts from zero state, each later block from the previous stateOut).
 
 Weights, inputs and input states are drawn from a fixed seed, quantised to
 6 significant digits and then to float32, so the decimal text in the file
 parses to exactly the float32 values the reference used. The reference itself
 is computed in float64 with numpy, following the PyTorch definitions of
-Conv1d, Linear, LSTM and GRU, and the outputs are stored rounded to
+Conv1d, Linear, LSTM, GRU, LayerNorm and BatchNorm1d (eval mode), and the outputs are stored rounded to
 8 significant digits. Activations are laid out [channels][time], row-major.
 """
 
@@ -145,6 +149,25 @@ def gru(x, w_ih, w_hh, b_ih, b_hh, h):
     return np.stack(ys, axis=1), h
 
 
+def layer_norm(x, w, b, eps):
+    # torch.nn.LayerNorm(C) on x.T: per time step over the channels, biased variance.
+    mu = x.mean(axis=0, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=0, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w[:, None] + b[:, None]
+
+
+def batch_norm(x, w, b, mean, var, eps):
+    # torch.nn.BatchNorm1d in eval mode: running statistics per channel.
+    return (x - mean[:, None]) / np.sqrt(var[:, None] + eps) * w[:, None] + b[:, None]
+
+
+def causal_conv1d_block(x, state, w, b, dilation, groups):
+    """One block of a stride-1 causal conv; state = previous (k-1)*dilation frames."""
+    ctx = (w.shape[2] - 1) * dilation
+    xin = np.concatenate([state, x], axis=1)
+    return conv1d(xin, w, b, 1, 0, dilation, groups), xin[:, xin.shape[1] - ctx:]
+
+
 def gelu(x):
     return np.vectorize(lambda v: 0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))))(x)
 
@@ -243,6 +266,64 @@ def naive_gru(x, w_ih, w_hh, b_ih, b_hh, h0):
         h = new_h
         cols.append(list(h))
     return np.array(cols).T, np.array(h)
+
+
+def naive_linear(x, w, b):
+    return np.array([[(0.0 if b is None else float(b[o]))
+                      + sum(float(w[o, i]) * float(x[i, n]) for i in range(x.shape[0]))
+                      for n in range(x.shape[1])] for o in range(w.shape[0])])
+
+
+def naive_layer_norm(x, w, b, eps):
+    c, t = x.shape
+    y = [[0.0] * t for _ in range(c)]
+    for n in range(t):
+        col = [float(x[i, n]) for i in range(c)]
+        mu = sum(col) / c
+        var = sum((v - mu) * (v - mu) for v in col) / c
+        for i in range(c):
+            y[i][n] = (col[i] - mu) / math.sqrt(var + eps) * float(w[i]) + float(b[i])
+    return np.array(y)
+
+
+def naive_batch_norm(x, w, b, mean, var, eps):
+    return np.array([[(float(x[i, n]) - float(mean[i])) / math.sqrt(float(var[i]) + eps)
+                      * float(w[i]) + float(b[i]) for n in range(x.shape[1])]
+                     for i in range(x.shape[0])])
+
+
+def naive_pool(x, kind):
+    y = []
+    for row in x:
+        acc = float(row[0])
+        for v in row[1:]:
+            acc = acc + float(v) if kind == "meanPool" else (float(v) if v > acc else acc)
+        y.append([acc / len(row) if kind == "meanPool" else acc])
+    return np.array(y)
+
+
+def naive_causal_stream(blocks, w, b, dilation, groups):
+    """Frame-history streaming conv: returns per-block outputs and states."""
+    cout, cin_g, k = w.shape
+    cout_g = cout // groups
+    ctx = (k - 1) * dilation
+    hist = [[0.0] * ctx for _ in range(cin_g * groups)]
+    outs, states = [], []
+    for x in blocks:
+        frames = [hist[c] + [float(v) for v in x[c]] for c in range(len(hist))]
+        y = [[0.0] * x.shape[1] for _ in range(cout)]
+        for o in range(cout):
+            g = o // cout_g
+            for n in range(x.shape[1]):
+                acc = float(b[o])
+                for ci in range(cin_g):
+                    for j in range(k):
+                        acc += float(w[o, ci, j]) * frames[g * cin_g + ci][n + j * dilation]
+                y[o][n] = acc
+        hist = [row[len(row) - ctx:] for row in frames]
+        outs.append(np.array(y))
+        states.append(np.array(hist).reshape(len(hist), ctx))
+    return outs, states
 
 
 CHECK_TOL = 1e-12
@@ -347,6 +428,92 @@ def activation_case(kind):
                   "stateOut": []})
 
 
+def positive(*shape, low=0.5, high=1.5):
+    return quantise(rng.uniform(low, high, size=shape))
+
+
+def layer_norm_case(title, c, t, eps, scale=1.0):
+    w = positive(c)
+    b = weights(c)
+    x = quantise(scale * rng.normal(0.0, 1.0, size=(c, t)))
+    y = layer_norm(x, w, b, eps)
+    check(title, y, naive_layer_norm(x, w, b, eps))
+    spec = {"type": "layerNorm", "name": "ln", "normalizedShape": c, "eps": eps,
+            "weight": "ln.weight", "bias": "ln.bias"}
+    tensors = {"ln.weight": tensor(w), "ln.bias": tensor(b)}
+    cases.append({"name": title, "spec": spec, "tensors": tensors, "input": activation_io(x),
+                  "stateIn": [], "output": output_io(y), "stateOut": []})
+
+
+def batch_norm_sequence_case(title, first, fin, fout, t, k=1, padding=0, eps=1e-5):
+    """first = "conv1d" (k, padding; stride, dilation, groups 1) or "linear"."""
+    if first == "conv1d":
+        w = weights(fout, fin, k)
+        spec1 = {"type": "conv1d", "name": "c", "inChannels": fin, "outChannels": fout,
+                 "kernelSize": k, "stride": 1, "padding": padding, "dilation": 1, "groups": 1,
+                 "weight": "c.weight", "bias": "c.bias"}
+    else:
+        w = weights(fout, fin)
+        spec1 = {"type": "linear", "name": "fc", "inFeatures": fin, "outFeatures": fout,
+                 "weight": "fc.weight", "bias": "fc.bias"}
+    b = weights(fout)
+    bn_w, bn_b, bn_mean, bn_var = positive(fout), weights(fout), weights(fout), positive(fout, high=2.0)
+    x = signal(fin, t)
+    if first == "conv1d":
+        h = conv1d(x, w, b, 1, padding, 1, 1)
+        nh = naive_conv1d(x, w, b, 1, padding, 1, 1)
+    else:
+        h, nh = linear(x, w, b), naive_linear(x, w, b)
+    y = batch_norm(h, bn_w, bn_b, bn_mean, bn_var, eps)
+    check(title, y, naive_batch_norm(nh, bn_w, bn_b, bn_mean, bn_var, eps))
+    spec2 = {"type": "batchNorm", "name": "bn", "numFeatures": fout, "eps": eps,
+             "weight": "bn.weight", "bias": "bn.bias", "runningMean": "bn.running_mean",
+             "runningVar": "bn.running_var"}
+    tensors = {spec1["weight"]: tensor(w), spec1["bias"]: tensor(b), "bn.weight": tensor(bn_w),
+               "bn.bias": tensor(bn_b), "bn.running_mean": tensor(bn_mean),
+               "bn.running_var": tensor(bn_var)}
+    cases.append({"name": title, "sequence": [spec1, spec2], "tensors": tensors,
+                  "input": activation_io(x), "stateIn": [], "output": output_io(y),
+                  "stateOut": []})
+
+
+def pool_case(kind, c, t):
+    x = signal(c, t)
+    y = x.mean(axis=1, keepdims=True) if kind == "meanPool" else x.max(axis=1, keepdims=True)
+    title = f"{kind} {c}x{t}"
+    check(title, y, naive_pool(x, kind))
+    cases.append({"name": title, "spec": {"type": kind, "name": "pool"}, "tensors": {},
+                  "input": activation_io(x), "stateIn": [], "output": output_io(y),
+                  "stateOut": []})
+
+
+def causal_conv_case(title, cin, cout, k, dilation, groups, t, n_blocks=2):
+    w = weights(cout, cin // groups, k)
+    b = weights(cout)
+    xs = [signal(cin, t) for _ in range(n_blocks)]
+    ctx = (k - 1) * dilation
+    state = np.zeros((cin, ctx))
+    blocks, ys, states = [], [], []
+    for x in xs:
+        y, new_state = causal_conv1d_block(x, state, w, b, dilation, groups)
+        blocks.append({"input": activation_io(x), "stateIn": input_list(state),
+                       "output": output_io(y), "stateOut": input_list(new_state)})
+        ys.append(y)
+        states.append(new_state)
+        state = new_state
+    # The blocks together must equal one non-causal conv over [zeros | block 1 | block 2 ...].
+    whole = conv1d(np.concatenate([np.zeros((cin, ctx))] + xs, axis=1), w, b, 1, 0, dilation, groups)
+    check(f"{title} vs whole stream", np.concatenate(ys, axis=1), whole)
+    nys, nstates = naive_causal_stream(xs, w, b, dilation, groups)
+    check(title, np.concatenate([np.concatenate(ys, axis=1).ravel()] + [s.ravel() for s in states]),
+          np.concatenate([np.concatenate(nys, axis=1).ravel()] + [s.ravel() for s in nstates]))
+    spec = {"type": "conv1d", "name": "c", "inChannels": cin, "outChannels": cout,
+            "kernelSize": k, "stride": 1, "padding": 0, "dilation": dilation, "groups": groups,
+            "weight": "c.weight", "bias": "c.bias", "causal": True}
+    tensors = {"c.weight": tensor(w), "c.bias": tensor(b)}
+    cases.append({"name": title, "spec": spec, "tensors": tensors, "blocks": blocks})
+
+
 def build():
     conv_case("conv1d k3 p1", 3, 5, 3, 1, 1, 1, 1, 7)
     conv_case("conv1d k3 s2 p1 odd sizes", 5, 7, 3, 2, 1, 1, 1, 9)
@@ -362,16 +529,32 @@ def build():
     gru_case("gru I4 H3 T2", 4, 3, 2)
     for kind in ("relu", "sigmoid", "tanh", "silu", "gelu", "softmax"):
         activation_case(kind)
+    # Appended after the first 18 cases so their random draws stay unchanged.
+    layer_norm_case("layerNorm C7 T3", 7, 3, 1e-5)
+    layer_norm_case("layerNorm C5 T4 eps 1e-3", 5, 4, 1e-3, scale=0.1)
+    batch_norm_sequence_case("conv1d k3 p1 + batchNorm", "conv1d", 4, 6, 5, k=3, padding=1)
+    batch_norm_sequence_case("linear 5->3 + batchNorm", "linear", 5, 3, 2)
+    pool_case("meanPool", 5, 4)
+    pool_case("maxPool", 5, 4)
+    causal_conv_case("causal conv1d k3 d1 2 blocks", 3, 4, 3, 1, 1, 5)
+    causal_conv_case("causal conv1d k3 d2 2 blocks", 2, 3, 3, 2, 1, 4)
+    causal_conv_case("causal conv1d k2 groups 2 2 blocks", 4, 4, 2, 1, 2, 3)
 
 
 def write():
     note = ("Weights ~N(0, 0.5) and inputs/states ~N(0, 1) from numpy default_rng seed "
             f"{SEED}, quantised to {INPUT_DIGITS} significant digits then float32 (the stored "
             "decimals parse to exactly those float32 values). Outputs computed in float64 with "
-            "numpy following PyTorch Conv1d/Linear/LSTM/GRU semantics (zero padding; LSTM gates "
-            "i,f,g,o with state h then c; GRU gates r,z,n with state h; gelu exact erf form; "
-            f"softmax over channels per time step), rounded to {OUTPUT_DIGITS} significant "
-            "digits. Activations are [channels][time] row-major; tensors are row-major.")
+            "numpy following PyTorch Conv1d/Linear/LSTM/GRU/LayerNorm/BatchNorm1d semantics (zero "
+            "padding; LSTM gates i,f,g,o with state h then c; GRU gates r,z,n with state h; gelu "
+            "exact erf form; softmax over channels per time step; layerNorm over the channels per "
+            "time step with biased variance; batchNorm in eval mode from running statistics; "
+            "meanPool/maxPool over time to [C][1]; causal conv1d pads only on the left with the "
+            "previous (kernelSize-1)*dilation input frames, carried as state [channels][frames] "
+            "oldest first, zeros at stream start), rounded to {OUTPUT_DIGITS} significant "
+            "digits. Activations are [channels][time] row-major; tensors are row-major. Cases with "
+            "\"sequence\" run its specs in order; cases with \"blocks\" run the blocks in order, "
+            "each from the previous block's stateOut (carried input frames, stored exactly).")
     head = {"generator": GENERATOR, "numpy": np.__version__, "note": note}
     lines = [json.dumps(head)[:-1] + ',\n "cases": [']
     lines.append(",\n".join("  " + json.dumps(c, separators=(",", ":")) for c in cases))
@@ -386,12 +569,14 @@ def main():
     write()
     print(f"wrote {OUT.relative_to(ROOT)} ({OUT.stat().st_size} bytes, {len(cases)} cases)")
     for c in cases:
-        o = c["output"]
-        extra = f" state {len(c['stateIn'])}->{len(c['stateOut'])}" if c["stateIn"] else ""
-        print(f"  {c['name']:<28} {c['spec']['type']:<8} in [{c['input']['channels']}]"
-              f"[{c['input']['time']}] -> out [{o['channels']}][{o['time']}]{extra}")
+        kind = "+".join(s["type"] for s in c["sequence"]) if "sequence" in c else c["spec"]["type"]
+        for step in c.get("blocks", [c]):
+            i, o = step["input"], step["output"]
+            extra = f" state {len(step['stateIn'])}->{len(step['stateOut'])}" if step["stateOut"] else ""
+            print(f"  {c['name']:<36} {kind:<16} in [{i['channels']}][{i['time']}]"
+                  f" -> out [{o['channels']}][{o['time']}]{extra}")
     for label, err in checks:
-        print(f"  self-check {label:<28} max |diff| = {err:.2e}")
+        print(f"  self-check {label:<52} max |diff| = {err:.2e}")
 
 
 if __name__ == "__main__":

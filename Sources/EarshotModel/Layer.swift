@@ -25,7 +25,13 @@ enum Layer: Sendable {
     case linear(Linear)
     case lstm(LSTM)
     case gru(GRU)
+    case layerNorm(LayerNorm)
+    case pool(Pool)
     case activation(Activation)
+
+    enum Pool: String, Sendable {
+        case mean, max
+    }
 
     enum Activation: String, Sendable {
         case relu, sigmoid, tanh, silu, gelu, softmax
@@ -37,6 +43,8 @@ enum Layer: Sendable {
         case let .linear(l): return l.name
         case let .lstm(l): return l.name
         case let .gru(l): return l.name
+        case let .layerNorm(l): return l.name
+        case let .pool(p): return p.rawValue + "Pool"
         case let .activation(a): return a.rawValue
         }
     }
@@ -46,6 +54,7 @@ enum Layer: Sendable {
         switch self {
         case let .lstm(l): return 2 * l.hiddenSize
         case let .gru(l): return l.hiddenSize
+        case let .conv1d(c): return c.contextFrames * c.inChannels
         default: return 0
         }
     }
@@ -56,12 +65,13 @@ enum Layer: Sendable {
         case let .linear(l): return l.outFeatures
         case let .lstm(l): return l.hiddenSize
         case let .gru(l): return l.hiddenSize
-        case .activation: return input
+        case .layerNorm, .pool, .activation: return input
         }
     }
 
     func outputTime(input: Int) -> Int {
         if case let .conv1d(l) = self { return l.outputLength(input) }
+        if case .pool = self { return 1 }
         return input
     }
 
@@ -72,7 +82,8 @@ enum Layer: Sendable {
         case let .linear(l): return time * l.inFeatures * l.outFeatures
         case let .lstm(l): return time * 4 * l.hiddenSize * (l.inputSize + l.hiddenSize)
         case let .gru(l): return time * 3 * l.hiddenSize * (l.inputSize + l.hiddenSize)
-        case .activation: return 0
+        case let .layerNorm(l): return time * l.channels * 2
+        case .pool, .activation: return 0
         }
     }
 
@@ -82,14 +93,23 @@ enum Layer: Sendable {
         case let .linear(l): return l.weight.count + l.bias.count
         case let .lstm(l): return l.weightIH.count + l.weightHH.count + 2 * l.bias.count  // stored: bias_ih and bias_hh
         case let .gru(l): return l.weightIH.count + l.weightHH.count + l.biasIH.count + l.biasHH.count
-        case .activation: return 0
+        case let .layerNorm(l): return 2 * l.channels
+        case .pool, .activation: return 0
         }
     }
 
     func run(_ x: Activations, state: UnsafeMutableBufferPointer<Float>) -> Activations {
         switch self {
-        case let .conv1d(l): return l.run(x)
+        case let .conv1d(l): return l.run(x, state: state)
         case let .linear(l): return l.run(x)
+        case let .layerNorm(l): return l.run(x)
+        case let .pool(kind):
+            var y = Activations(channels: x.channels, time: 1)
+            for c in 0..<x.channels {
+                let row = x.values[(c * x.time)..<((c + 1) * x.time)]
+                y.values[c] = kind == .mean ? row.reduce(0, +) / Float(max(x.time, 1)) : row.max() ?? 0
+            }
+            return y
         case let .lstm(l): return l.run(x, state: state)
         case let .gru(l): return l.run(x, state: state)
         case let .activation(a):
@@ -133,19 +153,39 @@ func logistic(_ x: Float) -> Float { 1 / (1 + exp(-x)) }
 struct Conv1d: Sendable {
     let name: String
     let inChannels, outChannels, kernelSize, stride, padding, dilation, groups: Int
+    /// Causal: no padding; the last `contextFrames` input frames of the previous step come first.
+    let causal: Bool
     /// [outChannels][inChannels / groups][kernelSize]
     let weight: [Float]
     /// [outChannels]
     let bias: [Float]
 
+    /// Input frames carried from step to step (causal only); state layout [inChannels][contextFrames].
+    var contextFrames: Int { causal ? (kernelSize - 1) * dilation : 0 }
+
     func outputLength(_ input: Int) -> Int {
-        (input + 2 * padding - dilation * (kernelSize - 1) - 1) / stride + 1
+        (input + contextFrames + 2 * padding - dilation * (kernelSize - 1) - 1) / stride + 1
+    }
+
+    /// Runs the convolution; a causal one first puts the carried frames before the input and
+    /// keeps the last of them for the next step.
+    func run(_ x: Activations, state: UnsafeMutableBufferPointer<Float>) -> Activations {
+        let context = contextFrames
+        guard context > 0 else { return run(x) }
+        let T = x.time, total = context + T
+        var extended = Activations(channels: inChannels, time: total)
+        for c in 0..<inChannels {
+            for t in 0..<context { extended.values[c * total + t] = state[c * context + t] }
+            for t in 0..<T { extended.values[c * total + context + t] = x.values[c * T + t] }
+            for t in 0..<context { state[c * context + t] = extended.values[c * total + T + t] }
+        }
+        return run(extended, withContext: false)
     }
 
     /// Gathers each output step's receptive field ([outT][inPerGroup * K], zeros where the
     /// padding is) and takes one dot product per output channel and step.
-    func run(_ x: Activations) -> Activations {
-        let outT = outputLength(x.time)
+    func run(_ x: Activations, withContext: Bool = true) -> Activations {
+        let outT = withContext ? outputLength(x.time) : outputLength(x.time - contextFrames)
         var y = Activations(channels: outChannels, time: max(outT, 0))
         guard outT > 0 else { return y }
         let inPerGroup = inChannels / groups, outPerGroup = outChannels / groups
@@ -265,6 +305,36 @@ struct GRU: Sendable {
                 state[j] = (1 - z) * n + z * state[j]
                 y.values[j * x.time + t] = state[j]
             }
+        }
+        return y
+    }
+}
+
+/// Normalises the channels at each time step: (x - mean) / sqrt(var + eps) * weight + bias,
+/// biased variance.
+/// ref: torch.nn.LayerNorm(channels) over the channel axis
+struct LayerNorm: Sendable {
+    let name: String
+    let channels: Int
+    let eps: Float
+    let weight: [Float]
+    let bias: [Float]
+
+    func run(_ x: Activations) -> Activations {
+        var y = x
+        let C = channels, T = x.time
+        for t in 0..<T {
+            var mean: Float = 0
+            for c in 0..<C { mean += x.values[c * T + t] }
+            mean /= Float(C)
+            var variance: Float = 0
+            for c in 0..<C {
+                let d = x.values[c * T + t] - mean
+                variance += d * d
+            }
+            variance /= Float(C)
+            let inv = 1 / (variance + eps).squareRoot()
+            for c in 0..<C { y.values[c * T + t] = (x.values[c * T + t] - mean) * inv * weight[c] + bias[c] }
         }
         return y
     }

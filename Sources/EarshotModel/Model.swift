@@ -23,6 +23,8 @@ public final class Model: Sendable {
     let stateCount: Int
     /// Per layer: input (channels, time).
     let shapes: [(channels: Int, time: Int)]
+    /// Per layer: its type as the manifest gives it ("conv1d+batchNorm" where one was folded in).
+    let layerTypes: [String]
     let weightsBytes: Int
 
     public var name: String { manifest.name }
@@ -85,82 +87,30 @@ public final class Model: Sendable {
         var time = frontEnd.frameCount(forSamples: blockLength)
         guard time > 0 else { throw .manifest(path: path, reason: "frontEnd: a block of \(blockLength) samples holds no \(fe.nFFT)-sample frame") }
 
-        var used = Set<String>()
-        func tensor(_ name: String?, layer: String, shape: [Int], required: Bool = true) throws(ModelError) -> [Float] {
-            guard let name else {
-                if required { throw .layer(path: path, layer: layer, reason: "no tensor name given") }
-                return [Float](repeating: 0, count: shape.reduce(1, *))
-            }
-            guard let t = tensors[name] else { throw .missingTensor(path: path, layer: layer, tensor: name) }
-            guard t.shape == shape else { throw .tensorShape(path: path, layer: layer, name: name, expected: shape, found: t.shape) }
-            used.insert(name)
-            return t.values
-        }
-        func need(_ value: Int?, _ field: String, layer: String) throws(ModelError) -> Int {
-            guard let value, value > 0 else { throw .layer(path: path, layer: layer, reason: "\(field) missing or not > 0") }
-            return value
-        }
-
-        var layers: [Layer] = [], shapes: [(Int, Int)] = [], offsets: [Int] = []
+        var loader = LayerLoader(path: path, tensors: tensors)
+        var layers: [Layer] = [], shapes: [(Int, Int)] = [], offsets: [Int] = [], types: [String] = []
         var stateCount = 0
         for (index, spec) in manifest.network.enumerated() {
             let label = spec.name ?? "#\(index) (\(spec.type))"
-            shapes.append((channels, time))
-            let layer: Layer
-            switch spec.type {
-            case "conv1d":
-                let inC = try need(spec.inChannels, "inChannels", layer: label), outC = try need(spec.outChannels, "outChannels", layer: label)
-                let k = try need(spec.kernelSize, "kernelSize", layer: label), groups = spec.groups ?? 1
-                guard inC == channels else { throw .layer(path: path, layer: label, reason: "inChannels \(inC), but its input has \(channels) channels") }
-                guard groups >= 1, inC % groups == 0, outC % groups == 0 else {
-                    throw .layer(path: path, layer: label, reason: "groups \(groups) must divide inChannels \(inC) and outChannels \(outC)")
+            if spec.type == "batchNorm" {
+                // Folded into the layer before it: no layer of its own at run time.
+                guard let previous = layers.popLast() else {
+                    throw .layer(path: path, layer: label, reason: "batchNorm must follow a conv1d or linear layer")
                 }
-                let conv = Conv1d(
-                    name: label, inChannels: inC, outChannels: outC, kernelSize: k, stride: spec.stride ?? 1,
-                    padding: spec.padding ?? 0, dilation: spec.dilation ?? 1, groups: groups,
-                    weight: try tensor(spec.weight, layer: label, shape: [outC, inC / groups, k]),
-                    bias: try tensor(spec.bias, layer: label, shape: [outC], required: false))
-                guard conv.stride >= 1, conv.dilation >= 1, conv.padding >= 0, conv.outputLength(time) >= 1 else {
-                    throw .layer(path: path, layer: label, reason: "stride/dilation/padding leave no output steps from \(time) input steps")
-                }
-                layer = .conv1d(conv)
-            case "linear":
-                let inF = try need(spec.inFeatures, "inFeatures", layer: label), outF = try need(spec.outFeatures, "outFeatures", layer: label)
-                guard inF == channels else { throw .layer(path: path, layer: label, reason: "inFeatures \(inF), but its input has \(channels) channels") }
-                layer = .linear(Linear(name: label, inFeatures: inF, outFeatures: outF,
-                                       weight: try tensor(spec.weight, layer: label, shape: [outF, inF]),
-                                       bias: try tensor(spec.bias, layer: label, shape: [outF], required: false)))
-            case "lstm", "gru":
-                let I = try need(spec.inputSize, "inputSize", layer: label), H = try need(spec.hiddenSize, "hiddenSize", layer: label)
-                guard I == channels else { throw .layer(path: path, layer: label, reason: "inputSize \(I), but its input has \(channels) channels") }
-                guard (spec.numLayers ?? 1) == 1 else {
-                    throw .layer(path: path, layer: label, reason: "numLayers \(spec.numLayers ?? 1): give each layer its own entry")
-                }
-                let gates = spec.type == "lstm" ? 4 : 3
-                let wi = try tensor(spec.weightIH, layer: label, shape: [gates * H, I])
-                let wh = try tensor(spec.weightHH, layer: label, shape: [gates * H, H])
-                let bi = try tensor(spec.biasIH, layer: label, shape: [gates * H], required: false)
-                let bh = try tensor(spec.biasHH, layer: label, shape: [gates * H], required: false)
-                if spec.type == "lstm" {
-                    guard (spec.gateOrder ?? "ifgo") == "ifgo" else {
-                        throw .layer(path: path, layer: label, reason: "gateOrder '\(spec.gateOrder ?? "")': expected ifgo (PyTorch)")
-                    }
-                    layer = .lstm(LSTM(name: label, inputSize: I, hiddenSize: H, weightIH: wi, weightHH: wh, bias: zip(bi, bh).map(+)))
-                } else {
-                    layer = .gru(GRU(name: label, inputSize: I, hiddenSize: H, weightIH: wi, weightHH: wh, biasIH: bi, biasHH: bh))
-                }
-            default:
-                guard let activation = Layer.Activation(rawValue: spec.type) else {
-                    throw .unknownLayer(path: path, index: index, type: spec.type)
-                }
-                layer = .activation(activation)
+                layers.append(try loader.fold(spec, into: previous, label: label))
+                types[types.count - 1] += "+batchNorm"
+                continue
             }
+            let layer = try loader.make(spec, index: index, label: label, channels: channels, time: time)
+            shapes.append((channels, time))
             offsets.append(stateCount)
+            types.append(spec.type)
             stateCount += layer.stateCount
             channels = layer.outputChannels(input: channels)
             time = layer.outputTime(input: time)
             layers.append(layer)
         }
+        let used = loader.used
         let unused = Set(tensors.keys).subtracting(used)
         guard unused.isEmpty else { throw .unusedTensors(path: path, names: unused.sorted()) }
         guard channels == manifest.outputs.labels.count else {
@@ -177,6 +127,7 @@ public final class Model: Sendable {
         self.contentHash = contentHash
         self.layers = layers
         self.shapes = shapes
+        self.layerTypes = types
         self.stateOffsets = offsets
         self.stateCount = stateCount
         self.weightsBytes = weightsBytes

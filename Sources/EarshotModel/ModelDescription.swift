@@ -39,7 +39,7 @@ extension Model {
         let infos = layers.enumerated().map { i, layer -> ModelDescription.LayerInfo in
             let (c, t) = shapes[i]
             return .init(
-                name: layer.name, type: manifest.network[i].type, inputShape: [c, t],
+                name: layer.name, type: layerTypes[i], inputShape: [c, t],
                 outputShape: [layer.outputChannels(input: c), layer.outputTime(input: t)],
                 parameters: layer.parameterCount, multiplyAdds: layer.multiplyAdds(time: t), stateFloats: layer.stateCount)
         }

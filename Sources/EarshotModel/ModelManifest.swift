@@ -78,6 +78,9 @@ public struct LayerSpec: Codable, Sendable, Equatable {
     public var groups: Int?
     public var weight: String?
     public var bias: String?
+    /// conv1d: pad nothing on the right; carry the last (kernelSize - 1) * dilation input
+    /// frames from step to step in the state (zeros at stream start).
+    public var causal: Bool?
     // linear
     public var inFeatures: Int?
     public var outFeatures: Int?
@@ -91,4 +94,10 @@ public struct LayerSpec: Codable, Sendable, Equatable {
     public var weightHH: String?
     public var biasIH: String?
     public var biasHH: String?
+    // layerNorm, batchNorm
+    public var normalizedShape: Int?
+    public var numFeatures: Int?
+    public var eps: Double?
+    public var runningMean: String?
+    public var runningVar: String?
 }

@@ -6,13 +6,21 @@ import Testing
 
 /// One case of Goldens/layers.json (tools/make_layer_goldens.py: PyTorch-equivalent numpy in float64).
 struct LayerCase: CustomTestStringConvertible, Sendable {
+    struct Block: Sendable {
+        let input: Activations
+        let stateIn: [Float]
+        let output: Activations
+        let stateOut: [Float]
+    }
+
     let name: String
-    let spec: LayerSpec
+    /// One layer, or a layer and the batchNorm folded into it.
+    let specs: [LayerSpec]
     let tensors: [String: [Float]]
-    let input: Activations
-    let stateIn: [Float]
-    let output: Activations
-    let stateOut: [Float]
+    let shapes: [String: [Int]]
+    /// Consecutive steps of one stream (one for most cases; two for causal convolutions).
+    let blocks: [Block]
+    var input: Activations { blocks[0].input }
     var testDescription: String { name }
 
     static let all: [LayerCase] = {
@@ -23,38 +31,43 @@ struct LayerCase: CustomTestStringConvertible, Sendable {
             let d = any as? [String: Any] ?? [:]
             return Activations(channels: d["channels"] as? Int ?? 0, time: d["time"] as? Int ?? 0, values: floats(d["values"]))
         }
+        func spec(_ any: Any?) -> LayerSpec? {
+            guard let any, let data = try? JSONSerialization.data(withJSONObject: any) else { return nil }
+            return try? JSONDecoder().decode(LayerSpec.self, from: data)
+        }
         return cases.compactMap { c in
-            guard let specObject = c["spec"], let specData = try? JSONSerialization.data(withJSONObject: specObject),
-                  let spec = try? JSONDecoder().decode(LayerSpec.self, from: specData) else { return nil }
-            let tensors = (c["tensors"] as? [String: [String: Any]] ?? [:]).mapValues { floats($0["values"]) }
-            return LayerCase(name: c["name"] as? String ?? "?", spec: spec, tensors: tensors, input: activations(c["input"]),
-                             stateIn: floats(c["stateIn"]), output: activations(c["output"]), stateOut: floats(c["stateOut"]))
+            let specs = (c["sequence"] as? [Any]).map { $0.compactMap(spec) } ?? [spec(c["spec"])].compactMap { $0 }
+            let tensorObjects = c["tensors"] as? [String: [String: Any]] ?? [:]
+            let blockObjects = (c["blocks"] as? [[String: Any]]) ?? [c]
+            let blocks = blockObjects.map {
+                Block(input: activations($0["input"]), stateIn: floats($0["stateIn"]), output: activations($0["output"]),
+                      stateOut: floats($0["stateOut"]))
+            }
+            return LayerCase(name: c["name"] as? String ?? "?", specs: specs, tensors: tensorObjects.mapValues { floats($0["values"]) },
+                             shapes: tensorObjects.mapValues { ($0["shape"] as? [Int]) ?? [] }, blocks: blocks)
         }
     }()
 
-    func layer() throws -> Layer {
-        let s = spec
-        func t(_ name: String?, _ count: Int) -> [Float] { name.flatMap { tensors[$0] } ?? [Float](repeating: 0, count: count) }
-        switch s.type {
-        case "conv1d":
-            let out = s.outChannels ?? 0
-            return .conv1d(Conv1d(name: name, inChannels: s.inChannels ?? 0, outChannels: out, kernelSize: s.kernelSize ?? 0,
-                                  stride: s.stride ?? 1, padding: s.padding ?? 0, dilation: s.dilation ?? 1, groups: s.groups ?? 1,
-                                  weight: t(s.weight, 0), bias: t(s.bias, out)))
-        case "linear":
-            let out = s.outFeatures ?? 0
-            return .linear(Linear(name: name, inFeatures: s.inFeatures ?? 0, outFeatures: out, weight: t(s.weight, 0), bias: t(s.bias, out)))
-        case "lstm":
-            let h4 = 4 * (s.hiddenSize ?? 0)
-            return .lstm(LSTM(name: name, inputSize: s.inputSize ?? 0, hiddenSize: s.hiddenSize ?? 0, weightIH: t(s.weightIH, 0),
-                              weightHH: t(s.weightHH, 0), bias: zip(t(s.biasIH, h4), t(s.biasHH, h4)).map(+)))
-        case "gru":
-            let h3 = 3 * (s.hiddenSize ?? 0)
-            return .gru(GRU(name: name, inputSize: s.inputSize ?? 0, hiddenSize: s.hiddenSize ?? 0, weightIH: t(s.weightIH, 0),
-                            weightHH: t(s.weightHH, 0), biasIH: t(s.biasIH, h3), biasHH: t(s.biasHH, h3)))
-        default:
-            return .activation(try #require(Layer.Activation(rawValue: s.type)))
+    /// The layers, built by the loader the runtime uses (batchNorm folded into the layer before).
+    func layers() throws -> [Layer] {
+        var withShapes: [String: Tensor] = [:]
+        for (name, values) in tensors { withShapes[name] = Tensor(shape: shapes[name] ?? [], dtype: "F32", values: values) }
+        var loader = LayerLoader(path: "layers.json", tensors: withShapes)
+        var layers: [Layer] = []
+        var channels = input.channels, time = input.time
+        for (i, spec) in specs.enumerated() {
+            if spec.type == "batchNorm" {
+                guard let previous = layers.popLast() else { throw ModelError.layer(path: name, layer: "bn", reason: "nothing to fold into") }
+                layers.append(try loader.fold(spec, into: previous, label: spec.name ?? "bn"))
+                continue
+            }
+            let layer = try loader.make(spec, index: i, label: spec.name ?? spec.type, channels: channels, time: time)
+            channels = layer.outputChannels(input: channels)
+            time = layer.outputTime(input: time)
+            layers.append(layer)
         }
+        #expect(loader.used == Set(tensors.keys))
+        return layers
     }
 }
 
@@ -62,9 +75,11 @@ struct LayerCase: CustomTestStringConvertible, Sendable {
 struct LayerTests {
     @Test("The reference file holds every layer kind")
     func coverage() {
-        let kinds = Set(LayerCase.all.map(\.spec.type))
-        #expect(kinds == ["conv1d", "linear", "lstm", "gru", "relu", "sigmoid", "tanh", "silu", "gelu", "softmax"])
-        #expect(LayerCase.all.count == 18)
+        let kinds = Set(LayerCase.all.flatMap { $0.specs.map(\.type) })
+        #expect(kinds == ["conv1d", "linear", "lstm", "gru", "relu", "sigmoid", "tanh", "silu", "gelu", "softmax",
+                          "layerNorm", "batchNorm", "meanPool", "maxPool"])
+        #expect(LayerCase.all.count == 27)
+        #expect(LayerCase.all.contains { $0.specs.first?.causal == true && $0.blocks.count == 2 })
     }
 
     // Tolerance 1e-5 absolute: float32 sums of at most 30 products of N(0, 1) inputs and
@@ -72,14 +87,25 @@ struct LayerTests {
     // rounding through up to 4 steps of sigmoid/tanh, which do not amplify it.
     @Test("Output and carried state equal the reference", arguments: LayerCase.all)
     func layer(_ c: LayerCase) throws {
-        let layer = try c.layer()
-        var state = c.stateIn
-        #expect(state.count == layer.stateCount)
-        let y = state.withUnsafeMutableBufferPointer { layer.run(c.input, state: $0) }
-        #expect(y.channels == c.output.channels && y.time == c.output.time)
-        #expect(layer.outputTime(input: c.input.time) == c.output.time)
-        let error = maxAbsDifference(y.values, c.output.values)
-        #expect(error <= 1e-5, "\(c.name): max |diff| = \(error)")
-        #expect(maxAbsDifference(state, c.stateOut) <= 1e-5, "\(c.name): state")
+        let layers = try c.layers()
+        #expect(!layers.isEmpty)
+        var state = c.blocks[0].stateIn
+        #expect(state.count == layers.reduce(0) { $0 + $1.stateCount })
+        for (step, block) in c.blocks.enumerated() {
+            #expect(maxAbsDifference(state, block.stateIn) <= 1e-5, "\(c.name) step \(step): state in")
+            var y = block.input
+            state.withUnsafeMutableBufferPointer { s in
+                var offset = 0
+                for layer in layers {
+                    let slice = UnsafeMutableBufferPointer(rebasing: s[offset..<(offset + layer.stateCount)])
+                    y = layer.run(y, state: slice)
+                    offset += layer.stateCount
+                }
+            }
+            #expect(y.channels == block.output.channels && y.time == block.output.time, "\(c.name) step \(step): shape")
+            let error = maxAbsDifference(y.values, block.output.values)
+            #expect(error <= 1e-5, "\(c.name) step \(step): max |diff| = \(error)")
+            #expect(maxAbsDifference(state, block.stateOut) <= 1e-5, "\(c.name) step \(step): state out")
+        }
     }
 }
