@@ -48,3 +48,30 @@ struct CommandLineTests {
         #expect(missing.err.contains("no-such.wav: no such file"))
     }
 }
+
+@Suite("earshot inspect")
+struct InspectCommandTests {
+    @Test("inspect --json states the model's sizes, costs and labels")
+    func inspectJSON() throws {
+        let result = try runEarshot(["inspect", "silero-vad", "--json"])
+        #expect(result.status == 0, "\(result.err)")
+        let d = try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any]
+        #expect(d?["stateBytesPerStream"] as? Int == 1280)
+        #expect(d?["parameterCount"] as? Int == 243_585)
+        #expect(d?["labels"] as? [String] == ["speech"])
+        #expect(d?["sampleRate"] as? Int == 16000)
+        #expect(d?["chunkSamples"] as? Int == 512)
+        #expect((d?["layers"] as? [[String: Any]])?.count == 11)
+    }
+
+    @Test("inspect in text names the layers; an unknown model exits 1 naming it")
+    func inspectText() throws {
+        let result = try runEarshot(["inspect", "Models/silero-vad-8k"])
+        #expect(result.status == 0)
+        #expect(result.out.contains("decoder.rnn     lstm"))
+        #expect(result.out.contains("state:     1152 bytes per stream"))  // (32 context + 2 * 128 carry) * 4
+        let missing = try runEarshot(["inspect", "no-such-model"])
+        #expect(missing.status == 1)
+        #expect(missing.err.contains("no-such-model: cannot read: no model folder of that name"))
+    }
+}
