@@ -29,7 +29,7 @@ let package = Package(
                     exclude: ["Goldens"]),
         .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotAudio", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
-        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "earshot", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "earshot", "EarshotTestSupport"], exclude: ["Goldens"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -7,6 +7,11 @@ enum EarshotCommand {
         earshot: stateful audio models on Linux
 
         usage:
+          earshot label [--model NAME|PATH] [--format text|jsonl|csv|audacity|rttm] [--channels mix|each]
+                        [--scores] [--threshold X] [--min-speech MS] [--min-silence MS] [--pad MS]
+                        [--max-speech S] [--output FILE] FILE|FOLDER...
+              Labelled segments of audio files (default model: silero-vad, voice activity).
+              Text on a terminal, JSON lines in a pipe. Exit 1 if any file failed.
           earshot features FILE [--channel N] [--mels N] [--n-fft N] [--hop N] [--mfcc N] [--json]
               Streams FILE through the log-mel front end (16 kHz, n_fft 512, hop 160, 64 mels by
               default) and prints what it computed.
@@ -20,7 +25,7 @@ enum EarshotCommand {
           earshot help
         """
 
-    static func main() {
+    static func main() async {
         var words = Array(CommandLine.arguments.dropFirst())
         guard let command = words.first else {
             printError(usage)
@@ -32,6 +37,7 @@ enum EarshotCommand {
             case "features": try FeaturesCommand.run(words)
             case "bench": try BenchCommand.run(words)
             case "inspect": try InspectCommand.run(words)
+            case "label": exit(try await LabelCommand.run(words))
             case "help", "--help", "-h": print(usage)
             default: throw UsageError("unknown command '\(command)'", hint: "earshot help")
             }

@@ -1,0 +1,164 @@
+import EarshotAudio
+import EarshotModel
+
+/// One channel's whole path from source samples to events: resampler, block assembly, model
+/// state, and one segment tracker per label. A stream owns one; a session owns one per channel
+/// and runs their model steps together.
+struct ChannelPipeline {
+    let channel: Int
+    let model: Model
+    let options: LabelOptions
+    let sourceRate: Int
+    private(set) var state: ModelState
+    private var resampler: Resampler?
+    /// Samples at the model's rate not yet in a block.
+    private var pending: [Float] = []
+    private var pendingOffset = 0
+    /// Samples at the model's rate received, and steps taken.
+    private(set) var modelSamples = 0
+    private(set) var steps = 0
+    /// Source samples received.
+    private(set) var sourceSamples = 0
+    private var trackers: [(label: Int, tracker: SegmentTracker)]
+    /// Per label: cumulative scores by step (for segment confidence); 8 bytes a step.
+    private var sums: [[Double]]
+    private(set) var inputEnded = false
+    private(set) var failed = false
+
+    init(channel: Int, model: Model, sourceRate: Int, options: LabelOptions) throws(StreamError) {
+        try options.validate()
+        self.channel = channel
+        self.model = model
+        self.options = options
+        self.sourceRate = sourceRate
+        state = model.makeState()
+        if sourceRate != model.sampleRate {
+            do { resampler = try Resampler(inputRate: Double(sourceRate), outputRate: Double(model.sampleRate)) } catch {
+                throw .audio(error)
+            }
+        }
+        let labels = model.labels
+        trackers = labels.indices.filter { labels[$0] != options.backgroundLabel }.map {
+            ($0, SegmentTracker(options: options, sampleRate: model.sampleRate, stepSamples: model.chunkSamples))
+        }
+        sums = labels.map { _ in [0] }
+    }
+
+    /// Adds source samples. NaN or infinite audio fails the channel.
+    mutating func push(_ samples: [Float]) throws(StreamError) {
+        guard !inputEnded else { throw .finished }
+        if let bad = samples.firstIndex(where: { !$0.isFinite }) {
+            failed = true
+            throw .source(channel: channel, reason: "audio sample \(sourceSamples + bad) is NaN or infinite")
+        }
+        sourceSamples += samples.count
+        let resampled: [Float]
+        if let resampler {
+            do { resampled = try resampler.process(samples) } catch { throw .audio(error) }
+        } else {
+            resampled = samples
+        }
+        modelSamples += resampled.count
+        pending += resampled
+    }
+
+    /// No more input: flushes the resampler and zero-pads a last partial block.
+    mutating func endInput() throws(StreamError) {
+        guard !inputEnded else { return }
+        if let resampler {
+            do {
+                let tail = try resampler.finish()
+                modelSamples += tail.count
+                pending += tail
+            } catch { throw .audio(error) }
+        }
+        let left = pending.count - pendingOffset
+        if left > 0 && left < model.chunkSamples {
+            pending += [Float](repeating: 0, count: model.chunkSamples - left)
+        }
+        inputEnded = true
+    }
+
+    var hasBlock: Bool { !failed && pending.count - pendingOffset >= model.chunkSamples }
+
+    mutating func takeBlock() -> [Float] {
+        let n = model.chunkSamples
+        let block = Array(pending[pendingOffset..<(pendingOffset + n)])
+        pendingOffset += n
+        if pendingOffset >= 4096 {  // drop what was used, now and then
+            pending.removeFirst(pendingOffset)
+            pendingOffset = 0
+        }
+        return block
+    }
+
+    /// Replaces the model state after a step run elsewhere (a session's batched step).
+    mutating func setState(_ newState: ModelState) { state = newState }
+
+    /// One model step on this channel alone.
+    mutating func stepAlone() throws(StreamError) -> [ClassifierEvent] {
+        let block = takeBlock()
+        do {
+            let scores = try model.prediction(from: block, using: &state)
+            return consume(scores)
+        } catch {
+            failed = true
+            throw .model(error)
+        }
+    }
+
+    /// Scores of the next step (its block taken with takeBlock) into events.
+    mutating func consume(_ scores: [Float]) -> [ClassifierEvent] {
+        let step = steps
+        steps += 1
+        var events: [ClassifierEvent] = []
+        let n = model.chunkSamples
+        if options.includeScores {
+            events.append(.scores(StepScores(channel: channel, start: source(step * n), end: source(min((step + 1) * n, modelSamples)),
+                                             sampleRate: sourceRate, scores: scores)))
+        }
+        for (i, score) in scores.enumerated() { sums[i].append((sums[i].last ?? 0) + Double(score)) }
+        let winner = scores.indices.max { scores[$0] < scores[$1] }
+        let softmax = model.manifest.outputs.activation == "softmax"
+        for k in trackers.indices {
+            let label = trackers[k].label
+            // Softmax: a label scores 1 where it wins the step, else 0; the duration rules apply alike.
+            let p = softmax ? (label == winner ? 1.0 : 0.0) : Double(scores[label])
+            events += trackers[k].tracker.add(p).map { segmentEvent($0, label: label) }
+        }
+        return events
+    }
+
+    /// Closes open segments at the end of the input.
+    mutating func finishSegments() -> [ClassifierEvent] {
+        var events: [ClassifierEvent] = []
+        for k in trackers.indices {
+            let label = trackers[k].label
+            events += trackers[k].tracker.finish(audioLength: modelSamples).map { segmentEvent($0, label: label) }
+        }
+        return events
+    }
+
+    /// Model-rate sample position in the source's clock.
+    func source(_ modelPosition: Int) -> Int {
+        sourceRate == model.sampleRate ? modelPosition
+            : Int((Double(modelPosition) * Double(sourceRate) / Double(model.sampleRate)).rounded())
+    }
+
+    private func segmentEvent(_ output: SegmentTracker.Output, label: Int) -> ClassifierEvent {
+        let n = model.chunkSamples
+        switch output {
+        case let .started(start):
+            return .started(Segment(channel: channel, label: model.labels[label], start: source(start), end: source(start),
+                                    sampleRate: sourceRate, confidence: Float(options.threshold)))
+        case let .ended(start, end):
+            // Mean score over the steps the segment covers.
+            let first = min(start / n, sums[label].count - 1)
+            let last = min(max((end + n - 1) / n, first + 1), sums[label].count - 1)
+            let total = sums[label][last] - sums[label][first]
+            let confidence = last > first ? Float(total / Double(last - first)) : 0
+            return .ended(Segment(channel: channel, label: model.labels[label], start: source(start), end: source(end),
+                                  sampleRate: sourceRate, confidence: confidence))
+        }
+    }
+}

@@ -1,0 +1,49 @@
+/// A labelled stretch of one channel's audio.
+public struct Segment: Sendable, Equatable, Codable {
+    public var channel: Int
+    public var label: String
+    /// Bounds in samples of the source's clock (its own sample rate), end exclusive.
+    public var start: Int
+    public var end: Int
+    /// The source's sample rate (Hz), for the times in seconds.
+    public var sampleRate: Int
+    /// Mean score of the label over the segment's steps (before padding).
+    public var confidence: Float
+
+    public var startSeconds: Double { Double(start) / Double(sampleRate) }
+    public var endSeconds: Double { Double(end) / Double(sampleRate) }
+}
+
+/// One model step's scores on one channel.
+public struct StepScores: Sendable, Equatable {
+    public var channel: Int
+    /// The step's first sample, in the source's clock.
+    public var start: Int
+    public var end: Int
+    public var sampleRate: Int
+    /// One score per label, in the model's label order.
+    public var scores: [Float]
+}
+
+/// What a stream or session reports over time.
+public enum ClassifierEvent: Sendable, Equatable {
+    /// Every step's scores, when asked for (`LabelOptions.includeScores`).
+    case scores(StepScores)
+    /// A segment has begun and is long enough to be kept; its end comes in `.ended`.
+    case started(Segment)
+    /// A segment is complete: its bounds are final.
+    case ended(Segment)
+    /// A live source outran the model: `samples` of the oldest audio of `channel` were dropped
+    /// (`total` so far).
+    case dropped(channel: Int, samples: Int, total: Int)
+    /// The channel stopped on an error; the session's other channels go on.
+    case failed(channel: Int, error: StreamError)
+
+    public var channel: Int {
+        switch self {
+        case let .scores(s): return s.channel
+        case let .started(s), let .ended(s): return s.channel
+        case let .dropped(channel, _, _), let .failed(channel, _): return channel
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import EarshotModel
+
+/// How scores become labelled segments: thresholds and durations, per silero-vad's
+/// `get_speech_timestamps`. Defaults come from the model's manifest; every one can be overridden.
+public struct LabelOptions: Sendable, Equatable {
+    /// A step at or above this score starts (or continues) a segment.
+    public var threshold: Double = 0.5
+    /// A step below this score counts as silence inside a segment; nil means threshold - 0.15
+    /// (at least 0.01).
+    public var negativeThreshold: Double?
+    /// Segments this short or shorter are dropped (ms).
+    public var minSegmentMs: Double = 250
+    /// Silence this long ends a segment (ms).
+    public var minSilenceMs: Double = 100
+    /// Added before and after each segment (ms); neighbours closer than twice this share the gap.
+    public var padMs: Double = 30
+    /// Longer segments are split (seconds); nil means never.
+    public var maxSegmentSeconds: Double?
+    /// Only silences longer than this (ms) are split points for long segments.
+    public var minSilenceAtMaxSegmentMs: Double = 98
+    /// Split long segments at the longest silence inside them (true) or at the last (false).
+    public var splitAtLongestSilence = true
+    /// Softmax models: a label that produces no segments (e.g. "_silence_" or "background").
+    public var backgroundLabel: String?
+    /// Emit every step's scores as events as well.
+    public var includeScores = false
+
+    public init() {}
+
+    /// The model's defaults (its manifest's `decision`), else silero-vad's.
+    public init(model: Model) {
+        self.init()
+        guard let d = model.manifest.decision else { return }
+        if let v = d.threshold { threshold = v }
+        negativeThreshold = d.negativeThreshold
+        if let v = d.minSegmentMs { minSegmentMs = v }
+        if let v = d.minSilenceMs { minSilenceMs = v }
+        if let v = d.padMs { padMs = v }
+        maxSegmentSeconds = d.maxSegmentSeconds
+        if let v = d.minSilenceAtMaxSegmentMs { minSilenceAtMaxSegmentMs = v }
+        if let v = d.splitAtLongestSilence { splitAtLongestSilence = v }
+    }
+
+    public var effectiveNegativeThreshold: Double { negativeThreshold ?? max(threshold - 0.15, 0.01) }
+
+    public func validate() throws(StreamError) {
+        guard (0...1).contains(threshold) else { throw .invalidOption(name: "threshold", value: "\(threshold)", expected: "0...1") }
+        guard (0...threshold).contains(effectiveNegativeThreshold) else {
+            throw .invalidOption(name: "negativeThreshold", value: "\(effectiveNegativeThreshold)", expected: "0...threshold (\(threshold))")
+        }
+        for (name, v) in [("minSegmentMs", minSegmentMs), ("minSilenceMs", minSilenceMs), ("padMs", padMs),
+                          ("minSilenceAtMaxSegmentMs", minSilenceAtMaxSegmentMs)] where !(v >= 0 && v.isFinite) {
+            throw .invalidOption(name: name, value: "\(v)", expected: ">= 0")
+        }
+        if let m = maxSegmentSeconds, !(m > 0) {
+            throw .invalidOption(name: "maxSegmentSeconds", value: "\(m)", expected: "> 0")
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+/// Text forms of labelled segments, as the command-line tool writes them.
+public enum SegmentFormat: String, Sendable, CaseIterable {
+    /// `00:00:01.230  00:00:04.560  speech  0.97` (with the channel when there are several)
+    case text
+    /// One JSON object per line: {"file","channel","label","start","end","score"} (seconds)
+    case jsonl
+    /// file,channel,label,start,end,score with a header line
+    case csv
+    /// Audacity label track: start<TAB>end<TAB>label (seconds)
+    case audacity
+    /// RTTM: SPEAKER <file> <channel> <start> <duration> <NA> <NA> <label> <NA> <NA>
+    case rttm
+
+    public var header: String? { self == .csv ? "file,channel,label,start,end,score" : nil }
+
+    public func line(_ s: Segment, file: String, multiChannel: Bool) -> String {
+        let start = String(format: "%.3f", s.startSeconds), end = String(format: "%.3f", s.endSeconds)
+        let score = String(format: "%.2f", s.confidence)
+        switch self {
+        case .text:
+            let channel = multiChannel ? "ch\(s.channel)  " : ""
+            return "\(channel)\(Self.clock(s.startSeconds))  \(Self.clock(s.endSeconds))  \(s.label)  \(score)"
+        case .jsonl:
+            return "{\"file\":\(Self.quoted(file)),\"channel\":\(s.channel),\"label\":\(Self.quoted(s.label)),\"start\":\(start),\"end\":\(end),\"score\":\(String(format: "%.4f", s.confidence))}"
+        case .csv:
+            return "\(Self.csvField(file)),\(s.channel),\(Self.csvField(s.label)),\(start),\(end),\(String(format: "%.4f", s.confidence))"
+        case .audacity:
+            return "\(String(format: "%.6f", s.startSeconds))\t\(String(format: "%.6f", s.endSeconds))\t\(s.label)"
+        case .rttm:
+            let name = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent.replacingOccurrences(of: " ", with: "_")
+            return "SPEAKER \(name) \(s.channel + 1) \(start) \(String(format: "%.3f", s.endSeconds - s.startSeconds)) <NA> <NA> \(s.label) <NA> <NA>"
+        }
+    }
+
+    /// One step's scores as a JSON line (jsonl with --scores).
+    public static func scoresLine(_ s: StepScores, labels: [String], file: String) -> String {
+        let pairs = zip(labels, s.scores).map { "\(quoted($0)):\(String(format: "%.4f", $1))" }.joined(separator: ",")
+        return "{\"file\":\(quoted(file)),\"channel\":\(s.channel),\"start\":\(String(format: "%.3f", Double(s.start) / Double(s.sampleRate))),\"end\":\(String(format: "%.3f", Double(s.end) / Double(s.sampleRate))),\"scores\":{\(pairs)}}"
+    }
+
+    /// hh:mm:ss.mmm
+    public static func clock(_ seconds: Double) -> String {
+        let ms = Int((seconds * 1000).rounded())
+        return String(format: "%02d:%02d:%02d.%03d", ms / 3_600_000, ms / 60000 % 60, ms / 1000 % 60, ms % 1000)
+    }
+
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for ch in s.unicodeScalars {
+            switch ch {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            default:
+                if ch.value < 0x20 { out += String(format: "\\u%04x", ch.value) } else { out.unicodeScalars.append(ch) }
+            }
+        }
+        return out + "\""
+    }
+
+    static func csvField(_ s: String) -> String {
+        s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
+    }
+}

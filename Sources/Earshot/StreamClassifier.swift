@@ -1,0 +1,64 @@
+import EarshotModel
+
+/// One stream: audio chunks of any size at the source's rate in, events out. The actor owns
+/// the stream's state (model state, resampler and label logic), so one step runs at a time.
+///
+///     let stream = try StreamClassifier(model: model, sourceSampleRate: 44100)
+///     for try await event in stream.events(for: chunks) { ... }
+public actor StreamClassifier {
+    public let model: Model
+    public let options: LabelOptions
+    public let sourceSampleRate: Int
+    private var pipeline: ChannelPipeline
+
+    public init(model: Model, sourceSampleRate: Int? = nil, options: LabelOptions? = nil) throws(StreamError) {
+        self.model = model
+        self.options = options ?? LabelOptions(model: model)
+        self.sourceSampleRate = sourceSampleRate ?? model.sampleRate
+        pipeline = try ChannelPipeline(channel: 0, model: model, sourceRate: self.sourceSampleRate, options: self.options)
+    }
+
+    /// Adds a chunk; returns the events it completed (model steps run as soon as a block is there).
+    public func process(_ chunk: [Float]) throws(StreamError) -> [ClassifierEvent] {
+        try pipeline.push(chunk)
+        var events: [ClassifierEvent] = []
+        while pipeline.hasBlock { events += try pipeline.stepAlone() }
+        return events
+    }
+
+    /// Ends the stream: flushes the tail (the last partial block zero-padded) and closes open
+    /// segments. Reset to use the stream again.
+    public func finish() throws(StreamError) -> [ClassifierEvent] {
+        try pipeline.endInput()
+        var events: [ClassifierEvent] = []
+        while pipeline.hasBlock { events += try pipeline.stepAlone() }
+        return events + pipeline.finishSegments()
+    }
+
+    /// Discards the state: the stream starts afresh (a new `model.makeState()`).
+    public func reset() throws(StreamError) {
+        pipeline = try ChannelPipeline(channel: 0, model: model, sourceRate: sourceSampleRate, options: options)
+    }
+
+    /// A snapshot of the model state (for `ModelState.serialized()`).
+    public var state: ModelState { pipeline.state }
+
+    /// Events for a sequence of chunks, ending with the finished stream's last events.
+    public nonisolated func events<S: AsyncSequence & Sendable>(for chunks: S) -> AsyncThrowingStream<ClassifierEvent, Error>
+    where S.Element == [Float] {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    for try await chunk in chunks {
+                        for event in try await self.process(chunk) { continuation.yield(event) }
+                    }
+                    for event in try await self.finish() { continuation.yield(event) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}

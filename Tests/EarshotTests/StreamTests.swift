@@ -1,0 +1,146 @@
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@testable import Earshot
+
+enum Fixtures {
+    static let model: Model = {
+        // The bundled model; a load failure shows up as a failed expectation in the tests that use it.
+        (try? Model(contentsOf: Repo.root.appendingPathComponent("Models/silero-vad")))!
+    }()
+
+    static func audio(_ name: String) throws -> (samples: [Float], sampleRate: Int) {
+        try AudioFile.readMono(path: Repo.path("AudioSamples/\(name)"))
+    }
+
+    static func channels(_ name: String) throws -> [[Float]] {
+        let file = try AudioFile(path: Repo.path("AudioSamples/\(name)"))
+        return try file.readChannels(maxFrames: file.frameCount)
+    }
+
+    /// All events of a stream fed `samples` in chunks of the given sizes (whole when nil).
+    static func run(_ samples: [Float], rate: Int, sizes: [Int]? = nil, options: LabelOptions? = nil) async throws -> [ClassifierEvent] {
+        let stream = try StreamClassifier(model: model, sourceSampleRate: rate, options: options)
+        var events: [ClassifierEvent] = []
+        var offset = 0
+        for size in sizes ?? [samples.count] {
+            events += try await stream.process(Array(samples[offset..<(offset + size)]))
+            offset += size
+        }
+        return events + (try await stream.finish())
+    }
+
+    static var withScores: LabelOptions {
+        var o = LabelOptions(model: model)
+        o.includeScores = true
+        return o
+    }
+}
+
+func segments(_ events: [ClassifierEvent]) -> [Segment] {
+    events.compactMap { if case let .ended(s) = $0 { return s } else { return nil } }
+}
+
+func scores(_ events: [ClassifierEvent]) -> [StepScores] {
+    events.compactMap { if case let .scores(s) = $0 { return s } else { return nil } }
+}
+
+@Suite("Streams and sessions: the invariants")
+struct StreamTests {
+    @Test("Any chunking of a stream equals feeding it whole", arguments: ["speech-noise-16k.wav", "speech-44k.wav"])
+    func chunking(_ name: String) async throws {
+        let (samples, rate) = try Fixtures.audio(name)
+        let whole = try await Fixtures.run(samples, rate: rate, options: Fixtures.withScores)
+        #expect(segments(whole).count >= 4)
+        var random = SeededRandom.fromEnvironment()
+        for _ in 0..<3 {
+            let sizes = random.chunkSizes(total: samples.count, maxChunk: Int.random(in: 1...20000, using: &random))
+            let chunked = try await Fixtures.run(samples, rate: rate, sizes: sizes, options: Fixtures.withScores)
+            if rate == Fixtures.model.sampleRate {
+                #expect(chunked == whole, "seed \(random.seed)")
+            } else {
+                // Resampling in chunks equals resampling whole to float rounding (1e-6, see the
+                // resampler tests): scores within 1e-4, segments the same.
+                #expect(segments(chunked) == segments(whole), "seed \(random.seed)")
+                let a = scores(chunked).flatMap(\.scores), b = scores(whole).flatMap(\.scores)
+                #expect(maxAbsDifference(a, b) <= 1e-4, "seed \(random.seed)")
+            }
+        }
+    }
+
+    @Test("Segments carry times in the source's clock")
+    func sourceClock() async throws {
+        let (samples, rate) = try Fixtures.audio("speech-44k.wav")
+        let events = try await Fixtures.run(samples, rate: rate)
+        let segs = segments(events)
+        #expect(segs.allSatisfy { $0.sampleRate == 44100 && $0.end <= samples.count && $0.start < $0.end })
+        // The first speech of this sample starts at 0.600 s (AudioSamples/speech-44k.truth.csv).
+        #expect(abs((segs.first?.startSeconds ?? 0) - 0.6) < 0.1)
+    }
+
+    @Test("After reset a stream gives exactly what a fresh stream gives")
+    func reset() async throws {
+        let (samples, rate) = try Fixtures.audio("speech-noise-16k.wav")
+        let part = Array(samples[0..<(16000 * 13)])  // two speech segments (truth: 1.0-4.7 s, 8.4-12.4 s)
+        let fresh = try await Fixtures.run(part, rate: rate, options: Fixtures.withScores)
+        let stream = try StreamClassifier(model: Fixtures.model, sourceSampleRate: rate, options: Fixtures.withScores)
+        _ = try await stream.process(Array(samples[200_000..<300_000]))
+        try await stream.reset()
+        let again = try await stream.process(part) + stream.finish()
+        #expect(again == fresh)
+        #expect(segments(fresh).count >= 2)
+    }
+
+    @Test("Channel k of a session equals that channel run alone")
+    func sessionEqualsAlone() async throws {
+        let channels = try Fixtures.channels("stereo-16k.wav")
+        let session = try Session(model: Fixtures.model, channelCount: 2, sourceSampleRate: 16000, options: Fixtures.withScores)
+        var random = SeededRandom.fromEnvironment()
+        var events: [ClassifierEvent] = []
+        var offset = 0
+        for size in random.chunkSizes(total: channels[0].count, maxChunk: 7000) {
+            events += await session.process(channels.map { Array($0[offset..<(offset + size)]) })
+            offset += size
+        }
+        events += await session.finish()
+        for k in 0..<2 {
+            var alone = try await Fixtures.run(channels[k], rate: 16000, options: Fixtures.withScores)
+            for i in alone.indices { alone[i] = alone[i].with(channel: k) }
+            #expect(events.filter { $0.channel == k } == alone, "channel \(k), seed \(random.seed)")
+        }
+        #expect(Set(segments(events).map(\.channel)) == [0, 1])
+    }
+
+    @Test("A channel whose audio turns NaN fails alone; the others equal their runs alone")
+    func failingChannel() async throws {
+        let (samples, _) = try Fixtures.audio("speech-noise-16k.wav")
+        let inputs = [Array(samples[0..<160_000]), Array(samples[160_000..<320_000]), Array(samples[320_000..<480_000])]
+        let session = try Session(model: Fixtures.model, channelCount: 3, sourceSampleRate: 16000)
+        var events: [ClassifierEvent] = []
+        for start in stride(from: 0, to: 160_000, by: 4000) {
+            var chunks = inputs.map { Array($0[start..<(start + 4000)]) }
+            if start == 80_000 { chunks[1][17] = .nan }
+            events += await session.process(chunks)
+        }
+        events += await session.finish()
+        let failures = events.filter { if case .failed = $0 { return true } else { return false } }
+        #expect(failures == [.failed(channel: 1, error: .source(channel: 1, reason: "audio sample 80017 is NaN or infinite"))])
+        for k in [0, 2] {
+            let alone = try await Fixtures.run(inputs[k], rate: 16000).map { $0.with(channel: k) }
+            #expect(events.filter { $0.channel == k } == alone)
+        }
+    }
+}
+
+extension ClassifierEvent {
+    func with(channel: Int) -> ClassifierEvent {
+        switch self {
+        case var .scores(s): s.channel = channel; return .scores(s)
+        case var .started(s): s.channel = channel; return .started(s)
+        case var .ended(s): s.channel = channel; return .ended(s)
+        case let .dropped(_, samples, total): return .dropped(channel: channel, samples: samples, total: total)
+        case let .failed(_, error): return .failed(channel: channel, error: error)
+        }
+    }
+}
