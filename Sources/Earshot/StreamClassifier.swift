@@ -43,6 +43,12 @@ public actor StreamClassifier {
     /// A snapshot of the model state (for `ModelState.serialized()`).
     public var state: ModelState { pipeline.state }
 
+    /// Continues from a model state serialized earlier (`state.serialized()`), of this model.
+    /// The label logic goes on from where this stream is.
+    public func restoreState(_ bytes: [UInt8]) throws(StreamError) {
+        do { pipeline.setState(try model.restoreState(bytes)) } catch { throw .model(error) }
+    }
+
     /// Events for a sequence of chunks, ending with the finished stream's last events.
     public nonisolated func events<S: AsyncSequence & Sendable>(for chunks: S) -> AsyncThrowingStream<ClassifierEvent, Error>
     where S.Element == [Float] {

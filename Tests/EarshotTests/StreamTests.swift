@@ -144,3 +144,20 @@ extension ClassifierEvent {
         }
     }
 }
+
+@Suite("Stream state snapshots")
+struct StreamSnapshotTests {
+    @Test("A stream restored from a serialized state scores exactly as the uninterrupted one")
+    func restored() async throws {
+        let (samples, _) = try Fixtures.audio("speech-noise-16k.wav")
+        let cut = 512 * 300  // a block boundary, mid-speech
+        let whole = try await Fixtures.run(Array(samples[0..<(cut + 512 * 200)]), rate: 16000, options: Fixtures.withScores)
+        let first = try StreamClassifier(model: Fixtures.model, options: Fixtures.withScores)
+        _ = try await first.process(Array(samples[0..<cut]))
+        let bytes = await first.state.serialized()
+        let second = try StreamClassifier(model: Fixtures.model, options: Fixtures.withScores)
+        try await second.restoreState(bytes)
+        let rest = try await second.process(Array(samples[cut..<(cut + 512 * 200)]))
+        #expect(scores(rest).map(\.scores) == Array(scores(whole).map(\.scores)[300..<500]))
+    }
+}

@@ -1,0 +1,84 @@
+import EarshotTestSupport
+import Foundation
+import Testing
+
+/// `earshot label` against committed expected output (Tests/EarshotTests/Expected/, made by
+/// this command and checked against AudioSamples' ground truth when it was committed).
+@Suite("earshot label")
+struct LabelCommandTests {
+    static let runs: [(arguments: [String], expected: String)] = [
+        (["AudioSamples/speech-noise-16k.wav", "--format", "text"], "speech-noise-16k.text"),
+        (["AudioSamples/speech-noise-16k.wav", "--format", "jsonl"], "speech-noise-16k.jsonl"),
+        (["AudioSamples/speech-noise-16k.wav", "--format", "csv"], "speech-noise-16k.csv"),
+        (["AudioSamples/speech-noise-16k.wav", "--format", "audacity"], "speech-noise-16k.audacity"),
+        (["AudioSamples/speech-noise-16k.wav", "--format", "rttm"], "speech-noise-16k.rttm"),
+        (["AudioSamples/stereo-16k.wav", "--channels", "each", "--format", "text"], "stereo-16k-each.text"),
+        (["AudioSamples/stereo-16k.wav", "--channels", "each", "--format", "jsonl"], "stereo-16k-each.jsonl"),
+        (["AudioSamples/speech-noise-16k.flac", "AudioSamples/speech-noise-16k.ogg", "AudioSamples/speech-44k.wav",
+          "AudioSamples/speech-8k.wav", "--format", "csv"], "formats.csv"),
+        (["AudioSamples/speech-noise-16k.wav", "--threshold", "0.7", "--min-speech", "500", "--min-silence", "300",
+          "--pad", "100", "--max-speech", "3", "--format", "jsonl"], "speech-noise-16k-options.jsonl"),
+    ]
+
+    @Test("Every format on the samples gives the expected output", arguments: 0..<runs.count)
+    func expectedOutput(_ index: Int) throws {
+        let run = Self.runs[index]
+        let result = try runEarshot(["label"] + run.arguments)
+        #expect(result.status == 0, "\(result.err)")
+        let expected = try String(contentsOfFile: Repo.path("Tests/EarshotTests/Expected/\(run.expected)"), encoding: .utf8)
+        #expect(result.out == expected, "earshot label \(run.arguments.joined(separator: " "))")
+    }
+
+    @Test("The speech found lies on the samples' ground truth")
+    func groundTruth() throws {
+        // AudioSamples/speech-noise-16k.truth.csv: speech at 1.000-4.691, 8.391-12.395, 14.995-18.877,
+        // 22.477-25.168, 26.768-31.086 (over noise), 32.486-35.499; no segment on the noise or tone.
+        let truth: [(Double, Double)] = [(1.0, 4.691), (8.391, 12.395), (14.995, 18.877), (22.477, 25.168), (26.768, 31.086), (32.486, 35.499)]
+        let result = try runEarshot(["label", "AudioSamples/speech-noise-16k.wav", "--format", "csv"])
+        let rows = result.out.split(separator: "\n").dropFirst().map { $0.split(separator: ",") }
+        #expect(rows.count == truth.count)
+        for (row, (start, end)) in zip(rows, truth) {
+            #expect(abs((Double(row[3]) ?? 0) - start) < 0.15 && abs((Double(row[4]) ?? 0) - end) < 0.4, "\(row) vs \(start)-\(end)")
+        }
+    }
+
+    @Test("A folder with one broken file: the others are labelled, the broken one reported, exit 1")
+    func brokenFileInFolder() throws {
+        let folder = try Repo.temporaryFolder()
+        for name in ["speech-8k.wav", "speech-44k.wav"] {
+            try FileManager.default.copyItem(atPath: Repo.path("AudioSamples/\(name)"), toPath: folder.appendingPathComponent(name).path)
+        }
+        let broken = folder.appendingPathComponent("broken.wav").path
+        try Data("not sound".utf8).write(to: URL(fileURLWithPath: broken))
+        try Data("notes".utf8).write(to: folder.appendingPathComponent("notes.txt"))  // not audio by name: skipped
+        let result = try runEarshot(["label", folder.path, "--format", "csv"])
+        #expect(result.status == 1)
+        #expect(result.err.contains("\(broken): not an audio file libsndfile can read"))
+        let expected = try String(contentsOfFile: Repo.path("Tests/EarshotTests/Expected/formats.csv"), encoding: .utf8)
+        let expectedRows = expected.split(separator: "\n").filter { $0.contains("speech-44k.wav") || $0.contains("speech-8k.wav") }
+            .map { $0.replacingOccurrences(of: "AudioSamples/", with: folder.path + "/") }
+        let rows = result.out.split(separator: "\n").dropFirst().map(String.init)
+        #expect(rows.sorted() == expectedRows.sorted())
+    }
+
+    @Test("Missing files, unknown models and bad flags are reported with the right exit code")
+    func errors() throws {
+        let missing = try runEarshot(["label", "no-such.wav"])
+        #expect(missing.status == 1)
+        #expect(missing.err.contains("no-such.wav: no such file"))
+        let model = try runEarshot(["label", "--model", "no-such-model", "AudioSamples/speech-8k.wav"])
+        #expect(model.status == 1)
+        #expect(model.err.contains("no-such-model: cannot read: no model folder of that name"))
+        for (flags, message) in [(["--format", "xml"], "--format xml: expected one of text, jsonl, csv, audacity, rttm"),
+                                 (["--threshold", "2"], "--threshold 2: expected a number in 0.0...1.0"),
+                                 (["--channels", "both"], "--channels both: expected mix or each"),
+                                 (["--min-speech"], "--min-speech needs a value")] {
+            let r = try runEarshot(["label", "AudioSamples/speech-8k.wav"] + flags)
+            #expect(r.status == 64, "\(flags)")
+            #expect(r.err.contains(message), "\(r.err)")
+        }
+        let none = try runEarshot(["label"])
+        #expect(none.status == 64)
+        #expect(none.err.contains("hint: earshot label AudioSamples/speech-noise-16k.wav"))
+    }
+}
