@@ -29,7 +29,8 @@ let package = Package(
                     exclude: ["Goldens"]),
         .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotAudio", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
-        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "earshot", "EarshotTestSupport"], exclude: ["Goldens"]),
+        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "earshot", "EarshotTestSupport"],
+                    exclude: ["Goldens", "Expected"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -179,7 +179,6 @@ public final class AudioFile {
         let bytes = numbers(data)  // [announced, present]
         guard bytes.count >= 2, bytes[0] > bytes[1] else { return nil }
         return bytes[0] / align
-        return nil
     }
 
     private static func formatName(_ format: Int32) -> String {
