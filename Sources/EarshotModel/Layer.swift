@@ -224,14 +224,38 @@ struct Linear: Sendable {
 
     func run(_ x: Activations) -> Activations {
         var y = Activations(channels: outFeatures, time: x.time)
-        for t in 0..<x.time {
-            for o in 0..<outFeatures {
-                var acc = bias[o]
-                for i in 0..<inFeatures { acc += weight[o * inFeatures + i] * x.values[i * x.time + t] }
-                y.values[o * x.time + t] = acc
+        let columns = x.timeMajor()  // [time][inFeatures]
+        weight.withUnsafeBufferPointer { w in
+            bias.withUnsafeBufferPointer { b in
+                earshot_gemm_nt(w.baseAddress!, outFeatures, inFeatures, columns, x.time, b.baseAddress!, &y.values, x.time)
             }
         }
         return y
+    }
+}
+
+extension Activations {
+    /// The values as [time][channels].
+    func timeMajor() -> [Float] {
+        var out = [Float](repeating: 0, count: values.count)
+        for c in 0..<channels { for t in 0..<time { out[t * channels + c] = values[c * time + t] } }
+        return out
+    }
+}
+
+/// The two products of a recurrent layer at one step: input = W_ih x_t + b_ih and
+/// recurrent = W_hh h + b_hh (rows: gates * hidden).
+func recurrentProducts(
+    input x: [Float], hidden h: UnsafeMutableBufferPointer<Float>, weightIH: [Float], weightHH: [Float],
+    biasIH: [Float]?, biasHH: [Float]?, inputProduct: inout [Float], recurrentProduct: inout [Float]
+) {
+    let rows = inputProduct.count
+    let hidden = Array(h)  // h is updated from these products: read it before
+    weightIH.withUnsafeBufferPointer { wi in
+        weightHH.withUnsafeBufferPointer { wh in
+            earshot_gemv(wi.baseAddress!, rows, x.count, x, biasIH, &inputProduct)
+            earshot_gemv(wh.baseAddress!, rows, hidden.count, hidden, biasHH, &recurrentProduct)
+        }
     }
 }
 
@@ -250,24 +274,13 @@ struct LSTM: Sendable {
     func run(_ x: Activations, state: UnsafeMutableBufferPointer<Float>) -> Activations {
         let H = hiddenSize, I = inputSize
         var y = Activations(channels: H, time: x.time)
-        var gates = [Float](repeating: 0, count: 4 * H)
-        var input = [Float](repeating: 0, count: I)
+        var gates = [Float](repeating: 0, count: 4 * H), recurrent = [Float](repeating: 0, count: 4 * H)
+        let inputs = x.timeMajor()
         for t in 0..<x.time {
-            for i in 0..<I { input[i] = x.values[i * x.time + t] }
-            weightIH.withUnsafeBufferPointer { wi in
-                weightHH.withUnsafeBufferPointer { wh in
-                    bias.withUnsafeBufferPointer { b in
-                        gates.withUnsafeMutableBufferPointer { g in
-                            var hidden = [Float](repeating: 0, count: H)
-                            for j in 0..<H { hidden[j] = state[j] }
-                            earshot_gemv(wi.baseAddress!, 4 * H, I, input, b.baseAddress!, g.baseAddress!)
-                            var recurrent = [Float](repeating: 0, count: 4 * H)
-                            earshot_gemv(wh.baseAddress!, 4 * H, H, hidden, nil, &recurrent)
-                            for r in 0..<(4 * H) { g[r] += recurrent[r] }
-                        }
-                    }
-                }
-            }
+            recurrentProducts(input: Array(inputs[(t * I)..<((t + 1) * I)]), hidden: UnsafeMutableBufferPointer(rebasing: state[0..<H]),
+                              weightIH: weightIH, weightHH: weightHH, biasIH: bias, biasHH: nil,
+                              inputProduct: &gates, recurrentProduct: &recurrent)
+            for r in 0..<(4 * H) { gates[r] += recurrent[r] }
             earshot_lstm_cell(gates, H, state.baseAddress!, state.baseAddress! + H)
             for j in 0..<H { y.values[j * x.time + t] = state[j] }
         }
@@ -291,14 +304,11 @@ struct GRU: Sendable {
         let H = hiddenSize, I = inputSize
         var y = Activations(channels: H, time: x.time)
         var gi = [Float](repeating: 0, count: 3 * H), gh = [Float](repeating: 0, count: 3 * H)
+        let inputs = x.timeMajor()
         for t in 0..<x.time {
-            for r in 0..<(3 * H) {
-                var a = biasIH[r], b = biasHH[r]
-                for i in 0..<I { a += weightIH[r * I + i] * x.values[i * x.time + t] }
-                for j in 0..<H { b += weightHH[r * H + j] * state[j] }
-                gi[r] = a
-                gh[r] = b
-            }
+            recurrentProducts(input: Array(inputs[(t * I)..<((t + 1) * I)]), hidden: UnsafeMutableBufferPointer(rebasing: state[0..<H]),
+                              weightIH: weightIH, weightHH: weightHH, biasIH: biasIH, biasHH: biasHH,
+                              inputProduct: &gi, recurrentProduct: &gh)
             for j in 0..<H {
                 let r = logistic(gi[j] + gh[j]), z = logistic(gi[H + j] + gh[H + j])
                 let n = tanh(gi[2 * H + j] + r * gh[2 * H + j])

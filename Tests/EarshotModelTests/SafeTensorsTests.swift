@@ -4,26 +4,6 @@ import Testing
 
 @testable import EarshotModel
 
-/// A safetensors file: header JSON then the raw bytes of each tensor, in order.
-func safetensors(_ tensors: [(name: String, dtype: String, shape: [Int], bytes: [UInt8])]) -> Data {
-    var offset = 0
-    var entries: [String] = []
-    for t in tensors {
-        entries.append("\"\(t.name)\":{\"dtype\":\"\(t.dtype)\",\"shape\":\(t.shape),\"data_offsets\":[\(offset),\(offset + t.bytes.count)]}")
-        offset += t.bytes.count
-    }
-    var header = Array(("{\"__metadata__\":{\"format\":\"pt\"}," + entries.joined(separator: ",") + "}").utf8)
-    header += [UInt8](repeating: 0x20, count: (8 - header.count % 8) % 8)
-    var data = Data(withUnsafeBytes(of: UInt64(header.count).littleEndian, Array.init))
-    data += header
-    for t in tensors { data += t.bytes }
-    return data
-}
-
-func littleEndianBytes<T: FixedWidthInteger>(_ values: [T]) -> [UInt8] {
-    values.flatMap { withUnsafeBytes(of: $0.littleEndian, Array.init) }
-}
-
 @Suite("safetensors")
 struct SafeTensorsTests {
     @Test("F32, F16 and BF16 tensors read as the floats they hold")
@@ -31,7 +11,7 @@ struct SafeTensorsTests {
         let f32: [Float] = [1.5, -2.25, 3e-8, 65504]
         let f16: [Float16] = [0.5, -1.75, 6.1035156e-05, 65504]  // includes the smallest normal and the largest value
         let bf16Bits: [UInt16] = [0x3F80, 0xC040, 0x7F7F]  // 1.0, -3.0, the largest finite bfloat16
-        let data = safetensors([
+        let data = safetensorsData([
             ("a", "F32", [2, 2], littleEndianBytes(f32.map(\.bitPattern))),
             ("b", "F16", [4], littleEndianBytes(f16.map(\.bitPattern))),
             ("c", "BF16", [3, 1], littleEndianBytes(bf16Bits)),
@@ -46,9 +26,9 @@ struct SafeTensorsTests {
     @Test("Unknown dtypes and offsets outside the data are refused with the tensor's name")
     func damaged() throws {
         #expect(throws: ModelError.tensorDType(path: "t", name: "x", found: "I64", expected: "F32, F16, BF16")) {
-            try SafeTensors.parse(safetensors([("x", "I64", [1], [UInt8](repeating: 0, count: 8))]), path: "t")
+            try SafeTensors.parse(safetensorsData([("x", "I64", [1], [UInt8](repeating: 0, count: 8))]), path: "t")
         }
-        var data = safetensors([("x", "F32", [3], [UInt8](repeating: 0, count: 12))])
+        var data = safetensorsData([("x", "F32", [3], [UInt8](repeating: 0, count: 12))])
         data.removeLast(4)
         #expect(throws: ModelError.safetensors(path: "t", reason: "tensor 'x': offsets [0, 12] do not hold [3] F32 within 8 data bytes")) {
             try SafeTensors.parse(data, path: "t")
@@ -65,7 +45,7 @@ struct SafeTensorsTests {
         let converted = tensors.keys.sorted().map { name in
             (name, "F16", tensors[name]!.shape, littleEndianBytes(tensors[name]!.values.map { Float16($0).bitPattern }))
         }
-        try safetensors(converted).write(to: folder.appendingPathComponent("weights.safetensors"))
+        try safetensorsData(converted).write(to: folder.appendingPathComponent("weights.safetensors"))
         let half = try Model(contentsOf: folder)
         let full = try Model(contentsOf: original)
         #expect(half.contentHash != full.contentHash)

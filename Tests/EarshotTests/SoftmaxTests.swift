@@ -24,22 +24,10 @@ func tinySoftmaxModel() throws -> Model {
     weight[2] = 4  // low <- bin 2
     weight[9 + 6] = 4  // high <- bin 6
     let bias: [Float] = [0, 0, 2]
-    let data = safetensorsFile([("out.weight", [3, 9], weight), ("out.bias", [3], bias)])
+    let data = safetensorsData([("out.weight", "F32", [3, 9], littleEndianBytes(weight.map(\.bitPattern))),
+                                ("out.bias", "F32", [3], littleEndianBytes(bias.map(\.bitPattern)))])
     try data.write(to: folder.appendingPathComponent("weights.safetensors"))
     return try Model(contentsOf: folder)
-}
-
-func safetensorsFile(_ tensors: [(String, [Int], [Float])]) -> Data {
-    var offset = 0
-    let entries = tensors.map { t -> String in
-        defer { offset += t.2.count * 4 }
-        return "\"\(t.0)\":{\"dtype\":\"F32\",\"shape\":\(t.1),\"data_offsets\":[\(offset),\(offset + t.2.count * 4)]}"
-    }
-    var header = Array(("{" + entries.joined(separator: ",") + "}").utf8)
-    header += [UInt8](repeating: 0x20, count: (8 - header.count % 8) % 8)
-    var data = Data(withUnsafeBytes(of: UInt64(header.count).littleEndian, Array.init)) + header
-    for t in tensors { for v in t.2 { data += withUnsafeBytes(of: v.bitPattern.littleEndian, Array.init) } }
-    return data
 }
 
 @Suite("Softmax models")

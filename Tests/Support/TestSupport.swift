@@ -97,3 +97,25 @@ public func maxAbsDifference(_ a: some Collection<Float>, _ b: some Collection<F
 public func sine(frequency: Double, sampleRate: Double, count: Int, amplitude: Float = 0.5, phase: Double = 0) -> [Float] {
     (0..<count).map { amplitude * Float(sin(2 * .pi * frequency * Double($0) / sampleRate + phase)) }
 }
+
+/// A safetensors file (8-byte little-endian header length, JSON header, raw data) holding the
+/// given tensors as stored bytes, for tests that make model packages.
+public func safetensorsData(_ tensors: [(name: String, dtype: String, shape: [Int], bytes: [UInt8])]) -> Data {
+    var offset = 0
+    var entries: [String] = []
+    for t in tensors {
+        entries.append("\"\(t.name)\":{\"dtype\":\"\(t.dtype)\",\"shape\":\(t.shape),\"data_offsets\":[\(offset),\(offset + t.bytes.count)]}")
+        offset += t.bytes.count
+    }
+    var header = Array(("{\"__metadata__\":{\"format\":\"pt\"}," + entries.joined(separator: ",") + "}").utf8)
+    header += [UInt8](repeating: 0x20, count: (8 - header.count % 8) % 8)
+    var data = Data(withUnsafeBytes(of: UInt64(header.count).littleEndian, Array.init))
+    data += header
+    for t in tensors { data += t.bytes }
+    return data
+}
+
+/// Values as little-endian bytes.
+public func littleEndianBytes<T: FixedWidthInteger>(_ values: [T]) -> [UInt8] {
+    values.flatMap { withUnsafeBytes(of: $0.littleEndian, Array.init) }
+}
