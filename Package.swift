@@ -15,7 +15,7 @@ let package = Package(
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
 
         .target(name: "EarshotAudio", dependencies: ["CSndFile", "CALSA", "CSoxr"]),
-        .target(name: "EarshotFeatures", dependencies: ["CFFTW"]),
+        .target(name: "EarshotFeatures", dependencies: ["CFFTW", "CEarshotKernels"]),
         // Dense kernels in C, compiled per instruction set and chosen at run time.
         .target(name: "CEarshotKernels"),
         .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels"]),

@@ -187,3 +187,80 @@ void earshot_im2col(const float *x, long channels, long time, long kernel, long 
         }
     }
 }
+
+CLONES
+void earshot_multiply(const float *a, const float *b, float *out, long n) {
+    for (long i = 0; i < n; i++) out[i] = a[i] * b[i];
+}
+
+CLONES
+void earshot_spectrum(const float *c, long bins, int magnitude, float *out) {
+    for (long k = 0; k < bins; k++) {
+        float re = c[2 * k], im = c[2 * k + 1];
+        out[k] = re * re + im * im;
+    }
+    if (magnitude) {
+        for (long k = 0; k < bins; k++) out[k] = __builtin_sqrtf(out[k]);
+    }
+}
+
+// ln(x) for positive normal x: x = m 2^e, m in [sqrt(1/2), sqrt(2)), ln(m) = 2 atanh(s),
+// s = (m - 1) / (m + 1), summed to s^11.
+#define LOG8(x, out) do {                                                               \
+        typedef int i8 __attribute__((vector_size(32)));                                \
+        i8 _bits = (i8)(x);                                                             \
+        i8 _e = ((_bits >> 23) & 0xFF) - 127;                                           \
+        v8 _m = (v8)((_bits & 0x007FFFFF) | 0x3F800000);                                \
+        i8 _high = _m > 1.4142135f;                                                     \
+        _m = (v8)(((i8)(_m * 0.5f) & _high) | ((i8)_m & ~_high));                       \
+        _e = _e - _high; /* true lanes are -1 */                                        \
+        v8 _s = (_m - 1.0f) / (_m + 1.0f), _s2 = _s * _s;                               \
+        v8 _p = (v8){0} + 2.0f / 11;                                                    \
+        _p = _p * _s2 + 2.0f / 9;                                                       \
+        _p = _p * _s2 + 2.0f / 7;                                                       \
+        _p = _p * _s2 + 2.0f / 5;                                                       \
+        _p = _p * _s2 + 2.0f / 3;                                                       \
+        _p = _p * _s2 + 2.0f;                                                           \
+        (out) = __builtin_convertvector(_e, v8) * 0.693147182f + _s * _p;               \
+    } while (0)
+
+CLONES
+float earshot_scaled_log(float *x, long n, float offset, float floor, float scale, float shift) {
+    v8 largest = (v8){0} - __builtin_inff();
+    v8 vfloor = (v8){0} + floor;
+    long i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8 v = __builtin_elementwise_max(load8(x + i) + offset, vfloor), y;
+        LOG8(v, y);
+        y = y * scale - shift;
+        *(v8 *)(x + i) = y;
+        largest = __builtin_elementwise_max(largest, y);
+    }
+    float best = largest[0];
+    for (int l = 1; l < 8; l++) best = best > largest[l] ? best : largest[l];
+    if (i < n) {
+        v8 v = (v8){0} + 1.0f, y;
+        for (long l = 0; l < n - i; l++) v[l] = x[i + l] + offset > floor ? x[i + l] + offset : floor;
+        LOG8(v, y);
+        y = y * scale - shift;
+        for (long l = 0; l < n - i; l++) {
+            x[i + l] = y[l];
+            best = best > y[l] ? best : y[l];
+        }
+    }
+    return best;
+}
+
+CLONES
+void earshot_sparse_rows(const float *weights, const long *offsets, const long *starts, const long *counts,
+                         long rows, const float *x, float *out) {
+    for (long r = 0; r < rows; r++) {
+        const float *w = weights + offsets[r], *v = x + starts[r];
+        long n = counts[r], i = 0;
+        v8 s = {0};
+        for (; i + 8 <= n; i += 8) s += load8(w + i) * load8(v + i);
+        float t = sum8(s);
+        for (; i < n; i++) t += w[i] * v[i];
+        out[r] = t;
+    }
+}

@@ -1,3 +1,4 @@
+import CEarshotKernels
 import Foundation
 
 /// Logarithmic compression of (mel) spectra:
@@ -51,15 +52,15 @@ public struct LogScale: Codable, Sendable, Equatable, Hashable {
     @discardableResult
     func apply(_ values: UnsafeMutableBufferPointer<Float>) -> Float {
         let ln10 = Float(2.302_585_093)
+        // Subnormal floors would leave the range the vector logarithm handles.
+        let f = Swift.max(floor, Float.leastNormalMagnitude)
+        let (scale, shift): (Float, Float)
         switch kind {
-        case .natural:
-            return scaledLog(values, offset: offset, floor: floor, scale: 1, shift: 0)
-        case .log10:
-            return scaledLog(values, offset: offset, floor: floor, scale: 1 / ln10, shift: 0)
-        case .decibels:
-            let shift = 10 * Foundation.log10(Swift.max(reference, floor))
-            return scaledLog(values, offset: offset, floor: floor, scale: 10 / ln10, shift: shift)
+        case .natural: (scale, shift) = (1, 0)
+        case .log10: (scale, shift) = (1 / ln10, 0)
+        case .decibels: (scale, shift) = (10 / ln10, 10 * Foundation.log10(Swift.max(reference, floor)))
         }
+        return earshot_scaled_log(values.baseAddress, values.count, offset, f, scale, shift)
     }
 
     /// librosa's whole-signal top_db: every value below (max - topDB) becomes (max - topDB).

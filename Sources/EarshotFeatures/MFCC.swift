@@ -1,3 +1,4 @@
+import CEarshotKernels
 import Foundation
 
 /// Cepstral coefficients from log-mel frames: the orthonormal DCT-II of each frame, first
@@ -38,7 +39,7 @@ public struct DCT: Sendable, Equatable {
     public func apply(_ input: UnsafeBufferPointer<Float>, into output: UnsafeMutableBufferPointer<Float>) {
         basis.withUnsafeBufferPointer { b in
             for k in 0..<outputCount {
-                output[k] = dot(b.baseAddress! + k * inputCount, input.baseAddress!, inputCount)
+                output[k] = earshot_dot(b.baseAddress! + k * inputCount, input.baseAddress!, inputCount)
             }
         }
     }

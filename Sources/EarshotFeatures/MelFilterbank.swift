@@ -1,3 +1,4 @@
+import CEarshotKernels
 import Foundation
 
 /// Mel scale and filterbank settings.
@@ -66,6 +67,8 @@ public struct MelFilterbank: Sendable, Equatable {
     /// in `weights`.
     private let starts: [Int]
     private let lengths: [Int]
+    /// Lengths rounded up to a multiple of eight (the weights are zero-padded to that).
+    private let paddedLengths: [Int]
     private let offsets: [Int]
     /// Every filter's non-zero run of weights, each padded with zeros to a multiple of eight.
     private let weights: [Float]
@@ -97,6 +100,7 @@ public struct MelFilterbank: Sendable, Equatable {
         }
         self.starts = starts
         self.lengths = lengths
+        self.paddedLengths = lengths.map { ($0 + 7) & ~7 }
         self.offsets = offsets
         self.weights = weights
     }
@@ -139,50 +143,16 @@ public struct MelFilterbank: Sendable, Equatable {
     /// mel[m] = sum_k weights[m][k] * spectrum[k]. A spectrum buffer with `spectrumPadding`
     /// zeros after its bins takes the all-vector path.
     public func apply(_ spectrum: UnsafeBufferPointer<Float>, into mel: UnsafeMutableBufferPointer<Float>) {
-        guard let s = spectrum.baseAddress else { return }
-        let padded = spectrum.count >= binCount + Self.spectrumPadding
+        guard let s = spectrum.baseAddress, let out = mel.baseAddress else { return }
+        let counts = spectrum.count >= binCount + Self.spectrumPadding ? paddedLengths : lengths
         weights.withUnsafeBufferPointer { w in
-            starts.withUnsafeBufferPointer { st in
-                lengths.withUnsafeBufferPointer { len in
-                    offsets.withUnsafeBufferPointer { off in
-                        for m in 0..<st.count {
-                            let count = padded ? (len[m] + 7) & ~7 : len[m]
-                            mel[m] = count == 0 ? 0 : dot(w.baseAddress! + off[m], s + st[m], count)
-                        }
+            offsets.withUnsafeBufferPointer { off in
+                starts.withUnsafeBufferPointer { st in
+                    counts.withUnsafeBufferPointer { n in
+                        earshot_sparse_rows(w.baseAddress!, off.baseAddress!, st.baseAddress!, n.baseAddress!, n.count, s, out)
                     }
                 }
             }
         }
     }
-}
-
-/// Dot product of two float arrays: four independent eight-lane sums (so the adds overlap
-/// instead of waiting on each other), then eight lanes, then the scalar tail.
-@inlinable @inline(__always)
-public func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ count: Int) -> Float {
-    var acc0 = SIMD8<Float>(), acc1 = SIMD8<Float>(), acc2 = SIMD8<Float>(), acc3 = SIMD8<Float>()
-    let ra = UnsafeRawPointer(a), rb = UnsafeRawPointer(b)
-    let stride = MemoryLayout<SIMD8<Float>>.size
-    var i = 0
-    while i + 32 <= count {
-        let o = i * 4
-        acc0 += ra.loadUnaligned(fromByteOffset: o, as: SIMD8<Float>.self) * rb.loadUnaligned(fromByteOffset: o, as: SIMD8<Float>.self)
-        acc1 += ra.loadUnaligned(fromByteOffset: o + stride, as: SIMD8<Float>.self)
-            * rb.loadUnaligned(fromByteOffset: o + stride, as: SIMD8<Float>.self)
-        acc2 += ra.loadUnaligned(fromByteOffset: o + 2 * stride, as: SIMD8<Float>.self)
-            * rb.loadUnaligned(fromByteOffset: o + 2 * stride, as: SIMD8<Float>.self)
-        acc3 += ra.loadUnaligned(fromByteOffset: o + 3 * stride, as: SIMD8<Float>.self)
-            * rb.loadUnaligned(fromByteOffset: o + 3 * stride, as: SIMD8<Float>.self)
-        i += 32
-    }
-    while i + 8 <= count {
-        acc0 += ra.loadUnaligned(fromByteOffset: i * 4, as: SIMD8<Float>.self) * rb.loadUnaligned(fromByteOffset: i * 4, as: SIMD8<Float>.self)
-        i += 8
-    }
-    var sum = ((acc0 + acc1) + (acc2 + acc3)).sum()
-    while i < count {
-        sum += a[i] * b[i]
-        i += 1
-    }
-    return sum
 }

@@ -1,3 +1,4 @@
+import CEarshotKernels
 import CFFTW
 
 /// Windowed FFT of single frames: frame in, magnitude or power spectrum out.
@@ -44,24 +45,11 @@ public final class SpectrumAnalyzer {
 
     /// Spectrum of one frame. `frame` holds nFFT samples, `spectrum` receives binCount values.
     public func analyze(frame: UnsafeBufferPointer<Float>, into spectrum: UnsafeMutableBufferPointer<Float>) {
-        let n = config.nFFT
         window.withUnsafeBufferPointer { w in
-            for i in 0..<n { fft.input[i] = frame[i] * w[i] }
+            earshot_multiply(frame.baseAddress!, w.baseAddress!, fft.input, config.nFFT)
         }
         fft.execute()
-        let bins = fft.binCount
-        let out = UnsafeMutableRawPointer(fft.output).assumingMemoryBound(to: Float.self)
-        switch config.spectrum {
-        case .power:
-            for k in 0..<bins {
-                let re = out[2 * k], im = out[2 * k + 1]
-                spectrum[k] = re * re + im * im
-            }
-        case .magnitude:
-            for k in 0..<bins {
-                let re = out[2 * k], im = out[2 * k + 1]
-                spectrum[k] = (re * re + im * im).squareRoot()
-            }
-        }
+        let bins = UnsafeRawPointer(fft.output).assumingMemoryBound(to: Float.self)
+        earshot_spectrum(bins, fft.binCount, config.spectrum == .magnitude ? 1 : 0, spectrum.baseAddress!)
     }
 }

@@ -34,3 +34,23 @@ void earshot_tanh(float *x, long n);
 void earshot_im2col(const float *x, long channels, long time, long kernel, long stride, long padding,
                     long dilation, long outTime, float *cols);
 #endif
+
+#ifndef EARSHOT_KERNELS_FEATURES
+#define EARSHOT_KERNELS_FEATURES
+// out[i] = a[i] * b[i]
+void earshot_multiply(const float *a, const float *b, float *out, long n);
+
+// From interleaved complex bins (re, im): out[k] = re^2 + im^2, or its square root when magnitude != 0.
+void earshot_spectrum(const float *complex_bins, long bins, int magnitude, float *out);
+
+// x[i] = scale * ln(max(x[i] + offset, floor)) - shift (floor >= the smallest normal float);
+// returns the largest result.
+float earshot_scaled_log(float *x, long n, float offset, float floor, float scale, float shift);
+#endif
+
+#ifndef EARSHOT_KERNELS_SPARSE
+#define EARSHOT_KERNELS_SPARSE
+// Sparse rows: out[r] = sum_i weights[offsets[r] + i] * x[starts[r] + i] for i < counts[r].
+void earshot_sparse_rows(const float *weights, const long *offsets, const long *starts, const long *counts,
+                         long rows, const float *x, float *out);
+#endif
