@@ -169,7 +169,7 @@ public final class Model: Sendable {
         guard state.modelHash == contentHash, state.carry.count == stateCount else {
             throw .stateModelMismatch(expected: contentHash, found: state.modelHash)
         }
-        var x = frontEndFeatures(block, context: state.context)
+        var x = try frontEndFeatures(block, context: state.context)
         state.carry.withUnsafeMutableBufferPointer { carry in
             for (i, layer) in layers.enumerated() {
                 let slice = UnsafeMutableBufferPointer(rebasing: carry[stateOffsets[i]..<(stateOffsets[i] + layer.stateCount)])
@@ -196,7 +196,7 @@ public final class Model: Sendable {
     }
 
     /// [bins][frames] spectrum of context + block after padding.
-    func frontEndFeatures(_ block: [Float], context: [Float]) -> Activations {
+    func frontEndFeatures(_ block: [Float], context: [Float]) throws(ModelError) -> Activations {
         let signal = context + block
         let L = signal.count
         var padded = [Float](repeating: 0, count: padLeft + L + padRight)
@@ -214,13 +214,18 @@ public final class Model: Sendable {
         let frames = frontEnd.frameCount(forSamples: padded.count)
         let bins = frontEnd.binCount
         // A new analyzer per step: the model is shared and immutable; FFTW's plan is cached.
-        let analyzer = try? SpectrumAnalyzer(config: frontEnd, paddedWindow: window)
+        let analyzer: SpectrumAnalyzer
+        do {
+            analyzer = try SpectrumAnalyzer(config: frontEnd, paddedWindow: window)
+        } catch {
+            throw .layer(path: path, layer: "frontEnd", reason: "\(error)")
+        }
         var out = Activations(channels: bins, time: frames)
         var spectrum = [Float](repeating: 0, count: bins)
         padded.withUnsafeBufferPointer { p in
             spectrum.withUnsafeMutableBufferPointer { s in
                 for t in 0..<frames {
-                    analyzer?.analyze(frame: UnsafeBufferPointer(rebasing: p[(t * frontEnd.hopLength)..<(t * frontEnd.hopLength + frontEnd.nFFT)]), into: s)
+                    analyzer.analyze(frame: UnsafeBufferPointer(rebasing: p[(t * frontEnd.hopLength)..<(t * frontEnd.hopLength + frontEnd.nFFT)]), into: s)
                     for b in 0..<bins { out.values[b * frames + t] = s[b] }
                 }
             }
