@@ -23,6 +23,10 @@ public enum AudioError: Error, Equatable, Sendable, CustomStringConvertible {
     case unsupportedSampleRate(Double)
     /// libsoxr refused or failed, with its message.
     case resampler(reason: String)
+    /// A capture device could not be opened or set up: ALSA's reason and what to try.
+    case deviceUnavailable(device: String, reason: String, hint: String)
+    /// A capture device failed while running (e.g. it was unplugged).
+    case deviceFailed(device: String, reason: String)
 
     public var description: String {
         switch self {
@@ -39,6 +43,8 @@ public enum AudioError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(path): no channel \(channel): the file has \(count) channel\(count == 1 ? "" : "s") (0...\(count - 1))"
         case let .unsupportedSampleRate(rate): return "unsupported sample rate \(rate) Hz: expected 1000...384000 Hz"
         case let .resampler(reason): return "resampler failed: \(reason)"
+        case let .deviceUnavailable(device, reason, hint): return "capture device '\(device)': \(reason); \(hint)"
+        case let .deviceFailed(device, reason): return "capture device '\(device)' stopped: \(reason)"
         }
     }
 }

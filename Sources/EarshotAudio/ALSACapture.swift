@@ -1,0 +1,265 @@
+import CALSA
+import Foundation
+import Synchronization
+
+/// Live capture from an ALSA PCM (`default`, `hw:1,0`, `plughw:1,0`, or any name in the ALSA
+/// configuration) on a thread of its own, delivered as an `AsyncThrowingStream` of chunks.
+///
+/// - The PCM is opened and set up in `init`, so a wrong name or setting fails there, with ALSA's
+///   reason and what to try.
+/// - Overruns (the device's buffer filled before it was read) are recovered and counted;
+///   a suspended device is resumed; a device that disappears ends the stream with
+///   `AudioError.deviceFailed`.
+/// - Between the capture thread and the consumer sits a bounded queue of chunks. When the
+///   consumer falls behind, the oldest chunks are dropped and counted (`droppedFrames`).
+/// - Cancelling the consuming task (or dropping the stream) stops capture and joins the thread.
+public final class ALSACapture: Sendable {
+    public enum SampleFormat: String, Sendable, CaseIterable {
+        case s16 = "S16_LE", s32 = "S32_LE", float = "FLOAT_LE"
+    }
+
+    public struct Settings: Sendable {
+        /// The PCM name.
+        public var device: String = "default"
+        /// Hz. Through `plug` (and `default`) ALSA converts whatever the hardware does to this.
+        public var sampleRate: Int = 16000
+        public var channels: Int = 1
+        public var format: SampleFormat = .s16
+        /// Requested buffer latency; ALSA picks the period (about a quarter of it).
+        public var latency: Duration = .milliseconds(40)
+        /// Stop after this many frames (nil: until cancelled).
+        public var maxFrames: Int?
+        /// Chunks held between the capture thread and the consumer before the oldest is dropped.
+        public var queuedChunks: Int = 64
+        /// An ALSA configuration (text) to open the PCM from instead of the system's; for PCMs
+        /// defined in-process, e.g. a `file` PCM fed from a raw file.
+        public var configuration: String?
+
+        public init() {}
+    }
+
+    /// A block of captured frames, interleaved.
+    public struct Chunk: Sendable {
+        public var samples: [Float]
+        public var channels: Int
+        /// Index of the chunk's first frame since capture started.
+        public var firstFrame: Int
+        /// When the chunk's last frame was read from the device.
+        public var capturedAt: ContinuousClock.Instant
+        public var frames: Int { samples.count / max(channels, 1) }
+
+        /// Channel k of the chunk.
+        public func channel(_ k: Int) -> [Float] {
+            stride(from: k, to: samples.count, by: channels).map { samples[$0] }
+        }
+    }
+
+    public let settings: Settings
+    /// Period and buffer sizes ALSA granted, in frames.
+    public let periodFrames: Int
+    public let bufferFrames: Int
+
+    /// The PCM handle: set up in init, then used only by the capture thread (or closed by
+    /// deinit when capture never started), so no two threads touch it at once.
+    private struct Handle: @unchecked Sendable { let pcm: OpaquePointer }
+    private let handle: Handle
+    private let started = Atomic<Bool>(false)
+    private let stopRequested = Atomic<Bool>(false)
+    /// Set by the capture thread just before it ends the stream itself.
+    private let ending = Atomic<Bool>(false)
+    private let dropped = Atomic<Int>(0)
+    private let overrunCount = Atomic<Int>(0)
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Frames dropped because the consumer fell behind.
+    public var droppedFrames: Int { dropped.load(ordering: .relaxed) }
+    /// Device overruns recovered.
+    public var overruns: Int { overrunCount.load(ordering: .relaxed) }
+
+    public init(_ settings: Settings) throws(AudioError) {
+        self.settings = settings
+        let device = settings.device
+        guard settings.channels >= 1, settings.sampleRate >= 1000 else {
+            throw .deviceUnavailable(device: device, reason: "\(settings.channels) channels at \(settings.sampleRate) Hz",
+                                     hint: "ask for 1 or more channels at 1000 Hz or more")
+        }
+        var pcm: OpaquePointer?
+        var result: Int32
+        if let text = settings.configuration {
+            var config: OpaquePointer?
+            var input: OpaquePointer?
+            result = snd_config_top(&config)
+            if result >= 0 {
+                result = text.withCString { snd_input_buffer_open(&input, $0, text.utf8.count) }
+            }
+            if result >= 0 {
+                result = snd_config_load(config, input)
+                snd_input_close(input)
+            }
+            if result >= 0 { result = snd_pcm_open_lconf(&pcm, device, SND_PCM_STREAM_CAPTURE, 0, config) }
+            if let config { snd_config_delete(config) }
+        } else {
+            result = snd_pcm_open(&pcm, device, SND_PCM_STREAM_CAPTURE, 0)
+        }
+        guard result >= 0, let pcm else {
+            throw .deviceUnavailable(device: device, reason: Self.message(result),
+                                     hint: "run `earshot devices` for the capture devices; a card's PCM is named like `hw:1,0`, or `plughw:1,0` to let ALSA convert rate and format")
+        }
+        let format: snd_pcm_format_t
+        switch settings.format {
+        case .s16: format = SND_PCM_FORMAT_S16_LE
+        case .s32: format = SND_PCM_FORMAT_S32_LE
+        case .float: format = SND_PCM_FORMAT_FLOAT_LE
+        }
+        let latencyMicros = UInt32(max(1000, settings.latency.components.seconds * 1_000_000
+                                       + settings.latency.components.attoseconds / 1_000_000_000_000))
+        result = snd_pcm_set_params(pcm, format, SND_PCM_ACCESS_RW_INTERLEAVED, UInt32(settings.channels),
+                                    UInt32(settings.sampleRate), 1, latencyMicros)
+        guard result >= 0 else {
+            snd_pcm_close(pcm)
+            throw .deviceUnavailable(
+                device: device,
+                reason: "cannot capture \(settings.channels) ch \(settings.format.rawValue) at \(settings.sampleRate) Hz: \(Self.message(result))",
+                hint: device.hasPrefix("hw:") ? "try `plug\(device)` so that ALSA converts, or another --rate/--channels"
+                    : "try another --rate or --channels, or `earshot devices`")
+        }
+        var buffer: snd_pcm_uframes_t = 0, period: snd_pcm_uframes_t = 0
+        snd_pcm_get_params(pcm, &buffer, &period)
+        bufferFrames = Int(buffer)
+        periodFrames = max(Int(period), 1)
+        handle = Handle(pcm: pcm)
+    }
+
+    deinit {
+        if !started.load(ordering: .acquiring) { snd_pcm_close(handle.pcm) }
+    }
+
+    static func message(_ code: Int32) -> String { String(cString: snd_strerror(code)) }
+
+    /// Starts capture (once) and returns its chunks. Ends after `maxFrames`, on a device
+    /// failure (throwing), or when the consumer goes away.
+    public func chunks() -> AsyncThrowingStream<Chunk, Error> {
+        let (stream, continuation) = AsyncThrowingStream<Chunk, Error>.makeStream(
+            bufferingPolicy: .bufferingNewest(max(1, settings.queuedChunks)))
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else {
+            continuation.finish(throwing: AudioError.deviceFailed(device: settings.device, reason: "capture was already started"))
+            return stream
+        }
+        continuation.onTermination = { [self] _ in
+            // Ended by the capture thread itself: it is on its way out. Otherwise the consumer
+            // went away: stop the thread and join it (it exits within one period).
+            guard !ending.load(ordering: .acquiring) else { return }
+            stopRequested.store(true, ordering: .releasing)
+            finished.wait()
+            finished.signal()
+        }
+        let thread = Thread { [self] in
+            capture(into: continuation)
+            snd_pcm_close(handle.pcm)
+            finished.signal()
+        }
+        thread.name = "earshot capture \(settings.device)"
+        thread.qualityOfService = .userInteractive
+        thread.start()
+        return stream
+    }
+
+    /// The capture loop: read a period at a time, convert to Float, hand it on.
+    private func capture(into continuation: AsyncThrowingStream<Chunk, Error>.Continuation) {
+        let pcm = handle.pcm
+        let c = settings.channels
+        let framesPerRead = periodFrames
+        var ints16 = [Int16](repeating: 0, count: framesPerRead * c)
+        var ints32 = [Int32](repeating: 0, count: framesPerRead * c)
+        var floats = [Float](repeating: 0, count: framesPerRead * c)
+        var total = 0
+        while !stopRequested.load(ordering: .acquiring) {
+            var wanted = framesPerRead
+            if let maxFrames = settings.maxFrames {
+                wanted = min(wanted, maxFrames - total)
+                if wanted <= 0 { break }
+            }
+            let got: Int
+            switch settings.format {
+            case .s16: got = ints16.withUnsafeMutableBytes { Int(snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(wanted))) }
+            case .s32: got = ints32.withUnsafeMutableBytes { Int(snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(wanted))) }
+            case .float: got = floats.withUnsafeMutableBytes { Int(snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(wanted))) }
+            }
+            if got == -Int(EAGAIN) { continue }
+            if got == -Int(EPIPE) {
+                // Overrun: the device's buffer filled before we read it; audio was lost there.
+                overrunCount.add(1, ordering: .relaxed)
+                if snd_pcm_prepare(pcm) < 0 { break }
+                continue
+            }
+            if got == -Int(ESTRPIPE) {
+                // Suspended (e.g. system sleep): resume, or prepare if the device cannot.
+                var r = snd_pcm_resume(pcm)
+                while r == -Int32(EAGAIN) && !stopRequested.load(ordering: .acquiring) {
+                    usleep(10_000)
+                    r = snd_pcm_resume(pcm)
+                }
+                if r < 0 && snd_pcm_prepare(pcm) < 0 { break }
+                continue
+            }
+            if got < 0 {
+                ending.store(true, ordering: .releasing)
+                continuation.finish(throwing: AudioError.deviceFailed(device: settings.device, reason: Self.message(Int32(got))))
+                return
+            }
+            let n = got * c
+            let samples: [Float]
+            switch settings.format {
+            case .s16: samples = ints16[0..<n].map { Float($0) / 32768 }
+            case .s32: samples = ints32[0..<n].map { Float($0) / 2_147_483_648 }
+            case .float: samples = Array(floats[0..<n])
+            }
+            let chunk = Chunk(samples: samples, channels: c, firstFrame: total, capturedAt: .now)
+            total += got
+            switch continuation.yield(chunk) {
+            case let .dropped(old): dropped.add(old.frames, ordering: .relaxed)
+            case .terminated: return
+            default: break
+            }
+        }
+        ending.store(true, ordering: .releasing)
+        continuation.finish()
+    }
+}
+
+/// A capture-capable PCM or a sound card, as `earshot devices` lists them.
+public struct CaptureDevice: Sendable, Equatable {
+    public var name: String
+    public var description: String
+
+    /// PCMs that can capture (from ALSA's device hints) and the cards present.
+    public static func list() -> (pcms: [CaptureDevice], cards: [CaptureDevice]) {
+        var pcms: [CaptureDevice] = []
+        var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+        if snd_device_name_hint(-1, "pcm", &hints) >= 0, let hints {
+            var i = 0
+            while let hint = hints[i] {
+                func get(_ id: String) -> String? {
+                    guard let p = snd_device_name_get_hint(hint, id) else { return nil }
+                    defer { free(p) }
+                    return String(cString: p)
+                }
+                let io = get("IOID")
+                if io == nil || io == "Input", let name = get("NAME") {
+                    pcms.append(CaptureDevice(name: name, description: (get("DESC") ?? "").replacingOccurrences(of: "\n", with: " — ")))
+                }
+                i += 1
+            }
+            snd_device_name_free_hint(hints)
+        }
+        var cards: [CaptureDevice] = []
+        var card: Int32 = -1
+        while snd_card_next(&card) >= 0 && card >= 0 {
+            var longName: UnsafeMutablePointer<CChar>?
+            snd_card_get_longname(card, &longName)
+            cards.append(CaptureDevice(name: "hw:\(card)", description: longName.map { String(cString: $0) } ?? "card \(card)"))
+            free(longName)
+        }
+        return (pcms, cards)
+    }
+}

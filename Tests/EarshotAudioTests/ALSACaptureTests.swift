@@ -1,0 +1,118 @@
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@testable import EarshotAudio
+
+/// ALSA without hardware: a `file` PCM over a `null` slave reads capture audio from a raw file
+/// (interleaved S16_LE) through the real capture API. It never reports an end of file, so each
+/// capture stops after the file's frame count.
+enum FilePCM {
+    /// Writes `samples` (interleaved, in [-1, 1)) as raw S16_LE and returns an ALSA
+    /// configuration defining `pcm.name` to read it.
+    static func configuration(name: String, samples: [Float]) throws -> String {
+        let path = try Repo.temporaryFolder().appendingPathComponent("capture.raw").path
+        let ints = samples.map { Int16(clamping: Int(($0 * 32768).rounded())) }
+        try Data(littleEndianBytes(ints)).write(to: URL(fileURLWithPath: path))
+        return """
+            pcm.\(name) {
+                type file
+                slave.pcm { type null }
+                file "/dev/null"
+                infile "\(path)"
+                format "raw"
+            }
+            """
+    }
+
+    static func settings(name: String, samples: [Float], channels: Int = 1, rate: Int = 16000) throws -> ALSACapture.Settings {
+        var s = ALSACapture.Settings()
+        s.device = name
+        s.channels = channels
+        s.sampleRate = rate
+        s.configuration = try configuration(name: name, samples: samples)
+        s.maxFrames = samples.count / channels
+        // The file PCM delivers as fast as it is read, far faster than real time: queue the
+        // whole file so that nothing is dropped (tests of dropping set this lower).
+        s.queuedChunks = samples.count / channels / 16 + 16
+        return s
+    }
+}
+
+@Suite("ALSA capture (file PCM, no hardware)")
+struct ALSACaptureTests {
+    @Test("Captured frames equal the file's, in order, split into periods")
+    func capturesTheFile() async throws {
+        var random = SeededRandom(seed: 9)
+        let signal = random.gaussian(count: 20_000, deviation: 0.2).map { max(-1, min($0, 0.99)) }
+        let capture = try ALSACapture(FilePCM.settings(name: "earshot_test", samples: signal))
+        #expect(capture.periodFrames > 0 && capture.bufferFrames >= capture.periodFrames)
+        var got: [Float] = []
+        var nextFrame = 0
+        for try await chunk in capture.chunks() {
+            #expect(chunk.firstFrame == nextFrame)
+            nextFrame += chunk.frames
+            got += chunk.samples
+        }
+        let expected = signal.map { Float(Int16(clamping: Int(($0 * 32768).rounded()))) / 32768 }
+        #expect(got == expected)
+        #expect(capture.droppedFrames == 0)
+    }
+
+    @Test("Stereo capture keeps each channel's samples")
+    func stereo() async throws {
+        let left = sine(frequency: 440, sampleRate: 16000, count: 8000), right = sine(frequency: 1000, sampleRate: 16000, count: 8000, amplitude: 0.25)
+        let interleaved = zip(left, right).flatMap { [$0, $1] }
+        let capture = try ALSACapture(FilePCM.settings(name: "earshot_stereo", samples: interleaved, channels: 2))
+        var l: [Float] = [], r: [Float] = []
+        for try await chunk in capture.chunks() {
+            l += chunk.channel(0)
+            r += chunk.channel(1)
+        }
+        #expect(maxAbsDifference(l, left) <= 1.0 / 32768)
+        #expect(maxAbsDifference(r, right) <= 1.0 / 32768)
+    }
+
+    @Test("A consumer that falls behind loses the oldest chunks, and every lost frame is counted")
+    func slowConsumer() async throws {
+        let signal = [Float](repeating: 0.1, count: 64_000)
+        var settings = try FilePCM.settings(name: "earshot_slow", samples: signal)
+        settings.queuedChunks = 4
+        let capture = try ALSACapture(settings)
+        var received = 0
+        for try await chunk in capture.chunks() {
+            received += chunk.frames
+            try await Task.sleep(for: .milliseconds(20))  // far slower than the file PCM delivers
+        }
+        #expect(capture.droppedFrames > 0)
+        #expect(received + capture.droppedFrames == 64_000)
+    }
+
+    @Test("Cancelling the consumer stops capture and joins the thread")
+    func cancel() async throws {
+        var settings = try FilePCM.settings(name: "earshot_cancel", samples: [Float](repeating: 0, count: 16000))
+        settings.maxFrames = nil  // would run for ever: the file PCM never ends
+        let capture = try ALSACapture(settings)
+        let task = Task {
+            var frames = 0
+            for try await chunk in capture.chunks() { frames += chunk.frames }
+            return frames
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        task.cancel()
+        let frames = try await task.value
+        #expect(frames > 0)
+    }
+
+    @Test("A PCM name that does not exist is a typed error with ALSA's reason and a hint")
+    func unknownDevice() throws {
+        var settings = ALSACapture.Settings()
+        settings.device = "earshot_no_such_pcm"
+        settings.configuration = "pcm.other { type null }"
+        #expect(throws: AudioError.deviceUnavailable(
+            device: "earshot_no_such_pcm", reason: "No such file or directory",
+            hint: "run `earshot devices` for the capture devices; a card's PCM is named like `hw:1,0`, or `plughw:1,0` to let ALSA convert rate and format")) {
+            try ALSACapture(settings)
+        }
+    }
+}
