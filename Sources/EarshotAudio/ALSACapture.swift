@@ -12,7 +12,8 @@ import Synchronization
 ///   `AudioError.deviceFailed`.
 /// - Between the capture thread and the consumer sits a bounded queue of chunks. When the
 ///   consumer falls behind, the oldest chunks are dropped and counted (`droppedFrames`).
-/// - Cancelling the consuming task (or dropping the stream) stops capture and joins the thread.
+/// - Cancelling the consuming task (or dropping the stream) stops capture; `stop()` also waits
+///   for the thread to end and the device to be released.
 public final class ALSACapture: Sendable {
     public enum SampleFormat: String, Sendable, CaseIterable {
         case s16 = "S16_LE", s32 = "S32_LE", float = "FLOAT_LE"
@@ -29,8 +30,9 @@ public final class ALSACapture: Sendable {
         public var latency: Duration = .milliseconds(40)
         /// Stop after this many frames (nil: until cancelled).
         public var maxFrames: Int?
-        /// Chunks held between the capture thread and the consumer before the oldest is dropped.
-        public var queuedChunks: Int = 64
+        /// Audio held between the capture thread and the consumer before the oldest is dropped
+        /// (frames; rounded up to whole periods). nil: two seconds.
+        public var queuedFrames: Int?
         /// An ALSA configuration (text) to open the PCM from instead of the system's; for PCMs
         /// defined in-process, e.g. a `file` PCM fed from a raw file.
         public var configuration: String?
@@ -65,11 +67,15 @@ public final class ALSACapture: Sendable {
     private let handle: Handle
     private let started = Atomic<Bool>(false)
     private let stopRequested = Atomic<Bool>(false)
-    /// Set by the capture thread just before it ends the stream itself.
-    private let ending = Atomic<Bool>(false)
     private let dropped = Atomic<Int>(0)
     private let overrunCount = Atomic<Int>(0)
     private let finished = DispatchSemaphore(value: 0)
+
+    /// The bound of the queue between the capture thread and the consumer, in periods.
+    public var queuedChunks: Int {
+        let frames = settings.queuedFrames ?? 2 * settings.sampleRate
+        return max(1, (frames + periodFrames - 1) / periodFrames)
+    }
 
     /// Frames dropped because the consumer fell behind.
     public var droppedFrames: Int { dropped.load(ordering: .relaxed) }
@@ -83,6 +89,7 @@ public final class ALSACapture: Sendable {
             throw .deviceUnavailable(device: device, reason: "\(settings.channels) channels at \(settings.sampleRate) Hz",
                                      hint: "ask for 1 or more channels at 1000 Hz or more")
         }
+        earshot_alsa_silence_errors()
         var pcm: OpaquePointer?
         var result: Int32
         if let text = settings.configuration {
@@ -136,22 +143,41 @@ public final class ALSACapture: Sendable {
 
     static func message(_ code: Int32) -> String { String(cString: snd_strerror(code)) }
 
+    /// Stops capture and waits for the capture thread to end (it releases the device first).
+    public func stop() async {
+        stopRequested.store(true, ordering: .releasing)
+        guard started.load(ordering: .acquiring) else { return }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async { [self] in
+                finished.wait()
+                finished.signal()
+                done.resume()
+            }
+        }
+    }
+
+    /// Whether the capture thread is running.
+    public var isRunning: Bool {
+        guard started.load(ordering: .acquiring) else { return false }
+        guard finished.wait(timeout: .now()) == .success else { return true }
+        finished.signal()
+        return false
+    }
+
     /// Starts capture (once) and returns its chunks. Ends after `maxFrames`, on a device
     /// failure (throwing), or when the consumer goes away.
     public func chunks() -> AsyncThrowingStream<Chunk, Error> {
         let (stream, continuation) = AsyncThrowingStream<Chunk, Error>.makeStream(
-            bufferingPolicy: .bufferingNewest(max(1, settings.queuedChunks)))
+            bufferingPolicy: .bufferingNewest(queuedChunks))
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else {
             continuation.finish(throwing: AudioError.deviceFailed(device: settings.device, reason: "capture was already started"))
             return stream
         }
         continuation.onTermination = { [self] _ in
-            // Ended by the capture thread itself: it is on its way out. Otherwise the consumer
-            // went away: stop the thread and join it (it exits within one period).
-            guard !ending.load(ordering: .acquiring) else { return }
+            // The consumer went away (or the thread ended the stream): the thread stops within
+            // one period. This handler must not wait for it (it may run under the stream's lock,
+            // which the thread needs to hand over its last chunk); `stop()` joins.
             stopRequested.store(true, ordering: .releasing)
-            finished.wait()
-            finished.signal()
         }
         let thread = Thread { [self] in
             capture(into: continuation)
@@ -162,6 +188,10 @@ public final class ALSACapture: Sendable {
         thread.qualityOfService = .userInteractive
         thread.start()
         return stream
+    }
+
+    private func fail(_ continuation: AsyncThrowingStream<Chunk, Error>.Continuation, _ reason: String) {
+        continuation.finish(throwing: AudioError.deviceFailed(device: settings.device, reason: reason))
     }
 
     /// The capture loop: read a period at a time, convert to Float, hand it on.
@@ -189,7 +219,8 @@ public final class ALSACapture: Sendable {
             if got == -Int(EPIPE) {
                 // Overrun: the device's buffer filled before we read it; audio was lost there.
                 overrunCount.add(1, ordering: .relaxed)
-                if snd_pcm_prepare(pcm) < 0 { break }
+                let r = snd_pcm_prepare(pcm)
+                if r < 0 { return fail(continuation, "cannot recover from an overrun: \(Self.message(r))") }
                 continue
             }
             if got == -Int(ESTRPIPE) {
@@ -199,14 +230,10 @@ public final class ALSACapture: Sendable {
                     usleep(10_000)
                     r = snd_pcm_resume(pcm)
                 }
-                if r < 0 && snd_pcm_prepare(pcm) < 0 { break }
+                if r < 0 && snd_pcm_prepare(pcm) < 0 { return fail(continuation, "cannot resume after a suspend: \(Self.message(r))") }
                 continue
             }
-            if got < 0 {
-                ending.store(true, ordering: .releasing)
-                continuation.finish(throwing: AudioError.deviceFailed(device: settings.device, reason: Self.message(Int32(got))))
-                return
-            }
+            if got < 0 { return fail(continuation, Self.message(Int32(got))) }
             let n = got * c
             let samples: [Float]
             switch settings.format {
@@ -222,7 +249,6 @@ public final class ALSACapture: Sendable {
             default: break
             }
         }
-        ending.store(true, ordering: .releasing)
         continuation.finish()
     }
 }
@@ -234,6 +260,7 @@ public struct CaptureDevice: Sendable, Equatable {
 
     /// PCMs that can capture (from ALSA's device hints) and the cards present.
     public static func list() -> (pcms: [CaptureDevice], cards: [CaptureDevice]) {
+        earshot_alsa_silence_errors()
         var pcms: [CaptureDevice] = []
         var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
         if snd_device_name_hint(-1, "pcm", &hints) >= 0, let hints {

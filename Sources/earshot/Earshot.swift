@@ -17,6 +17,12 @@ enum EarshotCommand {
               default) and prints what it computed.
           earshot bench features [--seconds S] [--repeat N] [--audio FILE] [--json]
               Log-mel throughput on one thread, in times real time.
+          earshot listen [--device NAME] [--rate HZ] [--channels N] [--model NAME|PATH] [--format text|jsonl]
+                         [--duration SECONDS] [--buffer-seconds S] [--verbose] [label options as in earshot label]
+              Live classification from an ALSA capture device; Ctrl-C stops (open segments are closed).
+              On a terminal a live line per channel; in a pipe one line per event.
+          earshot devices
+              Sound cards and capture PCMs.
           earshot inspect MODEL [--json]
               What a model takes, gives and costs: state size, parameters, per-layer shapes and
               multiply-adds. MODEL is a folder or a name under $EARSHOT_MODELS or Models/.
@@ -38,6 +44,8 @@ enum EarshotCommand {
             case "bench": try BenchCommand.run(words)
             case "inspect": try InspectCommand.run(words)
             case "label": exit(try await LabelCommand.run(words))
+            case "listen": exit(try await ListenCommand.run(words))
+            case "devices": try DevicesCommand.run(words)
             case "help", "--help", "-h": print(usage)
             default: throw UsageError("unknown command '\(command)'", hint: "earshot help")
             }

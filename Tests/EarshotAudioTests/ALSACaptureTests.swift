@@ -1,30 +1,11 @@
 import EarshotTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @testable import EarshotAudio
 
-/// ALSA without hardware: a `file` PCM over a `null` slave reads capture audio from a raw file
-/// (interleaved S16_LE) through the real capture API. It never reports an end of file, so each
-/// capture stops after the file's frame count.
-enum FilePCM {
-    /// Writes `samples` (interleaved, in [-1, 1)) as raw S16_LE and returns an ALSA
-    /// configuration defining `pcm.name` to read it.
-    static func configuration(name: String, samples: [Float]) throws -> String {
-        let path = try Repo.temporaryFolder().appendingPathComponent("capture.raw").path
-        let ints = samples.map { Int16(clamping: Int(($0 * 32768).rounded())) }
-        try Data(littleEndianBytes(ints)).write(to: URL(fileURLWithPath: path))
-        return """
-            pcm.\(name) {
-                type file
-                slave.pcm { type null }
-                file "/dev/null"
-                infile "\(path)"
-                format "raw"
-            }
-            """
-    }
-
+extension FilePCM {
     static func settings(name: String, samples: [Float], channels: Int = 1, rate: Int = 16000) throws -> ALSACapture.Settings {
         var s = ALSACapture.Settings()
         s.device = name
@@ -34,7 +15,7 @@ enum FilePCM {
         s.maxFrames = samples.count / channels
         // The file PCM delivers as fast as it is read, far faster than real time: queue the
         // whole file so that nothing is dropped (tests of dropping set this lower).
-        s.queuedChunks = samples.count / channels / 16 + 16
+        s.queuedFrames = samples.count / channels + 16000
         return s
     }
 }
@@ -77,7 +58,7 @@ struct ALSACaptureTests {
     func slowConsumer() async throws {
         let signal = [Float](repeating: 0.1, count: 64_000)
         var settings = try FilePCM.settings(name: "earshot_slow", samples: signal)
-        settings.queuedChunks = 4
+        settings.queuedFrames = 640
         let capture = try ALSACapture(settings)
         var received = 0
         for try await chunk in capture.chunks() {
@@ -93,15 +74,17 @@ struct ALSACaptureTests {
         var settings = try FilePCM.settings(name: "earshot_cancel", samples: [Float](repeating: 0, count: 16000))
         settings.maxFrames = nil  // would run for ever: the file PCM never ends
         let capture = try ALSACapture(settings)
+        let received = Atomic<Int>(0)
         let task = Task {
-            var frames = 0
-            for try await chunk in capture.chunks() { frames += chunk.frames }
-            return frames
+            for try await chunk in capture.chunks() { received.add(chunk.frames, ordering: .relaxed) }
         }
-        try await Task.sleep(for: .milliseconds(50))
+        // Cancel once audio flows (bounded wait: the machine may be busy).
+        for _ in 0..<500 where received.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(received.load(ordering: .relaxed) > 0)
         task.cancel()
-        let frames = try await task.value
-        #expect(frames > 0)
+        try await task.value
+        await capture.stop()
+        #expect(!capture.isRunning)
     }
 
     @Test("A PCM name that does not exist is a typed error with ALSA's reason and a hint")

@@ -2,10 +2,15 @@ import EarshotTestSupport
 import Foundation
 import Testing
 
-/// Runs the built `earshot` tool (swift test builds it beside the tests).
-func runEarshot(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+/// Runs the built `earshot` tool (swift test builds it beside the tests). `interruptAfter`
+/// sends SIGINT (Ctrl-C) after that long.
+func runEarshot(_ arguments: [String], environment: [String: String] = [:],
+                interruptAfter: Duration? = nil) throws -> (status: Int32, out: String, err: String) {
     let binary = Repo.root.appendingPathComponent(".build/debug/earshot")
     let process = Process()
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
     process.executableURL = FileManager.default.fileExists(atPath: binary.path)
         ? binary : Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("earshot")
     process.arguments = arguments
@@ -14,6 +19,10 @@ func runEarshot(_ arguments: [String]) throws -> (status: Int32, out: String, er
     process.standardOutput = out
     process.standardError = err
     try process.run()
+    if let interruptAfter {
+        Thread.sleep(forTimeInterval: Double(interruptAfter.components.seconds) + Double(interruptAfter.components.attoseconds) * 1e-18)
+        process.interrupt()
+    }
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     let errData = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()

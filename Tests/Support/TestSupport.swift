@@ -119,3 +119,29 @@ public func safetensorsData(_ tensors: [(name: String, dtype: String, shape: [In
 public func littleEndianBytes<T: FixedWidthInteger>(_ values: [T]) -> [UInt8] {
     values.flatMap { withUnsafeBytes(of: $0.littleEndian, Array.init) }
 }
+
+/// ALSA without hardware: a `file` PCM over a `null` slave reads capture audio from a raw file
+/// (interleaved S16_LE) through the real capture API. It never reports an end of file, so a
+/// capture from it stops after the file's frame count (or when cancelled).
+public enum FilePCM {
+    /// Writes `samples` (interleaved, in [-1, 1)) as raw S16_LE and returns an ALSA
+    /// configuration defining `pcm.name` to read it.
+    public static func configuration(name: String, samples: [Float]) throws -> String {
+        let path = try Repo.temporaryFolder().appendingPathComponent("capture.raw").path
+        let ints = samples.map { Int16(clamping: Int(($0 * 32768).rounded())) }
+        try Data(littleEndianBytes(ints)).write(to: URL(fileURLWithPath: path))
+        return """
+            pcm.\(name) {
+                type file
+                slave.pcm { type null }
+                file "/dev/null"
+                infile "\(path)"
+                format "raw"
+                hint {
+                    show on
+                    description "Earshot test capture"
+                }
+            }
+            """
+    }
+}

@@ -1,0 +1,89 @@
+import EarshotAudio
+import EarshotModel
+import Foundation
+
+/// Live classification: an `ALSACapture` feeding a session of one channel per captured channel
+/// (each with its own state), events handed on as they happen with how long after their audio
+/// was captured they were delivered.
+public struct LiveLabeler: Sendable {
+    public let model: Model
+    public var options: LabelOptions
+
+    public init(model: Model, options: LabelOptions? = nil) {
+        self.model = model
+        self.options = options ?? LabelOptions(model: model)
+    }
+
+    /// One delivery: the events completed by a captured chunk (or by the end of capture).
+    public struct Delivery: Sendable {
+        public var events: [ClassifierEvent]
+        /// From the capture of the chunk's last frame to now; nil for the events of the end.
+        public var latency: Duration?
+        /// Per channel: the chunk's RMS level in dBFS.
+        public var levels: [Float]
+    }
+
+    public struct Summary: Sendable {
+        public var frames = 0
+        public var droppedFrames = 0
+        public var overruns = 0
+        /// Latencies of the deliveries that carried events, sorted.
+        public var latencies: [Duration] = []
+
+        public func latencyPercentile(_ p: Double) -> Duration? {
+            guard !latencies.isEmpty else { return nil }
+            return latencies[min(latencies.count - 1, Int((Double(latencies.count - 1) * p).rounded()))]
+        }
+    }
+
+    /// Runs until the capture ends (its duration) or the task is cancelled (then open segments
+    /// are closed and delivered all the same).
+    public func run(_ capture: ALSACapture, deliver: (Delivery) -> Void) async throws -> Summary {
+        let channels = capture.settings.channels
+        let session = try Session(model: model, channelCount: channels, sourceSampleRate: capture.settings.sampleRate,
+                                  options: options, kinds: Array(repeating: .live, count: channels))
+        var summary = Summary()
+        var reportedDrops = 0
+        var failure: Error?
+        do {
+            for try await chunk in capture.chunks() {
+                var events: [ClassifierEvent] = []
+                // Frames the queue dropped before this chunk: reported on every channel.
+                let dropped = capture.droppedFrames
+                if dropped > reportedDrops {
+                    for k in 0..<channels { events.append(await session.reportDropped(dropped - reportedDrops, channel: k)) }
+                    reportedDrops = dropped
+                }
+                let perChannel = (0..<channels).map { chunk.channel($0) }
+                events += await session.process(perChannel)
+                summary.frames += chunk.frames
+                let latency = ContinuousClock.now - chunk.capturedAt
+                if !events.isEmpty { summary.latencies.append(latency) }
+                deliver(Delivery(events: events, latency: latency, levels: perChannel.map(Self.level)))
+            }
+        } catch is CancellationError {
+        } catch {
+            failure = error
+        }
+        await capture.stop()  // the device is released before the last events go out
+        var tail: [ClassifierEvent] = []
+        let dropped = capture.droppedFrames
+        if dropped > reportedDrops {
+            for k in 0..<channels { tail.append(await session.reportDropped(dropped - reportedDrops, channel: k)) }
+        }
+        tail += await session.finish()
+        deliver(Delivery(events: tail, latency: nil, levels: Array(repeating: -.infinity, count: channels)))
+        summary.droppedFrames = dropped
+        summary.overruns = capture.overruns
+        summary.latencies.sort()
+        if let failure { throw failure }
+        return summary
+    }
+
+    /// RMS level in dBFS (-inf for digital silence).
+    static func level(_ samples: [Float]) -> Float {
+        guard !samples.isEmpty else { return -.infinity }
+        let power = samples.reduce(0) { $0 + $1 * $1 } / Float(samples.count)
+        return power > 0 ? 10 * log10f(power) : -.infinity
+    }
+}

@@ -1,0 +1,156 @@
+import Earshot
+import Foundation
+
+enum ListenCommand {
+    static func run(_ words: [String]) async throws -> Int32 {
+        let args = try Arguments(words, valued: LabelCommand.labelOptionNames.union(["device", "rate", "channels", "format", "duration", "latency-ms", "buffer-seconds"]),
+                                 switches: ["scores", "verbose"], command: "listen")
+        guard args.positionals.isEmpty else {
+            throw UsageError("listen takes no files (it captures from --device)", hint: "earshot listen --device default")
+        }
+        let model = try Model(contentsOf: try ModelLocator.find(args.string("model") ?? ModelLocator.defaultModel))
+        var options = try LabelCommand.options(args, model: model)
+        let printScores = options.includeScores
+        let interactive = isatty(STDOUT_FILENO) != 0
+        options.includeScores = printScores || interactive  // the live view shows each step's score
+        let formatName = args.string("format") ?? (interactive ? "text" : "jsonl")
+        guard formatName == "text" || formatName == "jsonl" else {
+            throw UsageError("--format \(formatName): expected text or jsonl")
+        }
+        var settings = ALSACapture.Settings()
+        settings.device = args.string("device") ?? "default"
+        settings.sampleRate = try args.int("rate", default: model.sampleRate, range: 1000...384_000)
+        settings.channels = try args.int("channels", default: 1, range: 1...64)
+        settings.latency = .milliseconds(try args.int("latency-ms", default: 40, range: 1...2000))
+        if args.string("duration") != nil {
+            let seconds = try args.double("duration", default: 0, range: 0.001...(86400 * 365))
+            settings.maxFrames = Int(seconds * Double(settings.sampleRate))
+        }
+        // Audio held between capture and the model before the oldest is dropped (and reported).
+        let bufferSeconds = try args.double("buffer-seconds", default: 2, range: 0.01...3600)
+        settings.queuedFrames = Int(bufferSeconds * Double(settings.sampleRate))
+        let capture = try ALSACapture(settings)
+        if args.flag("verbose") {
+            printError("earshot: capturing '\(settings.device)': \(settings.channels) ch at \(settings.sampleRate) Hz, period \(capture.periodFrames) frames, buffer \(capture.bufferFrames) frames")
+        }
+        let view = LiveView(model: model, channels: settings.channels, interactive: interactive && formatName == "text",
+                            json: formatName == "jsonl", printScores: printScores)
+        let labeler = LiveLabeler(model: model, options: options)
+        // Ctrl-C stops capture; open segments are then closed and printed, and the exit code is 0.
+        let work = Task { try await labeler.run(capture) { view.show($0) } }
+        signal(SIGINT, SIG_IGN)
+        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
+        interrupt.setEventHandler { work.cancel() }
+        interrupt.resume()
+        let summary = try await work.value
+        interrupt.cancel()
+        view.finish()
+        if args.flag("verbose") {
+            let p50 = summary.latencyPercentile(0.5).map(LiveView.milliseconds) ?? "-"
+            let p99 = summary.latencyPercentile(0.99).map(LiveView.milliseconds) ?? "-"
+            printError("earshot: \(summary.frames) frames captured, \(summary.droppedFrames) dropped, \(summary.overruns) overruns; delivery latency p50 \(p50) ms, p99 \(p99) ms")
+        }
+        return 0
+    }
+}
+
+/// What `listen` prints: in a pipe one line per event; on a terminal a live line per channel
+/// (label, score bar, input level, dropped audio) above the finished segments.
+/// `@unchecked Sendable`: the listening task calls `show` one delivery at a time, and `finish`
+/// only after that task has ended, so its state is never touched from two threads at once.
+final class LiveView: @unchecked Sendable {
+    let model: Model
+    let interactive: Bool
+    let json: Bool
+    let printScores: Bool
+    private var current: [String]
+    private var score: [Float]
+    private var level: [Float]
+    private var dropped: [Int]
+    private var drawnLines = 0
+    private var lastDraw = ContinuousClock.now - .seconds(1)
+
+    init(model: Model, channels: Int, interactive: Bool, json: Bool, printScores: Bool) {
+        self.model = model
+        self.interactive = interactive
+        self.json = json
+        self.printScores = printScores
+        current = Array(repeating: "-", count: channels)
+        score = Array(repeating: 0, count: channels)
+        level = Array(repeating: -.infinity, count: channels)
+        dropped = Array(repeating: 0, count: channels)
+    }
+
+    static func milliseconds(_ d: Duration) -> String {
+        String(format: "%.1f", Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15)
+    }
+
+    func show(_ delivery: LiveLabeler.Delivery) {
+        var lines: [String] = []
+        let latency = delivery.latency.map(Self.milliseconds)
+        for (k, l) in delivery.levels.enumerated() where l.isFinite || delivery.latency != nil { level[k] = l }
+        for event in delivery.events {
+            switch event {
+            case let .scores(s):
+                score[s.channel] = s.scores.max() ?? 0
+                if printScores && !interactive { lines.append(json ? SegmentFormat.scoresLine(s, labels: model.labels, file: "live") : "") }
+            case let .started(s):
+                current[s.channel] = s.label
+                if !interactive { lines.append(line("started", s, latency)) }
+            case let .ended(s):
+                current[s.channel] = "-"
+                lines.append(line("ended", s, latency))
+            case let .dropped(channel, samples, total):
+                dropped[channel] = total
+                lines.append(json ? "{\"event\":\"dropped\",\"channel\":\(channel),\"samples\":\(samples),\"total\":\(total)}"
+                             : "ch\(channel)  dropped \(samples) samples (\(total) in all)")
+            case let .failed(channel, error):
+                lines.append(json ? "{\"event\":\"failed\",\"channel\":\(channel),\"error\":\"\(error)\"}" : "ch\(channel)  failed: \(error)")
+            }
+        }
+        lines = lines.filter { !$0.isEmpty }
+        if interactive {
+            let now = ContinuousClock.now
+            guard !lines.isEmpty || now - lastDraw > .milliseconds(100) else { return }
+            lastDraw = now
+            clearStatus()
+            for l in lines { print(l) }
+            drawStatus()
+        } else {
+            for l in lines { print(l) }
+            fflush(nil)
+        }
+    }
+
+    func finish() {
+        if interactive { clearStatus() }
+        fflush(nil)
+    }
+
+    private func line(_ kind: String, _ s: Segment, _ latency: String?) -> String {
+        if json {
+            let end = kind == "ended" ? ",\"end\":\(String(format: "%.3f", s.endSeconds)),\"score\":\(String(format: "%.4f", s.confidence))" : ""
+            let lat = latency.map { ",\"latencyMs\":\($0)" } ?? ""
+            return "{\"event\":\"\(kind)\",\"channel\":\(s.channel),\"label\":\"\(s.label)\",\"start\":\(String(format: "%.3f", s.startSeconds))\(end)\(lat)}"
+        }
+        let channel = current.count > 1 ? "ch\(s.channel)  " : ""
+        if kind == "started" { return "\(channel)\(SegmentFormat.clock(s.startSeconds))  ...           \(s.label)" }
+        return "\(channel)\(SegmentFormat.clock(s.startSeconds))  \(SegmentFormat.clock(s.endSeconds))  \(s.label)  \(String(format: "%.2f", s.confidence))"
+    }
+
+    private func clearStatus() {
+        if drawnLines > 0 { print("\u{1B}[\(drawnLines)A\u{1B}[J", terminator: "") }
+        drawnLines = 0
+    }
+
+    private func drawStatus() {
+        for k in current.indices {
+            let filled = Int((score[k] * 20).rounded())
+            let bar = String(repeating: "#", count: max(0, min(filled, 20))) + String(repeating: ".", count: max(0, 20 - filled))
+            let db = level[k].isFinite ? String(format: "%6.1f dB", level[k]) : "  -inf dB"
+            print("ch\(k)  \(current[k].padding(toLength: 10, withPad: " ", startingAt: 0)) [\(bar)] \(String(format: "%.2f", score[k]))  in \(db)  dropped \(dropped[k])")
+        }
+        drawnLines = current.count
+        fflush(nil)
+    }
+}

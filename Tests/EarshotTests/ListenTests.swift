@@ -1,0 +1,139 @@
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@testable import Earshot
+
+/// Live classification through ALSA's file PCM (no hardware): the real capture API, fed from an
+/// AudioSamples file.
+enum LiveFixture {
+    static func capture(name: String, channels: [[Float]], queuedFrames: Int? = nil) throws -> ALSACapture {
+        let frames = channels[0].count
+        let interleaved = (0..<frames).flatMap { f in channels.map { $0[f] } }
+        var s = ALSACapture.Settings()
+        s.device = name
+        s.channels = channels.count
+        s.sampleRate = 16000
+        s.configuration = try FilePCM.configuration(name: name, samples: interleaved)
+        s.maxFrames = frames  // the file PCM never ends by itself
+        s.queuedFrames = queuedFrames ?? frames + 16000  // faster than real time: hold it all
+        return try ALSACapture(s)
+    }
+
+    static func listen(_ capture: ALSACapture, slow: Bool = false) async throws -> ([ClassifierEvent], LiveLabeler.Summary) {
+        var events: [ClassifierEvent] = []
+        let summary = try await LiveLabeler(model: Fixtures.model).run(capture) { delivery in
+            events += delivery.events
+            if slow { usleep(3000) }  // a consumer slower than the file PCM delivers
+        }
+        return (events, summary)
+    }
+}
+
+@Suite("Listening (ALSA file PCM)")
+struct ListenTests {
+    @Test("Listening to a PCM fed with a sample gives the segments labelling the file gives")
+    func listenEqualsLabel() async throws {
+        let channels = try Fixtures.channels("speech-noise-16k.wav")
+        let (events, summary) = try await LiveFixture.listen(try LiveFixture.capture(name: "earshot_listen", channels: channels))
+        let labelled = try await FileLabeler(model: Fixtures.model).label(path: Repo.path("AudioSamples/speech-noise-16k.wav"))
+        #expect(segments(events) == labelled.segments)
+        #expect(labelled.segments.count == 6)
+        #expect(summary.frames == channels[0].count && summary.droppedFrames == 0)
+        // Every segment was announced while it ran, before its end.
+        let started = events.compactMap { if case let .started(s) = $0 { return s.start } else { return nil } }
+        #expect(started.count == 6)
+    }
+
+    @Test("A stereo capture gives each channel the timeline it gets when labelled alone")
+    func stereo() async throws {
+        let channels = try Fixtures.channels("stereo-16k.wav")
+        let (events, _) = try await LiveFixture.listen(try LiveFixture.capture(name: "earshot_stereo_listen", channels: channels))
+        for k in 0..<2 {
+            let alone = segments(try await Fixtures.run(channels[k], rate: 16000)).map { s -> Segment in
+                var s = s
+                s.channel = k
+                return s
+            }
+            #expect(segments(events).filter { $0.channel == k } == alone, "channel \(k)")
+            #expect(!alone.isEmpty)
+        }
+    }
+
+    @Test("A consumer slower than the device: the oldest audio is dropped and every dropped sample is reported")
+    func slowConsumer() async throws {
+        let channels = try Fixtures.channels("speech-noise-16k.wav")
+        let capture = try LiveFixture.capture(name: "earshot_slow_listen", channels: [Array(channels[0][0..<160_000])], queuedFrames: 1600)
+        let (events, summary) = try await LiveFixture.listen(capture, slow: true)
+        let reported = events.reduce(0) { total, e in
+            if case let .dropped(_, samples, _) = e { return total + samples } else { return total }
+        }
+        #expect(summary.droppedFrames > 0)
+        #expect(reported == summary.droppedFrames)
+        #expect(summary.frames + summary.droppedFrames == 160_000)
+        if case let .dropped(_, _, total) = events.last(where: { if case .dropped = $0 { return true } else { return false } }) {
+            #expect(total == summary.droppedFrames)
+        }
+    }
+}
+
+@Suite("earshot listen and devices")
+struct ListenCommandTests {
+    static func configFile(name: String) throws -> String {
+        let channels = try Fixtures.channels("speech-noise-16k.wav")
+        let path = try Repo.temporaryFolder().appendingPathComponent("alsa.conf").path
+        try FilePCM.configuration(name: name, samples: channels[0]).write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test("listen prints the same segments as label, one JSON line per event, with latency")
+    func listenJSON() throws {
+        let config = try Self.configFile(name: "earshot_cli")
+        let result = try runEarshot(["listen", "--device", "earshot_cli", "--duration", "36.499", "--buffer-seconds", "60",
+                                     "--format", "jsonl", "--verbose"], environment: ["ALSA_CONFIG_PATH": config])
+        #expect(result.status == 0, "\(result.err)")
+        let objects = result.out.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let endedObjects = objects.filter { $0["event"] as? String == "ended" }
+        let ended = endedObjects.map {
+            (String(format: "%.3f", $0["start"] as? Double ?? -1), String(format: "%.3f", $0["end"] as? Double ?? -1))
+        }
+        // Segments that end while capture runs carry their delivery latency (the last may end with the capture).
+        #expect(endedObjects.filter { ($0["latencyMs"] as? Double).map { $0 >= 0 } ?? false }.count >= 5)
+        #expect(objects.filter { $0["event"] as? String == "started" }.count == 6)
+        let expected = try String(contentsOfFile: Repo.path("Tests/EarshotTests/Expected/speech-noise-16k.csv"), encoding: .utf8)
+            .split(separator: "\n").dropFirst().map { $0.split(separator: ",") }.map { (String($0[3]), String($0[4])) }
+        #expect(ended.map(\.0) == expected.map(\.0))
+        #expect(ended.map(\.1) == expected.map(\.1))
+        #expect(result.err.contains("delivery latency p50"))
+        #expect(result.err.contains("583984 frames captured, 0 dropped"))
+    }
+
+    @Test("Ctrl-C stops listening cleanly: open segments are closed, exit code 0")
+    func interrupt() throws {
+        let config = try Self.configFile(name: "earshot_sigint")
+        // No duration: the file PCM would run for ever (it repeats its last read).
+        let result = try runEarshot(["listen", "--device", "earshot_sigint", "--format", "jsonl", "--buffer-seconds", "600"],
+                                    environment: ["ALSA_CONFIG_PATH": config], interruptAfter: .milliseconds(1500))
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("\"event\":\"ended\""))
+    }
+
+    @Test("A device that does not exist: exit 1 with ALSA's reason and what to try")
+    func missingDevice() throws {
+        let result = try runEarshot(["listen", "--device", "earshot_nothing", "--duration", "1"])
+        #expect(result.status == 1)
+        #expect(result.err.contains("capture device 'earshot_nothing': No such file or directory; run `earshot devices`"))
+        #expect(!result.err.contains("ALSA lib"))  // ALSA's own printing is silenced
+    }
+
+    @Test("devices lists the capture PCMs ALSA knows, and says when there is no card")
+    func devices() throws {
+        let config = try Self.configFile(name: "earshot_listed")
+        let result = try runEarshot(["devices"], environment: ["ALSA_CONFIG_PATH": config])
+        #expect(result.status == 0)
+        #expect(result.out.contains("sound cards:\n  (none found: no sound card on this machine)"))
+        #expect(result.out.contains("  earshot_listed  Earshot test capture"))
+    }
+}
