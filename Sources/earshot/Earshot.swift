@@ -17,7 +17,8 @@ enum EarshotCommand {
               default) and prints what it computed.
           earshot bench features [--seconds S] [--repeat N] [--audio FILE] [--json]
               Log-mel throughput on one thread, in times real time.
-          earshot listen [--device NAME] [--rate HZ] [--channels N] [--model NAME|PATH] [--format text|jsonl]
+          earshot listen [--device NAME] [--rate HZ] [--channels N] [--sample-format s16|s32|float]
+                         [--model NAME|PATH] [--format text|jsonl] [--latency-ms MS]
                          [--duration SECONDS] [--buffer-seconds S] [--verbose] [label options as in earshot label]
               Live classification from an ALSA capture device; Ctrl-C stops (open segments are closed).
               On a terminal a live line per channel; in a pipe one line per event.

@@ -3,7 +3,7 @@ import Foundation
 
 enum ListenCommand {
     static func run(_ words: [String]) async throws -> Int32 {
-        let args = try Arguments(words, valued: LabelCommand.labelOptionNames.union(["device", "rate", "channels", "format", "duration", "latency-ms", "buffer-seconds"]),
+        let args = try Arguments(words, valued: LabelCommand.labelOptionNames.union(["device", "rate", "channels", "format", "duration", "latency-ms", "buffer-seconds", "sample-format"]),
                                  switches: ["scores", "verbose"], command: "listen")
         guard args.positionals.isEmpty else {
             throw UsageError("listen takes no files (it captures from --device)", hint: "earshot listen --device default")
@@ -21,6 +21,13 @@ enum ListenCommand {
         settings.device = args.string("device") ?? "default"
         settings.sampleRate = try args.int("rate", default: model.sampleRate, range: 1000...384_000)
         settings.channels = try args.int("channels", default: 1, range: 1...64)
+        if let name = args.string("sample-format") {
+            guard let format = ALSACapture.SampleFormat(rawValue: name.uppercased())
+                ?? ["s16": .s16, "s32": .s32, "float": .float][name.lowercased()] else {
+                throw UsageError("--sample-format \(name): expected s16, s32 or float (S16_LE, S32_LE, FLOAT_LE)")
+            }
+            settings.format = format
+        }
         settings.latency = .milliseconds(try args.int("latency-ms", default: 40, range: 1...2000))
         if args.string("duration") != nil {
             let seconds = try args.double("duration", default: 0, range: 0.001...(86400 * 365))

@@ -40,6 +40,20 @@ struct ALSACaptureTests {
         #expect(capture.droppedFrames == 0)
     }
 
+    @Test("S32_LE and FLOAT_LE captures read their samples at full precision", arguments: [ALSACapture.SampleFormat.s32, .float])
+    func formats(_ format: ALSACapture.SampleFormat) async throws {
+        var random = SeededRandom(seed: 4)
+        let signal = random.gaussian(count: 5000, deviation: 0.2).map { max(-1, min($0, 0.99)) }
+        var settings = try FilePCM.settings(name: "earshot_\(format)", samples: signal)
+        settings.format = format
+        settings.configuration = try FilePCM.configuration(name: "earshot_\(format)", samples: signal, format: format.rawValue)
+        let capture = try ALSACapture(settings)
+        var got: [Float] = []
+        for try await chunk in capture.chunks() { got += chunk.samples }
+        // S32: 2^-31 steps, below float32's own rounding of these values; float: exact.
+        #expect(maxAbsDifference(got, signal) <= (format == .float ? 0 : 6e-8))
+    }
+
     @Test("Stereo capture keeps each channel's samples")
     func stereo() async throws {
         let left = sine(frequency: 440, sampleRate: 16000, count: 8000), right = sine(frequency: 1000, sampleRate: 16000, count: 8000, amplitude: 0.25)

@@ -126,10 +126,17 @@ public func littleEndianBytes<T: FixedWidthInteger>(_ values: [T]) -> [UInt8] {
 public enum FilePCM {
     /// Writes `samples` (interleaved, in [-1, 1)) as raw S16_LE and returns an ALSA
     /// configuration defining `pcm.name` to read it.
-    public static func configuration(name: String, samples: [Float]) throws -> String {
+    /// `format`: how the raw file holds the samples, as the capture will ask for them:
+    /// "S16_LE", "S32_LE" or "FLOAT_LE".
+    public static func configuration(name: String, samples: [Float], format: String = "S16_LE") throws -> String {
         let path = try Repo.temporaryFolder().appendingPathComponent("capture.raw").path
-        let ints = samples.map { Int16(clamping: Int(($0 * 32768).rounded())) }
-        try Data(littleEndianBytes(ints)).write(to: URL(fileURLWithPath: path))
+        let bytes: [UInt8]
+        switch format {
+        case "S32_LE": bytes = littleEndianBytes(samples.map { Int32(clamping: Int64(($0 * 2_147_483_648).rounded())) })
+        case "FLOAT_LE": bytes = littleEndianBytes(samples.map(\.bitPattern))
+        default: bytes = littleEndianBytes(samples.map { Int16(clamping: Int(($0 * 32768).rounded())) })
+        }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
         return """
             pcm.\(name) {
                 type file
