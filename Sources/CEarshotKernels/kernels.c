@@ -55,6 +55,9 @@ void earshot_gemv(const float *w, long rows, long cols, const float *x, const fl
     for (; r < rows; r++) y[r] = (bias ? bias[r] : 0) + earshot_dot(w + r * cols, x, cols);
 }
 
+// Every output of gemm_nt is one dot product summed the same way (eight lanes, one
+// accumulator, lanes added pairwise, then the scalar tail), whichever column it is and however
+// many columns there are: a batch of streams gives each stream exactly what it gets alone.
 CLONES
 void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, const float *bias, float *y, long ldy) {
     for (long r = 0; r < rows; r++) {
@@ -85,7 +88,15 @@ void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, 
             y[r * ldy + t + 2] = b + t2;
             y[r * ldy + t + 3] = b + t3;
         }
-        for (; t < n; t++) y[r * ldy + t] = b + earshot_dot(wr, x + t * k, k);
+        for (; t < n; t++) {
+            const float *x0 = x + t * k;
+            v8 s0 = {0};
+            long i = 0;
+            for (; i + 8 <= k; i += 8) s0 += load8(wr + i) * load8(x0 + i);
+            float t0 = sum8(s0);
+            for (; i < k; i++) t0 += wr[i] * x0[i];
+            y[r * ldy + t] = b + t0;
+        }
     }
 }
 
@@ -173,13 +184,13 @@ void earshot_tanh(float *x, long n) {
     for (; i < n; i++) x[i] = tanh1(x[i]);
 }
 
-void earshot_im2col(const float *x, long channels, long time, long kernel, long stride, long padding,
+void earshot_im2col(const float *x, long channels, long time, long ldx, long kernel, long stride, long padding,
                     long dilation, long outTime, float *cols) {
     long field = channels * kernel;
     for (long t = 0; t < outTime; t++) {
         float *row = cols + t * field;
         for (long ch = 0; ch < channels; ch++) {
-            const float *xc = x + ch * time;
+            const float *xc = x + ch * ldx;
             for (long k = 0; k < kernel; k++) {
                 long pos = t * stride - padding + k * dilation;
                 row[ch * kernel + k] = (pos >= 0 && pos < time) ? xc[pos] : 0.0f;

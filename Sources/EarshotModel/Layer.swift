@@ -1,20 +1,65 @@
 import CEarshotKernels
 import Foundation
 
-/// Activations between layers: [channels][time], row-major.
+/// Activations between layers for a batch of streams: [channels][batch][time], row-major, so
+/// that channel c of stream b at step t is `values[c * batch * time + b * time + t]`. One stream
+/// is a batch of one: [channels][time].
 struct Activations {
     var channels: Int
     var time: Int
+    var batch: Int
     var values: [Float]
 
-    init(channels: Int, time: Int, values: [Float]) {
+    init(channels: Int, time: Int, batch: Int = 1, values: [Float]) {
         self.channels = channels
         self.time = time
+        self.batch = batch
         self.values = values
     }
 
-    init(channels: Int, time: Int) {
-        self.init(channels: channels, time: time, values: [Float](repeating: 0, count: channels * time))
+    init(channels: Int, time: Int, batch: Int = 1) {
+        self.init(channels: channels, time: time, batch: batch, values: [Float](repeating: 0, count: channels * batch * time))
+    }
+
+    /// Columns (stream, step) side by side.
+    var columns: Int { batch * time }
+
+    /// The values as [batch * time][channels]: one row per column.
+    func columnMajor() -> [Float] {
+        var out = [Float](repeating: 0, count: values.count)
+        let n = columns
+        values.withUnsafeBufferPointer { v in
+            out.withUnsafeMutableBufferPointer { o in
+                for c in 0..<channels { for j in 0..<n { o[j * channels + c] = v[c * n + j] } }
+            }
+        }
+        return out
+    }
+
+    /// Stream b's activations alone ([channels][time]).
+    func stream(_ b: Int) -> Activations {
+        var out = Activations(channels: channels, time: time)
+        for c in 0..<channels {
+            let from = c * columns + b * time
+            out.values.replaceSubrange((c * time)..<((c + 1) * time), with: values[from..<(from + time)])
+        }
+        return out
+    }
+
+    /// Streams side by side as one batch (all with the same channels and time).
+    static func joined(_ parts: [Activations]) -> Activations {
+        guard let first = parts.first else { return Activations(channels: 0, time: 0, batch: 0) }
+        let T = first.time, B = parts.reduce(0) { $0 + $1.batch }
+        var out = Activations(channels: first.channels, time: T, batch: B)
+        var b0 = 0
+        for p in parts {
+            for c in 0..<p.channels {
+                out.values.replaceSubrange((c * B * T + b0 * T)..<(c * B * T + (b0 + p.batch) * T),
+                                           with: p.values[(c * p.columns)..<((c + 1) * p.columns)])
+            }
+            b0 += p.batch
+        }
+        return out
     }
 }
 
@@ -98,25 +143,33 @@ enum Layer: Sendable {
         }
     }
 
-    func run(_ x: Activations, state: UnsafeMutableBufferPointer<Float>) -> Activations {
+    /// Runs the layer on a batch; `states[b]` is stream b's carry for this layer.
+    func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
         switch self {
-        case let .conv1d(l): return l.run(x, state: state)
+        case let .conv1d(l): return l.run(x, states: states)
         case let .linear(l): return l.run(x)
         case let .layerNorm(l): return l.run(x)
+        case let .lstm(l): return l.run(x, states: states)
+        case let .gru(l): return l.run(x, states: states)
         case let .pool(kind):
-            var y = Activations(channels: x.channels, time: 1)
+            var y = Activations(channels: x.channels, time: 1, batch: x.batch)
             for c in 0..<x.channels {
-                let row = x.values[(c * x.time)..<((c + 1) * x.time)]
-                y.values[c] = kind == .mean ? row.reduce(0, +) / Float(max(x.time, 1)) : row.max() ?? 0
+                for b in 0..<x.batch {
+                    let row = x.values[(c * x.columns + b * x.time)..<(c * x.columns + (b + 1) * x.time)]
+                    y.values[c * x.batch + b] = kind == .mean ? row.reduce(0, +) / Float(max(x.time, 1)) : row.max() ?? 0
+                }
             }
             return y
-        case let .lstm(l): return l.run(x, state: state)
-        case let .gru(l): return l.run(x, state: state)
         case let .activation(a):
             var y = x
             a.apply(&y)
             return y
         }
+    }
+
+    /// One stream.
+    func run(_ x: Activations, state: UnsafeMutableBufferPointer<Float>) -> Activations {
+        run(x, states: [state])
     }
 }
 
@@ -129,17 +182,18 @@ extension Layer.Activation {
         case .silu: for i in x.values.indices { x.values[i] *= logistic(x.values[i]) }
         case .gelu:  // ref: torch.nn.GELU() (erf form)
             for i in x.values.indices { x.values[i] = 0.5 * x.values[i] * (1 + erf(x.values[i] / Float(2).squareRoot())) }
-        case .softmax:  // over channels, at each time step
-            for t in 0..<x.time {
+        case .softmax:  // over channels, at each column (stream, step)
+            let n = x.columns
+            for t in 0..<n {
                 var peak = -Float.infinity
-                for c in 0..<x.channels { peak = max(peak, x.values[c * x.time + t]) }
+                for c in 0..<x.channels { peak = max(peak, x.values[c * n + t]) }
                 var sum: Float = 0
                 for c in 0..<x.channels {
-                    let e = exp(x.values[c * x.time + t] - peak)
-                    x.values[c * x.time + t] = e
+                    let e = exp(x.values[c * n + t] - peak)
+                    x.values[c * n + t] = e
                     sum += e
                 }
-                for c in 0..<x.channels { x.values[c * x.time + t] /= sum }
+                for c in 0..<x.channels { x.values[c * n + t] /= sum }
             }
         }
     }
@@ -167,41 +221,48 @@ struct Conv1d: Sendable {
         (input + contextFrames + 2 * padding - dilation * (kernelSize - 1) - 1) / stride + 1
     }
 
-    /// Runs the convolution; a causal one first puts the carried frames before the input and
-    /// keeps the last of them for the next step.
-    func run(_ x: Activations, state: UnsafeMutableBufferPointer<Float>) -> Activations {
+    /// Runs the convolution; a causal one first puts each stream's carried frames before its
+    /// input and keeps the last of them for the next step.
+    func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
         let context = contextFrames
-        guard context > 0 else { return run(x) }
-        let T = x.time, total = context + T
-        var extended = Activations(channels: inChannels, time: total)
-        for c in 0..<inChannels {
-            for t in 0..<context { extended.values[c * total + t] = state[c * context + t] }
-            for t in 0..<T { extended.values[c * total + context + t] = x.values[c * T + t] }
-            for t in 0..<context { state[c * context + t] = extended.values[c * total + T + t] }
+        guard context > 0 else { return run(x, time: x.time) }
+        let T = x.time, total = context + T, B = x.batch
+        var extended = Activations(channels: inChannels, time: total, batch: B)
+        for b in 0..<B {
+            let state = states[b]
+            for c in 0..<inChannels {
+                let row = c * B * total + b * total, input = c * B * T + b * T
+                for t in 0..<context { extended.values[row + t] = state[c * context + t] }
+                for t in 0..<T { extended.values[row + context + t] = x.values[input + t] }
+                for t in 0..<context { state[c * context + t] = extended.values[row + T + t] }
+            }
         }
-        return run(extended, withContext: false)
+        return run(extended, time: total)
     }
 
-    /// Gathers each output step's receptive field ([outT][inPerGroup * K], zeros where the
-    /// padding is) and takes one dot product per output channel and step.
-    func run(_ x: Activations, withContext: Bool = true) -> Activations {
-        let outT = withContext ? outputLength(x.time) : outputLength(x.time - contextFrames)
-        var y = Activations(channels: outChannels, time: max(outT, 0))
+    /// Gathers each output column's receptive field ([batch * outT][inPerGroup * K], zeros where
+    /// the padding is) and takes one dot product per output channel and column.
+    private func run(_ x: Activations, time T: Int) -> Activations {
+        let outT = (T + 2 * padding - dilation * (kernelSize - 1) - 1) / stride + 1
+        let B = x.batch
+        var y = Activations(channels: outChannels, time: max(outT, 0), batch: B)
         guard outT > 0 else { return y }
         let inPerGroup = inChannels / groups, outPerGroup = outChannels / groups
-        let T = x.time, K = kernelSize, field = inPerGroup * K
-        var columns = [Float](repeating: 0, count: outT * field)
+        let K = kernelSize, field = inPerGroup * K, n = B * outT
+        var columns = [Float](repeating: 0, count: n * field)
         weight.withUnsafeBufferPointer { w in
             x.values.withUnsafeBufferPointer { xv in
                 y.values.withUnsafeMutableBufferPointer { yv in
                     columns.withUnsafeMutableBufferPointer { col in
-                        for g in 0..<groups {
-                            earshot_im2col(xv.baseAddress! + g * inPerGroup * T, inPerGroup, T, K, stride, padding,
-                                           dilation, outT, col.baseAddress!)
-                            let first = g * outPerGroup
-                            bias.withUnsafeBufferPointer { b in
-                                earshot_gemm_nt(w.baseAddress! + first * field, outPerGroup, field, col.baseAddress!, outT,
-                                                b.baseAddress! + first, yv.baseAddress! + first * outT, outT)
+                        bias.withUnsafeBufferPointer { bv in
+                            for g in 0..<groups {
+                                for b in 0..<B {
+                                    earshot_im2col(xv.baseAddress! + g * inPerGroup * B * T + b * T, inPerGroup, T, B * T, K, stride,
+                                                   padding, dilation, outT, col.baseAddress! + b * outT * field)
+                                }
+                                let first = g * outPerGroup
+                                earshot_gemm_nt(w.baseAddress! + first * field, outPerGroup, field, col.baseAddress!, n,
+                                                bv.baseAddress! + first, yv.baseAddress! + first * n, n)
                             }
                         }
                     }
@@ -223,38 +284,49 @@ struct Linear: Sendable {
     let bias: [Float]
 
     func run(_ x: Activations) -> Activations {
-        var y = Activations(channels: outFeatures, time: x.time)
-        let columns = x.timeMajor()  // [time][inFeatures]
+        var y = Activations(channels: outFeatures, time: x.time, batch: x.batch)
+        let rows = x.columnMajor()  // [batch * time][inFeatures]
         weight.withUnsafeBufferPointer { w in
             bias.withUnsafeBufferPointer { b in
-                earshot_gemm_nt(w.baseAddress!, outFeatures, inFeatures, columns, x.time, b.baseAddress!, &y.values, x.time)
+                earshot_gemm_nt(w.baseAddress!, outFeatures, inFeatures, rows, x.columns, b.baseAddress!, &y.values, x.columns)
             }
         }
         return y
     }
 }
 
-extension Activations {
-    /// The values as [time][channels].
-    func timeMajor() -> [Float] {
-        var out = [Float](repeating: 0, count: values.count)
-        for c in 0..<channels { for t in 0..<time { out[t * channels + c] = values[c * time + t] } }
-        return out
-    }
-}
+/// The two products of a recurrent layer at step t for every stream of the batch:
+/// input = W_ih x_t + b_ih and recurrent = W_hh h + b_hh, each [gates * hidden][batch].
+struct RecurrentStep {
+    let rows: Int, inputSize: Int, hiddenSize: Int, batch: Int
+    var inputs: [Float]  // [batch][inputSize]
+    var hidden: [Float]  // [batch][hiddenSize]
+    var inputProduct: [Float]
+    var recurrentProduct: [Float]
 
-/// The two products of a recurrent layer at one step: input = W_ih x_t + b_ih and
-/// recurrent = W_hh h + b_hh (rows: gates * hidden).
-func recurrentProducts(
-    input x: [Float], hidden h: UnsafeMutableBufferPointer<Float>, weightIH: [Float], weightHH: [Float],
-    biasIH: [Float]?, biasHH: [Float]?, inputProduct: inout [Float], recurrentProduct: inout [Float]
-) {
-    let rows = inputProduct.count
-    let hidden = Array(h)  // h is updated from these products: read it before
-    weightIH.withUnsafeBufferPointer { wi in
-        weightHH.withUnsafeBufferPointer { wh in
-            earshot_gemv(wi.baseAddress!, rows, x.count, x, biasIH, &inputProduct)
-            earshot_gemv(wh.baseAddress!, rows, hidden.count, hidden, biasHH, &recurrentProduct)
+    init(rows: Int, inputSize: Int, hiddenSize: Int, batch: Int) {
+        self.rows = rows
+        self.inputSize = inputSize
+        self.hiddenSize = hiddenSize
+        self.batch = batch
+        inputs = [Float](repeating: 0, count: batch * inputSize)
+        hidden = [Float](repeating: 0, count: batch * hiddenSize)
+        inputProduct = [Float](repeating: 0, count: rows * batch)
+        recurrentProduct = [Float](repeating: 0, count: rows * batch)
+    }
+
+    mutating func run(_ x: Activations, t: Int, states: [UnsafeMutableBufferPointer<Float>], weightIH: [Float], weightHH: [Float],
+                      biasIH: [Float]?, biasHH: [Float]?) {
+        let I = inputSize, H = hiddenSize, B = batch, n = x.columns
+        for b in 0..<B {
+            for i in 0..<I { inputs[b * I + i] = x.values[i * n + b * x.time + t] }
+            for j in 0..<H { hidden[b * H + j] = states[b][j] }
+        }
+        weightIH.withUnsafeBufferPointer { wi in
+            weightHH.withUnsafeBufferPointer { wh in
+                earshot_gemm_nt(wi.baseAddress!, rows, I, inputs, B, biasIH, &inputProduct, B)
+                earshot_gemm_nt(wh.baseAddress!, rows, H, hidden, B, biasHH, &recurrentProduct, B)
+            }
         }
     }
 }
@@ -271,18 +343,18 @@ struct LSTM: Sendable {
     /// [4 * hidden]: bias_ih + bias_hh
     let bias: [Float]
 
-    func run(_ x: Activations, state: UnsafeMutableBufferPointer<Float>) -> Activations {
-        let H = hiddenSize, I = inputSize
-        var y = Activations(channels: H, time: x.time)
-        var gates = [Float](repeating: 0, count: 4 * H), recurrent = [Float](repeating: 0, count: 4 * H)
-        let inputs = x.timeMajor()
+    func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
+        let H = hiddenSize, B = x.batch, n = x.columns
+        var y = Activations(channels: H, time: x.time, batch: B)
+        var step = RecurrentStep(rows: 4 * H, inputSize: inputSize, hiddenSize: H, batch: B)
+        var gates = [Float](repeating: 0, count: 4 * H)
         for t in 0..<x.time {
-            recurrentProducts(input: Array(inputs[(t * I)..<((t + 1) * I)]), hidden: UnsafeMutableBufferPointer(rebasing: state[0..<H]),
-                              weightIH: weightIH, weightHH: weightHH, biasIH: bias, biasHH: nil,
-                              inputProduct: &gates, recurrentProduct: &recurrent)
-            for r in 0..<(4 * H) { gates[r] += recurrent[r] }
-            earshot_lstm_cell(gates, H, state.baseAddress!, state.baseAddress! + H)
-            for j in 0..<H { y.values[j * x.time + t] = state[j] }
+            step.run(x, t: t, states: states, weightIH: weightIH, weightHH: weightHH, biasIH: bias, biasHH: nil)
+            for b in 0..<B {
+                for r in 0..<(4 * H) { gates[r] = step.inputProduct[r * B + b] + step.recurrentProduct[r * B + b] }
+                earshot_lstm_cell(gates, H, states[b].baseAddress!, states[b].baseAddress! + H)
+                for j in 0..<H { y.values[j * n + b * x.time + t] = states[b][j] }
+            }
         }
         return y
     }
@@ -300,20 +372,21 @@ struct GRU: Sendable {
     let biasIH: [Float]
     let biasHH: [Float]
 
-    func run(_ x: Activations, state: UnsafeMutableBufferPointer<Float>) -> Activations {
-        let H = hiddenSize, I = inputSize
-        var y = Activations(channels: H, time: x.time)
-        var gi = [Float](repeating: 0, count: 3 * H), gh = [Float](repeating: 0, count: 3 * H)
-        let inputs = x.timeMajor()
+    func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
+        let H = hiddenSize, B = x.batch, n = x.columns
+        var y = Activations(channels: H, time: x.time, batch: B)
+        var step = RecurrentStep(rows: 3 * H, inputSize: inputSize, hiddenSize: H, batch: B)
         for t in 0..<x.time {
-            recurrentProducts(input: Array(inputs[(t * I)..<((t + 1) * I)]), hidden: UnsafeMutableBufferPointer(rebasing: state[0..<H]),
-                              weightIH: weightIH, weightHH: weightHH, biasIH: biasIH, biasHH: biasHH,
-                              inputProduct: &gi, recurrentProduct: &gh)
-            for j in 0..<H {
-                let r = logistic(gi[j] + gh[j]), z = logistic(gi[H + j] + gh[H + j])
-                let n = tanh(gi[2 * H + j] + r * gh[2 * H + j])
-                state[j] = (1 - z) * n + z * state[j]
-                y.values[j * x.time + t] = state[j]
+            step.run(x, t: t, states: states, weightIH: weightIH, weightHH: weightHH, biasIH: biasIH, biasHH: biasHH)
+            let gi = step.inputProduct, gh = step.recurrentProduct
+            for b in 0..<B {
+                let h = states[b]
+                for j in 0..<H {
+                    let r = logistic(gi[j * B + b] + gh[j * B + b]), z = logistic(gi[(H + j) * B + b] + gh[(H + j) * B + b])
+                    let cand = tanh(gi[(2 * H + j) * B + b] + r * gh[(2 * H + j) * B + b])
+                    h[j] = (1 - z) * cand + z * h[j]
+                    y.values[j * n + b * x.time + t] = h[j]
+                }
             }
         }
         return y
@@ -332,7 +405,7 @@ struct LayerNorm: Sendable {
 
     func run(_ x: Activations) -> Activations {
         var y = x
-        let C = channels, T = x.time
+        let C = channels, T = x.columns
         for t in 0..<T {
             var mean: Float = 0
             for c in 0..<C { mean += x.values[c * T + t] }

@@ -164,37 +164,67 @@ public final class Model: Sendable {
     /// Advances one stream by one step: `block` is `chunkSamples` new samples at `sampleRate`.
     /// Returns one score per label.
     public func prediction(from block: [Float], using state: inout ModelState) throws(ModelError) -> [Float] {
+        try check(block, state)
+        let context = state.context
+        let scores = try state.carry.withUnsafeMutableBufferPointer { (carry) throws(ModelError) in
+            try forward([block], contexts: [context], carries: carry)
+        }
+        advance(&state, by: block)
+        return scores[0]
+    }
+
+    /// Advances many streams by one step each, `blocks[i]` with `states[i]`, in one batched pass:
+    /// each layer runs once for all of them (one matrix product, not one per stream). Equal,
+    /// bit for bit, to calling `prediction(from:using:)` for each.
+    public func predictions(from blocks: [[Float]], using states: inout [ModelState]) throws(ModelError) -> [[Float]] {
+        guard blocks.count == states.count else { throw .batchSize(blocks: blocks.count, states: states.count) }
+        guard !blocks.isEmpty else { return [] }
+        for i in blocks.indices { try check(blocks[i], states[i]) }
+        // The streams' carries side by side: [batch][stateCount].
+        var carries = [Float](repeating: 0, count: blocks.count * stateCount)
+        for i in states.indices { carries.replaceSubrange((i * stateCount)..<((i + 1) * stateCount), with: states[i].carry) }
+        let contexts = states.map(\.context)
+        let scores = try carries.withUnsafeMutableBufferPointer { (carry) throws(ModelError) in
+            try forward(blocks, contexts: contexts, carries: carry)
+        }
+        for i in states.indices {
+            states[i].carry = Array(carries[(i * stateCount)..<((i + 1) * stateCount)])
+            advance(&states[i], by: blocks[i])
+        }
+        return scores
+    }
+
+    private func check(_ block: [Float], _ state: ModelState) throws(ModelError) {
         guard block.count == chunkSamples else { throw .inputSize(model: name, expected: chunkSamples, found: block.count) }
         if let bad = block.firstIndex(where: { !$0.isFinite }) { throw .nonFiniteInput(model: name, sampleIndex: bad) }
         guard state.modelHash == contentHash, state.carry.count == stateCount else {
             throw .stateModelMismatch(expected: contentHash, found: state.modelHash)
         }
-        var x = try frontEndFeatures(block, context: state.context)
-        state.carry.withUnsafeMutableBufferPointer { carry in
-            for (i, layer) in layers.enumerated() {
-                let slice = UnsafeMutableBufferPointer(rebasing: carry[stateOffsets[i]..<(stateOffsets[i] + layer.stateCount)])
-                x = layer.run(x, state: slice)
-            }
-        }
+    }
+
+    /// Keeps the last `contextSamples` of context + block for the next step.
+    private func advance(_ state: inout ModelState, by block: [Float]) {
         let c = manifest.audio.contextSamples
         if c > 0 {
             let joined = state.context + block
             state.context = Array(joined[(joined.count - c)...])
         }
         state.steps += 1
-        return output(x)
     }
 
-    /// Advances many streams by one step each: `blocks[i]` with `states[i]`. Equal to calling
-    /// `prediction(from:using:)` for each in turn.
-    public func predictions(from blocks: [[Float]], using states: inout [ModelState]) throws(ModelError) -> [[Float]] {
-        guard blocks.count == states.count else { throw .batchSize(blocks: blocks.count, states: states.count) }
-        var out: [[Float]] = []
-        out.reserveCapacity(blocks.count)
-        for i in blocks.indices { out.append(try prediction(from: blocks[i], using: &states[i])) }
-        return out
+    /// The network on a batch of blocks; `carries` holds each stream's state, [batch][stateCount].
+    func forward(_ blocks: [[Float]], contexts: [[Float]], carries: UnsafeMutableBufferPointer<Float>) throws(ModelError) -> [[Float]] {
+        let parts = try blocks.indices.map { (i) throws(ModelError) in try frontEndFeatures(blocks[i], context: contexts[i]) }
+        var x = Activations.joined(parts)
+        for (i, layer) in layers.enumerated() {
+            let n = layer.stateCount, offset = stateOffsets[i]
+            let states = blocks.indices.map { b in
+                UnsafeMutableBufferPointer(rebasing: carries[(b * stateCount + offset)..<(b * stateCount + offset + n)])
+            }
+            x = layer.run(x, states: states)
+        }
+        return (0..<x.batch).map { output(x.stream($0)) }
     }
-
     /// [bins][frames] spectrum of context + block after padding.
     func frontEndFeatures(_ block: [Float], context: [Float]) throws(ModelError) -> Activations {
         let signal = context + block
