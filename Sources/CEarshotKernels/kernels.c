@@ -60,12 +60,12 @@ void earshot_gemv(const float *w, long rows, long cols, const float *x, const fl
 // many columns there are: a batch of streams gives each stream exactly what it gets alone.
 CLONES
 void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, const float *bias, float *y, long ldy) {
+    long blocked = n - n % 4;
     for (long r = 0; r < rows; r++) {
         const float *wr = w + r * k;
         float b = bias ? bias[r] : 0;
-        long t = 0;
         // Four output columns at a time share each load of the weight row.
-        for (; t + 4 <= n; t += 4) {
+        for (long t = 0; t < blocked; t += 4) {
             const float *x0 = x + t * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
             v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
             long i = 0;
@@ -88,14 +88,42 @@ void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, 
             y[r * ldy + t + 2] = b + t2;
             y[r * ldy + t + 3] = b + t3;
         }
-        for (; t < n; t++) {
-            const float *x0 = x + t * k;
+    }
+    // The remaining columns: four rows at a time share each load of the column.
+    for (long t = blocked; t < n; t++) {
+        const float *xt = x + t * k;
+        long r = 0;
+        for (; r + 4 <= rows; r += 4) {
+            const float *w0 = w + r * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+            v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+            long i = 0;
+            for (; i + 8 <= k; i += 8) {
+                v8 xv = load8(xt + i);
+                s0 += load8(w0 + i) * xv;
+                s1 += load8(w1 + i) * xv;
+                s2 += load8(w2 + i) * xv;
+                s3 += load8(w3 + i) * xv;
+            }
+            float t0 = sum8(s0), t1 = sum8(s1), t2 = sum8(s2), t3 = sum8(s3);
+            for (; i < k; i++) {
+                t0 += w0[i] * xt[i];
+                t1 += w1[i] * xt[i];
+                t2 += w2[i] * xt[i];
+                t3 += w3[i] * xt[i];
+            }
+            y[r * ldy + t] = (bias ? bias[r] : 0) + t0;
+            y[(r + 1) * ldy + t] = (bias ? bias[r + 1] : 0) + t1;
+            y[(r + 2) * ldy + t] = (bias ? bias[r + 2] : 0) + t2;
+            y[(r + 3) * ldy + t] = (bias ? bias[r + 3] : 0) + t3;
+        }
+        for (; r < rows; r++) {
+            const float *wr = w + r * k;
             v8 s0 = {0};
             long i = 0;
-            for (; i + 8 <= k; i += 8) s0 += load8(wr + i) * load8(x0 + i);
+            for (; i + 8 <= k; i += 8) s0 += load8(wr + i) * load8(xt + i);
             float t0 = sum8(s0);
-            for (; i < k; i++) t0 += wr[i] * x0[i];
-            y[r * ldy + t] = b + t0;
+            for (; i < k; i++) t0 += wr[i] * xt[i];
+            y[r * ldy + t] = (bias ? bias[r] : 0) + t0;
         }
     }
 }
