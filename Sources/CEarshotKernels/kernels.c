@@ -61,32 +61,69 @@ void earshot_gemv(const float *w, long rows, long cols, const float *x, const fl
 CLONES
 void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, const float *bias, float *y, long ldy) {
     long blocked = n - n % 4;
-    for (long r = 0; r < rows; r++) {
-        const float *wr = w + r * k;
-        float b = bias ? bias[r] : 0;
-        // Four output columns at a time share each load of the weight row.
-        for (long t = 0; t < blocked; t += 4) {
-            const float *x0 = x + t * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
-            v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-            long i = 0;
-            for (; i + 8 <= k; i += 8) {
-                v8 wv = load8(wr + i);
-                s0 += wv * load8(x0 + i);
-                s1 += wv * load8(x1 + i);
-                s2 += wv * load8(x2 + i);
-                s3 += wv * load8(x3 + i);
+    // Columns in panels that stay in cache while every row passes over them (a batch of many
+    // streams is far larger than the cache).
+    long panel = 4 * (long)(1 + 16384 / (k + 1));
+    for (long t0 = 0; t0 < blocked; t0 += panel) {
+        long tEnd = t0 + panel < blocked ? t0 + panel : blocked;
+        long r = 0;
+        // Tiles of four rows by four columns: sixteen independent sums, so that the additions
+        // overlap instead of waiting on each other, and each load serves four of them.
+        for (; r + 4 <= rows; r += 4) {
+            const float *w0 = w + r * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+            for (long t = t0; t < tEnd; t += 4) {
+                const float *x0 = x + t * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
+                v8 a00 = {0}, a01 = {0}, a02 = {0}, a03 = {0}, a10 = {0}, a11 = {0}, a12 = {0}, a13 = {0};
+                v8 a20 = {0}, a21 = {0}, a22 = {0}, a23 = {0}, a30 = {0}, a31 = {0}, a32 = {0}, a33 = {0};
+                long i = 0;
+                for (; i + 8 <= k; i += 8) {
+                    v8 v0 = load8(x0 + i), v1 = load8(x1 + i), v2 = load8(x2 + i), v3 = load8(x3 + i);
+                    v8 u = load8(w0 + i);
+                    a00 += u * v0; a01 += u * v1; a02 += u * v2; a03 += u * v3;
+                    u = load8(w1 + i);
+                    a10 += u * v0; a11 += u * v1; a12 += u * v2; a13 += u * v3;
+                    u = load8(w2 + i);
+                    a20 += u * v0; a21 += u * v1; a22 += u * v2; a23 += u * v3;
+                    u = load8(w3 + i);
+                    a30 += u * v0; a31 += u * v1; a32 += u * v2; a33 += u * v3;
+                }
+                float o[4][4] = {
+                    {sum8(a00), sum8(a01), sum8(a02), sum8(a03)}, {sum8(a10), sum8(a11), sum8(a12), sum8(a13)},
+                    {sum8(a20), sum8(a21), sum8(a22), sum8(a23)}, {sum8(a30), sum8(a31), sum8(a32), sum8(a33)}};
+                const float *ws[4] = {w0, w1, w2, w3}, *xs[4] = {x0, x1, x2, x3};
+                for (long j = i; j < k; j++)
+                    for (int a = 0; a < 4; a++)
+                        for (int c = 0; c < 4; c++) o[a][c] += ws[a][j] * xs[c][j];
+                for (int a = 0; a < 4; a++)
+                    for (int c = 0; c < 4; c++) y[(r + a) * ldy + t + c] = (bias ? bias[r + a] : 0) + o[a][c];
             }
-            float t0 = sum8(s0), t1 = sum8(s1), t2 = sum8(s2), t3 = sum8(s3);
-            for (; i < k; i++) {
-                t0 += wr[i] * x0[i];
-                t1 += wr[i] * x1[i];
-                t2 += wr[i] * x2[i];
-                t3 += wr[i] * x3[i];
+        }
+        for (; r < rows; r++) {
+            const float *wr = w + r * k;
+            float b = bias ? bias[r] : 0;
+            for (long t = t0; t < tEnd; t += 4) {
+                const float *x0 = x + t * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
+                v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+                long i = 0;
+                for (; i + 8 <= k; i += 8) {
+                    v8 wv = load8(wr + i);
+                    s0 += wv * load8(x0 + i);
+                    s1 += wv * load8(x1 + i);
+                    s2 += wv * load8(x2 + i);
+                    s3 += wv * load8(x3 + i);
+                }
+                float t0s = sum8(s0), t1 = sum8(s1), t2 = sum8(s2), t3 = sum8(s3);
+                for (; i < k; i++) {
+                    t0s += wr[i] * x0[i];
+                    t1 += wr[i] * x1[i];
+                    t2 += wr[i] * x2[i];
+                    t3 += wr[i] * x3[i];
+                }
+                y[r * ldy + t] = b + t0s;
+                y[r * ldy + t + 1] = b + t1;
+                y[r * ldy + t + 2] = b + t2;
+                y[r * ldy + t + 3] = b + t3;
             }
-            y[r * ldy + t] = b + t0;
-            y[r * ldy + t + 1] = b + t1;
-            y[r * ldy + t + 2] = b + t2;
-            y[r * ldy + t + 3] = b + t3;
         }
     }
     // The remaining columns: four rows at a time share each load of the column.

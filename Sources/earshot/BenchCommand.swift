@@ -2,13 +2,14 @@ import Earshot
 import Foundation
 
 enum BenchCommand {
-    static func run(_ words: [String]) throws {
+    static func run(_ words: [String]) async throws {
         guard let what = words.first else {
             throw UsageError("bench needs a subject", hint: "earshot bench features")
         }
         switch what {
         case "features": try features(Array(words.dropFirst()))
         case "model": try model(Array(words.dropFirst()))
+        case "streams": try await streams(Array(words.dropFirst()))
         default: throw UsageError("unknown benchmark '\(what)'", hint: "earshot bench features | earshot bench model")
         }
     }
@@ -104,6 +105,75 @@ enum BenchCommand {
         } else {
             print(String(format: "earshot %@, 1 thread: %.1f us per %d-sample chunk (median of %d), %.0fx real time, %d chunks",
                          model.name, us, n, repeats, realTime, blocks.count))
+        }
+    }
+}
+
+extension BenchCommand {
+    /// Many streams at real-time pace: every tick (one block of audio, 32 ms for Silero) each
+    /// stream brings one block; the streams are split over the cores, each part one batched step.
+    /// A count keeps up when the p99 tick takes less than a block's duration.
+    static func streams(_ words: [String]) async throws {
+        let args = try Arguments(words, valued: ["model", "audio", "ticks", "counts"], switches: ["json"], command: "bench streams")
+        let model = try Model(contentsOf: try ModelLocator.find(args.string("model") ?? ModelLocator.defaultModel))
+        let ticks = try args.int("ticks", default: 30, range: 3...10000)
+        let counts = (args.string("counts") ?? "100,500,1000,2000,3000,4000,5000,6000").split(separator: ",").compactMap { Int($0) }
+        let path = args.string("audio") ?? bundledPath("AudioSamples/speech-noise-16k.wav")
+        let (source, rate) = try AudioFile.readMono(path: path)
+        let resampler = try Resampler(inputRate: Double(rate), outputRate: Double(model.sampleRate))
+        let samples = try resampler.process(source) + resampler.finish()
+        let n = model.chunkSamples
+        let blockCount = samples.count / n
+        let budget = Double(n) / Double(model.sampleRate)
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        var results: [[String: Any]] = []
+        var best = 0
+        for count in counts {
+            // Stream s starts at a different place in the audio.
+            let parts = (0..<cores).map { p in Array(stride(from: p, to: count, by: cores)) }
+            var states = parts.map { $0.map { _ in model.makeState() } }
+            var tickTimes: [Double] = []
+            let clock = ContinuousClock()
+            for tick in 0..<ticks {
+                let start = clock.now
+                let snapshot = states
+                states = try await withThrowingTaskGroup(of: (Int, [ModelState]).self) { group in
+                    for (p, members) in parts.enumerated() where !members.isEmpty {
+                        let partStates = snapshot[p]
+                        group.addTask {
+                            var s = partStates
+                            let blocks = members.map { stream in
+                                let b = (stream * 7 + tick) % blockCount
+                                return Array(samples[(b * n)..<((b + 1) * n)])
+                            }
+                            _ = try model.predictions(from: blocks, using: &s)
+                            return (p, s)
+                        }
+                    }
+                    var out = snapshot
+                    for try await (p, s) in group { out[p] = s }
+                    return out
+                }
+                let elapsed = clock.now - start
+                tickTimes.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+            }
+            tickTimes.removeFirst()  // warm-up
+            tickTimes.sort()
+            let p50 = tickTimes[tickTimes.count / 2], p99 = tickTimes[min(tickTimes.count - 1, Int(Double(tickTimes.count) * 0.99))]
+            let keepsUp = p99 < budget
+            if keepsUp { best = max(best, count) }
+            results.append(["streams": count, "tick_p50_ms": p50 * 1000, "tick_p99_ms": p99 * 1000, "keeps_up": keepsUp])
+            if !args.flag("json") {
+                print(String(format: "%6d streams: tick p50 %7.2f ms, p99 %7.2f ms (budget %.0f ms) %@", count, p50 * 1000, p99 * 1000,
+                             budget * 1000, keepsUp ? "keeps up" : "falls behind"))
+            }
+            if !keepsUp { break }
+        }
+        if args.flag("json") {
+            print(jsonLine(["runtime": "earshot", "benchmark": "streams", "model": model.name, "cores": cores,
+                            "max_streams_keeping_up": best, "results": results]))
+        } else {
+            print("largest count that keeps up: \(best) streams on \(cores) cores (\(model.name))")
         }
     }
 }

@@ -42,7 +42,7 @@ enum EarshotCommand {
         do {
             switch command {
             case "features": try FeaturesCommand.run(words)
-            case "bench": try BenchCommand.run(words)
+            case "bench": try await BenchCommand.run(words)
             case "inspect": try InspectCommand.run(words)
             case "label": exit(try await LabelCommand.run(words))
             case "listen": exit(try await ListenCommand.run(words))
