@@ -169,11 +169,18 @@ extension BenchCommand {
             }
             if !keepsUp { break }
         }
+        var usage = rusage()
+        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+        let peakMB = Double(usage.ru_maxrss) / 1024  // ru_maxrss is in KiB on Linux
+        let stateBytes = model.makeState().byteCount
         if args.flag("json") {
             print(jsonLine(["runtime": "earshot", "benchmark": "streams", "model": model.name, "cores": cores,
-                            "max_streams_keeping_up": best, "results": results]))
+                            "max_streams_keeping_up": best, "results": results, "state_bytes_per_stream": stateBytes,
+                            "peak_rss_mb": peakMB, "largest_count_run": results.last?["streams"] ?? 0]))
         } else {
             print("largest count that keeps up: \(best) streams on \(cores) cores (\(model.name))")
+            print(String(format: "state: %d bytes per stream; peak RSS %.1f MB (largest run: %@ streams)", stateBytes, peakMB,
+                         "\(results.last?["streams"] ?? 0)"))
         }
     }
 }
