@@ -92,6 +92,22 @@ struct ChannelPipeline {
         return block
     }
 
+    /// Blocks ready now: how many `takeBlock` would give.
+    var readyBlocks: Int { failed ? 0 : (pending.count - pendingOffset) / model.chunkSamples }
+
+    /// Many consecutive steps of this channel at once (the model batches what comes before its
+    /// recurrent layers).
+    mutating func stepConsecutive(_ count: Int) throws(StreamError) -> [ClassifierEvent] {
+        let blocks = (0..<count).map { _ in takeBlock() }
+        do {
+            let scores = try model.predictions(forConsecutive: blocks, using: &state)
+            return scores.flatMap { consume($0) }
+        } catch {
+            failed = true
+            throw .model(error)
+        }
+    }
+
     /// Replaces the model state after a step run elsewhere (a session's batched step).
     mutating func setState(_ newState: ModelState) { state = newState }
 

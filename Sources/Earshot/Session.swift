@@ -95,6 +95,17 @@ public actor Session {
             let ready = pipelines.indices.filter { pipelines[$0].hasBlock }
             guard !ready.isEmpty else { return events }
             let live = ready.filter { kinds[$0] == .live }
+            if ready.count == 1, live.isEmpty, pipelines[ready[0]].readyBlocks > 1 {
+                // One file channel with a run of blocks: its steps go through the model together.
+                let k = ready[0]
+                do {
+                    events += try pipelines[k].stepConsecutive(min(pipelines[k].readyBlocks, 256))
+                } catch {
+                    finished[k] = true
+                    events.append(.failed(channel: k, error: error))
+                }
+                continue
+            }
             events += step(live.isEmpty ? ready : live)
         }
     }

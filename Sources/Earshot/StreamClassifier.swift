@@ -21,18 +21,21 @@ public actor StreamClassifier {
     /// Adds a chunk; returns the events it completed (model steps run as soon as a block is there).
     public func process(_ chunk: [Float]) throws(StreamError) -> [ClassifierEvent] {
         try pipeline.push(chunk)
-        var events: [ClassifierEvent] = []
-        while pipeline.hasBlock { events += try pipeline.stepAlone() }
-        return events
+        return try runReadySteps()
     }
 
     /// Ends the stream: flushes the tail (the last partial block zero-padded) and closes open
     /// segments. Reset to use the stream again.
     public func finish() throws(StreamError) -> [ClassifierEvent] {
         try pipeline.endInput()
+        return try runReadySteps() + pipeline.finishSegments()
+    }
+
+    private func runReadySteps() throws(StreamError) -> [ClassifierEvent] {
         var events: [ClassifierEvent] = []
-        while pipeline.hasBlock { events += try pipeline.stepAlone() }
-        return events + pipeline.finishSegments()
+        while pipeline.readyBlocks > 1 { events += try pipeline.stepConsecutive(min(pipeline.readyBlocks, 256)) }
+        if pipeline.hasBlock { events += try pipeline.stepAlone() }
+        return events
     }
 
     /// Discards the state: the stream starts afresh (a new `model.makeState()`).

@@ -194,6 +194,44 @@ public final class Model: Sendable {
         return scores
     }
 
+    /// Advances one stream by many consecutive steps, as calling `prediction(from:using:)` for
+    /// each block in turn would (bit for bit), but faster: the layers before the first one with
+    /// state (the front end, the convolutions) run once over all the blocks as a batch; only the
+    /// layers from the first recurrent one on go step by step.
+    public func predictions(forConsecutive blocks: [[Float]], using state: inout ModelState) throws(ModelError) -> [[Float]] {
+        for block in blocks { try check(block, state) }
+        guard !blocks.isEmpty else { return [] }
+        let c = manifest.audio.contextSamples
+        var contexts: [[Float]] = []
+        contexts.reserveCapacity(blocks.count)
+        var context = state.context
+        for block in blocks {
+            contexts.append(context)
+            if c > 0 { context = Array((context + block).suffix(c)) }
+        }
+        let firstStateful = layers.firstIndex { $0.stateCount > 0 } ?? layers.count
+        let parts = try blocks.indices.map { (i) throws(ModelError) in try frontEndFeatures(blocks[i], context: contexts[i]) }
+        var x = Activations.joined(parts)
+        for layer in layers[..<firstStateful] {
+            x = layer.run(x, states: Array(repeating: UnsafeMutableBufferPointer(start: nil, count: 0), count: x.batch))
+        }
+        var scores: [[Float]] = []
+        scores.reserveCapacity(blocks.count)
+        state.carry.withUnsafeMutableBufferPointer { carry in
+            for b in 0..<blocks.count {
+                var y = x.stream(b)
+                for i in firstStateful..<layers.count {
+                    let slice = UnsafeMutableBufferPointer(rebasing: carry[stateOffsets[i]..<(stateOffsets[i] + layers[i].stateCount)])
+                    y = layers[i].run(y, state: slice)
+                }
+                scores.append(output(y))
+            }
+        }
+        state.context = context
+        state.steps += blocks.count
+        return scores
+    }
+
     private func check(_ block: [Float], _ state: ModelState) throws(ModelError) {
         guard block.count == chunkSamples else { throw .inputSize(model: name, expected: chunkSamples, found: block.count) }
         if let bad = block.firstIndex(where: { !$0.isFinite }) { throw .nonFiniteInput(model: name, sampleIndex: bad) }

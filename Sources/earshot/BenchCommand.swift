@@ -10,6 +10,7 @@ enum BenchCommand {
         case "features": try features(Array(words.dropFirst()))
         case "model": try model(Array(words.dropFirst()))
         case "streams": try await streams(Array(words.dropFirst()))
+        case "offline": try await offline(Array(words.dropFirst()))
         default: throw UsageError("unknown benchmark '\(what)'", hint: "earshot bench features | earshot bench model")
         }
     }
@@ -181,6 +182,38 @@ extension BenchCommand {
             print("largest count that keeps up: \(best) streams on \(cores) cores (\(model.name))")
             print(String(format: "state: %d bytes per stream; peak RSS %.1f MB (largest run: %@ streams)", stateBytes, peakMB,
                          "\(results.last?["streams"] ?? 0)"))
+        }
+    }
+}
+
+extension BenchCommand {
+    /// `earshot label` end to end on one file, in process: decode, resample, features, model,
+    /// label logic. Wall time, median over repeats.
+    static func offline(_ words: [String]) async throws {
+        let args = try Arguments(words, valued: ["model", "audio", "repeat"], switches: ["json"], command: "bench offline")
+        guard let path = args.string("audio") else {
+            throw UsageError("bench offline needs --audio FILE (tools/bench_offline.py makes an hour of audio)")
+        }
+        let model = try Model(contentsOf: try ModelLocator.find(args.string("model") ?? ModelLocator.defaultModel))
+        let repeats = try args.int("repeat", default: 3, range: 1...100)
+        let labeler = FileLabeler(model: model)
+        var times: [Double] = []
+        var segments = 0, seconds = 0.0
+        let clock = ContinuousClock()
+        for _ in 0..<repeats {
+            var result: FileLabeler.Result?
+            let elapsed = try await clock.measure { result = try await labeler.label(path: path) }
+            times.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+            segments = result?.segments.count ?? 0
+            seconds = Double(result?.frames ?? 0) / Double(result?.sampleRate ?? 1)
+        }
+        let median = times.sorted()[times.count / 2]
+        if args.flag("json") {
+            print(jsonLine(["runtime": "earshot", "benchmark": "offline", "audio_seconds": seconds, "wall_seconds": median,
+                            "wall_seconds_all": times, "segments": segments, "x_realtime": seconds / median]))
+        } else {
+            print(String(format: "earshot label, in process: %.1f s of audio in %.3f s (median of %d), %.0fx real time, %d segments",
+                         seconds, median, repeats, seconds / median, segments))
         }
     }
 }

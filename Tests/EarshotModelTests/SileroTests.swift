@@ -63,6 +63,26 @@ struct SileroTests {
         }
     }
 
+    @Test("Consecutive blocks of one stream in one call equal the blocks one at a time", arguments: ["silero-vad", "silero-vad-8k"])
+    func consecutiveEqualsSequential(_ name: String) throws {
+        let model = try Silero.model(name)
+        let (samples, _) = try AudioFile.readMono(path: Repo.path(name == "silero-vad" ? "AudioSamples/speech-noise-16k.wav" : "AudioSamples/speech-8k.wav"))
+        let blocks = Silero.blocks(samples, size: model.chunkSamples)
+        var one = model.makeState()
+        let sequential = try blocks.map { try model.prediction(from: $0, using: &one) }
+        var many = model.makeState()
+        var together: [[Float]] = []
+        var random = SeededRandom.fromEnvironment()
+        var i = 0
+        while i < blocks.count {
+            let n = min(Int.random(in: 1...300, using: &random), blocks.count - i)
+            together += try model.predictions(forConsecutive: Array(blocks[i..<(i + n)]), using: &many)
+            i += n
+        }
+        #expect(together == sequential, "seed \(random.seed)")
+        #expect(many == one)
+    }
+
     @Test("A reset stream equals a fresh one; a restored state continues as the original")
     func resetAndRestore() throws {
         let model = try Silero.model("silero-vad")
