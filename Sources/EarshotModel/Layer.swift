@@ -295,39 +295,24 @@ struct Linear: Sendable {
     }
 }
 
-/// The two products of a recurrent layer at step t for every stream of the batch:
-/// input = W_ih x_t + b_ih and recurrent = W_hh h + b_hh, each [gates * hidden][batch].
-struct RecurrentStep {
-    let rows: Int, inputSize: Int, hiddenSize: Int, batch: Int
-    var inputs: [Float]  // [batch][inputSize]
-    var hidden: [Float]  // [batch][hiddenSize]
-    var inputProduct: [Float]
-    var recurrentProduct: [Float]
-
-    init(rows: Int, inputSize: Int, hiddenSize: Int, batch: Int) {
-        self.rows = rows
-        self.inputSize = inputSize
-        self.hiddenSize = hiddenSize
-        self.batch = batch
-        inputs = [Float](repeating: 0, count: batch * inputSize)
-        hidden = [Float](repeating: 0, count: batch * hiddenSize)
-        inputProduct = [Float](repeating: 0, count: rows * batch)
-        recurrentProduct = [Float](repeating: 0, count: rows * batch)
+/// The input products of a recurrent layer for every column (stream, step) at once:
+/// W_ih x + b_ih, [rows][columns]. Only the recurrent product has to wait for the previous step.
+func inputProducts(_ x: Activations, weight: [Float], rows: Int, bias: [Float]?) -> [Float] {
+    let n = x.columns, inputs = x.columnMajor()
+    var out = [Float](repeating: 0, count: rows * n)
+    weight.withUnsafeBufferPointer { w in
+        earshot_gemm_nt(w.baseAddress!, rows, x.channels, inputs, n, bias, &out, n)
     }
+    return out
+}
 
-    mutating func run(_ x: Activations, t: Int, states: [UnsafeMutableBufferPointer<Float>], weightIH: [Float], weightHH: [Float],
-                      biasIH: [Float]?, biasHH: [Float]?) {
-        let I = inputSize, H = hiddenSize, B = batch, n = x.columns
-        for b in 0..<B {
-            for i in 0..<I { inputs[b * I + i] = x.values[i * n + b * x.time + t] }
-            for j in 0..<H { hidden[b * H + j] = states[b][j] }
-        }
-        weightIH.withUnsafeBufferPointer { wi in
-            weightHH.withUnsafeBufferPointer { wh in
-                earshot_gemm_nt(wi.baseAddress!, rows, I, inputs, B, biasIH, &inputProduct, B)
-                earshot_gemm_nt(wh.baseAddress!, rows, H, hidden, B, biasHH, &recurrentProduct, B)
-            }
-        }
+/// W_hh h + b_hh for every stream of the batch: [rows][batch].
+func recurrentProducts(weight: [Float], rows: Int, hiddenSize H: Int, bias: [Float]?,
+                       states: [UnsafeMutableBufferPointer<Float>], into out: inout [Float], hidden: inout [Float]) {
+    let B = states.count
+    for b in 0..<B { for j in 0..<H { hidden[b * H + j] = states[b][j] } }
+    weight.withUnsafeBufferPointer { w in
+        earshot_gemm_nt(w.baseAddress!, rows, H, hidden, B, bias, &out, B)
     }
 }
 
@@ -344,16 +329,27 @@ struct LSTM: Sendable {
     let bias: [Float]
 
     func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
-        let H = hiddenSize, B = x.batch, n = x.columns
-        var y = Activations(channels: H, time: x.time, batch: B)
-        var step = RecurrentStep(rows: 4 * H, inputSize: inputSize, hiddenSize: H, batch: B)
-        var gates = [Float](repeating: 0, count: 4 * H)
-        for t in 0..<x.time {
-            step.run(x, t: t, states: states, weightIH: weightIH, weightHH: weightHH, biasIH: bias, biasHH: nil)
+        let products = inputProducts(x, weight: weightIH, rows: 4 * hiddenSize, bias: bias)
+        return products.withUnsafeBufferPointer {
+            recur(inputProducts: $0.baseAddress!, columns: x.columns, firstColumn: 0, time: x.time, states: states)
+        }
+    }
+
+    /// The recurrence over `time` steps for each stream, given the input products
+    /// ([4 * hidden][columns]; stream b's step t in column firstColumn + b * time + t).
+    func recur(inputProducts ip: UnsafePointer<Float>, columns ld: Int, firstColumn: Int, time T: Int,
+               states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
+        let H = hiddenSize, B = states.count, rows = 4 * H
+        var y = Activations(channels: H, time: T, batch: B)
+        var recurrent = [Float](repeating: 0, count: rows * B), hidden = [Float](repeating: 0, count: B * H)
+        var gates = [Float](repeating: 0, count: rows)
+        for t in 0..<T {
+            recurrentProducts(weight: weightHH, rows: rows, hiddenSize: H, bias: nil, states: states, into: &recurrent, hidden: &hidden)
             for b in 0..<B {
-                for r in 0..<(4 * H) { gates[r] = step.inputProduct[r * B + b] + step.recurrentProduct[r * B + b] }
+                let column = firstColumn + b * T + t
+                for r in 0..<rows { gates[r] = ip[r * ld + column] + recurrent[r * B + b] }
                 earshot_lstm_cell(gates, H, states[b].baseAddress!, states[b].baseAddress! + H)
-                for j in 0..<H { y.values[j * n + b * x.time + t] = states[b][j] }
+                for j in 0..<H { y.values[j * B * T + b * T + t] = states[b][j] }
             }
         }
         return y
@@ -373,19 +369,28 @@ struct GRU: Sendable {
     let biasHH: [Float]
 
     func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
-        let H = hiddenSize, B = x.batch, n = x.columns
-        var y = Activations(channels: H, time: x.time, batch: B)
-        var step = RecurrentStep(rows: 3 * H, inputSize: inputSize, hiddenSize: H, batch: B)
-        for t in 0..<x.time {
-            step.run(x, t: t, states: states, weightIH: weightIH, weightHH: weightHH, biasIH: biasIH, biasHH: biasHH)
-            let gi = step.inputProduct, gh = step.recurrentProduct
+        let products = inputProducts(x, weight: weightIH, rows: 3 * hiddenSize, bias: biasIH)
+        return products.withUnsafeBufferPointer {
+            recur(inputProducts: $0.baseAddress!, columns: x.columns, firstColumn: 0, time: x.time, states: states)
+        }
+    }
+
+    /// The recurrence, given the input products ([3 * hidden][columns], as for LSTM.recur).
+    func recur(inputProducts gi: UnsafePointer<Float>, columns ld: Int, firstColumn: Int, time T: Int,
+               states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
+        let H = hiddenSize, B = states.count, rows = 3 * H
+        var y = Activations(channels: H, time: T, batch: B)
+        var gh = [Float](repeating: 0, count: rows * B), hidden = [Float](repeating: 0, count: B * H)
+        for t in 0..<T {
+            recurrentProducts(weight: weightHH, rows: rows, hiddenSize: H, bias: biasHH, states: states, into: &gh, hidden: &hidden)
             for b in 0..<B {
-                let h = states[b]
+                let column = firstColumn + b * T + t, h = states[b]
                 for j in 0..<H {
-                    let r = logistic(gi[j * B + b] + gh[j * B + b]), z = logistic(gi[(H + j) * B + b] + gh[(H + j) * B + b])
-                    let cand = tanh(gi[(2 * H + j) * B + b] + r * gh[(2 * H + j) * B + b])
+                    let r = logistic(gi[j * ld + column] + gh[j * B + b])
+                    let z = logistic(gi[(H + j) * ld + column] + gh[(H + j) * B + b])
+                    let cand = tanh(gi[(2 * H + j) * ld + column] + r * gh[(2 * H + j) * B + b])
                     h[j] = (1 - z) * cand + z * h[j]
-                    y.values[j * n + b * x.time + t] = h[j]
+                    y.values[j * B * T + b * T + t] = h[j]
                 }
             }
         }
@@ -420,5 +425,22 @@ struct LayerNorm: Sendable {
             for c in 0..<C { y.values[c * T + t] = (x.values[c * T + t] - mean) * inv * weight[c] + bias[c] }
         }
         return y
+    }
+}
+
+extension Layer {
+    /// For a recurrent layer: its input products for all columns of `x` at once, and the
+    /// recurrence for one stream's run of `time` steps starting at `firstColumn`.
+    var recurrence: ((Activations) -> [Float], (UnsafePointer<Float>, Int, Int, Int, UnsafeMutableBufferPointer<Float>) -> Activations)? {
+        switch self {
+        case let .lstm(l):
+            return ({ inputProducts($0, weight: l.weightIH, rows: 4 * l.hiddenSize, bias: l.bias) },
+                    { l.recur(inputProducts: $0, columns: $1, firstColumn: $2, time: $3, states: [$4]) })
+        case let .gru(g):
+            return ({ inputProducts($0, weight: g.weightIH, rows: 3 * g.hiddenSize, bias: g.biasIH) },
+                    { g.recur(inputProducts: $0, columns: $1, firstColumn: $2, time: $3, states: [$4]) })
+        default:
+            return nil
+        }
     }
 }

@@ -210,26 +210,62 @@ public final class Model: Sendable {
             if c > 0 { context = Array((context + block).suffix(c)) }
         }
         let firstStateful = layers.firstIndex { $0.stateCount > 0 } ?? layers.count
-        let parts = try blocks.indices.map { (i) throws(ModelError) in try frontEndFeatures(blocks[i], context: contexts[i]) }
-        var x = Activations.joined(parts)
-        for layer in layers[..<firstStateful] {
-            x = layer.run(x, states: Array(repeating: UnsafeMutableBufferPointer(start: nil, count: 0), count: x.batch))
-        }
+        // Everything before the first layer with state: all blocks as one batch, split over the cores.
+        let x = try statelessPrefix(blocks, contexts: contexts, layers: firstStateful)
+        // A recurrent first stateful layer: its input products for all blocks in one product too.
+        let recurrence = firstStateful < layers.count ? layers[firstStateful].recurrence : nil
+        let products = recurrence.map { $0.0(x) } ?? []
         var scores: [[Float]] = []
         scores.reserveCapacity(blocks.count)
         state.carry.withUnsafeMutableBufferPointer { carry in
-            for b in 0..<blocks.count {
-                var y = x.stream(b)
-                for i in firstStateful..<layers.count {
-                    let slice = UnsafeMutableBufferPointer(rebasing: carry[stateOffsets[i]..<(stateOffsets[i] + layers[i].stateCount)])
-                    y = layers[i].run(y, state: slice)
+            func slice(_ i: Int) -> UnsafeMutableBufferPointer<Float> {
+                UnsafeMutableBufferPointer(rebasing: carry[stateOffsets[i]..<(stateOffsets[i] + layers[i].stateCount)])
+            }
+            products.withUnsafeBufferPointer { ip in
+                for b in 0..<blocks.count {
+                    var y: Activations
+                    var next = firstStateful
+                    if let recurrence {
+                        y = recurrence.1(ip.baseAddress!, x.columns, b * x.time, x.time, slice(firstStateful))
+                        next += 1
+                    } else {
+                        y = x.stream(b)
+                    }
+                    for i in next..<layers.count { y = layers[i].run(y, state: slice(i)) }
+                    scores.append(output(y))
                 }
-                scores.append(output(y))
             }
         }
         state.context = context
         state.steps += blocks.count
         return scores
+    }
+
+    /// Front end and the first `count` layers (none with state) for many blocks as one batch,
+    /// the blocks split between the cores.
+    private func statelessPrefix(_ blocks: [[Float]], contexts: [[Float]], layers count: Int) throws(ModelError) -> Activations {
+        let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, blocks.count / 32))
+        let bounds = (0...parts).map { $0 * blocks.count / parts }
+        var results = [Result<Activations, ModelError>](repeating: .failure(.batchSize(blocks: 0, states: 0)), count: parts)
+        results.withUnsafeMutableBufferPointer { out in
+            let slots = Slots(buffer: out)
+            DispatchQueue.concurrentPerform(iterations: parts) { p in
+                do {
+                    let range = bounds[p]..<bounds[p + 1]
+                    let features = try range.map { (i) throws(ModelError) in try frontEndFeatures(blocks[i], context: contexts[i]) }
+                    var x = Activations.joined(features)
+                    for layer in layers[..<count] {
+                        x = layer.run(x, states: Array(repeating: UnsafeMutableBufferPointer(start: nil, count: 0), count: x.batch))
+                    }
+                    slots.buffer[p] = .success(x)
+                } catch let error as ModelError {
+                    slots.buffer[p] = .failure(error)
+                } catch {
+                    slots.buffer[p] = .failure(.layer(path: path, layer: "frontEnd", reason: "\(error)"))
+                }
+            }
+        }
+        return Activations.joined(try results.map { (r) throws(ModelError) in try r.get() })
     }
 
     private func check(_ block: [Float], _ state: ModelState) throws(ModelError) {
@@ -313,4 +349,10 @@ public final class Model: Sendable {
             return manifest.outputs.reduceTime == "last" ? row.last ?? 0 : row.reduce(0, +) / Float(max(y.time, 1))
         }
     }
+}
+
+/// The result slots of a parallel loop. `@unchecked Sendable`: iteration p writes slot p only,
+/// and the buffer outlives the loop (concurrentPerform returns after every iteration).
+private struct Slots<T>: @unchecked Sendable {
+    let buffer: UnsafeMutableBufferPointer<T>
 }
