@@ -211,31 +211,26 @@ public final class Model: Sendable {
         }
         let firstStateful = layers.firstIndex { $0.stateCount > 0 } ?? layers.count
         // Everything before the first layer with state: all blocks as one batch, split over the cores.
-        let x = try statelessPrefix(blocks, contexts: contexts, layers: firstStateful)
-        // A recurrent first stateful layer: its input products for all blocks in one product too.
-        let recurrence = firstStateful < layers.count ? layers[firstStateful].recurrence : nil
-        let products = recurrence.map { $0.0(x) } ?? []
-        var scores: [[Float]] = []
-        scores.reserveCapacity(blocks.count)
+        var x = try statelessPrefix(blocks, contexts: contexts, layers: firstStateful)
         state.carry.withUnsafeMutableBufferPointer { carry in
-            func slice(_ i: Int) -> UnsafeMutableBufferPointer<Float> {
-                UnsafeMutableBufferPointer(rebasing: carry[stateOffsets[i]..<(stateOffsets[i] + layers[i].stateCount)])
-            }
-            products.withUnsafeBufferPointer { ip in
-                for b in 0..<blocks.count {
-                    var y: Activations
-                    var next = firstStateful
-                    if let recurrence {
-                        y = recurrence.1(ip.baseAddress!, x.columns, b * x.time, x.time, slice(firstStateful))
-                        next += 1
-                    } else {
-                        y = x.stream(b)
-                    }
-                    for i in next..<layers.count { y = layers[i].run(y, state: slice(i)) }
-                    scores.append(output(y))
+            for i in firstStateful..<layers.count {
+                let layer = layers[i]
+                let slice = UnsafeMutableBufferPointer(rebasing: carry[stateOffsets[i]..<(stateOffsets[i] + layer.stateCount)])
+                if layer.stateCount == 0 {
+                    x = layer.run(x, states: Array(repeating: slice, count: x.batch))  // stateless: the whole batch
+                } else if let (products, recur) = layer.recurrence {
+                    // The blocks follow one another: one recurrence over all their steps in order
+                    // (column b * time + t), after the input products of all steps at once.
+                    let ip = products(x)
+                    let y = ip.withUnsafeBufferPointer { recur($0.baseAddress!, x.columns, 0, x.columns, slice) }
+                    x = Activations(channels: y.channels, time: x.time, batch: x.batch, values: y.values)
+                } else {
+                    // Any other layer with state (a causal convolution): block after block.
+                    x = Activations.joined((0..<x.batch).map { layer.run(x.stream($0), state: slice) })
                 }
             }
         }
+        let scores = (0..<x.batch).map { output(x.stream($0)) }
         state.context = context
         state.steps += blocks.count
         return scores
@@ -244,7 +239,7 @@ public final class Model: Sendable {
     /// Front end and the first `count` layers (none with state) for many blocks as one batch,
     /// the blocks split between the cores.
     private func statelessPrefix(_ blocks: [[Float]], contexts: [[Float]], layers count: Int) throws(ModelError) -> Activations {
-        let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, blocks.count / 32))
+        let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, blocks.count / 16))
         let bounds = (0...parts).map { $0 * blocks.count / parts }
         var results = [Result<Activations, ModelError>](repeating: .failure(.batchSize(blocks: 0, states: 0)), count: parts)
         results.withUnsafeMutableBufferPointer { out in
