@@ -54,36 +54,83 @@ enum LabelCommand {
         let files = inputs(args.positionals)
         var failures = 0
         let showProgress = isatty(STDERR_FILENO) != 0
-        for file in files {
-            do {
-                let result = try await labeler.label(path: file) { fraction in
-                    if showProgress { ProgressBar.draw(fraction, label: file) }
+        // Files are labelled in parallel, as many at once as there are cores, and printed in
+        // the order given.
+        let width = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        typealias Outcome = (index: Int, result: Result<FileLabeler.Result, Error>)
+        var pending: [Int: Result<FileLabeler.Result, Error>] = [:]
+        var nextToPrint = 0
+        func printReady() {
+            while let outcome = pending.removeValue(forKey: nextToPrint) {
+                let file = files[nextToPrint]
+                nextToPrint += 1
+                switch outcome {
+                case let .success(result):
+                    if format == .text && files.count > 1 { output.write("== \(file)") }
+                    failures += write(result, file: file, format: format, model: model, channels: channels, to: output)
+                case let .failure(error):
+                    printError("earshot: \(error)")
+                    failures += 1
                 }
-                if showProgress { ProgressBar.clear() }
-                if format == .text && files.count > 1 { output.write("== \(file)") }
-                for event in result.events {
-                    switch event {
-                    case let .ended(segment):
-                        output.write(format.line(segment, file: file, multiChannel: channels == .each && result.channelCount > 1))
-                    case let .scores(step) where format == .jsonl || format == .text:
-                        output.write(format == .jsonl ? SegmentFormat.scoresLine(step, labels: model.labels, file: file)
-                                     : "\(SegmentFormat.clock(Double(step.start) / Double(step.sampleRate)))  "
-                                       + zip(model.labels, step.scores).map { "\($0) \(String(format: "%.3f", $1))" }.joined(separator: "  "))
-                    case let .failed(channel, error):
-                        printError("earshot: \(file): channel \(channel): \(error)")
-                        failures += 1
-                    default:
-                        break
-                    }
-                }
-            } catch {
-                if showProgress { ProgressBar.clear() }
-                printError("earshot: \(error)")
-                failures += 1
             }
         }
+        await withTaskGroup(of: Outcome.self) { group in
+            var started = 0
+            func startNext() {
+                guard started < files.count else { return }
+                let position = started
+                let file = files[position]
+                started += 1
+                group.addTask {
+                    do {
+                        let progress: @Sendable (Double) -> Void = { fraction in
+                            if showProgress && files.count == 1 { ProgressBar.draw(fraction, label: file) }
+                        }
+                        let result = try await labeler.label(path: file, progress: progress)
+                        return (position, .success(result))
+                    } catch {
+                        return (position, .failure(error))
+                    }
+                }
+            }
+            for _ in 0..<width { startNext() }
+            for await outcome in group {
+                pending[outcome.index] = outcome.result
+                if showProgress {
+                    ProgressBar.clear()
+                    if files.count > 1 { ProgressBar.draw(Double(outcome.index + 1) / Double(files.count), label: "\(files.count) files") }
+                }
+                startNext()
+                printReady()
+            }
+        }
+        if showProgress { ProgressBar.clear() }
         if files.isEmpty { printError("earshot: no audio files in \(args.positionals.joined(separator: " "))") }
         return failures > 0 || files.isEmpty ? 1 : 0
+    }
+}
+
+extension LabelCommand {
+    /// Writes one file's events; returns how many of its channels failed.
+    static func write(_ result: FileLabeler.Result, file: String, format: SegmentFormat, model: Model,
+                      channels: FileLabeler.Channels, to output: OutputFile) -> Int {
+        var failures = 0
+        for event in result.events {
+            switch event {
+            case let .ended(segment):
+                output.write(format.line(segment, file: file, multiChannel: channels == .each && result.channelCount > 1))
+            case let .scores(step) where format == .jsonl || format == .text:
+                output.write(format == .jsonl ? SegmentFormat.scoresLine(step, labels: model.labels, file: file)
+                             : "\(SegmentFormat.clock(Double(step.start) / Double(step.sampleRate)))  "
+                               + zip(model.labels, step.scores).map { "\($0) \(String(format: "%.3f", $1))" }.joined(separator: "  "))
+            case let .failed(channel, error):
+                printError("earshot: \(file): channel \(channel): \(error)")
+                failures += 1
+            default:
+                break
+            }
+        }
+        return failures
     }
 }
 
