@@ -249,31 +249,6 @@ void earshot_tanh(float *x, long n) {
     for (; i < n; i++) x[i] = tanh1(x[i]);
 }
 
-void earshot_im2col(const float *x, long channels, long time, long ldx, long kernel, long stride, long padding,
-                    long dilation, long outTime, float *cols) {
-    long field = channels * kernel;
-    for (long t = 0; t < outTime; t++) {
-        float *row = cols + t * field;
-        long first = t * stride - padding, last = first + (kernel - 1) * dilation;
-        if (first >= 0 && last < time) {
-            // The whole receptive field lies inside the input: no padding to test for.
-            for (long ch = 0; ch < channels; ch++) {
-                const float *xc = x + ch * ldx + first;
-                float *out = row + ch * kernel;
-                for (long k = 0; k < kernel; k++) out[k] = xc[k * dilation];
-            }
-            continue;
-        }
-        for (long ch = 0; ch < channels; ch++) {
-            const float *xc = x + ch * ldx;
-            for (long k = 0; k < kernel; k++) {
-                long pos = first + k * dilation;
-                row[ch * kernel + k] = (pos >= 0 && pos < time) ? xc[pos] : 0.0f;
-            }
-        }
-    }
-}
-
 CLONES
 void earshot_multiply(const float *a, const float *b, float *out, long n) {
     for (long i = 0; i < n; i++) out[i] = a[i] * b[i];

@@ -213,6 +213,32 @@ struct Conv1d: Sendable {
     let weight: [Float]
     /// [outChannels]
     let bias: [Float]
+    /// The weights tap by tap: [outChannels][kernelSize][inChannels / groups], so that a receptive
+    /// field is K runs of contiguous input channels.
+    let weightByTap: [Float]
+
+    init(name: String, inChannels: Int, outChannels: Int, kernelSize: Int, stride: Int, padding: Int, dilation: Int,
+         groups: Int, causal: Bool, weight: [Float], bias: [Float]) {
+        self.name = name
+        self.inChannels = inChannels
+        self.outChannels = outChannels
+        self.kernelSize = kernelSize
+        self.stride = stride
+        self.padding = padding
+        self.dilation = dilation
+        self.groups = groups
+        self.causal = causal
+        self.weight = weight
+        self.bias = bias
+        let perGroup = inChannels / groups, K = kernelSize
+        var byTap = [Float](repeating: 0, count: weight.count)
+        for o in 0..<outChannels {
+            for c in 0..<perGroup {
+                for k in 0..<K { byTap[(o * K + k) * perGroup + c] = weight[(o * perGroup + c) * K + k] }
+            }
+        }
+        weightByTap = byTap
+    }
 
     /// Input frames carried from step to step (causal only); state layout [inChannels][contextFrames].
     var contextFrames: Int { causal ? (kernelSize - 1) * dilation : 0 }
@@ -249,16 +275,29 @@ struct Conv1d: Sendable {
         guard outT > 0 else { return y }
         let inPerGroup = inChannels / groups, outPerGroup = outChannels / groups
         let K = kernelSize, field = inPerGroup * K, n = B * outT
+        // Each column's receptive field: for tap k, the input column t * stride - padding + k * dilation
+        // (all its channels of the group, contiguous once the input is column-major), zeros outside.
+        let inputs = x.columnMajor()  // [batch * T][inChannels]
         var columns = [Float](repeating: 0, count: n * field)
-        weight.withUnsafeBufferPointer { w in
-            x.values.withUnsafeBufferPointer { xv in
+        weightByTap.withUnsafeBufferPointer { w in
+            inputs.withUnsafeBufferPointer { xv in
                 y.values.withUnsafeMutableBufferPointer { yv in
                     columns.withUnsafeMutableBufferPointer { col in
                         bias.withUnsafeBufferPointer { bv in
                             for g in 0..<groups {
                                 for b in 0..<B {
-                                    earshot_im2col(xv.baseAddress! + g * inPerGroup * B * T + b * T, inPerGroup, T, B * T, K, stride,
-                                                   padding, dilation, outT, col.baseAddress! + b * outT * field)
+                                    for t in 0..<outT {
+                                        let row = col.baseAddress! + (b * outT + t) * field
+                                        for k in 0..<K {
+                                            let pos = t * stride - padding + k * dilation
+                                            let dst = row + k * inPerGroup
+                                            if pos >= 0 && pos < T {
+                                                dst.update(from: xv.baseAddress! + (b * T + pos) * inChannels + g * inPerGroup, count: inPerGroup)
+                                            } else {
+                                                dst.update(repeating: 0, count: inPerGroup)
+                                            }
+                                        }
+                                    }
                                 }
                                 let first = g * outPerGroup
                                 earshot_gemm_nt(w.baseAddress! + first * field, outPerGroup, field, col.baseAddress!, n,

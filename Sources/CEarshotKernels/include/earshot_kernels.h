@@ -29,10 +29,6 @@ void earshot_relu(float *x, long n);
 void earshot_sigmoid(float *x, long n);
 void earshot_tanh(float *x, long n);
 
-// Receptive fields of a 1-D convolution: cols[t][c * kernel + k] = x[c * ldx + t * stride - padding + k * dilation]
-// (zero outside 0 ..< time). x: channels rows of `time` values, `ldx` apart; cols: [outTime][channels * kernel].
-void earshot_im2col(const float *x, long channels, long time, long ldx, long kernel, long stride, long padding,
-                    long dilation, long outTime, float *cols);
 #endif
 
 #ifndef EARSHOT_KERNELS_FEATURES
