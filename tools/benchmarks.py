@@ -40,6 +40,7 @@ def main():
                          "--model-dir", "Models/silero-vad", "--repeat", "9", "--json"])
     silero8 = run_json([PY, "tools/bench_silero_ort.py", "--audio", "AudioSamples/speech-8k.wav",
                         "--model-dir", "Models/silero-vad-8k", "--repeat", "9", "--json"])
+    offline = run_json([PY, "tools/bench_offline.py", "--repeat", "3", "--json"])
     streams = run_json([EARSHOT, "bench", "streams", "--ticks", "20",
                         "--counts", "250,500,750,1000,1250,1500,1750,2000,2500,3000,3500,4000", "--json"])
 
@@ -75,6 +76,27 @@ def main():
     lines += [
         "",
         f"onnxruntime {silero16['version']}.",
+        "",
+        "## One hour of audio, end to end (`earshot label`: decode, resample, features, model, label logic)",
+        "",
+        "`tools/bench_offline.py`: AudioSamples/speech-noise-16k.wav repeated to 3600 s (16 kHz mono PCM16). "
+        "The peers run one thread; earshot runs the stateless layers of runs of blocks over both cores "
+        "(its recurrence is sequential by nature).",
+        "",
+        "| runner | wall (median) | x real time | segments |",
+        "|---|---|---|---|",
+    ]
+    names = {"earshot": "earshot (in process)", "earshot_label_process": "earshot label (whole process)",
+             "sherpa_onnx_vad": "sherpa-onnx-vad", "onnxruntime_loop": "onnxruntime, Python chunk loop"}
+    for key, label in names.items():
+        r = offline.get(key)
+        if r:
+            lines.append(f"| {label} | {r['wall_seconds_median']:.2f} s | {r['x_realtime']:.0f} | {r.get('segments', '')} |")
+    lines += [
+        "",
+        f"Ratios: sherpa-onnx-vad / earshot **{offline.get('ratio_sherpa_over_earshot', float('nan')):.2f}x**, "
+        f"onnxruntime loop / earshot **{offline.get('ratio_ortloop_over_earshot', float('nan')):.2f}x**. "
+        "The segment counts differ because sherpa-onnx applies its own segment rules.",
         "",
         "## Many streams: Silero VAD v6 at real-time pace",
         "",
