@@ -20,7 +20,7 @@ let package = Package(
         .target(name: "CEarshotKernels"),
         .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels"]),
         .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel"]),
-        .executableTarget(name: "earshot", dependencies: ["Earshot"]),
+        .executableTarget(name: "earshot", dependencies: ["Earshot", "CEarshotKernels"]),
 
         // Helpers shared by the test targets (seeded random numbers, reference files, paths).
         .target(name: "EarshotTestSupport", path: "Tests/Support"),

@@ -59,7 +59,8 @@ void earshot_gemv(const float *w, long rows, long cols, const float *x, const fl
 // accumulator, lanes added pairwise, then the scalar tail), whichever column it is and however
 // many columns there are: a batch of streams gives each stream exactly what it gets alone.
 CLONES
-void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, const float *bias, float *y, long ldy) {
+void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, const float *bias, const float *column_bias,
+                     float *y, long ldy) {
     long blocked = n - n % 4;
     // Columns in panels that stay in cache while every row passes over them (a batch of many
     // streams is far larger than the cache).
@@ -95,12 +96,11 @@ void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, 
                     for (int a = 0; a < 4; a++)
                         for (int c = 0; c < 4; c++) o[a][c] += ws[a][j] * xs[c][j];
                 for (int a = 0; a < 4; a++)
-                    for (int c = 0; c < 4; c++) y[(r + a) * ldy + t + c] = (bias ? bias[r + a] : 0) + o[a][c];
+                    for (int c = 0; c < 4; c++) y[(r + a) * ldy + t + c] = (bias ? bias[r + a] : column_bias ? column_bias[t + c] : 0) + o[a][c];
             }
         }
         for (; r < rows; r++) {
             const float *wr = w + r * k;
-            float b = bias ? bias[r] : 0;
             for (long t = t0; t < tEnd; t += 4) {
                 const float *x0 = x + t * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
                 v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
@@ -119,10 +119,10 @@ void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, 
                     t2 += wr[i] * x2[i];
                     t3 += wr[i] * x3[i];
                 }
-                y[r * ldy + t] = b + t0s;
-                y[r * ldy + t + 1] = b + t1;
-                y[r * ldy + t + 2] = b + t2;
-                y[r * ldy + t + 3] = b + t3;
+                y[r * ldy + t] = (bias ? bias[r] : column_bias ? column_bias[t] : 0) + t0s;
+                y[r * ldy + t + 1] = (bias ? bias[r] : column_bias ? column_bias[t + 1] : 0) + t1;
+                y[r * ldy + t + 2] = (bias ? bias[r] : column_bias ? column_bias[t + 2] : 0) + t2;
+                y[r * ldy + t + 3] = (bias ? bias[r] : column_bias ? column_bias[t + 3] : 0) + t3;
             }
         }
     }
@@ -148,10 +148,11 @@ void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, 
                 t2 += w2[i] * xt[i];
                 t3 += w3[i] * xt[i];
             }
-            y[r * ldy + t] = (bias ? bias[r] : 0) + t0;
-            y[(r + 1) * ldy + t] = (bias ? bias[r + 1] : 0) + t1;
-            y[(r + 2) * ldy + t] = (bias ? bias[r + 2] : 0) + t2;
-            y[(r + 3) * ldy + t] = (bias ? bias[r + 3] : 0) + t3;
+            float cb = column_bias ? column_bias[t] : 0;
+            y[r * ldy + t] = (bias ? bias[r] : cb) + t0;
+            y[(r + 1) * ldy + t] = (bias ? bias[r + 1] : cb) + t1;
+            y[(r + 2) * ldy + t] = (bias ? bias[r + 2] : cb) + t2;
+            y[(r + 3) * ldy + t] = (bias ? bias[r + 3] : cb) + t3;
         }
         for (; r < rows; r++) {
             const float *wr = w + r * k;
@@ -160,7 +161,7 @@ void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, 
             for (; i + 8 <= k; i += 8) s0 += load8(wr + i) * load8(xt + i);
             float t0 = sum8(s0);
             for (; i < k; i++) t0 += wr[i] * xt[i];
-            y[r * ldy + t] = (bias ? bias[r] : 0) + t0;
+            y[r * ldy + t] = (bias ? bias[r] : column_bias ? column_bias[t] : 0) + t0;
         }
     }
 }

@@ -1,9 +1,9 @@
 import CEarshotKernels
 import Foundation
 
-/// Activations between layers for a batch of streams: [channels][batch][time], row-major, so
-/// that channel c of stream b at step t is `values[c * batch * time + b * time + t]`. One stream
-/// is a batch of one: [channels][time].
+/// Activations between layers for a batch of streams, column by column: a column is one step of
+/// one stream, and holds all its channels contiguously: [batch][time][channels], so channel c of
+/// stream b at step t is `values[(b * time + t) * channels + c]`. One stream is a batch of one.
 struct Activations {
     var channels: Int
     var time: Int
@@ -21,50 +21,42 @@ struct Activations {
         self.init(channels: channels, time: time, batch: batch, values: [Float](repeating: 0, count: channels * batch * time))
     }
 
-    /// Columns (stream, step) side by side.
+    /// Columns (stream, step) one after another.
     var columns: Int { batch * time }
 
-    /// The values as [batch * time][channels]: one row per column.
-    func columnMajor() -> [Float] {
-        var out = [Float](repeating: 0, count: values.count)
-        let n = columns
-        values.withUnsafeBufferPointer { v in
-            out.withUnsafeMutableBufferPointer { o in
-                for c in 0..<channels { for j in 0..<n { o[j * channels + c] = v[c * n + j] } }
-            }
-        }
-        return out
-    }
-
-    /// Stream b's activations alone ([channels][time]).
+    /// Stream b's activations alone.
     func stream(_ b: Int) -> Activations {
-        var out = Activations(channels: channels, time: time)
-        for c in 0..<channels {
-            let from = c * columns + b * time
-            out.values.replaceSubrange((c * time)..<((c + 1) * time), with: values[from..<(from + time)])
-        }
-        return out
+        let size = time * channels
+        return Activations(channels: channels, time: time, values: Array(values[(b * size)..<((b + 1) * size)]))
     }
 
-    /// Streams side by side as one batch (all with the same channels and time).
+    /// Streams one after another as one batch (all with the same channels and time).
     static func joined(_ parts: [Activations]) -> Activations {
         guard let first = parts.first else { return Activations(channels: 0, time: 0, batch: 0) }
-        let T = first.time, B = parts.reduce(0) { $0 + $1.batch }
-        var out = Activations(channels: first.channels, time: T, batch: B)
-        var b0 = 0
-        for p in parts {
-            for c in 0..<p.channels {
-                out.values.replaceSubrange((c * B * T + b0 * T)..<(c * B * T + (b0 + p.batch) * T),
-                                           with: p.values[(c * p.columns)..<((c + 1) * p.columns)])
-            }
-            b0 += p.batch
-        }
+        var values: [Float] = []
+        values.reserveCapacity(parts.reduce(0) { $0 + $1.values.count })
+        for p in parts { values += p.values }
+        return Activations(channels: first.channels, time: first.time, batch: parts.reduce(0) { $0 + $1.batch }, values: values)
+    }
+
+    /// From values laid out [channels][time] (one stream).
+    init(channelMajor values: [Float], channels: Int, time: Int) {
+        var out = [Float](repeating: 0, count: values.count)
+        for c in 0..<channels { for t in 0..<time { out[t * channels + c] = values[c * time + t] } }
+        self.init(channels: channels, time: time, values: out)
+    }
+
+    /// The values laid out [channels][batch * time].
+    var channelMajor: [Float] {
+        var out = [Float](repeating: 0, count: values.count)
+        let n = columns
+        for j in 0..<n { for c in 0..<channels { out[c * n + j] = values[j * channels + c] } }
         return out
     }
 }
 
-/// A layer with its weights, ready to run. Weights are immutable; recurrent layers keep their
-/// carry in the stream's state at `stateOffset`.
+/// A layer with its weights, ready to run. Weights are immutable; layers with state keep their
+/// carry in the stream's state.
 enum Layer: Sendable {
     case conv1d(Conv1d)
     case linear(Linear)
@@ -153,10 +145,15 @@ enum Layer: Sendable {
         case let .gru(l): return l.run(x, states: states)
         case let .pool(kind):
             var y = Activations(channels: x.channels, time: 1, batch: x.batch)
-            for c in 0..<x.channels {
-                for b in 0..<x.batch {
-                    let row = x.values[(c * x.columns + b * x.time)..<(c * x.columns + (b + 1) * x.time)]
-                    y.values[c * x.batch + b] = kind == .mean ? row.reduce(0, +) / Float(max(x.time, 1)) : row.max() ?? 0
+            let C = x.channels, T = x.time
+            for b in 0..<x.batch {
+                for c in 0..<C {
+                    var acc: Float = kind == .mean ? 0 : -.infinity
+                    for t in 0..<T {
+                        let v = x.values[(b * T + t) * C + c]
+                        acc = kind == .mean ? acc + v : max(acc, v)
+                    }
+                    y.values[b * C + c] = kind == .mean ? acc / Float(max(T, 1)) : acc
                 }
             }
             return y
@@ -182,18 +179,18 @@ extension Layer.Activation {
         case .silu: for i in x.values.indices { x.values[i] *= logistic(x.values[i]) }
         case .gelu:  // ref: torch.nn.GELU() (erf form)
             for i in x.values.indices { x.values[i] = 0.5 * x.values[i] * (1 + erf(x.values[i] / Float(2).squareRoot())) }
-        case .softmax:  // over channels, at each column (stream, step)
-            let n = x.columns
-            for t in 0..<n {
+        case .softmax:  // over the channels of each column
+            let C = x.channels
+            for j in 0..<x.columns {
                 var peak = -Float.infinity
-                for c in 0..<x.channels { peak = max(peak, x.values[c * n + t]) }
+                for c in 0..<C { peak = max(peak, x.values[j * C + c]) }
                 var sum: Float = 0
-                for c in 0..<x.channels {
-                    let e = exp(x.values[c * n + t] - peak)
-                    x.values[c * n + t] = e
+                for c in 0..<C {
+                    let e = exp(x.values[j * C + c] - peak)
+                    x.values[j * C + c] = e
                     sum += e
                 }
-                for c in 0..<x.channels { x.values[c * n + t] /= sum }
+                for c in 0..<C { x.values[j * C + c] /= sum }
             }
         }
     }
@@ -202,7 +199,21 @@ extension Layer.Activation {
 @inline(__always)
 func logistic(_ x: Float) -> Float { 1 / (1 + exp(-x)) }
 
-/// 1-D convolution within a block: zero padding on both ends, stride, dilation, groups.
+/// y = x W^T + b for every column at once: x [columns][in], W [out][in], y [columns][out].
+/// Each output is W's row o against x's column j, summed as earshot_gemm_nt sums.
+func columnProducts(_ x: UnsafePointer<Float>, columns n: Int, inputs k: Int, weight: [Float], outputs: Int,
+                    bias: [Float]?, into y: UnsafeMutablePointer<Float>) {
+    weight.withUnsafeBufferPointer { w in
+        if let bias {
+            bias.withUnsafeBufferPointer { b in earshot_gemm_nt(x, n, k, w.baseAddress!, outputs, nil, b.baseAddress!, y, outputs) }
+        } else {
+            earshot_gemm_nt(x, n, k, w.baseAddress!, outputs, nil, nil, y, outputs)
+        }
+    }
+}
+
+/// 1-D convolution within a block: zero padding on both ends, stride, dilation, groups; or
+/// causal, with its left context carried in the state.
 /// ref: torch.nn.Conv1d
 struct Conv1d: Sendable {
     let name: String
@@ -213,8 +224,8 @@ struct Conv1d: Sendable {
     let weight: [Float]
     /// [outChannels]
     let bias: [Float]
-    /// The weights tap by tap: [outChannels][kernelSize][inChannels / groups], so that a receptive
-    /// field is K runs of contiguous input channels.
+    /// The weights tap by tap, per group: [groups][outChannels / groups][kernelSize][inChannels / groups],
+    /// so that a receptive field is K runs of contiguous input channels.
     let weightByTap: [Float]
 
     init(name: String, inChannels: Int, outChannels: Int, kernelSize: Int, stride: Int, padding: Int, dilation: Int,
@@ -252,22 +263,21 @@ struct Conv1d: Sendable {
     func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
         let context = contextFrames
         guard context > 0 else { return run(x, time: x.time) }
-        let T = x.time, total = context + T, B = x.batch
-        var extended = Activations(channels: inChannels, time: total, batch: B)
+        let T = x.time, total = context + T, B = x.batch, C = inChannels
+        var extended = Activations(channels: C, time: total, batch: B)
         for b in 0..<B {
             let state = states[b]
-            for c in 0..<inChannels {
-                let row = c * B * total + b * total, input = c * B * T + b * T
-                for t in 0..<context { extended.values[row + t] = state[c * context + t] }
-                for t in 0..<T { extended.values[row + context + t] = x.values[input + t] }
-                for t in 0..<context { state[c * context + t] = extended.values[row + T + t] }
-            }
+            let row = b * total * C
+            for t in 0..<context { for c in 0..<C { extended.values[row + t * C + c] = state[c * context + t] } }
+            for i in 0..<(T * C) { extended.values[row + context * C + i] = x.values[b * T * C + i] }
+            for t in 0..<context { for c in 0..<C { state[c * context + t] = extended.values[row + (T + t) * C + c] } }
         }
         return run(extended, time: total)
     }
 
-    /// Gathers each output column's receptive field ([batch * outT][inPerGroup * K], zeros where
-    /// the padding is) and takes one dot product per output channel and column.
+    /// Gathers each output column's receptive field (tap k: the input column
+    /// t * stride - padding + k * dilation, its channels of the group contiguous; zeros outside),
+    /// then one product for all columns.
     private func run(_ x: Activations, time T: Int) -> Activations {
         let outT = (T + 2 * padding - dilation * (kernelSize - 1) - 1) / stride + 1
         let B = x.batch
@@ -275,14 +285,12 @@ struct Conv1d: Sendable {
         guard outT > 0 else { return y }
         let inPerGroup = inChannels / groups, outPerGroup = outChannels / groups
         let K = kernelSize, field = inPerGroup * K, n = B * outT
-        // Each column's receptive field: for tap k, the input column t * stride - padding + k * dilation
-        // (all its channels of the group, contiguous once the input is column-major), zeros outside.
-        let inputs = x.columnMajor()  // [batch * T][inChannels]
-        var columns = [Float](repeating: 0, count: n * field)
+        var fields = [Float](repeating: 0, count: n * field)
+        var part = groups > 1 ? [Float](repeating: 0, count: n * outPerGroup) : []
         weightByTap.withUnsafeBufferPointer { w in
-            inputs.withUnsafeBufferPointer { xv in
+            x.values.withUnsafeBufferPointer { xv in
                 y.values.withUnsafeMutableBufferPointer { yv in
-                    columns.withUnsafeMutableBufferPointer { col in
+                    fields.withUnsafeMutableBufferPointer { col in
                         bias.withUnsafeBufferPointer { bv in
                             for g in 0..<groups {
                                 for b in 0..<B {
@@ -300,8 +308,18 @@ struct Conv1d: Sendable {
                                     }
                                 }
                                 let first = g * outPerGroup
-                                earshot_gemm_nt(w.baseAddress! + first * field, outPerGroup, field, col.baseAddress!, n,
-                                                bv.baseAddress! + first, yv.baseAddress! + first * n, n)
+                                if groups == 1 {
+                                    earshot_gemm_nt(col.baseAddress!, n, field, w.baseAddress!, outChannels, nil, bv.baseAddress!,
+                                                    yv.baseAddress!, outChannels)
+                                } else {
+                                    part.withUnsafeMutableBufferPointer { p in
+                                        earshot_gemm_nt(col.baseAddress!, n, field, w.baseAddress! + first * field, outPerGroup, nil,
+                                                        bv.baseAddress! + first, p.baseAddress!, outPerGroup)
+                                        for j in 0..<n {
+                                            (yv.baseAddress! + j * outChannels + first).update(from: p.baseAddress! + j * outPerGroup, count: outPerGroup)
+                                        }
+                                    }
+                                }
                             }
                         }
                     }
@@ -312,7 +330,7 @@ struct Conv1d: Sendable {
     }
 }
 
-/// y[t] = W x[t] + b at each time step.
+/// y[t] = W x[t] + b at each step.
 /// ref: torch.nn.Linear
 struct Linear: Sendable {
     let name: String
@@ -324,38 +342,44 @@ struct Linear: Sendable {
 
     func run(_ x: Activations) -> Activations {
         var y = Activations(channels: outFeatures, time: x.time, batch: x.batch)
-        let rows = x.columnMajor()  // [batch * time][inFeatures]
-        weight.withUnsafeBufferPointer { w in
-            bias.withUnsafeBufferPointer { b in
-                earshot_gemm_nt(w.baseAddress!, outFeatures, inFeatures, rows, x.columns, b.baseAddress!, &y.values, x.columns)
+        x.values.withUnsafeBufferPointer { xv in
+            y.values.withUnsafeMutableBufferPointer { yv in
+                columnProducts(xv.baseAddress!, columns: x.columns, inputs: inFeatures, weight: weight, outputs: outFeatures,
+                               bias: bias, into: yv.baseAddress!)
             }
         }
         return y
     }
 }
 
-/// The input products of a recurrent layer for every column (stream, step) at once:
-/// W_ih x + b_ih, [rows][columns]. Only the recurrent product has to wait for the previous step.
+/// The input products of a recurrent layer for every column at once: W_ih x + b_ih,
+/// [columns][rows]. Only the recurrent product has to wait for the previous step.
 func inputProducts(_ x: Activations, weight: [Float], rows: Int, bias: [Float]?) -> [Float] {
-    let n = x.columns, inputs = x.columnMajor()
-    var out = [Float](repeating: 0, count: rows * n)
-    weight.withUnsafeBufferPointer { w in
-        earshot_gemm_nt(w.baseAddress!, rows, x.channels, inputs, n, bias, &out, n)
+    var out = [Float](repeating: 0, count: rows * x.columns)
+    x.values.withUnsafeBufferPointer { xv in
+        out.withUnsafeMutableBufferPointer { o in
+            columnProducts(xv.baseAddress!, columns: x.columns, inputs: x.channels, weight: weight, outputs: rows,
+                           bias: bias, into: o.baseAddress!)
+        }
     }
     return out
 }
 
-/// W_hh h + b_hh for every stream of the batch: [rows][batch].
+/// W_hh h + b_hh for every stream of the batch: [batch][rows].
 func recurrentProducts(weight: [Float], rows: Int, hiddenSize H: Int, bias: [Float]?,
                        states: [UnsafeMutableBufferPointer<Float>], into out: inout [Float], hidden: inout [Float]) {
     let B = states.count
-    for b in 0..<B { for j in 0..<H { hidden[b * H + j] = states[b][j] } }
-    weight.withUnsafeBufferPointer { w in
-        earshot_gemm_nt(w.baseAddress!, rows, H, hidden, B, bias, &out, B)
+    hidden.withUnsafeMutableBufferPointer { h in
+        for b in 0..<B { (h.baseAddress! + b * H).update(from: states[b].baseAddress!, count: H) }
+    }
+    hidden.withUnsafeBufferPointer { h in
+        out.withUnsafeMutableBufferPointer { o in
+            columnProducts(h.baseAddress!, columns: B, inputs: H, weight: weight, outputs: rows, bias: bias, into: o.baseAddress!)
+        }
     }
 }
 
-/// One LSTM layer over the block's time steps, carrying (h, c) in the stream's state.
+/// One LSTM layer over the block's steps, carrying (h, c) in the stream's state.
 /// ref: torch.nn.LSTM, gate order i, f, g, o; state layout [h][c]
 struct LSTM: Sendable {
     let name: String
@@ -370,13 +394,13 @@ struct LSTM: Sendable {
     func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
         let products = inputProducts(x, weight: weightIH, rows: 4 * hiddenSize, bias: bias)
         return products.withUnsafeBufferPointer {
-            recur(inputProducts: $0.baseAddress!, columns: x.columns, firstColumn: 0, time: x.time, states: states)
+            recur(inputProducts: $0.baseAddress!, firstColumn: 0, time: x.time, states: states)
         }
     }
 
     /// The recurrence over `time` steps for each stream, given the input products
-    /// ([4 * hidden][columns]; stream b's step t in column firstColumn + b * time + t).
-    func recur(inputProducts ip: UnsafePointer<Float>, columns ld: Int, firstColumn: Int, time T: Int,
+    /// ([columns][4 * hidden]; stream b's step t is column firstColumn + b * time + t).
+    func recur(inputProducts ip: UnsafePointer<Float>, firstColumn: Int, time T: Int,
                states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
         let H = hiddenSize, B = states.count, rows = 4 * H
         var y = Activations(channels: H, time: T, batch: B)
@@ -386,16 +410,18 @@ struct LSTM: Sendable {
             recurrentProducts(weight: weightHH, rows: rows, hiddenSize: H, bias: nil, states: states, into: &recurrent, hidden: &hidden)
             for b in 0..<B {
                 let column = firstColumn + b * T + t
-                for r in 0..<rows { gates[r] = ip[r * ld + column] + recurrent[r * B + b] }
+                for r in 0..<rows { gates[r] = ip[column * rows + r] + recurrent[b * rows + r] }
                 earshot_lstm_cell(gates, H, states[b].baseAddress!, states[b].baseAddress! + H)
-                for j in 0..<H { y.values[j * B * T + b * T + t] = states[b][j] }
+                y.values.withUnsafeMutableBufferPointer { yv in
+                    (yv.baseAddress! + (b * T + t) * H).update(from: states[b].baseAddress!, count: H)
+                }
             }
         }
         return y
     }
 }
 
-/// One GRU layer over the block's time steps, carrying h in the stream's state.
+/// One GRU layer over the block's steps, carrying h in the stream's state.
 /// ref: torch.nn.GRU, gate order r, z, n; n = tanh(W_in x + b_in + r * (W_hn h + b_hn))
 struct GRU: Sendable {
     let name: String
@@ -410,12 +436,12 @@ struct GRU: Sendable {
     func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
         let products = inputProducts(x, weight: weightIH, rows: 3 * hiddenSize, bias: biasIH)
         return products.withUnsafeBufferPointer {
-            recur(inputProducts: $0.baseAddress!, columns: x.columns, firstColumn: 0, time: x.time, states: states)
+            recur(inputProducts: $0.baseAddress!, firstColumn: 0, time: x.time, states: states)
         }
     }
 
-    /// The recurrence, given the input products ([3 * hidden][columns], as for LSTM.recur).
-    func recur(inputProducts gi: UnsafePointer<Float>, columns ld: Int, firstColumn: Int, time T: Int,
+    /// The recurrence, given the input products ([columns][3 * hidden], as for LSTM.recur).
+    func recur(inputProducts gi: UnsafePointer<Float>, firstColumn: Int, time T: Int,
                states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
         let H = hiddenSize, B = states.count, rows = 3 * H
         var y = Activations(channels: H, time: T, batch: B)
@@ -423,13 +449,12 @@ struct GRU: Sendable {
         for t in 0..<T {
             recurrentProducts(weight: weightHH, rows: rows, hiddenSize: H, bias: biasHH, states: states, into: &gh, hidden: &hidden)
             for b in 0..<B {
-                let column = firstColumn + b * T + t, h = states[b]
+                let i = (firstColumn + b * T + t) * rows, r0 = b * rows, h = states[b]
                 for j in 0..<H {
-                    let r = logistic(gi[j * ld + column] + gh[j * B + b])
-                    let z = logistic(gi[(H + j) * ld + column] + gh[(H + j) * B + b])
-                    let cand = tanh(gi[(2 * H + j) * ld + column] + r * gh[(2 * H + j) * B + b])
+                    let r = logistic(gi[i + j] + gh[r0 + j]), z = logistic(gi[i + H + j] + gh[r0 + H + j])
+                    let cand = tanh(gi[i + 2 * H + j] + r * gh[r0 + 2 * H + j])
                     h[j] = (1 - z) * cand + z * h[j]
-                    y.values[j * B * T + b * T + t] = h[j]
+                    y.values[(b * T + t) * H + j] = h[j]
                 }
             }
         }
@@ -437,7 +462,7 @@ struct GRU: Sendable {
     }
 }
 
-/// Normalises the channels at each time step: (x - mean) / sqrt(var + eps) * weight + bias,
+/// Normalises the channels of each column: (x - mean) / sqrt(var + eps) * weight + bias,
 /// biased variance.
 /// ref: torch.nn.LayerNorm(channels) over the channel axis
 struct LayerNorm: Sendable {
@@ -449,19 +474,19 @@ struct LayerNorm: Sendable {
 
     func run(_ x: Activations) -> Activations {
         var y = x
-        let C = channels, T = x.columns
-        for t in 0..<T {
+        let C = channels
+        for j in 0..<x.columns {
             var mean: Float = 0
-            for c in 0..<C { mean += x.values[c * T + t] }
+            for c in 0..<C { mean += x.values[j * C + c] }
             mean /= Float(C)
             var variance: Float = 0
             for c in 0..<C {
-                let d = x.values[c * T + t] - mean
+                let d = x.values[j * C + c] - mean
                 variance += d * d
             }
             variance /= Float(C)
             let inv = 1 / (variance + eps).squareRoot()
-            for c in 0..<C { y.values[c * T + t] = (x.values[c * T + t] - mean) * inv * weight[c] + bias[c] }
+            for c in 0..<C { y.values[j * C + c] = (x.values[j * C + c] - mean) * inv * weight[c] + bias[c] }
         }
         return y
     }
@@ -470,14 +495,14 @@ struct LayerNorm: Sendable {
 extension Layer {
     /// For a recurrent layer: its input products for all columns of `x` at once, and the
     /// recurrence for one stream's run of `time` steps starting at `firstColumn`.
-    var recurrence: ((Activations) -> [Float], (UnsafePointer<Float>, Int, Int, Int, UnsafeMutableBufferPointer<Float>) -> Activations)? {
+    var recurrence: ((Activations) -> [Float], (UnsafePointer<Float>, Int, Int, UnsafeMutableBufferPointer<Float>) -> Activations)? {
         switch self {
         case let .lstm(l):
             return ({ inputProducts($0, weight: l.weightIH, rows: 4 * l.hiddenSize, bias: l.bias) },
-                    { l.recur(inputProducts: $0, columns: $1, firstColumn: $2, time: $3, states: [$4]) })
+                    { l.recur(inputProducts: $0, firstColumn: $1, time: $2, states: [$3]) })
         case let .gru(g):
             return ({ inputProducts($0, weight: g.weightIH, rows: 3 * g.hiddenSize, bias: g.biasIH) },
-                    { g.recur(inputProducts: $0, columns: $1, firstColumn: $2, time: $3, states: [$4]) })
+                    { g.recur(inputProducts: $0, firstColumn: $1, time: $2, states: [$3]) })
         default:
             return nil
         }

@@ -222,7 +222,7 @@ public final class Model: Sendable {
                     // The blocks follow one another: one recurrence over all their steps in order
                     // (column b * time + t), after the input products of all steps at once.
                     let ip = products(x)
-                    let y = ip.withUnsafeBufferPointer { recur($0.baseAddress!, x.columns, 0, x.columns, slice) }
+                    let y = ip.withUnsafeBufferPointer { recur($0.baseAddress!, 0, x.columns, slice) }
                     x = Activations(channels: y.channels, time: x.time, batch: x.batch, values: y.values)
                 } else {
                     // Any other layer with state (a causal convolution): block after block.
@@ -325,7 +325,7 @@ public final class Model: Sendable {
             spectrum.withUnsafeMutableBufferPointer { s in
                 for t in 0..<frames {
                     analyzer.analyze(frame: UnsafeBufferPointer(rebasing: p[(t * frontEnd.hopLength)..<(t * frontEnd.hopLength + frontEnd.nFFT)]), into: s)
-                    for b in 0..<bins { out.values[b * frames + t] = s[b] }
+                    for b in 0..<bins { out.values[t * bins + b] = s[b] }
                 }
             }
         }
@@ -340,7 +340,7 @@ public final class Model: Sendable {
         default: break
         }
         return (0..<y.channels).map { c in
-            let row = y.values[(c * y.time)..<((c + 1) * y.time)]
+            let row = (0..<y.time).map { y.values[$0 * y.channels + c] }
             return manifest.outputs.reduceTime == "last" ? row.last ?? 0 : row.reduce(0, +) / Float(max(y.time, 1))
         }
     }

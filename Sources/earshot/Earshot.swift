@@ -1,3 +1,4 @@
+import CEarshotKernels
 import Earshot
 import Foundation
 
@@ -37,6 +38,9 @@ enum EarshotCommand {
         """
 
     static func main() async {
+        // Model steps on batches allocate large buffers again and again; keep freed memory in
+        // the heap (no mmap/munmap and fresh zeroed pages on every step).
+        earshot_keep_freed_memory()
         var words = Array(CommandLine.arguments.dropFirst())
         guard let command = words.first else {
             printError(usage)

@@ -29,7 +29,8 @@ struct LayerCase: CustomTestStringConvertible, Sendable {
         func floats(_ any: Any?) -> [Float] { ((any as? [Double]) ?? []).map(Float.init) }
         func activations(_ any: Any?) -> Activations {
             let d = any as? [String: Any] ?? [:]
-            return Activations(channels: d["channels"] as? Int ?? 0, time: d["time"] as? Int ?? 0, values: floats(d["values"]))
+            // The reference stores [channels][time].
+            return Activations(channelMajor: floats(d["values"]), channels: d["channels"] as? Int ?? 0, time: d["time"] as? Int ?? 0)
         }
         func spec(_ any: Any?) -> LayerSpec? {
             guard let any, let data = try? JSONSerialization.data(withJSONObject: any) else { return nil }

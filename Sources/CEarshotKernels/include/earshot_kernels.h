@@ -10,9 +10,11 @@ float earshot_dot(const float *a, const float *b, long n);
 // y[r] = (bias ? bias[r] : 0) + sum_c w[r * cols + c] * x[c]        w: [rows][cols]
 void earshot_gemv(const float *w, long rows, long cols, const float *x, const float *bias, float *y);
 
-// y[r * ldy + t] = (bias ? bias[r] : 0) + sum_i w[r * k + i] * x[t * k + i]
-// w: [rows][k], x: [n][k] (one row per output column), y: [rows][ldy]
-void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, const float *bias, float *y, long ldy);
+// y[r * ldy + t] = b + sum_i w[r * k + i] * x[t * k + i], with b = bias[r], or column_bias[t], or 0
+// w: [rows][k], x: [n][k] (one row per output column), y: [rows][ldy]. Every output is summed the
+// same way whatever rows and n are, so a batch gives each of its members what it gets alone.
+void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, const float *bias, const float *column_bias,
+                     float *y, long ldy);
 
 #endif
 
@@ -50,3 +52,9 @@ float earshot_scaled_log(float *x, long n, float offset, float floor, float scal
 void earshot_sparse_rows(const float *weights, const long *offsets, const long *starts, const long *counts,
                          long rows, const float *x, float *out);
 #endif
+
+// Keeps freed memory in the process's heap instead of returning large blocks to the system at
+// once: a program that runs batched model steps reallocates the same large buffers on every step,
+// and would otherwise take fresh, zeroed pages each time. A process-wide setting (glibc mallopt):
+// for programs to call at start-up, not for libraries.
+void earshot_keep_freed_memory(void);
