@@ -25,36 +25,6 @@ float earshot_dot(const float *a, const float *b, long n) {
     return r;
 }
 
-CLONES
-void earshot_gemv(const float *w, long rows, long cols, const float *x, const float *bias, float *y) {
-    long r = 0;
-    // Four rows at a time share each load of x.
-    for (; r + 4 <= rows; r += 4) {
-        const float *w0 = w + r * cols, *w1 = w0 + cols, *w2 = w1 + cols, *w3 = w2 + cols;
-        v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-        long c = 0;
-        for (; c + 8 <= cols; c += 8) {
-            v8 xv = load8(x + c);
-            s0 += load8(w0 + c) * xv;
-            s1 += load8(w1 + c) * xv;
-            s2 += load8(w2 + c) * xv;
-            s3 += load8(w3 + c) * xv;
-        }
-        float t0 = sum8(s0), t1 = sum8(s1), t2 = sum8(s2), t3 = sum8(s3);
-        for (; c < cols; c++) {
-            t0 += w0[c] * x[c];
-            t1 += w1[c] * x[c];
-            t2 += w2[c] * x[c];
-            t3 += w3[c] * x[c];
-        }
-        y[r] = (bias ? bias[r] : 0) + t0;
-        y[r + 1] = (bias ? bias[r + 1] : 0) + t1;
-        y[r + 2] = (bias ? bias[r + 2] : 0) + t2;
-        y[r + 3] = (bias ? bias[r + 3] : 0) + t3;
-    }
-    for (; r < rows; r++) y[r] = (bias ? bias[r] : 0) + earshot_dot(w + r * cols, x, cols);
-}
-
 // Every output of gemm_nt is one dot product summed the same way (eight lanes, one
 // accumulator, lanes added pairwise, then the scalar tail), whichever column it is and however
 // many columns there are: a batch of streams gives each stream exactly what it gets alone.

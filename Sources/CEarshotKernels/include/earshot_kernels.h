@@ -7,9 +7,6 @@
 // sum_i a[i] * b[i]
 float earshot_dot(const float *a, const float *b, long n);
 
-// y[r] = (bias ? bias[r] : 0) + sum_c w[r * cols + c] * x[c]        w: [rows][cols]
-void earshot_gemv(const float *w, long rows, long cols, const float *x, const float *bias, float *y);
-
 // y[r * ldy + t] = b + sum_i w[r * k + i] * x[t * k + i], with b = bias[r], or column_bias[t], or 0
 // w: [rows][k], x: [n][k] (one row per output column), y: [rows][ldy]. Every output is summed the
 // same way whatever rows and n are, so a batch gives each of its members what it gets alone.
