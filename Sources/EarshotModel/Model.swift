@@ -247,8 +247,7 @@ public final class Model: Sendable {
             DispatchQueue.concurrentPerform(iterations: parts) { p in
                 do {
                     let range = bounds[p]..<bounds[p + 1]
-                    let features = try range.map { (i) throws(ModelError) in try frontEndFeatures(blocks[i], context: contexts[i]) }
-                    var x = Activations.joined(features)
+                    var x = try frontEndFeatures(blocks[range], contexts: contexts[range])
                     for layer in layers[..<count] {
                         x = layer.run(x, states: Array(repeating: UnsafeMutableBufferPointer(start: nil, count: 0), count: x.batch))
                     }
@@ -283,8 +282,7 @@ public final class Model: Sendable {
 
     /// The network on a batch of blocks; `carries` holds each stream's state, [batch][stateCount].
     func forward(_ blocks: [[Float]], contexts: [[Float]], carries: UnsafeMutableBufferPointer<Float>) throws(ModelError) -> [[Float]] {
-        let parts = try blocks.indices.map { (i) throws(ModelError) in try frontEndFeatures(blocks[i], context: contexts[i]) }
-        var x = Activations.joined(parts)
+        var x = try frontEndFeatures(blocks[...], contexts: contexts[...])
         for (i, layer) in layers.enumerated() {
             let n = layer.stateCount, offset = stateOffsets[i]
             let states = blocks.indices.map { b in
@@ -294,38 +292,42 @@ public final class Model: Sendable {
         }
         return (0..<x.batch).map { output(x.stream($0)) }
     }
-    /// [bins][frames] spectrum of context + block after padding.
-    func frontEndFeatures(_ block: [Float], context: [Float]) throws(ModelError) -> Activations {
-        let signal = context + block
-        let L = signal.count
-        var padded = [Float](repeating: 0, count: padLeft + L + padRight)
-        for i in 0..<padded.count {
-            var j = i - padLeft
-            if j < 0 || j >= L {
-                guard frontEnd.padMode == .reflect, L > 1 else { continue }
-                let period = 2 * (L - 1)
-                j %= period
-                if j < 0 { j += period }
-                if j >= L { j = period - j }
-            }
-            padded[i] = signal[j]
-        }
-        let frames = frontEnd.frameCount(forSamples: padded.count)
-        let bins = frontEnd.binCount
-        // A new analyzer per step: the model is shared and immutable; FFTW's plan is cached.
+    /// The front end for a batch of blocks (each after its context, padded): the spectra of
+    /// their frames, column by column ([blocks][frames][bins]). One analyzer serves the batch.
+    func frontEndFeatures(_ blocks: ArraySlice<[Float]>, contexts: ArraySlice<[Float]>) throws(ModelError) -> Activations {
         let analyzer: SpectrumAnalyzer
         do {
             analyzer = try SpectrumAnalyzer(config: frontEnd, paddedWindow: window)
         } catch {
             throw .layer(path: path, layer: "frontEnd", reason: "\(error)")
         }
-        var out = Activations(channels: bins, time: frames)
-        var spectrum = [Float](repeating: 0, count: bins)
-        padded.withUnsafeBufferPointer { p in
-            spectrum.withUnsafeMutableBufferPointer { s in
-                for t in 0..<frames {
-                    analyzer.analyze(frame: UnsafeBufferPointer(rebasing: p[(t * frontEnd.hopLength)..<(t * frontEnd.hopLength + frontEnd.nFFT)]), into: s)
-                    for b in 0..<bins { out.values[t * bins + b] = s[b] }
+        let c = manifest.audio.contextSamples, L = c + chunkSamples, total = padLeft + L + padRight
+        let frames = frontEnd.frameCount(forSamples: total), bins = frontEnd.binCount
+        var out = Activations(channels: bins, time: frames, batch: blocks.count)
+        var padded = [Float](repeating: 0, count: total)
+        // Where each padded position reads from in context + block (-1: a zero).
+        let source: [Int] = (0..<total).map { i in
+            var j = i - padLeft
+            if j < 0 || j >= L {
+                guard frontEnd.padMode == .reflect, L > 1 else { return -1 }
+                let period = 2 * (L - 1)
+                j %= period
+                if j < 0 { j += period }
+                if j >= L { j = period - j }
+            }
+            return j
+        }
+        out.values.withUnsafeMutableBufferPointer { o in
+            padded.withUnsafeMutableBufferPointer { p in
+                for (n, (block, context)) in zip(blocks, contexts).enumerated() {
+                    for i in 0..<total {
+                        let j = source[i]
+                        p[i] = j < 0 ? 0 : j < c ? context[j] : block[j - c]
+                    }
+                    for t in 0..<frames {
+                        let frame = UnsafeBufferPointer(rebasing: p[(t * frontEnd.hopLength)..<(t * frontEnd.hopLength + frontEnd.nFFT)])
+                        analyzer.analyze(frame: frame, into: UnsafeMutableBufferPointer(rebasing: o[((n * frames + t) * bins)..<((n * frames + t + 1) * bins)]))
+                    }
                 }
             }
         }
