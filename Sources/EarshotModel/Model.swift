@@ -207,7 +207,7 @@ public final class Model: Sendable {
         var context = state.context
         for block in blocks {
             contexts.append(context)
-            if c > 0 { context = Array((context + block).suffix(c)) }
+            context = Self.nextContext(context, block, count: c)
         }
         let firstStateful = layers.firstIndex { $0.stateCount > 0 } ?? layers.count
         // Everything before the first layer with state: all blocks as one batch, split over the cores.
@@ -270,13 +270,16 @@ public final class Model: Sendable {
         }
     }
 
+    /// The last `count` samples of context + block: the next step's context.
+    static func nextContext(_ context: [Float], _ block: [Float], count c: Int) -> [Float] {
+        if c == 0 { return [] }
+        if block.count >= c { return Array(block[(block.count - c)...]) }
+        return Array((context + block).suffix(c))
+    }
+
     /// Keeps the last `contextSamples` of context + block for the next step.
     private func advance(_ state: inout ModelState, by block: [Float]) {
-        let c = manifest.audio.contextSamples
-        if c > 0 {
-            let joined = state.context + block
-            state.context = Array(joined[(joined.count - c)...])
-        }
+        state.context = Self.nextContext(state.context, block, count: manifest.audio.contextSamples)
         state.steps += 1
     }
 
