@@ -13,7 +13,7 @@ public struct FileLabeler: Sendable {
     /// Frames read per chunk.
     public var chunkFrames: Int
 
-    public init(model: Model, options: LabelOptions? = nil, channels: Channels = .mix, chunkFrames: Int = 65536) {
+    public init(model: Model, options: LabelOptions? = nil, channels: Channels = .mix, chunkFrames: Int = 262_144) {
         self.model = model
         self.options = options ?? LabelOptions(model: model)
         self.channels = channels

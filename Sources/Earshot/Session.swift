@@ -99,7 +99,7 @@ public actor Session {
                 // One file channel with a run of blocks: its steps go through the model together.
                 let k = ready[0]
                 do {
-                    events += try pipelines[k].stepConsecutive(min(pipelines[k].readyBlocks, 256))
+                    events += try pipelines[k].stepConsecutive(min(pipelines[k].readyBlocks, 1024))
                 } catch {
                     finished[k] = true
                     events.append(.failed(channel: k, error: error))

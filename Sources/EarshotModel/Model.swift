@@ -1,5 +1,6 @@
 import EarshotFeatures
 import Foundation
+import Synchronization
 
 /// A stateful sequence model: immutable weights, loaded once and shared by every stream
 /// (`Sendable`); the per-stream state is a separate value (`makeState()`).
@@ -210,10 +211,54 @@ public final class Model: Sendable {
             context = Self.nextContext(context, block, count: c)
         }
         let firstStateful = layers.firstIndex { $0.stateCount > 0 } ?? layers.count
-        // Everything before the first layer with state: all blocks as one batch, split over the cores.
-        var x = try statelessPrefix(blocks, contexts: contexts, layers: firstStateful)
+        let recurrence = firstStateful < layers.count ? layers[firstStateful].recurrence : nil
+        var scores: [[Float]] = []
+        scores.reserveCapacity(blocks.count)
+        let window = 64
+        if blocks.count < 2 * window {
+            // Everything before the first layer with state: all blocks as one batch, split over the cores.
+            let x = try statelessPrefix(blocks, contexts: contexts, layers: firstStateful)
+            scores = rest(x, inputProducts: recurrence.map { $0.0(x) }, from: firstStateful, state: &state)
+        } else {
+            // A long run: while this thread takes window w through the recurrence, other threads
+            // prepare the next windows (front end, stateless layers, the recurrent layer's input products).
+            let ranges = stride(from: 0, to: blocks.count, by: window).map { $0..<min($0 + window, blocks.count) }
+            let windowContexts = contexts
+            let prepare = { @Sendable (range: Range<Int>) -> Result<Prepared, ModelError> in
+                do {
+                    var x = try self.frontEndFeatures(blocks[range], contexts: windowContexts[range])
+                    for layer in self.layers[..<firstStateful] {
+                        x = layer.run(x, states: Array(repeating: UnsafeMutableBufferPointer(start: nil, count: 0), count: x.batch))
+                    }
+                    let first = firstStateful < self.layers.count ? self.layers[firstStateful].recurrence : nil
+                    return .success(Prepared(x: x, inputProducts: first.map { $0.0(x) }))
+                } catch let error as ModelError {
+                    return .failure(error)
+                } catch {
+                    return .failure(.layer(path: self.path, layer: "frontEnd", reason: "\(error)"))
+                }
+            }
+            // Two windows in preparation at a time: the preparation is the larger part of the work.
+            var ahead: [Pending] = ranges.prefix(2).map { Pending(prepare, $0) }
+            for w in ranges.indices {
+                let prepared = try ahead.removeFirst().wait().get()
+                if w + 2 < ranges.count { ahead.append(Pending(prepare, ranges[w + 2])) }
+                scores += rest(prepared.x, inputProducts: prepared.inputProducts, from: firstStateful, state: &state)
+            }
+        }
+        state.context = context
+        state.steps += blocks.count
+        return scores
+    }
+
+    /// Front end and the first `count` layers (none with state) for many blocks as one batch,
+    /// the blocks split between the cores.
+    /// The layers from `first` on, for consecutive blocks of one stream already through the
+    /// stateless prefix; `inputProducts` are those of layer `first` when it is recurrent.
+    private func rest(_ prefix: Activations, inputProducts: [Float]?, from first: Int, state: inout ModelState) -> [[Float]] {
+        var x = prefix
         state.carry.withUnsafeMutableBufferPointer { carry in
-            for i in firstStateful..<layers.count {
+            for i in first..<layers.count {
                 let layer = layers[i]
                 let slice = UnsafeMutableBufferPointer(rebasing: carry[stateOffsets[i]..<(stateOffsets[i] + layer.stateCount)])
                 if layer.stateCount == 0 {
@@ -221,7 +266,7 @@ public final class Model: Sendable {
                 } else if let (products, recur) = layer.recurrence {
                     // The blocks follow one another: one recurrence over all their steps in order
                     // (column b * time + t), after the input products of all steps at once.
-                    let ip = products(x)
+                    let ip = i == first ? inputProducts ?? products(x) : products(x)
                     let y = ip.withUnsafeBufferPointer { recur($0.baseAddress!, 0, x.columns, slice) }
                     x = Activations(channels: y.channels, time: x.time, batch: x.batch, values: y.values)
                 } else {
@@ -230,14 +275,9 @@ public final class Model: Sendable {
                 }
             }
         }
-        let scores = (0..<x.batch).map { output(x.stream($0)) }
-        state.context = context
-        state.steps += blocks.count
-        return scores
+        return (0..<x.batch).map { output(x.stream($0)) }
     }
 
-    /// Front end and the first `count` layers (none with state) for many blocks as one batch,
-    /// the blocks split between the cores.
     private func statelessPrefix(_ blocks: [[Float]], contexts: [[Float]], layers count: Int) throws(ModelError) -> Activations {
         let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, blocks.count / 16))
         let bounds = (0...parts).map { $0 * blocks.count / parts }
@@ -355,4 +395,29 @@ public final class Model: Sendable {
 /// and the buffer outlives the loop (concurrentPerform returns after every iteration).
 private struct Slots<T>: @unchecked Sendable {
     let buffer: UnsafeMutableBufferPointer<T>
+}
+
+/// A window of blocks through the stateless prefix.
+struct Prepared: Sendable {
+    var x: Activations
+    var inputProducts: [Float]?
+}
+
+/// Work started on another thread, waited for once.
+private final class Pending: Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let result = Mutex<Result<Prepared, ModelError>?>(nil)
+
+    init(_ work: @escaping @Sendable (Range<Int>) -> Result<Prepared, ModelError>, _ range: Range<Int>) {
+        DispatchQueue.global(qos: .userInitiated).async { [self] in
+            let r = work(range)
+            result.withLock { $0 = r }
+            done.signal()
+        }
+    }
+
+    func wait() -> Result<Prepared, ModelError> {
+        done.wait()
+        return result.withLock { $0 } ?? .failure(.batchSize(blocks: 0, states: 0))
+    }
 }

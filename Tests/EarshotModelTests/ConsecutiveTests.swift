@@ -44,7 +44,7 @@ struct ConsecutiveTests {
     func equalities() throws {
         let model = try makeStatefulModel(seed: 21)
         var random = SeededRandom.fromEnvironment()
-        let blocks = (0..<50).map { _ in random.gaussian(count: 64, deviation: 0.3) }
+        let blocks = (0..<300).map { _ in random.gaussian(count: 64, deviation: 0.3) }
         var one = model.makeState()
         let sequential = try blocks.map { try model.prediction(from: $0, using: &one) }
         let first = sequential.map { $0[0] }
@@ -54,12 +54,16 @@ struct ConsecutiveTests {
         var together: [[Float]] = []
         var i = 0
         while i < blocks.count {
-            let n = min(Int.random(in: 1...20, using: &random), blocks.count - i)
+            let n = min(Int.random(in: 1...150, using: &random), blocks.count - i)
             together += try model.predictions(forConsecutive: Array(blocks[i..<(i + n)]), using: &many)
             i += n
         }
         #expect(together == sequential, "seed \(random.seed)")
         #expect(many == one)
+        // All at once: a long run goes through in windows prepared on other threads.
+        var whole = model.makeState()
+        #expect(try model.predictions(forConsecutive: blocks, using: &whole) == sequential)
+        #expect(whole == one)
 
         // Three streams side by side, each with its own history.
         var states = [model.makeState(), model.makeState(), model.makeState()]
