@@ -41,6 +41,7 @@ def main():
     silero8 = run_json([PY, "tools/bench_silero_ort.py", "--audio", "AudioSamples/speech-8k.wav",
                         "--model-dir", "Models/silero-vad-8k", "--repeat", "9", "--json"])
     offline = run_json([PY, "tools/bench_offline.py", "--repeat", "3", "--json"])
+    thousand = run_json([EARSHOT, "bench", "streams", "--ticks", "10", "--counts", "1000", "--json"])
     streams = run_json([EARSHOT, "bench", "streams", "--ticks", "20",
                         "--counts", "250,500,750,1000,1250,1500,1750,2000,2500,3000,3500,4000", "--json"])
 
@@ -112,7 +113,8 @@ def main():
         "",
         f"Largest count that keeps up: **{streams['max_streams_keeping_up']} streams** on {streams['cores']} cores. "
         f"State: {streams['state_bytes_per_stream']} bytes per stream; peak RSS {streams['peak_rss_mb']:.1f} MB "
-        f"(with up to {streams['largest_count_run']} streams).",
+        f"(with up to {streams['largest_count_run']} streams); peak RSS of a run of 1000 streams alone: "
+        f"{thousand['peak_rss_mb']:.1f} MB.",
         "",
         "No peer runs many streams batched on one model; onnxruntime's per-chunk figure above gives "
         f"{1e6 / silero16['us_per_chunk_median'] / 31.25:.0f} real-time streams per core.",
