@@ -47,6 +47,7 @@ struct ChannelPipeline {
     /// Adds source samples. NaN or infinite audio fails the channel.
     mutating func push(_ samples: [Float]) throws(StreamError) {
         guard !inputEnded else { throw .finished }
+        guard !failed else { throw .source(channel: channel, reason: "the channel has failed: reset it to start again") }
         if let bad = samples.firstIndex(where: { !$0.isFinite }) {
             failed = true
             throw .source(channel: channel, reason: "audio sample \(sourceSamples + bad) is NaN or infinite")
@@ -107,6 +108,9 @@ struct ChannelPipeline {
             throw .model(error)
         }
     }
+
+    /// Stops the channel after a failure found elsewhere (its blocks are no longer stepped).
+    mutating func markFailed() { failed = true }
 
     /// Replaces the model state after a step run elsewhere (a session's batched step).
     mutating func setState(_ newState: ModelState) { state = newState }

@@ -88,24 +88,30 @@ extension Session {
     /// Live channels are served first; a pulled channel is read a chunk at a time.
     public nonisolated func events(from sources: [AudioSource]) -> AsyncThrowingStream<ClassifierEvent, Error> {
         AsyncThrowingStream { continuation in
+            guard sources.count == channelCount else {
+                continuation.finish(throwing: StreamError.invalidOption(
+                    name: "sources", value: "\(sources.count)", expected: "\(channelCount) (one per channel of the session)"))
+                return
+            }
             let task = Task {
                 let (signal, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
                 var wakeIterator = signal.makeAsyncIterator()
                 for case let .live(buffer) in sources { buffer.setWakeUp(wake) }
                 var open = Set(sources.indices.filter { $0 < self.channelCount })
                 func emit(_ events: [ClassifierEvent]) { for e in events { continuation.yield(e) } }
+                do {
                 while !open.isEmpty && !Task.isCancelled {
                     var progressed = false
                     for k in open.sorted() {
                         guard case let .live(buffer) = sources[k] else { continue }
                         let read = buffer.take()
-                        if read.dropped > 0 { emit([await self.reportDropped(read.dropped, channel: k)]) }
+                        if read.dropped > 0 { emit([try await self.reportDropped(read.dropped, channel: k)]) }
                         if !read.samples.isEmpty {
                             emit(await self.process(Array(repeating: [], count: k) + [read.samples]))
                             progressed = true
                         }
                         if read.closed {
-                            if let failure = read.failure { emit([await self.fail(channel: k, error: failure)]) }
+                            if let failure = read.failure { emit([try await self.fail(channel: k, error: failure)]) }
                             emit(await self.finish(channel: k))
                             open.remove(k)
                             progressed = true
@@ -121,7 +127,7 @@ extension Session {
                                 open.remove(k)
                             }
                         } catch {
-                            emit([await self.fail(channel: k, error: .source(channel: k, reason: "\(error)"))])
+                            emit([try await self.fail(channel: k, error: .source(channel: k, reason: "\(error)"))])
                             open.remove(k)
                         }
                         progressed = true
@@ -129,6 +135,11 @@ extension Session {
                     if !progressed && !open.isEmpty {
                         _ = await wakeIterator.next()  // only live channels are open: wait for their audio
                     }
+                }
+                } catch {
+                    wake.finish()
+                    continuation.finish(throwing: error)
+                    return
                 }
                 wake.finish()
                 continuation.finish()

@@ -31,7 +31,8 @@ public struct LiveLabeler: Sendable {
         public var latencies: [Duration] = []
 
         public func latencyPercentile(_ p: Double) -> Duration? {
-            guard !latencies.isEmpty else { return nil }
+            guard !latencies.isEmpty, p.isFinite else { return nil }
+            let p = min(max(p, 0), 1)
             return latencies[min(latencies.count - 1, Int((Double(latencies.count - 1) * p).rounded()))]
         }
     }
@@ -51,7 +52,7 @@ public struct LiveLabeler: Sendable {
                 // Frames the queue dropped before this chunk: reported on every channel.
                 let dropped = capture.droppedFrames
                 if dropped > reportedDrops {
-                    for k in 0..<channels { events.append(await session.reportDropped(dropped - reportedDrops, channel: k)) }
+                    for k in 0..<channels { events.append(try await session.reportDropped(dropped - reportedDrops, channel: k)) }
                     reportedDrops = dropped
                 }
                 let perChannel = (0..<channels).map { chunk.channel($0) }
@@ -69,7 +70,7 @@ public struct LiveLabeler: Sendable {
         var tail: [ClassifierEvent] = []
         let dropped = capture.droppedFrames
         if dropped > reportedDrops {
-            for k in 0..<channels { tail.append(await session.reportDropped(dropped - reportedDrops, channel: k)) }
+            for k in 0..<channels { tail.append(try await session.reportDropped(dropped - reportedDrops, channel: k)) }
         }
         tail += await session.finish()
         deliver(Delivery(events: tail, latency: nil, levels: Array(repeating: -.infinity, count: channels)))

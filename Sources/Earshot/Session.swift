@@ -48,14 +48,17 @@ public actor Session {
     }
 
     /// Reports audio a live source dropped before it reached the session.
-    public func reportDropped(_ samples: Int, channel: Int) -> ClassifierEvent {
+    public func reportDropped(_ samples: Int, channel: Int) throws(StreamError) -> ClassifierEvent {
+        guard (0..<channelCount).contains(channel) else { throw .noSuchChannel(channel: channel, channelCount: channelCount) }
         dropped[channel] += samples
         return .dropped(channel: channel, samples: samples, total: dropped[channel])
     }
 
     /// Marks a channel failed (e.g. its source threw); the others go on.
-    public func fail(channel: Int, error: StreamError) -> ClassifierEvent {
+    public func fail(channel: Int, error: StreamError) throws(StreamError) -> ClassifierEvent {
+        guard (0..<channelCount).contains(channel) else { throw .noSuchChannel(channel: channel, channelCount: channelCount) }
         finished[channel] = true
+        pipelines[channel].markFailed()
         return .failed(channel: channel, error: error)
     }
 
@@ -133,6 +136,7 @@ public actor Session {
                     events += pipelines[k].consume(s)
                 } catch {
                     finished[k] = true
+                    pipelines[k].markFailed()
                     events.append(.failed(channel: k, error: .model(error)))
                 }
             }

@@ -85,9 +85,13 @@ public final class ALSACapture: Sendable {
     public init(_ settings: Settings) throws(AudioError) {
         self.settings = settings
         let device = settings.device
-        guard settings.channels >= 1, settings.sampleRate >= 1000 else {
-            throw .deviceUnavailable(device: device, reason: "\(settings.channels) channels at \(settings.sampleRate) Hz",
-                                     hint: "ask for 1 or more channels at 1000 Hz or more")
+        guard (1...1024).contains(settings.channels), (1000...768_000).contains(settings.sampleRate),
+              settings.latency >= .milliseconds(1), settings.latency <= .seconds(10),
+              (settings.maxFrames ?? 0) >= 0, (0...(1 << 30)).contains(settings.queuedFrames ?? 0) else {
+            throw .deviceUnavailable(
+                device: device,
+                reason: "\(settings.channels) channels at \(settings.sampleRate) Hz, latency \(settings.latency), queue \(settings.queuedFrames ?? 0) frames",
+                hint: "ask for 1...1024 channels at 1000...768000 Hz with a latency of 1 ms...10 s")
         }
         earshot_alsa_silence_errors()
         var pcm: OpaquePointer?

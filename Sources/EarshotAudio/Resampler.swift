@@ -45,6 +45,7 @@ public final class Resampler {
 
     public func process(_ input: UnsafeBufferPointer<Float>) throws(AudioError) -> [Float] {
         guard let soxr else { return Array(input) }
+        guard !input.isEmpty else { return [] }  // (an empty buffer may have no address: not the end of the stream)
         return try run(soxr, input: input)
     }
 

@@ -58,7 +58,9 @@ public struct STFTConfig: Codable, Sendable, Equatable, Hashable {
     }
 
     public func validate() throws(FeatureError) {
-        guard nFFT >= 2 else { throw .invalidParameter(name: "nFFT", value: "\(nFFT)", expected: ">= 2") }
+        guard (2...(1 << 24)).contains(nFFT) else {
+            throw .invalidParameter(name: "nFFT", value: "\(nFFT)", expected: "2...\(1 << 24)")
+        }
         guard hopLength >= 1 else {
             throw .invalidParameter(name: "hopLength", value: "\(hopLength)", expected: ">= 1")
         }

@@ -49,8 +49,9 @@ struct LayerLoader {
                 padding: causal ? 0 : spec.padding ?? 0, dilation: spec.dilation ?? 1, groups: groups, causal: causal,
                 weight: try tensor(spec.weight, layer: label, shape: [outC, inC / groups, k]),
                 bias: try tensor(spec.bias, layer: label, shape: [outC], required: false))
-            guard conv.stride >= 1, conv.dilation >= 1, conv.padding >= 0 else {
-                throw .layer(path: path, layer: label, reason: "stride and dilation must be >= 1, padding >= 0")
+            guard (1...65536).contains(conv.stride), (1...65536).contains(conv.dilation), (0...65536).contains(conv.padding),
+                  k <= 65536 else {
+                throw .layer(path: path, layer: label, reason: "stride and dilation must be in 1...65536, padding in 0...65536, kernelSize <= 65536")
             }
             guard !causal || conv.stride == 1 else {
                 throw .layer(path: path, layer: label, reason: "a causal conv1d takes stride 1 (its left context is carried step to step)")

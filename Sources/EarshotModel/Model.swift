@@ -73,6 +73,11 @@ public final class Model: Sendable {
         guard fe.type == "stft" else {
             throw .manifest(path: path, reason: "frontEnd.type '\(fe.type)': this earshot runs 'stft'")
         }
+        let limit = 1 << 24
+        let sizes = [audio.chunkSamples, audio.contextSamples, fe.nFFT, fe.hopLength, fe.padLeft ?? 0, fe.padRight ?? 0]
+        guard sizes.allSatisfy({ (0...limit).contains($0) }) else {
+            throw .manifest(path: path, reason: "audio and frontEnd sizes must lie in 0...\(limit) samples")
+        }
         frontEnd = STFTConfig(nFFT: fe.nFFT, hopLength: fe.hopLength, winLength: fe.winLength, window: fe.window ?? .hann,
                               periodic: fe.periodic ?? true, center: false, padMode: fe.padMode ?? .reflect,
                               spectrum: fe.spectrum ?? .magnitude)
@@ -199,8 +204,10 @@ public final class Model: Sendable {
     /// each block in turn would (bit for bit), but faster: the layers before the first one with
     /// state (the front end, the convolutions) run once over all the blocks as a batch; only the
     /// layers from the first recurrent one on go step by step.
-    public func predictions(forConsecutive blocks: [[Float]], using state: inout ModelState) throws(ModelError) -> [[Float]] {
-        for block in blocks { try check(block, state) }
+    public func predictions(forConsecutive blocks: [[Float]], using stream: inout ModelState) throws(ModelError) -> [[Float]] {
+        for block in blocks { try check(block, stream) }
+        // Work on a copy: the stream's state changes only when every block has gone through.
+        var state = stream
         guard !blocks.isEmpty else { return [] }
         let c = manifest.audio.contextSamples
         var contexts: [[Float]] = []
@@ -248,11 +255,10 @@ public final class Model: Sendable {
         }
         state.context = context
         state.steps += blocks.count
+        stream = state
         return scores
     }
 
-    /// Front end and the first `count` layers (none with state) for many blocks as one batch,
-    /// the blocks split between the cores.
     /// The layers from `first` on, for consecutive blocks of one stream already through the
     /// stateless prefix; `inputProducts` are those of layer `first` when it is recurrent.
     private func rest(_ prefix: Activations, inputProducts: [Float]?, from first: Int, state: inout ModelState) -> [[Float]] {
@@ -278,6 +284,8 @@ public final class Model: Sendable {
         return (0..<x.batch).map { output(x.stream($0)) }
     }
 
+    /// Front end and the first `count` layers (none with state) for many blocks as one batch,
+    /// the blocks split between the cores.
     private func statelessPrefix(_ blocks: [[Float]], contexts: [[Float]], layers count: Int) throws(ModelError) -> Activations {
         let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, blocks.count / 16))
         let bounds = (0...parts).map { $0 * blocks.count / parts }
@@ -305,7 +313,8 @@ public final class Model: Sendable {
     private func check(_ block: [Float], _ state: ModelState) throws(ModelError) {
         guard block.count == chunkSamples else { throw .inputSize(model: name, expected: chunkSamples, found: block.count) }
         if let bad = block.firstIndex(where: { !$0.isFinite }) { throw .nonFiniteInput(model: name, sampleIndex: bad) }
-        guard state.modelHash == contentHash, state.carry.count == stateCount else {
+        guard state.modelHash == contentHash, state.carry.count == stateCount,
+              state.context.count == manifest.audio.contextSamples else {
             throw .stateModelMismatch(expected: contentHash, found: state.modelHash)
         }
     }

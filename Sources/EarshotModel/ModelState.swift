@@ -49,7 +49,9 @@ public struct ModelState: Sendable, Equatable {
         offset += 4
         let hash = String(decoding: bytes[offset..<(offset + 16)], as: UTF8.self)
         offset += 16
-        let steps = Int(read(UInt64.self, at: offset))
+        guard let steps = Int(exactly: read(UInt64.self, at: offset)) else {
+            throw .stateFormat(reason: "step count out of range")
+        }
         let contextCount = Int(read(UInt32.self, at: offset + 8))
         let carryCount = Int(read(UInt32.self, at: offset + 12))
         offset += 16

@@ -18,7 +18,9 @@ public actor ModelStore {
         do {
             return try await task.value
         } catch {
-            loaded[key] = nil  // a failed load is not kept: a fixed package loads next time
+            // A failed load is not kept (a fixed package loads next time), unless another load
+            // has taken its place meanwhile.
+            if loaded[key] == task { loaded[key] = nil }
             throw error
         }
     }

@@ -48,9 +48,17 @@ enum SafeTensors {
                 throw .tensorDType(path: path, name: name, found: dtype, expected: supportedDTypes.joined(separator: ", "))
             }
             let width = dtype == "F32" ? 4 : 2
-            let count = shape.reduce(1, *)
-            guard shape.allSatisfy({ $0 >= 0 }), offsets[0] >= 0, offsets[0] <= offsets[1], offsets[1] <= dataLength,
-                  offsets[1] - offsets[0] == count * width
+            // The element count and byte size, refusing shapes whose product overflows.
+            var count = 1, overflow = false
+            for d in shape + [width] {
+                let (product, over) = count.multipliedReportingOverflow(by: max(d, 0))
+                count = product
+                overflow = overflow || over || d < 0
+            }
+            let bytes = count
+            count = overflow ? 0 : bytes / width
+            guard !overflow, offsets[0] >= 0, offsets[0] <= offsets[1], offsets[1] <= dataLength,
+                  offsets[1] - offsets[0] == bytes
             else {
                 throw .safetensors(path: path, reason: "tensor '\(name)': offsets \(offsets) do not hold \(shape) \(dtype) within \(dataLength) data bytes")
             }

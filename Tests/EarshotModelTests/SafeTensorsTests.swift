@@ -61,3 +61,31 @@ struct SafeTensorsTests {
         #expect(worst < 0.02, "max |diff| = \(worst)")
     }
 }
+
+@Suite("Damaged inputs are errors, never crashes")
+struct DamagedInputTests {
+    @Test("A tensor shape whose size overflows is refused")
+    func overflowingShape() throws {
+        let header = Array("{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]}}".utf8)
+        var data = Data(withUnsafeBytes(of: UInt64(header.count).littleEndian, Array.init))
+        data += header
+        #expect(throws: ModelError.safetensors(path: "t", reason: "tensor 'w': offsets [0, 0] do not hold [4294967296, 4294967296] F32 within 0 data bytes")) {
+            try SafeTensors.parse(data, path: "t")
+        }
+    }
+
+    @Test("A serialized state with a step count out of range, or the wrong context, is refused")
+    func badStates() throws {
+        let model = try Model(contentsOf: Repo.root.appendingPathComponent("Models/silero-vad"))
+        var bytes = model.makeState().serialized()
+        // The step count sits after "ESTATE", the version (4) and the hash (16).
+        for i in 26..<34 { bytes[i] = 0xFF }
+        #expect(throws: ModelError.stateFormat(reason: "step count out of range")) { try model.restoreState(bytes) }
+
+        let other = try Model(contentsOf: Repo.root.appendingPathComponent("Models/silero-vad-8k"))
+        var state = other.makeState()  // another model's state: its hash and context differ
+        #expect(throws: ModelError.stateModelMismatch(expected: model.contentHash, found: other.contentHash)) {
+            try model.prediction(from: [Float](repeating: 0, count: 512), using: &state)
+        }
+    }
+}
