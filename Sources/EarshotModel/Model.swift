@@ -232,17 +232,10 @@ public final class Model: Sendable {
             let ranges = stride(from: 0, to: blocks.count, by: window).map { $0..<min($0 + window, blocks.count) }
             let windowContexts = contexts
             let prepare = { @Sendable (range: Range<Int>) -> Result<Prepared, ModelError> in
-                do {
-                    var x = try self.frontEndFeatures(blocks[range], contexts: windowContexts[range])
-                    for layer in self.layers[..<firstStateful] {
-                        x = layer.run(x, states: Array(repeating: UnsafeMutableBufferPointer(start: nil, count: 0), count: x.batch))
-                    }
+                let prefix = self.prefix(blocks[range], contexts: windowContexts[range], layers: firstStateful)
+                return prefix.map { x in
                     let first = firstStateful < self.layers.count ? self.layers[firstStateful].recurrence : nil
-                    return .success(Prepared(x: x, inputProducts: first.map { $0.0(x) }))
-                } catch let error as ModelError {
-                    return .failure(error)
-                } catch {
-                    return .failure(.layer(path: self.path, layer: "frontEnd", reason: "\(error)"))
+                    return Prepared(x: x, inputProducts: first.map { $0.0(x) })
                 }
             }
             // Two windows in preparation at a time: the preparation is the larger part of the work.
@@ -289,25 +282,26 @@ public final class Model: Sendable {
     private func statelessPrefix(_ blocks: [[Float]], contexts: [[Float]], layers count: Int) throws(ModelError) -> Activations {
         let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, blocks.count / 16))
         let bounds = (0...parts).map { $0 * blocks.count / parts }
-        var results = [Result<Activations, ModelError>](repeating: .failure(.batchSize(blocks: 0, states: 0)), count: parts)
+        var results = [Result<Activations, ModelError>](repeating: .success(Activations(channels: 0, time: 0)), count: parts)
         results.withUnsafeMutableBufferPointer { out in
             let slots = Slots(buffer: out)
             DispatchQueue.concurrentPerform(iterations: parts) { p in
-                do {
-                    let range = bounds[p]..<bounds[p + 1]
-                    var x = try frontEndFeatures(blocks[range], contexts: contexts[range])
-                    for layer in layers[..<count] {
-                        x = layer.run(x, states: Array(repeating: UnsafeMutableBufferPointer(start: nil, count: 0), count: x.batch))
-                    }
-                    slots.buffer[p] = .success(x)
-                } catch let error as ModelError {
-                    slots.buffer[p] = .failure(error)
-                } catch {
-                    slots.buffer[p] = .failure(.layer(path: path, layer: "frontEnd", reason: "\(error)"))
-                }
+                let range = bounds[p]..<bounds[p + 1]
+                slots.buffer[p] = prefix(blocks[range], contexts: contexts[range], layers: count)
             }
         }
         return Activations.joined(try results.map { (r) throws(ModelError) in try r.get() })
+    }
+
+    /// Front end and the first `count` layers for some blocks, on this thread.
+    private func prefix(_ blocks: ArraySlice<[Float]>, contexts: ArraySlice<[Float]>, layers count: Int) -> Result<Activations, ModelError> {
+        Result { () throws(ModelError) in
+            var x = try frontEndFeatures(blocks, contexts: contexts)
+            for layer in layers[..<count] {
+                x = layer.run(x, states: Array(repeating: UnsafeMutableBufferPointer(start: nil, count: 0), count: x.batch))
+            }
+            return x
+        }
     }
 
     private func check(_ block: [Float], _ state: ModelState) throws(ModelError) {
@@ -427,6 +421,7 @@ private final class Pending: Sendable {
 
     func wait() -> Result<Prepared, ModelError> {
         done.wait()
-        return result.withLock { $0 } ?? .failure(.batchSize(blocks: 0, states: 0))
+        // The work stored its result before signalling.
+        return result.withLock { $0 } ?? .failure(.layer(path: "", layer: "frontEnd", reason: "no result"))
     }
 }
