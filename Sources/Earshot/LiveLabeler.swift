@@ -4,7 +4,9 @@ import Foundation
 
 /// Live classification: an `ALSACapture` feeding a session of one channel per captured channel
 /// (each with its own state), events handed on as they happen with how long after their audio
-/// was captured they were delivered.
+/// was captured they were delivered. Audio lost on the way (the device overran, or the queue
+/// dropped the oldest chunks) is reported as `.dropped` and stands as silence in the stream, so
+/// that segment times keep to the capture's clock.
 public struct LiveLabeler: Sendable {
     public let model: Model
     public var options: LabelOptions
@@ -45,6 +47,7 @@ public struct LiveLabeler: Sendable {
                                   options: options, kinds: Array(repeating: .live, count: channels))
         var summary = Summary()
         var reportedDrops = 0
+        var nextFrame = 0
         var failure: Error?
         do {
             for try await chunk in capture.chunks() {
@@ -55,6 +58,12 @@ public struct LiveLabeler: Sendable {
                     for k in 0..<channels { events.append(try await session.reportDropped(dropped - reportedDrops, channel: k)) }
                     reportedDrops = dropped
                 }
+                // Audio lost before this chunk (dropped from the queue, or in a device overrun)
+                // becomes silence of the same length, so that every later time stays on the
+                // capture's clock; the loss itself was reported above.
+                let gap = chunk.firstFrame - nextFrame
+                if gap > 0 { events += await session.process(Array(repeating: [Float](repeating: 0, count: gap), count: channels)) }
+                nextFrame = chunk.firstFrame + chunk.frames
                 let perChannel = (0..<channels).map { chunk.channel($0) }
                 events += await session.process(perChannel)
                 summary.frames += chunk.frames

@@ -107,10 +107,12 @@ public final class ALSACapture: Sendable {
                 result = snd_config_load(config, input)
                 snd_input_close(input)
             }
-            if result >= 0 { result = snd_pcm_open_lconf(&pcm, device, SND_PCM_STREAM_CAPTURE, 0, config) }
+            if result >= 0 { result = snd_pcm_open_lconf(&pcm, device, SND_PCM_STREAM_CAPTURE, Int32(SND_PCM_NONBLOCK), config) }
             if let config { snd_config_delete(config) }
         } else {
-            result = snd_pcm_open(&pcm, device, SND_PCM_STREAM_CAPTURE, 0)
+            // Non-blocking: the capture loop waits with a timeout, so that a stop is never stuck
+            // behind a device that stalls.
+            result = snd_pcm_open(&pcm, device, SND_PCM_STREAM_CAPTURE, Int32(SND_PCM_NONBLOCK))
         }
         guard result >= 0, let pcm else {
             throw .deviceUnavailable(device: device, reason: Self.message(result),
@@ -207,6 +209,7 @@ public final class ALSACapture: Sendable {
         var ints32 = [Int32](repeating: 0, count: framesPerRead * c)
         var floats = [Float](repeating: 0, count: framesPerRead * c)
         var total = 0
+        let started = ContinuousClock.now
         while !stopRequested.load(ordering: .acquiring) {
             var wanted = framesPerRead
             if let maxFrames = settings.maxFrames {
@@ -219,10 +222,21 @@ public final class ALSACapture: Sendable {
             case .s32: got = ints32.withUnsafeMutableBytes { Int(snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(wanted))) }
             case .float: got = floats.withUnsafeMutableBytes { Int(snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(wanted))) }
             }
-            if got == -Int(EAGAIN) { continue }
+            if got == -Int(EAGAIN) {
+                _ = snd_pcm_wait(pcm, 100)  // until audio is there, at most 100 ms, then look at the stop flag
+                continue
+            }
             if got == -Int(EPIPE) {
                 // Overrun: the device's buffer filled before we read it; audio was lost there.
+                // Count what the clock says was lost, and skip the frame count past it so that the
+                // next chunk's first frame (and every time after it) stays on the device's clock.
                 overrunCount.add(1, ordering: .relaxed)
+                let elapsed = ContinuousClock.now - started
+                let expected = Int(Double(elapsed.components.seconds) * Double(settings.sampleRate)
+                                   + Double(elapsed.components.attoseconds) * 1e-18 * Double(settings.sampleRate))
+                let lost = max(0, expected - total - bufferFrames)
+                total += lost
+                dropped.add(lost, ordering: .relaxed)
                 let r = snd_pcm_prepare(pcm)
                 if r < 0 { return fail(continuation, "cannot recover from an overrun: \(Self.message(r))") }
                 continue

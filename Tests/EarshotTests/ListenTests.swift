@@ -20,9 +20,9 @@ enum LiveFixture {
         return try ALSACapture(s)
     }
 
-    static func listen(_ capture: ALSACapture, slow: Bool = false) async throws -> ([ClassifierEvent], LiveLabeler.Summary) {
+    static func listen(_ capture: ALSACapture, slow: Bool = false, options: LabelOptions? = nil) async throws -> ([ClassifierEvent], LiveLabeler.Summary) {
         var events: [ClassifierEvent] = []
-        let summary = try await LiveLabeler(model: Fixtures.model).run(capture) { delivery in
+        let summary = try await LiveLabeler(model: Fixtures.model, options: options).run(capture) { delivery in
             events += delivery.events
             if slow { usleep(3000) }  // a consumer slower than the file PCM delivers
         }
@@ -64,13 +64,16 @@ struct ListenTests {
     func slowConsumer() async throws {
         let channels = try Fixtures.channels("speech-noise-16k.wav")
         let capture = try LiveFixture.capture(name: "earshot_slow_listen", channels: [Array(channels[0][0..<160_000])], queuedFrames: 1600)
-        let (events, summary) = try await LiveFixture.listen(capture, slow: true)
+        let (events, summary) = try await LiveFixture.listen(capture, slow: true, options: Fixtures.withScores)
         let reported = events.reduce(0) { total, e in
             if case let .dropped(_, samples, _) = e { return total + samples } else { return total }
         }
         #expect(summary.droppedFrames > 0)
         #expect(reported == summary.droppedFrames)
         #expect(summary.frames + summary.droppedFrames == 160_000)
+        // The lost audio stands as silence: the steps still cover the capture's whole clock.
+        #expect(scores(events).count == (160_000 + 511) / 512)
+        #expect(scores(events).last?.end == 160_000)
         if case let .dropped(_, _, total) = events.last(where: { if case .dropped = $0 { return true } else { return false } }) {
             #expect(total == summary.droppedFrames)
         }
