@@ -20,8 +20,10 @@ struct ChannelPipeline {
     /// Source samples received.
     private(set) var sourceSamples = 0
     private var trackers: [(label: Int, tracker: SegmentTracker)]
-    /// Per label: cumulative scores by step (for segment confidence); 8 bytes a step.
+    /// Per label: cumulative scores by step from step `sumBase` on (for segment confidence),
+    /// trimmed to what open segments may still need.
     private var sums: [[Double]]
+    private var sumBase = 0
     private(set) var inputEnded = false
     private(set) var failed = false
 
@@ -146,7 +148,19 @@ struct ChannelPipeline {
             let p = softmax ? (label == winner ? 1.0 : 0.0) : Double(scores[label])
             events += trackers[k].tracker.add(p).map { segmentEvent($0, label: label) }
         }
+        trimSums()
         return events
+    }
+
+    /// Drops the cumulative scores of steps no open segment can reach any more.
+    private mutating func trimSums() {
+        let oldest = trackers.compactMap { $0.tracker.oldestOpenSample }.min() ?? steps * model.chunkSamples
+        let keepFrom = max(0, oldest / model.chunkSamples - 1)
+        let drop = keepFrom - sumBase
+        guard drop >= 1024 else { return }  // now and then, not every step
+        let removed = min(drop, (sums.first?.count ?? 1) - 1)
+        for i in sums.indices { sums[i].removeFirst(removed) }
+        sumBase += removed
     }
 
     /// Closes open segments at the end of the input.
@@ -173,8 +187,9 @@ struct ChannelPipeline {
                                     sampleRate: sourceRate, confidence: Float(options.threshold)))
         case let .ended(start, end):
             // Mean score over the steps the segment covers.
-            let first = min(start / n, sums[label].count - 1)
-            let last = min(max((end + n - 1) / n, first + 1), sums[label].count - 1)
+            let count = sums[label].count
+            let first = min(max(start / n - sumBase, 0), count - 1)
+            let last = min(max((end + n - 1) / n - sumBase, first + 1), count - 1)
             let total = sums[label][last] - sums[label][first]
             let confidence = last > first ? Float(total / Double(last - first)) : 0
             return .ended(Segment(channel: channel, label: model.labels[label], start: source(start), end: source(end),

@@ -50,6 +50,12 @@ struct SegmentTracker: Sendable {
         useLongestSilence = options.splitAtLongestSilence
     }
 
+    /// The earliest sample a segment not yet released may still cover (nil: none is open).
+    var oldestOpenSample: Int? {
+        let starts = [pending.first?.start, currentStart].compactMap { $0 }
+        return starts.min().map { max(0, $0 - Int(pad) - 1) }
+    }
+
     /// Adds the next step's score; returns what became final.
     mutating func add(_ probability: Double) -> [Output] {
         let cur = stepSamples * step
