@@ -379,9 +379,35 @@ func recurrentProducts(weight: [Float], rows: Int, hiddenSize H: Int, bias: [Flo
     }
 }
 
+/// A recurrent layer: input products for every column at once, then a recurrence that has to
+/// go step by step.
+protocol RecurrentLayer: Sendable {
+    /// Rows of the input product (gates * hidden).
+    var gateRows: Int { get }
+    var weightIH: [Float] { get }
+    /// The bias added to the input product.
+    var inputBias: [Float] { get }
+    /// The recurrence over `time` steps for each stream, given the input products
+    /// ([columns][gateRows]; stream b's step t is column firstColumn + b * time + t).
+    func recur(inputProducts: UnsafePointer<Float>, firstColumn: Int, time: Int,
+               states: [UnsafeMutableBufferPointer<Float>]) -> Activations
+}
+
+extension RecurrentLayer {
+    func inputProducts(_ x: Activations) -> [Float] {
+        EarshotModel.inputProducts(x, weight: weightIH, rows: gateRows, bias: inputBias)
+    }
+
+    func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
+        inputProducts(x).withUnsafeBufferPointer {
+            recur(inputProducts: $0.baseAddress!, firstColumn: 0, time: x.time, states: states)
+        }
+    }
+}
+
 /// One LSTM layer over the block's steps, carrying (h, c) in the stream's state.
 /// ref: torch.nn.LSTM, gate order i, f, g, o; state layout [h][c]
-struct LSTM: Sendable {
+struct LSTM: RecurrentLayer {
     let name: String
     let inputSize, hiddenSize: Int
     /// [4 * hidden][input]
@@ -391,15 +417,9 @@ struct LSTM: Sendable {
     /// [4 * hidden]: bias_ih + bias_hh
     let bias: [Float]
 
-    func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
-        let products = inputProducts(x, weight: weightIH, rows: 4 * hiddenSize, bias: bias)
-        return products.withUnsafeBufferPointer {
-            recur(inputProducts: $0.baseAddress!, firstColumn: 0, time: x.time, states: states)
-        }
-    }
+    var gateRows: Int { 4 * hiddenSize }
+    var inputBias: [Float] { bias }
 
-    /// The recurrence over `time` steps for each stream, given the input products
-    /// ([columns][4 * hidden]; stream b's step t is column firstColumn + b * time + t).
     func recur(inputProducts ip: UnsafePointer<Float>, firstColumn: Int, time T: Int,
                states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
         let H = hiddenSize, B = states.count, rows = 4 * H
@@ -423,7 +443,7 @@ struct LSTM: Sendable {
 
 /// One GRU layer over the block's steps, carrying h in the stream's state.
 /// ref: torch.nn.GRU, gate order r, z, n; n = tanh(W_in x + b_in + r * (W_hn h + b_hn))
-struct GRU: Sendable {
+struct GRU: RecurrentLayer {
     let name: String
     let inputSize, hiddenSize: Int
     /// [3 * hidden][input]
@@ -433,14 +453,9 @@ struct GRU: Sendable {
     let biasIH: [Float]
     let biasHH: [Float]
 
-    func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
-        let products = inputProducts(x, weight: weightIH, rows: 3 * hiddenSize, bias: biasIH)
-        return products.withUnsafeBufferPointer {
-            recur(inputProducts: $0.baseAddress!, firstColumn: 0, time: x.time, states: states)
-        }
-    }
+    var gateRows: Int { 3 * hiddenSize }
+    var inputBias: [Float] { biasIH }
 
-    /// The recurrence, given the input products ([columns][3 * hidden], as for LSTM.recur).
     func recur(inputProducts gi: UnsafePointer<Float>, firstColumn: Int, time T: Int,
                states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
         let H = hiddenSize, B = states.count, rows = 3 * H
@@ -493,18 +508,12 @@ struct LayerNorm: Sendable {
 }
 
 extension Layer {
-    /// For a recurrent layer: its input products for all columns of `x` at once, and the
-    /// recurrence for one stream's run of `time` steps starting at `firstColumn`.
-    var recurrence: ((Activations) -> [Float], (UnsafePointer<Float>, Int, Int, UnsafeMutableBufferPointer<Float>) -> Activations)? {
+    /// The layer as a recurrent one, if it is.
+    var recurrent: (any RecurrentLayer)? {
         switch self {
-        case let .lstm(l):
-            return ({ inputProducts($0, weight: l.weightIH, rows: 4 * l.hiddenSize, bias: l.bias) },
-                    { l.recur(inputProducts: $0, firstColumn: $1, time: $2, states: [$3]) })
-        case let .gru(g):
-            return ({ inputProducts($0, weight: g.weightIH, rows: 3 * g.hiddenSize, bias: g.biasIH) },
-                    { g.recur(inputProducts: $0, firstColumn: $1, time: $2, states: [$3]) })
-        default:
-            return nil
+        case let .lstm(l): return l
+        case let .gru(g): return g
+        default: return nil
         }
     }
 }

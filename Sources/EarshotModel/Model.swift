@@ -218,14 +218,14 @@ public final class Model: Sendable {
             context = Self.nextContext(context, block, count: c)
         }
         let firstStateful = layers.firstIndex { $0.stateCount > 0 } ?? layers.count
-        let recurrence = firstStateful < layers.count ? layers[firstStateful].recurrence : nil
+        let recurrent = firstStateful < layers.count ? layers[firstStateful].recurrent : nil
         var scores: [[Float]] = []
         scores.reserveCapacity(blocks.count)
         let window = 64
         if blocks.count < 2 * window {
             // Everything before the first layer with state: all blocks as one batch, split over the cores.
             let x = try statelessPrefix(blocks, contexts: contexts, layers: firstStateful)
-            scores = rest(x, inputProducts: recurrence.map { $0.0(x) }, from: firstStateful, state: &state)
+            scores = rest(x, inputProducts: recurrent?.inputProducts(x), from: firstStateful, state: &state)
         } else {
             // A long run: while this thread takes window w through the recurrence, other threads
             // prepare the next windows (front end, stateless layers, the recurrent layer's input products).
@@ -234,8 +234,8 @@ public final class Model: Sendable {
             let prepare = { @Sendable (range: Range<Int>) -> Result<Prepared, ModelError> in
                 let prefix = self.prefix(blocks[range], contexts: windowContexts[range], layers: firstStateful)
                 return prefix.map { x in
-                    let first = firstStateful < self.layers.count ? self.layers[firstStateful].recurrence : nil
-                    return Prepared(x: x, inputProducts: first.map { $0.0(x) })
+                    let first = firstStateful < self.layers.count ? self.layers[firstStateful].recurrent : nil
+                    return Prepared(x: x, inputProducts: first?.inputProducts(x))
                 }
             }
             // Two windows in preparation at a time: the preparation is the larger part of the work.
@@ -262,11 +262,13 @@ public final class Model: Sendable {
                 let slice = UnsafeMutableBufferPointer(rebasing: carry[stateOffsets[i]..<(stateOffsets[i] + layer.stateCount)])
                 if layer.stateCount == 0 {
                     x = layer.run(x, states: Array(repeating: slice, count: x.batch))  // stateless: the whole batch
-                } else if let (products, recur) = layer.recurrence {
+                } else if let recurrent = layer.recurrent {
                     // The blocks follow one another: one recurrence over all their steps in order
                     // (column b * time + t), after the input products of all steps at once.
-                    let ip = i == first ? inputProducts ?? products(x) : products(x)
-                    let y = ip.withUnsafeBufferPointer { recur($0.baseAddress!, 0, x.columns, slice) }
+                    let ip = (i == first ? inputProducts : nil) ?? recurrent.inputProducts(x)
+                    let y = ip.withUnsafeBufferPointer {
+                        recurrent.recur(inputProducts: $0.baseAddress!, firstColumn: 0, time: x.columns, states: [slice])
+                    }
                     x = Activations(channels: y.channels, time: x.time, batch: x.batch, values: y.values)
                 } else {
                     // Any other layer with state (a causal convolution): block after block.
