@@ -54,10 +54,9 @@ public final class Model: Sendable {
         } catch {
             throw .manifest(path: manifestPath, reason: Self.describe(error))
         }
-        let tensors = try SafeTensors.read(path: weightsPath)
-        let hash = try SafeTensors.contentHash(path: weightsPath)
-        let size = (try? FileManager.default.attributesOfItem(atPath: weightsPath)[.size] as? Int) ?? 0
-        try self.init(manifest: manifest, tensors: tensors, path: folder.path, contentHash: hash, weightsBytes: size)
+        let weights = try SafeTensors.map(path: weightsPath)
+        try self.init(manifest: manifest, tensors: try SafeTensors.parse(weights, path: weightsPath), path: folder.path,
+                      contentHash: SafeTensors.contentHash(weights), weightsBytes: weights.count)
     }
 
     init(manifest: ModelManifest, tensors: [String: Tensor], path: String, contentHash: String, weightsBytes: Int) throws(ModelError) {

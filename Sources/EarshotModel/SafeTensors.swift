@@ -14,14 +14,17 @@ public struct Tensor: Sendable, Equatable {
 enum SafeTensors {
     static let supportedDTypes = ["F32", "F16", "BF16"]
 
-    static func read(path: String) throws(ModelError) -> [String: Tensor] {
-        let data: Data
+    /// The file's bytes, memory-mapped: parsed, hashed and measured from this one mapping.
+    static func map(path: String) throws(ModelError) -> Data {
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+            return try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
         } catch {
             throw .cannotRead(path: path, reason: error.localizedDescription)
         }
-        return try parse(data, path: path)
+    }
+
+    static func read(path: String) throws(ModelError) -> [String: Tensor] {
+        try parse(try map(path: path), path: path)
     }
 
     static func parse(_ data: Data, path: String) throws(ModelError) -> [String: Tensor] {
@@ -80,13 +83,7 @@ enum SafeTensors {
     }
 
     /// FNV-1a, 64 bit, of the bytes: identifies a weights file's content.
-    static func contentHash(path: String) throws(ModelError) -> String {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
-        } catch {
-            throw .cannotRead(path: path, reason: error.localizedDescription)
-        }
+    static func contentHash(_ data: Data) -> String {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         data.withUnsafeBytes { raw in
             for byte in raw {
