@@ -117,18 +117,6 @@ struct ChannelPipeline {
     /// Replaces the model state after a step run elsewhere (a session's batched step).
     mutating func setState(_ newState: ModelState) { state = newState }
 
-    /// One model step on this channel alone.
-    mutating func stepAlone() throws(StreamError) -> [ClassifierEvent] {
-        let block = takeBlock()
-        do {
-            let scores = try model.prediction(from: block, using: &state)
-            return consume(scores)
-        } catch {
-            failed = true
-            throw .model(error)
-        }
-    }
-
     /// Scores of the next step (its block taken with takeBlock) into events.
     mutating func consume(_ scores: [Float]) -> [ClassifierEvent] {
         let step = steps

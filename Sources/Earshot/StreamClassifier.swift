@@ -33,8 +33,7 @@ public actor StreamClassifier {
 
     private func runReadySteps() throws(StreamError) -> [ClassifierEvent] {
         var events: [ClassifierEvent] = []
-        while pipeline.readyBlocks > 1 { events += try pipeline.stepConsecutive(min(pipeline.readyBlocks, 256)) }
-        if pipeline.hasBlock { events += try pipeline.stepAlone() }
+        while pipeline.readyBlocks > 0 { events += try pipeline.stepConsecutive(min(pipeline.readyBlocks, 1024)) }
         return events
     }
 

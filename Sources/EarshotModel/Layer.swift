@@ -45,14 +45,6 @@ struct Activations {
         for c in 0..<channels { for t in 0..<time { out[t * channels + c] = values[c * time + t] } }
         self.init(channels: channels, time: time, values: out)
     }
-
-    /// The values laid out [channels][batch * time].
-    var channelMajor: [Float] {
-        var out = [Float](repeating: 0, count: values.count)
-        let n = columns
-        for j in 0..<n { for c in 0..<channels { out[c * n + j] = values[j * channels + c] } }
-        return out
-    }
 }
 
 /// A layer with its weights, ready to run. Weights are immutable; layers with state keep their
