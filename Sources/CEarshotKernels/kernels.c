@@ -25,113 +25,109 @@ float earshot_dot(const float *a, const float *b, long n) {
     return r;
 }
 
-// Every output of gemm_nt is one dot product summed the same way (eight lanes, one
-// accumulator, lanes added pairwise, then the scalar tail), whichever column it is and however
-// many columns there are: a batch of streams gives each stream exactly what it gets alone.
-CLONES
-void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, const float *bias, const float *column_bias,
-                     float *y, long ldy) {
-    long blocked = n - n % 4;
-    // Columns in panels that stay in cache while every row passes over them (a batch of many
-    // streams is far larger than the cache).
-    long panel = 4 * (long)(1 + 16384 / (k + 1));
-    for (long t0 = 0; t0 < blocked; t0 += panel) {
-        long tEnd = t0 + panel < blocked ? t0 + panel : blocked;
-        long r = 0;
-        // Tiles of four rows by four columns: sixteen independent sums, so that the additions
-        // overlap instead of waiting on each other, and each load serves four of them.
-        for (; r + 4 <= rows; r += 4) {
-            const float *w0 = w + r * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
-            for (long t = t0; t < tEnd; t += 4) {
-                const float *x0 = x + t * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
-                v8 a00 = {0}, a01 = {0}, a02 = {0}, a03 = {0}, a10 = {0}, a11 = {0}, a12 = {0}, a13 = {0};
-                v8 a20 = {0}, a21 = {0}, a22 = {0}, a23 = {0}, a30 = {0}, a31 = {0}, a32 = {0}, a33 = {0};
-                long i = 0;
-                for (; i + 8 <= k; i += 8) {
-                    v8 v0 = load8(x0 + i), v1 = load8(x1 + i), v2 = load8(x2 + i), v3 = load8(x3 + i);
-                    v8 u = load8(w0 + i);
-                    a00 += u * v0; a01 += u * v1; a02 += u * v2; a03 += u * v3;
-                    u = load8(w1 + i);
-                    a10 += u * v0; a11 += u * v1; a12 += u * v2; a13 += u * v3;
-                    u = load8(w2 + i);
-                    a20 += u * v0; a21 += u * v1; a22 += u * v2; a23 += u * v3;
-                    u = load8(w3 + i);
-                    a30 += u * v0; a31 += u * v1; a32 += u * v2; a33 += u * v3;
-                }
-                float o[4][4] = {
-                    {sum8(a00), sum8(a01), sum8(a02), sum8(a03)}, {sum8(a10), sum8(a11), sum8(a12), sum8(a13)},
-                    {sum8(a20), sum8(a21), sum8(a22), sum8(a23)}, {sum8(a30), sum8(a31), sum8(a32), sum8(a33)}};
-                const float *ws[4] = {w0, w1, w2, w3}, *xs[4] = {x0, x1, x2, x3};
-                for (long j = i; j < k; j++)
-                    for (int a = 0; a < 4; a++)
-                        for (int c = 0; c < 4; c++) o[a][c] += ws[a][j] * xs[c][j];
-                for (int a = 0; a < 4; a++)
-                    for (int c = 0; c < 4; c++) y[(r + a) * ldy + t + c] = (bias ? bias[r + a] : column_bias ? column_bias[t + c] : 0) + o[a][c];
+// Weights for earshot_gemm_packed: panels of 16 rows, each panel k columns of 16 values
+// (row r of panel p is lane r - 16p), rows past the end zero.
+long earshot_packed_count(long rows, long k) { return (rows + 15) / 16 * 16 * k; }
+
+void earshot_pack(const float *w, long rows, long k, float *packed) {
+    long panels = (rows + 15) / 16;
+    for (long p = 0; p < panels; p++)
+        for (long i = 0; i < k; i++)
+            for (long l = 0; l < 16; l++) {
+                long r = p * 16 + l;
+                packed[(p * k + i) * 16 + l] = r < rows ? w[r * k + i] : 0.0f;
             }
-        }
-        for (; r < rows; r++) {
-            const float *wr = w + r * k;
-            for (long t = t0; t < tEnd; t += 4) {
-                const float *x0 = x + t * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
-                v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-                long i = 0;
-                for (; i + 8 <= k; i += 8) {
-                    v8 wv = load8(wr + i);
-                    s0 += wv * load8(x0 + i);
-                    s1 += wv * load8(x1 + i);
-                    s2 += wv * load8(x2 + i);
-                    s3 += wv * load8(x3 + i);
-                }
-                float t0s = sum8(s0), t1 = sum8(s1), t2 = sum8(s2), t3 = sum8(s3);
-                for (; i < k; i++) {
-                    t0s += wr[i] * x0[i];
-                    t1 += wr[i] * x1[i];
-                    t2 += wr[i] * x2[i];
-                    t3 += wr[i] * x3[i];
-                }
-                y[r * ldy + t] = (bias ? bias[r] : column_bias ? column_bias[t] : 0) + t0s;
-                y[r * ldy + t + 1] = (bias ? bias[r] : column_bias ? column_bias[t + 1] : 0) + t1;
-                y[r * ldy + t + 2] = (bias ? bias[r] : column_bias ? column_bias[t + 2] : 0) + t2;
-                y[r * ldy + t + 3] = (bias ? bias[r] : column_bias ? column_bias[t + 3] : 0) + t3;
-            }
+}
+
+typedef float v16 __attribute__((vector_size(64), aligned(4)));
+#define load16(p) (*(const v16 *)(p))
+
+// A tile of NP panels (16 NP rows) by NC columns: one running sum per output, each the same
+// chain acc = acc + w[r][i] * x[t][i] for i = 0, 1, ..., k - 1 from 0, then + bias[r]. The
+// order does not depend on the tile, so every output of a batch is what it is alone.
+static inline __attribute__((always_inline)) void tile(const float *wp, long k, const float *x, long ldx, const float *bias,
+                                                     long r0, long rows, float *y, long ldy, const int NP, const int NC) {
+    v16 acc[8][6];
+    for (int p = 0; p < NP; p++)
+        for (int c = 0; c < NC; c++) acc[p][c] = (v16){0};
+    for (long i = 0; i < k; i++) {
+        v16 w[8];
+        for (int p = 0; p < NP; p++) w[p] = load16(wp + (p * k + i) * 16);
+        for (int c = 0; c < NC; c++) {
+            float xv = x[c * ldx + i];
+            for (int p = 0; p < NP; p++) acc[p][c] = acc[p][c] + w[p] * xv;
         }
     }
-    // The remaining columns: four rows at a time share each load of the column.
-    for (long t = blocked; t < n; t++) {
-        const float *xt = x + t * k;
-        long r = 0;
-        for (; r + 4 <= rows; r += 4) {
-            const float *w0 = w + r * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
-            v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-            long i = 0;
-            for (; i + 8 <= k; i += 8) {
-                v8 xv = load8(xt + i);
-                s0 += load8(w0 + i) * xv;
-                s1 += load8(w1 + i) * xv;
-                s2 += load8(w2 + i) * xv;
-                s3 += load8(w3 + i) * xv;
-            }
-            float t0 = sum8(s0), t1 = sum8(s1), t2 = sum8(s2), t3 = sum8(s3);
-            for (; i < k; i++) {
-                t0 += w0[i] * xt[i];
-                t1 += w1[i] * xt[i];
-                t2 += w2[i] * xt[i];
-                t3 += w3[i] * xt[i];
-            }
-            float cb = column_bias ? column_bias[t] : 0;
-            y[r * ldy + t] = (bias ? bias[r] : cb) + t0;
-            y[(r + 1) * ldy + t] = (bias ? bias[r + 1] : cb) + t1;
-            y[(r + 2) * ldy + t] = (bias ? bias[r + 2] : cb) + t2;
-            y[(r + 3) * ldy + t] = (bias ? bias[r + 3] : cb) + t3;
+    for (int p = 0; p < NP; p++) {
+        long r = r0 + p * 16;
+        v16 b = {0};
+        if (bias) {
+            if (r + 16 <= rows) b = load16(bias + r);
+            else for (long l = 0; r + l < rows; l++) b[l] = bias[r + l];
         }
-        for (; r < rows; r++) {
-            const float *wr = w + r * k;
-            v8 s0 = {0};
-            long i = 0;
-            for (; i + 8 <= k; i += 8) s0 += load8(wr + i) * load8(xt + i);
-            float t0 = sum8(s0);
-            for (; i < k; i++) t0 += wr[i] * xt[i];
-            y[r * ldy + t] = (bias ? bias[r] : column_bias ? column_bias[t] : 0) + t0;
+        for (int c = 0; c < NC; c++) {
+            v16 out = acc[p][c] + b;
+            float *yc = y + c * ldy + r;
+            if (r + 16 <= rows) *(v16 *)yc = out;
+            else for (long l = 0; r + l < rows; l++) yc[l] = out[l];
+        }
+    }
+}
+
+#define COLUMNS(NP, nc) do {                                                                   \
+        switch (nc) {                                                                           \
+        case 1: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 1); break;                    \
+        case 2: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 2); break;                    \
+        case 3: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 3); break;                    \
+        case 4: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 4); break;                    \
+        case 5: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 5); break;                    \
+        default: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 6); break;                   \
+        }                                                                                       \
+    } while (0)
+
+CLONES
+void earshot_gemm_packed(const float *packed, long rows, long k, const float *x, long ldx, long n, const float *bias,
+                         float *y, long ldy) {
+    long panels = (rows + 15) / 16;
+    if (n <= 2) {
+        // One or two columns (one stream): eight panels at a time, so that eight or sixteen
+        // independent sums hide the latency of each multiply-add.
+        for (long p0 = 0; p0 < panels; p0 += 8) {
+            const float *wp = packed + p0 * k * 16;
+            long r0 = p0 * 16, np = panels - p0 < 8 ? panels - p0 : 8;
+            const float *xt = x;
+            float *yt = y;
+            switch (np) {
+            case 1: COLUMNS(1, n); break;
+            case 2: COLUMNS(2, n); break;
+            case 3: COLUMNS(3, n); break;
+            case 4: COLUMNS(4, n); break;
+            case 5: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, 5, 1); if (n == 2) tile(wp, k, xt + ldx, ldx, bias, r0, rows, yt + ldy, ldy, 5, 1); break;
+            case 6: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, 6, 1); if (n == 2) tile(wp, k, xt + ldx, ldx, bias, r0, rows, yt + ldy, ldy, 6, 1); break;
+            case 7: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, 7, 1); if (n == 2) tile(wp, k, xt + ldx, ldx, bias, r0, rows, yt + ldy, ldy, 7, 1); break;
+            default:
+                if (n == 2) tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, 8, 2);
+                else tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, 8, 1);
+                break;
+            }
+        }
+        return;
+    }
+    // Many columns: tiles of four panels (64 rows) by six columns, 24 sums in registers; the
+    // four panels stay in cache while every column passes over them.
+    for (long p0 = 0; p0 < panels; p0 += 4) {
+        const float *wp = packed + p0 * k * 16;
+        long r0 = p0 * 16, np = panels - p0 < 4 ? panels - p0 : 4;
+        for (long t = 0; t < n; t += 6) {
+            long nc = n - t < 6 ? n - t : 6;
+            const float *xt = x + t * ldx;
+            float *yt = y + t * ldy;
+            switch (np) {
+            case 1: COLUMNS(1, nc); break;
+            case 2: COLUMNS(2, nc); break;
+            case 3: COLUMNS(3, nc); break;
+            default: COLUMNS(4, nc); break;
+            }
         }
     }
 }
@@ -159,13 +155,16 @@ void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, 
 #define SIGMOID8(x, out) do { v8 _s; EXP8(-(x), _s); (out) = 1.0f / (1.0f + _s); } while (0)
 #define TANH8(x, out) do { v8 _t; SIGMOID8((x) * 2.0f, _t); (out) = 2.0f * _t - 1.0f; } while (0)
 
-static float sigmoid1(float x) {
+// One value through the 8-lane code. Always inlined, so that inside each clone it is compiled
+// for that clone's instructions as the vector loops are: a tail value gets the bits it would
+// get in a full vector, whatever the length (a batch of one equals a batch of many).
+static inline __attribute__((always_inline)) float sigmoid1(float x) {
     v8 v = {x}, s;
     SIGMOID8(v, s);
     return s[0];
 }
 
-static float tanh1(float x) {
+static inline __attribute__((always_inline)) float tanh1(float x) {
     v8 v = {x}, t;
     TANH8(v, t);
     return t[0];

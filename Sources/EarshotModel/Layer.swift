@@ -21,8 +21,20 @@ struct Activations {
         self.init(channels: channels, time: time, batch: batch, values: [Float](repeating: 0, count: channels * batch * time))
     }
 
+    /// No values: a slot a workspace fills later.
+    static let empty = Activations(channels: 0, time: 0, batch: 0, values: [])
+
     /// Columns (stream, step) one after another.
     var columns: Int { batch * time }
+
+    /// Takes a new shape, keeping the storage: no allocation once the values have had this many.
+    /// The values are left as they were; the caller writes every one.
+    mutating func reshape(channels: Int, time: Int, batch: Int) {
+        self.channels = channels
+        self.time = time
+        self.batch = batch
+        values.setCount(channels * time * batch)
+    }
 
     /// Stream b's activations alone.
     func stream(_ b: Int) -> Activations {
@@ -120,23 +132,24 @@ enum Layer: Sendable {
         switch self {
         case let .conv1d(l): return l.weight.count + l.bias.count
         case let .linear(l): return l.weight.count + l.bias.count
-        case let .lstm(l): return l.weightIH.count + l.weightHH.count + 2 * l.bias.count  // stored: bias_ih and bias_hh
-        case let .gru(l): return l.weightIH.count + l.weightHH.count + l.biasIH.count + l.biasHH.count
+        case let .lstm(l): return l.weights.parameterCount + 2 * l.bias.count  // stored: bias_ih and bias_hh
+        case let .gru(l): return l.weights.parameterCount + l.biasIH.count + l.biasHH.count
         case let .layerNorm(l): return 2 * l.channels
         case .pool, .activation: return 0
         }
     }
 
-    /// Runs the layer on a batch; `states[b]` is stream b's carry for this layer.
-    func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
+    /// Runs the layer on a batch, writing into `y` (reshaped, its storage reused); `states` holds
+    /// each stream's carry for this layer; `scratch` is this layer's reusable working memory.
+    func run(_ x: Activations, into y: inout Activations, states: StateRows, scratch: inout LayerScratch) {
         switch self {
-        case let .conv1d(l): return l.run(x, states: states)
-        case let .linear(l): return l.run(x)
-        case let .layerNorm(l): return l.run(x)
-        case let .lstm(l): return l.run(x, states: states)
-        case let .gru(l): return l.run(x, states: states)
+        case let .conv1d(l): l.run(x, into: &y, states: states, scratch: &scratch)
+        case let .linear(l): l.run(x, into: &y)
+        case let .layerNorm(l): l.run(x, into: &y)
+        case let .lstm(l): l.run(x, into: &y, states: states, scratch: &scratch)
+        case let .gru(l): l.run(x, into: &y, states: states, scratch: &scratch)
         case let .pool(kind):
-            var y = Activations(channels: x.channels, time: 1, batch: x.batch)
+            y.reshape(channels: x.channels, time: 1, batch: x.batch)
             let C = x.channels, T = x.time
             for b in 0..<x.batch {
                 for c in 0..<C {
@@ -148,17 +161,69 @@ enum Layer: Sendable {
                     y.values[b * C + c] = kind == .mean ? acc / Float(max(T, 1)) : acc
                 }
             }
-            return y
         case let .activation(a):
-            var y = x
+            y = x
             a.apply(&y)
-            return y
         }
+    }
+
+    /// Runs the layer on a batch with new working memory; `states` holds each stream's carry.
+    func run(_ x: Activations, states: StateRows) -> Activations {
+        var y = Activations.empty, scratch = LayerScratch()
+        run(x, into: &y, states: states, scratch: &scratch)
+        return y
     }
 
     /// One stream.
     func run(_ x: Activations, state: UnsafeMutableBufferPointer<Float>) -> Activations {
-        run(x, states: [state])
+        run(x, states: StateRows(state))
+    }
+}
+
+/// Where the streams of a batch keep one layer's carry: stream b's `stride` floats apart from
+/// `base`. Layers without state get rows with no base.
+struct StateRows {
+    let base: UnsafeMutablePointer<Float>?
+    let stride: Int
+
+    /// One stream's carry.
+    init(_ carry: UnsafeMutableBufferPointer<Float>) {
+        base = carry.baseAddress
+        stride = carry.count
+    }
+
+    init(base: UnsafeMutablePointer<Float>?, stride: Int) {
+        self.base = base
+        self.stride = stride
+    }
+
+    /// For layers without state.
+    static var none: StateRows { StateRows(base: nil, stride: 0) }
+
+    /// Stream b's carry; only for layers with state.
+    subscript(b: Int) -> UnsafeMutablePointer<Float> { base.unsafelyUnwrapped + b * stride }
+}
+
+/// A layer's working memory, kept from step to step so that a steady-state step allocates nothing.
+struct LayerScratch {
+    /// Convolution: receptive fields; recurrent layers: input products.
+    var fields: [Float] = []
+    /// Recurrent layers: the recurrent products.
+    var part: [Float] = []
+    /// Causal convolution: carried frames then input.
+    var extended = Activations.empty
+    /// LSTM: one stream's gates.
+    var gates: [Float] = []
+}
+
+extension Array where Element == Float {
+    /// Grows (with zeros) or shrinks to `n` values, keeping the storage.
+    mutating func setCount(_ n: Int) {
+        if count > n {
+            removeLast(count - n)
+        } else if count < n {
+            append(contentsOf: repeatElement(0, count: n - count))
+        }
     }
 }
 
@@ -191,16 +256,37 @@ extension Layer.Activation {
 @inline(__always)
 func logistic(_ x: Float) -> Float { 1 / (1 + exp(-x)) }
 
-/// y = x W^T + b for every column at once: x [columns][in], W [out][in], y [columns][out].
-/// Each output is W's row o against x's column j, summed as earshot_gemm_nt sums.
-func columnProducts(_ x: UnsafePointer<Float>, columns n: Int, inputs k: Int, weight: [Float], outputs: Int,
-                    bias: [Float]?, into y: UnsafeMutablePointer<Float>) {
-    weight.withUnsafeBufferPointer { w in
-        if let bias {
-            bias.withUnsafeBufferPointer { b in earshot_gemm_nt(x, n, k, w.baseAddress!, outputs, nil, b.baseAddress!, y, outputs) }
-        } else {
-            earshot_gemm_nt(x, n, k, w.baseAddress!, outputs, nil, nil, y, outputs)
+/// A weight matrix [rows][k] packed once, at load, for the product kernel.
+struct PackedMatrix: Sendable {
+    let rows: Int
+    let k: Int
+    let values: [Float]
+
+    init(_ weight: [Float], rows: Int, k: Int) {
+        self.rows = rows
+        self.k = k
+        var packed = [Float](repeating: 0, count: earshot_packed_count(rows, k))
+        weight.withUnsafeBufferPointer { w in
+            packed.withUnsafeMutableBufferPointer { earshot_pack(w.baseAddress!, rows, k, $0.baseAddress!) }
         }
+        values = packed
+    }
+
+    /// y = W x (+ bias) for `columns` columns: column j of x at x + j * ldx (k values), its
+    /// outputs at y + j * ldy (rows values). Each output is summed as it would be alone.
+    func product(_ x: UnsafePointer<Float>, ldx: Int, columns: Int, bias: [Float]?, into y: UnsafeMutablePointer<Float>, ldy: Int) {
+        values.withUnsafeBufferPointer { w in
+            if let bias {
+                bias.withUnsafeBufferPointer { earshot_gemm_packed(w.baseAddress!, rows, k, x, ldx, columns, $0.baseAddress!, y, ldy) }
+            } else {
+                earshot_gemm_packed(w.baseAddress!, rows, k, x, ldx, columns, nil, y, ldy)
+            }
+        }
+    }
+
+    /// Columns side by side: x [columns][k] into y [columns][rows].
+    func product(_ x: UnsafePointer<Float>, columns: Int, bias: [Float]?, into y: UnsafeMutablePointer<Float>) {
+        product(x, ldx: k, columns: columns, bias: bias, into: y, ldy: rows)
     }
 }
 
@@ -219,6 +305,8 @@ struct Conv1d: Sendable {
     /// The weights tap by tap, per group: [groups][outChannels / groups][kernelSize][inChannels / groups],
     /// so that a receptive field is K runs of contiguous input channels.
     let weightByTap: [Float]
+    /// Each group's weights by tap, packed for the product.
+    let packed: [PackedMatrix]
 
     init(name: String, inChannels: Int, outChannels: Int, kernelSize: Int, stride: Int, padding: Int, dilation: Int,
          groups: Int, causal: Bool, weight: [Float], bias: [Float]) {
@@ -241,6 +329,10 @@ struct Conv1d: Sendable {
             }
         }
         weightByTap = byTap
+        let outPerGroup = outChannels / groups, field = perGroup * K
+        packed = (0..<groups).map { g in
+            PackedMatrix(Array(byTap[(g * outPerGroup * field)..<((g + 1) * outPerGroup * field)]), rows: outPerGroup, k: field)
+        }
     }
 
     /// Input frames carried from step to step (causal only); state layout [inChannels][contextFrames].
@@ -252,11 +344,13 @@ struct Conv1d: Sendable {
 
     /// Runs the convolution; a causal one first puts each stream's carried frames before its
     /// input and keeps the last of them for the next step.
-    func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
+    func run(_ x: Activations, into y: inout Activations, states: StateRows, scratch: inout LayerScratch) {
         let context = contextFrames
-        guard context > 0 else { return run(x, time: x.time) }
+        guard context > 0 else { return run(x, time: x.time, into: &y, scratch: &scratch) }
         let T = x.time, total = context + T, B = x.batch, C = inChannels
-        var extended = Activations(channels: C, time: total, batch: B)
+        var extended = Activations.empty
+        swap(&extended, &scratch.extended)
+        extended.reshape(channels: C, time: total, batch: B)
         for b in 0..<B {
             let state = states[b]
             let row = b * total * C
@@ -264,61 +358,51 @@ struct Conv1d: Sendable {
             for i in 0..<(T * C) { extended.values[row + context * C + i] = x.values[b * T * C + i] }
             for t in 0..<context { for c in 0..<C { state[c * context + t] = extended.values[row + (T + t) * C + c] } }
         }
-        return run(extended, time: total)
+        run(extended, time: total, into: &y, scratch: &scratch)
+        swap(&extended, &scratch.extended)
     }
 
     /// Gathers each output column's receptive field (tap k: the input column
     /// t * stride - padding + k * dilation, its channels of the group contiguous; zeros outside),
     /// then one product for all columns.
-    private func run(_ x: Activations, time T: Int) -> Activations {
+    private func run(_ x: Activations, time T: Int, into y: inout Activations, scratch: inout LayerScratch) {
         let outT = (T + 2 * padding - dilation * (kernelSize - 1) - 1) / stride + 1
         let B = x.batch
-        var y = Activations(channels: outChannels, time: max(outT, 0), batch: B)
-        guard outT > 0 else { return y }
+        y.reshape(channels: outChannels, time: max(outT, 0), batch: B)
+        guard outT > 0 else { return }
         let inPerGroup = inChannels / groups, outPerGroup = outChannels / groups
         let K = kernelSize, field = inPerGroup * K, n = B * outT
-        var fields = [Float](repeating: 0, count: n * field)
-        var part = groups > 1 ? [Float](repeating: 0, count: n * outPerGroup) : []
-        weightByTap.withUnsafeBufferPointer { w in
-            x.values.withUnsafeBufferPointer { xv in
-                y.values.withUnsafeMutableBufferPointer { yv in
-                    fields.withUnsafeMutableBufferPointer { col in
+        scratch.fields.setCount(n * field)
+        x.values.withUnsafeBufferPointer { xv in
+            y.values.withUnsafeMutableBufferPointer { yv in
+                scratch.fields.withUnsafeMutableBufferPointer { col in
+                    for g in 0..<groups {
+                        for b in 0..<B {
+                            for t in 0..<outT {
+                                let row = col.baseAddress! + (b * outT + t) * field
+                                for k in 0..<K {
+                                    let pos = t * stride - padding + k * dilation
+                                    let dst = row + k * inPerGroup
+                                    if pos >= 0 && pos < T {
+                                        dst.update(from: xv.baseAddress! + (b * T + pos) * inChannels + g * inPerGroup, count: inPerGroup)
+                                    } else {
+                                        dst.update(repeating: 0, count: inPerGroup)
+                                    }
+                                }
+                            }
+                        }
+                        // Group g's outputs: channels g * outPerGroup ..< (g + 1) * outPerGroup of each column.
+                        let first = g * outPerGroup
                         bias.withUnsafeBufferPointer { bv in
-                            for g in 0..<groups {
-                                for b in 0..<B {
-                                    for t in 0..<outT {
-                                        let row = col.baseAddress! + (b * outT + t) * field
-                                        for k in 0..<K {
-                                            let pos = t * stride - padding + k * dilation
-                                            let dst = row + k * inPerGroup
-                                            if pos >= 0 && pos < T {
-                                                dst.update(from: xv.baseAddress! + (b * T + pos) * inChannels + g * inPerGroup, count: inPerGroup)
-                                            } else {
-                                                dst.update(repeating: 0, count: inPerGroup)
-                                            }
-                                        }
-                                    }
-                                }
-                                let first = g * outPerGroup
-                                if groups == 1 {
-                                    earshot_gemm_nt(col.baseAddress!, n, field, w.baseAddress!, outChannels, nil, bv.baseAddress!,
-                                                    yv.baseAddress!, outChannels)
-                                } else {
-                                    part.withUnsafeMutableBufferPointer { p in
-                                        earshot_gemm_nt(col.baseAddress!, n, field, w.baseAddress! + first * field, outPerGroup, nil,
-                                                        bv.baseAddress! + first, p.baseAddress!, outPerGroup)
-                                        for j in 0..<n {
-                                            (yv.baseAddress! + j * outChannels + first).update(from: p.baseAddress! + j * outPerGroup, count: outPerGroup)
-                                        }
-                                    }
-                                }
+                            packed[g].values.withUnsafeBufferPointer { w in
+                                earshot_gemm_packed(w.baseAddress!, outPerGroup, field, col.baseAddress!, field, n, bv.baseAddress! + first,
+                                                    yv.baseAddress! + first, outChannels)
                             }
                         }
                     }
                 }
             }
         }
-        return y
     }
 }
 
@@ -331,69 +415,103 @@ struct Linear: Sendable {
     let weight: [Float]
     /// [outFeatures]
     let bias: [Float]
+    let packed: PackedMatrix
 
-    func run(_ x: Activations) -> Activations {
-        var y = Activations(channels: outFeatures, time: x.time, batch: x.batch)
+    init(name: String, inFeatures: Int, outFeatures: Int, weight: [Float], bias: [Float]) {
+        self.name = name
+        self.inFeatures = inFeatures
+        self.outFeatures = outFeatures
+        self.weight = weight
+        self.bias = bias
+        packed = PackedMatrix(weight, rows: outFeatures, k: inFeatures)
+    }
+
+    func run(_ x: Activations, into y: inout Activations) {
+        y.reshape(channels: outFeatures, time: x.time, batch: x.batch)
         x.values.withUnsafeBufferPointer { xv in
             y.values.withUnsafeMutableBufferPointer { yv in
-                columnProducts(xv.baseAddress!, columns: x.columns, inputs: inFeatures, weight: weight, outputs: outFeatures,
-                               bias: bias, into: yv.baseAddress!)
+                packed.product(xv.baseAddress!, columns: x.columns, bias: bias, into: yv.baseAddress!)
             }
         }
-        return y
     }
 }
 
 /// The input products of a recurrent layer for every column at once: W_ih x + b_ih,
-/// [columns][rows]. Only the recurrent product has to wait for the previous step.
-func inputProducts(_ x: Activations, weight: [Float], rows: Int, bias: [Float]?) -> [Float] {
-    var out = [Float](repeating: 0, count: rows * x.columns)
+/// [columns][rows], into `out`. Only the recurrent product has to wait for the previous step.
+func inputProducts(_ x: Activations, weight: PackedMatrix, bias: [Float]?, into out: inout [Float]) {
+    out.setCount(weight.rows * x.columns)
     x.values.withUnsafeBufferPointer { xv in
         out.withUnsafeMutableBufferPointer { o in
-            columnProducts(xv.baseAddress!, columns: x.columns, inputs: x.channels, weight: weight, outputs: rows,
-                           bias: bias, into: o.baseAddress!)
+            weight.product(xv.baseAddress!, columns: x.columns, bias: bias, into: o.baseAddress!)
         }
     }
-    return out
 }
 
-/// W_hh h + b_hh for every stream of the batch: [batch][rows].
-func recurrentProducts(weight: [Float], rows: Int, hiddenSize H: Int, bias: [Float]?,
-                       states: [UnsafeMutableBufferPointer<Float>], into out: inout [Float], hidden: inout [Float]) {
-    let B = states.count
-    hidden.withUnsafeMutableBufferPointer { h in
-        for b in 0..<B { (h.baseAddress! + b * H).update(from: states[b].baseAddress!, count: H) }
-    }
-    hidden.withUnsafeBufferPointer { h in
-        out.withUnsafeMutableBufferPointer { o in
-            columnProducts(h.baseAddress!, columns: B, inputs: H, weight: weight, outputs: rows, bias: bias, into: o.baseAddress!)
-        }
-    }
+/// W_hh h + b_hh for `count` streams: [count][rows] into `out`, each stream's h read where its
+/// state keeps it.
+func recurrentProducts(weight: PackedMatrix, bias: [Float]?, states: StateRows, count B: Int, into out: UnsafeMutablePointer<Float>) {
+    weight.product(UnsafePointer(states[0]), ldx: states.stride, columns: B, bias: bias, into: out, ldy: weight.rows)
 }
 
 /// A recurrent layer: input products for every column at once, then a recurrence that has to
 /// go step by step.
 protocol RecurrentLayer: Sendable {
-    /// Rows of the input product (gates * hidden).
-    var gateRows: Int { get }
-    var weightIH: [Float] { get }
+    var weights: RecurrentWeights { get }
     /// The bias added to the input product.
     var inputBias: [Float] { get }
-    /// The recurrence over `time` steps for each stream, given the input products
-    /// ([columns][gateRows]; stream b's step t is column firstColumn + b * time + t).
-    func recur(inputProducts: UnsafePointer<Float>, firstColumn: Int, time: Int,
-               states: [UnsafeMutableBufferPointer<Float>]) -> Activations
+    /// The recurrence over `time` steps for each of `count` streams, given the input products
+    /// ([columns][gateRows]; stream b's step t is column firstColumn + b * time + t), into
+    /// `y` ([count][time][hidden]) at column `firstColumn`.
+    func recur(inputProducts: UnsafePointer<Float>, firstColumn: Int, time: Int, count: Int,
+               states: StateRows, into y: UnsafeMutablePointer<Float>, scratch: inout LayerScratch)
+}
+
+/// A recurrent layer's weights, packed for the product: input [gates * hidden][input] and
+/// hidden [gates * hidden][hidden].
+struct RecurrentWeights: Sendable {
+    let inputSize, hiddenSize, gates: Int
+    let input: PackedMatrix
+    let hidden: PackedMatrix
+
+    init(gates: Int, inputSize: Int, hiddenSize: Int, weightIH: [Float], weightHH: [Float]) {
+        self.gates = gates
+        self.inputSize = inputSize
+        self.hiddenSize = hiddenSize
+        input = PackedMatrix(weightIH, rows: gates * hiddenSize, k: inputSize)
+        hidden = PackedMatrix(weightHH, rows: gates * hiddenSize, k: hiddenSize)
+    }
+
+    var parameterCount: Int { gates * hiddenSize * (inputSize + hiddenSize) }
 }
 
 extension RecurrentLayer {
+    var hiddenSize: Int { weights.hiddenSize }
+    var inputSize: Int { weights.inputSize }
+    /// Rows of the input product (gates * hidden).
+    var gateRows: Int { weights.input.rows }
+
     func inputProducts(_ x: Activations) -> [Float] {
-        EarshotModel.inputProducts(x, weight: weightIH, rows: gateRows, bias: inputBias)
+        var out: [Float] = []
+        inputProducts(x, into: &out)
+        return out
     }
 
-    func run(_ x: Activations, states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
-        inputProducts(x).withUnsafeBufferPointer {
-            recur(inputProducts: $0.baseAddress!, firstColumn: 0, time: x.time, states: states)
+    func inputProducts(_ x: Activations, into out: inout [Float]) {
+        EarshotModel.inputProducts(x, weight: weights.input, bias: inputBias, into: &out)
+    }
+
+    func run(_ x: Activations, into y: inout Activations, states: StateRows, scratch: inout LayerScratch) {
+        inputProducts(x, into: &scratch.fields)
+        y.reshape(channels: hiddenSize, time: x.time, batch: x.batch)
+        var ip: [Float] = []
+        swap(&ip, &scratch.fields)
+        ip.withUnsafeBufferPointer { p in
+            y.values.withUnsafeMutableBufferPointer { yv in
+                recur(inputProducts: p.baseAddress!, firstColumn: 0, time: x.time, count: x.batch, states: states,
+                      into: yv.baseAddress!, scratch: &scratch)
+            }
         }
+        swap(&ip, &scratch.fields)
     }
 }
 
@@ -401,35 +519,30 @@ extension RecurrentLayer {
 /// ref: torch.nn.LSTM, gate order i, f, g, o; state layout [h][c]
 struct LSTM: RecurrentLayer {
     let name: String
-    let inputSize, hiddenSize: Int
-    /// [4 * hidden][input]
-    let weightIH: [Float]
-    /// [4 * hidden][hidden]
-    let weightHH: [Float]
+    let weights: RecurrentWeights
     /// [4 * hidden]: bias_ih + bias_hh
     let bias: [Float]
 
-    var gateRows: Int { 4 * hiddenSize }
     var inputBias: [Float] { bias }
 
-    func recur(inputProducts ip: UnsafePointer<Float>, firstColumn: Int, time T: Int,
-               states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
-        let H = hiddenSize, B = states.count, rows = 4 * H
-        var y = Activations(channels: H, time: T, batch: B)
-        var recurrent = [Float](repeating: 0, count: rows * B), hidden = [Float](repeating: 0, count: B * H)
-        var gates = [Float](repeating: 0, count: rows)
-        for t in 0..<T {
-            recurrentProducts(weight: weightHH, rows: rows, hiddenSize: H, bias: nil, states: states, into: &recurrent, hidden: &hidden)
-            for b in 0..<B {
-                let column = firstColumn + b * T + t
-                for r in 0..<rows { gates[r] = ip[column * rows + r] + recurrent[b * rows + r] }
-                earshot_lstm_cell(gates, H, states[b].baseAddress!, states[b].baseAddress! + H)
-                y.values.withUnsafeMutableBufferPointer { yv in
-                    (yv.baseAddress! + (b * T + t) * H).update(from: states[b].baseAddress!, count: H)
+    func recur(inputProducts ip: UnsafePointer<Float>, firstColumn: Int, time T: Int, count B: Int,
+               states: StateRows, into y: UnsafeMutablePointer<Float>, scratch: inout LayerScratch) {
+        let H = hiddenSize, rows = 4 * H
+        scratch.gates.setCount(rows)
+        scratch.part.setCount(rows * B)
+        scratch.gates.withUnsafeMutableBufferPointer { g in
+            scratch.part.withUnsafeMutableBufferPointer { recurrent in
+                for t in 0..<T {
+                    recurrentProducts(weight: weights.hidden, bias: nil, states: states, count: B, into: recurrent.baseAddress!)
+                    for b in 0..<B {
+                        let column = firstColumn + b * T + t, state = states[b]
+                        for r in 0..<rows { g[r] = ip[column * rows + r] + recurrent[b * rows + r] }
+                        earshot_lstm_cell(g.baseAddress!, H, state, state + H)
+                        (y + (b * T + t) * H).update(from: state, count: H)
+                    }
                 }
             }
         }
-        return y
     }
 }
 
@@ -437,35 +550,31 @@ struct LSTM: RecurrentLayer {
 /// ref: torch.nn.GRU, gate order r, z, n; n = tanh(W_in x + b_in + r * (W_hn h + b_hn))
 struct GRU: RecurrentLayer {
     let name: String
-    let inputSize, hiddenSize: Int
-    /// [3 * hidden][input]
-    let weightIH: [Float]
-    /// [3 * hidden][hidden]
-    let weightHH: [Float]
+    let weights: RecurrentWeights
     let biasIH: [Float]
     let biasHH: [Float]
 
-    var gateRows: Int { 3 * hiddenSize }
     var inputBias: [Float] { biasIH }
 
-    func recur(inputProducts gi: UnsafePointer<Float>, firstColumn: Int, time T: Int,
-               states: [UnsafeMutableBufferPointer<Float>]) -> Activations {
-        let H = hiddenSize, B = states.count, rows = 3 * H
-        var y = Activations(channels: H, time: T, batch: B)
-        var gh = [Float](repeating: 0, count: rows * B), hidden = [Float](repeating: 0, count: B * H)
-        for t in 0..<T {
-            recurrentProducts(weight: weightHH, rows: rows, hiddenSize: H, bias: biasHH, states: states, into: &gh, hidden: &hidden)
-            for b in 0..<B {
-                let i = (firstColumn + b * T + t) * rows, r0 = b * rows, h = states[b]
-                for j in 0..<H {
-                    let r = logistic(gi[i + j] + gh[r0 + j]), z = logistic(gi[i + H + j] + gh[r0 + H + j])
-                    let cand = tanh(gi[i + 2 * H + j] + r * gh[r0 + 2 * H + j])
-                    h[j] = (1 - z) * cand + z * h[j]
-                    y.values[(b * T + t) * H + j] = h[j]
+    func recur(inputProducts gi: UnsafePointer<Float>, firstColumn: Int, time T: Int, count B: Int,
+               states: StateRows, into y: UnsafeMutablePointer<Float>, scratch: inout LayerScratch) {
+        let H = hiddenSize, rows = 3 * H
+        scratch.part.setCount(rows * B)
+        scratch.part.withUnsafeMutableBufferPointer { ghBuffer in
+            let gh = ghBuffer.baseAddress!
+            for t in 0..<T {
+                recurrentProducts(weight: weights.hidden, bias: biasHH, states: states, count: B, into: gh)
+                for b in 0..<B {
+                    let i = (firstColumn + b * T + t) * rows, r0 = b * rows, h = states[b]
+                    for j in 0..<H {
+                        let r = logistic(gi[i + j] + gh[r0 + j]), z = logistic(gi[i + H + j] + gh[r0 + H + j])
+                        let cand = tanh(gi[i + 2 * H + j] + r * gh[r0 + 2 * H + j])
+                        h[j] = (1 - z) * cand + z * h[j]
+                        y[(b * T + t) * H + j] = h[j]
+                    }
                 }
             }
         }
-        return y
     }
 }
 
@@ -479,8 +588,8 @@ struct LayerNorm: Sendable {
     let weight: [Float]
     let bias: [Float]
 
-    func run(_ x: Activations) -> Activations {
-        var y = x
+    func run(_ x: Activations, into y: inout Activations) {
+        y.reshape(channels: x.channels, time: x.time, batch: x.batch)
         let C = channels
         for j in 0..<x.columns {
             var mean: Float = 0
@@ -495,7 +604,6 @@ struct LayerNorm: Sendable {
             let inv = 1 / (variance + eps).squareRoot()
             for c in 0..<C { y.values[j * C + c] = (x.values[j * C + c] - mean) * inv * weight[c] + bias[c] }
         }
-        return y
     }
 }
 

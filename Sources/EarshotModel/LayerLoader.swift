@@ -82,10 +82,11 @@ struct LayerLoader {
             let wh = try tensor(spec.weightHH, layer: label, shape: [gates * H, H])
             let bi = try tensor(spec.biasIH, layer: label, shape: [gates * H], required: false)
             let bh = try tensor(spec.biasHH, layer: label, shape: [gates * H], required: false)
+            let weights = RecurrentWeights(gates: gates, inputSize: I, hiddenSize: H, weightIH: wi, weightHH: wh)
             if lstm {
-                return .lstm(LSTM(name: label, inputSize: I, hiddenSize: H, weightIH: wi, weightHH: wh, bias: zip(bi, bh).map(+)))
+                return .lstm(LSTM(name: label, weights: weights, bias: zip(bi, bh).map(+)))
             }
-            return .gru(GRU(name: label, inputSize: I, hiddenSize: H, weightIH: wi, weightHH: wh, biasIH: bi, biasHH: bh))
+            return .gru(GRU(name: label, weights: weights, biasIH: bi, biasHH: bh))
         case "layerNorm":
             let c = try need(spec.normalizedShape, "normalizedShape", layer: label)
             try expect(c, "normalizedShape", equals: channels, layer: label)

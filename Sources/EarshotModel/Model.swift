@@ -19,6 +19,10 @@ public final class Model: Sendable {
     /// [nFFT] analysis window, computed once.
     let window: [Float]
     let padLeft: Int, padRight: Int
+    /// Per position of a padded block: where it reads from in context + block (-1: a zero).
+    let padSource: [Int]
+    /// Workspaces not in use, taken by one step at a time (`withWorkspace`).
+    private let workspaces = Mutex<[WorkspaceBox]>([])
     /// Per layer: where its carry starts in the state.
     let stateOffsets: [Int]
     let stateCount: Int
@@ -88,6 +92,8 @@ public final class Model: Sendable {
         padLeft = fe.padLeft ?? 0
         padRight = fe.padRight ?? 0
         let blockLength = audio.contextSamples + audio.chunkSamples + padLeft + padRight
+        padSource = Self.padSource(contextAndBlock: audio.contextSamples + audio.chunkSamples, padLeft: padLeft,
+                                   padRight: padRight, reflect: frontEnd.padMode == .reflect)
         var channels = frontEnd.binCount
         var time = frontEnd.frameCount(forSamples: blockLength)
         guard time > 0 else { throw .manifest(path: path, reason: "frontEnd: a block of \(blockLength) samples holds no \(fe.nFFT)-sample frame") }
@@ -169,35 +175,77 @@ public final class Model: Sendable {
     /// Advances one stream by one step: `block` is `chunkSamples` new samples at `sampleRate`.
     /// Returns one score per label.
     public func prediction(from block: [Float], using state: inout ModelState) throws(ModelError) -> [Float] {
+        var scores: [Float] = []
+        try prediction(from: block, using: &state, into: &scores)
+        return scores
+    }
+
+    /// As `prediction(from:using:)`, writing the scores into `scores` (one per label): with the
+    /// same array from step to step, a step allocates no memory at all.
+    public func prediction(from block: [Float], using state: inout ModelState, into scores: inout [Float]) throws(ModelError) {
         try check(block, state)
-        let context = state.context
-        let scores = try state.carry.withUnsafeMutableBufferPointer { (carry) throws(ModelError) in
-            try forward([block], contexts: [context], carries: carry)
+        scores.setCount(labels.count)
+        try withWorkspace { ws in
+            forwardOne(block, context: state.context, carry: &state.carry, scores: &scores, workspace: &ws)
         }
-        advance(&state, by: block)
-        return scores[0]
+        Self.advance(&state, by: block)
+    }
+
+    private func forwardOne(_ block: [Float], context: [Float], carry: inout [Float], scores: inout [Float], workspace ws: inout Workspace) {
+        carry.withUnsafeMutableBufferPointer { c in
+            scores.withUnsafeMutableBufferPointer { s in
+                forward(streams: 1, block: { _ in block }, context: { _ in context }, carries: c.baseAddress!,
+                        scores: s.baseAddress!, workspace: &ws)
+            }
+        }
     }
 
     /// Advances many streams by one step each, `blocks[i]` with `states[i]`, in one batched pass:
     /// each layer runs once for all of them (one matrix product, not one per stream). Equal,
     /// bit for bit, to calling `prediction(from:using:)` for each.
     public func predictions(from blocks: [[Float]], using states: inout [ModelState]) throws(ModelError) -> [[Float]] {
-        guard blocks.count == states.count else { throw .batchSize(blocks: blocks.count, states: states.count) }
-        guard !blocks.isEmpty else { return [] }
-        for i in blocks.indices { try check(blocks[i], states[i]) }
-        // The streams' carries side by side: [batch][stateCount].
-        var carries = [Float](repeating: 0, count: blocks.count * stateCount)
-        for i in states.indices { carries.replaceSubrange((i * stateCount)..<((i + 1) * stateCount), with: states[i].carry) }
-        let contexts = states.map(\.context)
-        let scores = try carries.withUnsafeMutableBufferPointer { (carry) throws(ModelError) in
-            try forward(blocks, contexts: contexts, carries: carry)
-        }
-        for i in states.indices {
-            states[i].carry = Array(carries[(i * stateCount)..<((i + 1) * stateCount)])
-            advance(&states[i], by: blocks[i])
-        }
-        return scores
+        var flat: [Float] = []
+        try predictions(from: blocks, using: &states, into: &flat)
+        let n = labels.count
+        return (0..<blocks.count).map { Array(flat[($0 * n)..<(($0 + 1) * n)]) }
     }
+
+    /// As `predictions(from:using:)`, writing stream i's scores at `scores[i * labels.count...]`:
+    /// with the same arrays from step to step, a step allocates no memory at all. The streams go
+    /// through the network `batchTile` at a time, so that a tile's activations stay in cache.
+    public func predictions(from blocks: [[Float]], using states: inout [ModelState], into scores: inout [Float]) throws(ModelError) {
+        guard blocks.count == states.count else { throw .batchSize(blocks: blocks.count, states: states.count) }
+        for i in blocks.indices { try check(blocks[i], states[i]) }
+        let n = labels.count, S = stateCount
+        scores.setCount(blocks.count * n)
+        try withWorkspace { ws in
+            var carries: [Float] = []
+            swap(&carries, &ws.carries)
+            for start in stride(from: 0, to: blocks.count, by: Self.batchTile) {
+                let count = min(Self.batchTile, blocks.count - start)
+                carries.setCount(count * S)
+                carries.withUnsafeMutableBufferPointer { c in
+                    // The tile's carries side by side: [count][stateCount].
+                    for b in 0..<count {
+                        states[start + b].carry.withUnsafeBufferPointer { (c.baseAddress! + b * S).update(from: $0.baseAddress!, count: S) }
+                    }
+                    scores.withUnsafeMutableBufferPointer { out in
+                        forward(streams: count, block: { blocks[start + $0] }, context: { states[start + $0].context },
+                                carries: c.baseAddress!, scores: out.baseAddress! + start * n, workspace: &ws)
+                    }
+                    for b in 0..<count {
+                        states[start + b].carry.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: c.baseAddress! + b * S, count: S) }
+                    }
+                }
+            }
+            swap(&carries, &ws.carries)
+        }
+        for i in states.indices { Self.advance(&states[i], by: blocks[i]) }
+    }
+
+    /// Streams in one pass through the network: enough for matrix products, few enough that
+    /// their activations stay in a core's cache.
+    static let batchTile = 32
 
     /// Advances one stream by many consecutive steps, as calling `prediction(from:using:)` for
     /// each block in turn would (bit for bit), but faster: the layers before the first one with
@@ -255,27 +303,35 @@ public final class Model: Sendable {
     /// stateless prefix; `inputProducts` are those of layer `first` when it is recurrent.
     private func rest(_ prefix: Activations, inputProducts: [Float]?, from first: Int, state: inout ModelState) -> [[Float]] {
         var x = prefix
+        var scratch = LayerScratch()
         state.carry.withUnsafeMutableBufferPointer { carry in
             for i in first..<layers.count {
                 let layer = layers[i]
                 let slice = UnsafeMutableBufferPointer(rebasing: carry[stateOffsets[i]..<(stateOffsets[i] + layer.stateCount)])
                 if layer.stateCount == 0 {
-                    x = layer.run(x, states: Array(repeating: slice, count: x.batch))  // stateless: the whole batch
+                    x = layer.run(x, states: .none)  // stateless: the whole batch
                 } else if let recurrent = layer.recurrent {
                     // The blocks follow one another: one recurrence over all their steps in order
                     // (column b * time + t), after the input products of all steps at once.
                     let ip = (i == first ? inputProducts : nil) ?? recurrent.inputProducts(x)
-                    let y = ip.withUnsafeBufferPointer {
-                        recurrent.recur(inputProducts: $0.baseAddress!, firstColumn: 0, time: x.columns, states: [slice])
+                    var y = Activations(channels: recurrent.hiddenSize, time: x.time, batch: x.batch)
+                    ip.withUnsafeBufferPointer { p in
+                        y.values.withUnsafeMutableBufferPointer { yv in
+                            recurrent.recur(inputProducts: p.baseAddress!, firstColumn: 0, time: x.columns, count: 1,
+                                            states: StateRows(slice), into: yv.baseAddress!, scratch: &scratch)
+                        }
                     }
-                    x = Activations(channels: y.channels, time: x.time, batch: x.batch, values: y.values)
+                    x = y
                 } else {
                     // Any other layer with state (a causal convolution): block after block.
                     x = Activations.joined((0..<x.batch).map { layer.run(x.stream($0), state: slice) })
                 }
             }
         }
-        return (0..<x.batch).map { output(x.stream($0)) }
+        let n = labels.count
+        var flat = [Float](repeating: 0, count: x.batch * n)
+        flat.withUnsafeMutableBufferPointer { output(&x, into: $0.baseAddress!) }
+        return (0..<x.batch).map { Array(flat[($0 * n)..<(($0 + 1) * n)]) }
     }
 
     /// Front end and the first `count` layers (none with state) for many blocks as one batch,
@@ -297,10 +353,12 @@ public final class Model: Sendable {
     /// Front end and the first `count` layers for some blocks, on this thread.
     private func prefix(_ blocks: ArraySlice<[Float]>, contexts: ArraySlice<[Float]>, layers count: Int) -> Result<Activations, ModelError> {
         Result { () throws(ModelError) in
-            var x = try frontEndFeatures(blocks, contexts: contexts)
-            for layer in layers[..<count] {
-                x = layer.run(x, states: Array(repeating: UnsafeMutableBufferPointer(start: nil, count: 0), count: x.batch))
-            }
+            let analyzer = try makeAnalyzer()
+            var x = Activations.empty, padded: [Float] = []
+            let first = blocks.startIndex
+            frontEnd(streams: blocks.count, block: { blocks[first + $0] }, context: { contexts[first + $0] }, into: &x,
+                     padded: &padded, analyzer: analyzer)
+            for layer in layers[..<count] { x = layer.run(x, states: .none) }
             return x
         }
     }
@@ -321,42 +379,68 @@ public final class Model: Sendable {
         return Array((context + block).suffix(c))
     }
 
-    /// Keeps the last `contextSamples` of context + block for the next step.
-    private func advance(_ state: inout ModelState, by block: [Float]) {
-        state.context = Self.nextContext(state.context, block, count: manifest.audio.contextSamples)
+    /// Keeps the last `contextSamples` of context + block for the next step, in place.
+    private static func advance(_ state: inout ModelState, by block: [Float]) {
+        let c = state.context.count
+        state.context.withUnsafeMutableBufferPointer { context in
+            if block.count >= c {
+                for i in 0..<c { context[i] = block[block.count - c + i] }
+            } else {
+                let keep = c - block.count
+                for i in 0..<keep { context[i] = context[i + block.count] }
+                for i in 0..<block.count { context[keep + i] = block[i] }
+            }
+        }
         state.steps += 1
     }
 
-    /// The network on a batch of blocks; `carries` holds each stream's state, [batch][stateCount].
-    func forward(_ blocks: [[Float]], contexts: [[Float]], carries: UnsafeMutableBufferPointer<Float>) throws(ModelError) -> [[Float]] {
-        var x = try frontEndFeatures(blocks[...], contexts: contexts[...])
-        for (i, layer) in layers.enumerated() {
-            let n = layer.stateCount, offset = stateOffsets[i]
-            let states = blocks.indices.map { b in
-                UnsafeMutableBufferPointer(rebasing: carries[(b * stateCount + offset)..<(b * stateCount + offset + n)])
-            }
-            x = layer.run(x, states: states)
+    /// Runs `body` with a workspace no other step is using: one from the model's pool, or a new
+    /// one when every pooled one is busy. The pool keeps as many as ran at once.
+    func withWorkspace<R>(_ body: (inout Workspace) throws(ModelError) -> R) throws(ModelError) -> R {
+        let box: WorkspaceBox
+        if let pooled = workspaces.withLock({ $0.popLast() }) {
+            box = pooled
+        } else {
+            box = WorkspaceBox(Workspace(analyzer: try makeAnalyzer(), layers: layers.count))
         }
-        return (0..<x.batch).map { output(x.stream($0)) }
+        defer { workspaces.withLock { $0.append(box) } }
+        return try body(&box.workspace)
     }
-    /// The front end for a batch of blocks (each after its context, padded): the spectra of
-    /// their frames, column by column ([blocks][frames][bins]). One analyzer serves the batch.
-    func frontEndFeatures(_ blocks: ArraySlice<[Float]>, contexts: ArraySlice<[Float]>) throws(ModelError) -> Activations {
-        let analyzer: SpectrumAnalyzer
+
+    private func makeAnalyzer() throws(ModelError) -> SpectrumAnalyzer {
         do {
-            analyzer = try SpectrumAnalyzer(config: frontEnd, paddedWindow: window)
+            return try SpectrumAnalyzer(config: frontEnd, paddedWindow: window)
         } catch {
             throw .layer(path: path, layer: "frontEnd", reason: "\(error)")
         }
-        let c = manifest.audio.contextSamples, L = c + chunkSamples, total = padLeft + L + padRight
-        let frames = frontEnd.frameCount(forSamples: total), bins = frontEnd.binCount
-        var out = Activations(channels: bins, time: frames, batch: blocks.count)
-        var padded = [Float](repeating: 0, count: total)
-        // Where each padded position reads from in context + block (-1: a zero).
-        let source: [Int] = (0..<total).map { i in
+    }
+
+    /// The network on `streams` streams, one step each: stream b's new samples are `block(b)`,
+    /// its context `context(b)`, its carry at `carries + b * stateCount`, its scores go to
+    /// `scores + b * labels.count`. Works in `ws` only: no allocation once it has run this many.
+    func forward(streams: Int, block: (Int) -> [Float], context: (Int) -> [Float], carries: UnsafeMutablePointer<Float>,
+                 scores: UnsafeMutablePointer<Float>, workspace ws: inout Workspace) {
+        frontEnd(streams: streams, block: block, context: context, into: &ws.buffers[0], padded: &ws.padded, analyzer: ws.analyzer)
+        var source = 0
+        for (i, layer) in layers.enumerated() {
+            if case let .activation(activation) = layer {
+                activation.apply(&ws.buffers[source])  // in place
+                continue
+            }
+            let states = layer.stateCount > 0 ? StateRows(base: carries + stateOffsets[i], stride: stateCount) : .none
+            layer.run(ws.buffers[source], into: &ws.buffers[i + 1], states: states, scratch: &ws.scratch[i])
+            source = i + 1
+        }
+        output(&ws.buffers[source], into: scores)
+    }
+
+    /// Where each position of a padded block (padLeft + context + block + padRight) reads from in
+    /// context + block; -1 for a zero.
+    static func padSource(contextAndBlock L: Int, padLeft: Int, padRight: Int, reflect: Bool) -> [Int] {
+        (0..<(padLeft + L + padRight)).map { i in
             var j = i - padLeft
             if j < 0 || j >= L {
-                guard frontEnd.padMode == .reflect, L > 1 else { return -1 }
+                guard reflect, L > 1 else { return -1 }
                 let period = 2 * (L - 1)
                 j %= period
                 if j < 0 { j += period }
@@ -364,35 +448,84 @@ public final class Model: Sendable {
             }
             return j
         }
+    }
+
+    /// The front end for `streams` blocks (each after its context, padded): the spectra of their
+    /// frames, column by column ([streams][frames][bins]), into `out`.
+    func frontEnd(streams: Int, block: (Int) -> [Float], context: (Int) -> [Float], into out: inout Activations,
+                  padded: inout [Float], analyzer: SpectrumAnalyzer) {
+        let c = manifest.audio.contextSamples, total = padSource.count
+        let frames = frontEnd.frameCount(forSamples: total), bins = frontEnd.binCount, hop = frontEnd.hopLength, nFFT = frontEnd.nFFT
+        out.reshape(channels: bins, time: frames, batch: streams)
+        padded.setCount(total)
         out.values.withUnsafeMutableBufferPointer { o in
             padded.withUnsafeMutableBufferPointer { p in
-                for (n, (block, context)) in zip(blocks, contexts).enumerated() {
-                    for i in 0..<total {
-                        let j = source[i]
-                        p[i] = j < 0 ? 0 : j < c ? context[j] : block[j - c]
-                    }
-                    for t in 0..<frames {
-                        let frame = UnsafeBufferPointer(rebasing: p[(t * frontEnd.hopLength)..<(t * frontEnd.hopLength + frontEnd.nFFT)])
-                        analyzer.analyze(frame: frame, into: UnsafeMutableBufferPointer(rebasing: o[((n * frames + t) * bins)..<((n * frames + t + 1) * bins)]))
+                padSource.withUnsafeBufferPointer { source in
+                    for n in 0..<streams {
+                        let block = block(n), context = context(n)
+                        for i in 0..<total {
+                            let j = source[i]
+                            p[i] = j < 0 ? 0 : j < c ? context[j] : block[j - c]
+                        }
+                        for t in 0..<frames {
+                            let frame = UnsafeBufferPointer(rebasing: p[(t * hop)..<(t * hop + nFFT)])
+                            analyzer.analyze(frame: frame, into: UnsafeMutableBufferPointer(rebasing: o[((n * frames + t) * bins)..<((n * frames + t + 1) * bins)]))
+                        }
                     }
                 }
             }
         }
-        return out
     }
 
-    func output(_ x: Activations) -> [Float] {
-        var y = x
+    /// Scores from the last layer's output: the output activation in place, then each stream's
+    /// time reduced; stream b's scores to `scores + b * channels`.
+    func output(_ y: inout Activations, into scores: UnsafeMutablePointer<Float>) {
         switch manifest.outputs.activation {
         case "sigmoid": Layer.Activation.sigmoid.apply(&y)
         case "softmax": Layer.Activation.softmax.apply(&y)
         default: break
         }
-        return (0..<y.channels).map { c in
-            let row = (0..<y.time).map { y.values[$0 * y.channels + c] }
-            return manifest.outputs.reduceTime == "last" ? row.last ?? 0 : row.reduce(0, +) / Float(max(y.time, 1))
+        let C = y.channels, T = y.time, last = manifest.outputs.reduceTime == "last"
+        y.values.withUnsafeBufferPointer { v in
+            for b in 0..<y.batch {
+                for c in 0..<C {
+                    if last {
+                        scores[b * C + c] = T > 0 ? v[(b * T + T - 1) * C + c] : 0
+                    } else {
+                        var sum: Float = 0
+                        for t in 0..<T { sum += v[(b * T + t) * C + c] }
+                        scores[b * C + c] = sum / Float(max(T, 1))
+                    }
+                }
+            }
         }
     }
+}
+
+/// Working memory for steps of one model: the front end's arrays and every layer's output and
+/// scratch, reused from step to step.
+struct Workspace {
+    let analyzer: SpectrumAnalyzer
+    var padded: [Float] = []
+    /// The front end's output, then each layer's.
+    var buffers: [Activations]
+    var scratch: [LayerScratch]
+    /// A batch tile's carries side by side.
+    var carries: [Float] = []
+
+    init(analyzer: SpectrumAnalyzer, layers: Int) {
+        self.analyzer = analyzer
+        buffers = Array(repeating: .empty, count: layers + 1)
+        scratch = Array(repeating: LayerScratch(), count: layers)
+    }
+}
+
+/// A pooled workspace. `@unchecked Sendable`: it moves between threads only through the model's
+/// pool (a Mutex), and the one step that took it out is the only code touching it until it is
+/// put back.
+final class WorkspaceBox: @unchecked Sendable {
+    var workspace: Workspace
+    init(_ workspace: Workspace) { self.workspace = workspace }
 }
 
 /// The result slots of a parallel loop. `@unchecked Sendable`: iteration p writes slot p only,

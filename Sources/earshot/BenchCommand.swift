@@ -71,7 +71,7 @@ enum BenchCommand {
     }
 
     /// One stream, one thread: the file cut into blocks (the last zero-padded), each run through
-    /// `prediction(from:using:)` in turn; the median over repeats of the mean time per block.
+    /// `prediction(from:using:into:)` in turn; the median over repeats of the mean time per block.
     static func model(_ words: [String]) throws {
         let args = try Arguments(words, valued: ["model", "audio", "repeat"], switches: ["json"], command: "bench model")
         let model = try Model(contentsOf: try ModelLocator.find(args.string("model") ?? ModelLocator.defaultModel))
@@ -88,8 +88,9 @@ enum BenchCommand {
         let clock = ContinuousClock()
         for run in 0...repeats {
             var state = model.makeState()
+            var scores: [Float] = []
             let elapsed = try clock.measure {
-                for block in blocks { _ = try model.prediction(from: block, using: &state) }
+                for block in blocks { try model.prediction(from: block, using: &state, into: &scores) }
             }
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
             if run > 0 { perBlock.append(seconds / Double(blocks.count)) }  // run 0 warms up
@@ -129,35 +130,25 @@ extension BenchCommand {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         var results: [[String: Any]] = []
         var best = 0
+        // The audio cut into blocks once: a stream's block arrives as it would from its buffer.
+        let audioBlocks = (0..<blockCount).map { Array(samples[($0 * n)..<(($0 + 1) * n)]) }
         for count in counts {
-            // Stream s starts at a different place in the audio.
-            let parts = (0..<cores).map { p in Array(stride(from: p, to: count, by: cores)) }
-            var states = parts.map { $0.map { _ in model.makeState() } }
+            // Stream s starts at a different place in the audio. Each part keeps its streams'
+            // states side by side from tick to tick.
+            let parts = (0..<cores).map { p in StreamPart(model: model, members: Array(stride(from: p, to: count, by: cores))) }
             var tickTimes: [Double] = []
             let clock = ContinuousClock()
+            var failure: Error?
             for tick in 0..<ticks {
                 let start = clock.now
-                let snapshot = states
-                states = try await withThrowingTaskGroup(of: (Int, [ModelState]).self) { group in
-                    for (p, members) in parts.enumerated() where !members.isEmpty {
-                        let partStates = snapshot[p]
-                        group.addTask {
-                            var s = partStates
-                            let blocks = members.map { stream in
-                                let b = (stream * 7 + tick) % blockCount
-                                return Array(samples[(b * n)..<((b + 1) * n)])
-                            }
-                            _ = try model.predictions(from: blocks, using: &s)
-                            return (p, s)
-                        }
-                    }
-                    var out = snapshot
-                    for try await (p, s) in group { out[p] = s }
-                    return out
+                DispatchQueue.concurrentPerform(iterations: parts.count) { p in
+                    parts[p].step(tick: tick, blocks: audioBlocks)
                 }
+                if let error = parts.lazy.compactMap(\.failure).first { failure = error }
                 let elapsed = clock.now - start
                 tickTimes.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
             }
+            if let failure { throw failure }
             tickTimes.removeFirst()  // warm-up
             tickTimes.sort()
             let p50 = tickTimes[tickTimes.count / 2], p99 = tickTimes[min(tickTimes.count - 1, Int(Double(tickTimes.count) * 0.99))]
@@ -214,6 +205,37 @@ extension BenchCommand {
         } else {
             print(String(format: "earshot label, in process: %.1f s of audio in %.3f s (median of %d), %.0fx real time, %d segments",
                          seconds, median, repeats, seconds / median, segments))
+        }
+    }
+}
+
+/// One core's share of `bench streams`: its streams' states and scores, stepped as one batch.
+/// `@unchecked Sendable`: each tick's concurrentPerform gives part p to iteration p alone, and
+/// the parts are read only after it returns.
+private final class StreamPart: @unchecked Sendable {
+    let model: Model
+    let members: [Int]
+    var states: [ModelState]
+    var scores: [Float] = []
+    var blocks: [[Float]]
+    var failure: Error?
+
+    init(model: Model, members: [Int]) {
+        self.model = model
+        self.members = members
+        states = members.map { _ in model.makeState() }
+        blocks = []
+        blocks.reserveCapacity(members.count)
+    }
+
+    func step(tick: Int, blocks audio: [[Float]]) {
+        guard !members.isEmpty else { return }
+        blocks.removeAll(keepingCapacity: true)
+        for stream in members { blocks.append(audio[(stream * 7 + tick) % audio.count]) }
+        do {
+            try model.predictions(from: blocks, using: &states, into: &scores)
+        } catch {
+            failure = error
         }
     }
 }

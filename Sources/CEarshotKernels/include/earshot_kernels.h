@@ -7,11 +7,17 @@
 // sum_i a[i] * b[i]
 float earshot_dot(const float *a, const float *b, long n);
 
-// y[r * ldy + t] = b + sum_i w[r * k + i] * x[t * k + i], with b = bias[r], or column_bias[t], or 0
-// w: [rows][k], x: [n][k] (one row per output column), y: [rows][ldy]. Every output is summed the
-// same way whatever rows and n are, so a batch gives each of its members what it gets alone.
-void earshot_gemm_nt(const float *w, long rows, long k, const float *x, long n, const float *bias, const float *column_bias,
-                     float *y, long ldy);
+// Floats of w [rows][k] packed for earshot_gemm_packed (rows rounded up to 16).
+long earshot_packed_count(long rows, long k);
+// Packs w [rows][k] into `packed` (earshot_packed_count floats).
+void earshot_pack(const float *w, long rows, long k, float *packed);
+
+// y[t * ldy + r] = sum_i w[r][i] * x[t * ldx + i] (+ bias[r] when bias is not NULL) for r < rows,
+// t < n; w packed by earshot_pack. Every output is summed in the same order (i = 0, 1, ...,
+// k - 1, then the bias) whatever rows and n are, so a batch gives each of its members exactly
+// what it gets alone.
+void earshot_gemm_packed(const float *packed, long rows, long k, const float *x, long ldx, long n, const float *bias,
+                         float *y, long ldy);
 
 #endif
 
