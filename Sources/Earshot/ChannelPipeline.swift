@@ -88,7 +88,9 @@ struct ChannelPipeline {
         let n = model.chunkSamples
         let block = Array(pending[pendingOffset..<(pendingOffset + n)])
         pendingOffset += n
-        if pendingOffset >= 4096 {  // drop what was used, now and then
+        // Drop what was used once it is at least half the buffer: each sample is moved at most
+        // once on average, however much audio a push brings.
+        if pendingOffset >= 4096 && pendingOffset * 2 >= pending.count {
             pending.removeFirst(pendingOffset)
             pendingOffset = 0
         }
