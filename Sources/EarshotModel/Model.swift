@@ -274,22 +274,21 @@ public final class Model: Sendable {
             let x = try statelessPrefix(blocks, contexts: contexts, layers: firstStateful)
             scores = rest(x, inputProducts: recurrent?.inputProducts(x), from: firstStateful, state: &state)
         } else {
-            // A long run: while this thread takes window w through the recurrence, other threads
-            // prepare the next windows (front end, stateless layers, the recurrent layer's input products).
+            // A long run: while this thread takes window w through the recurrence, a helper thread
+            // prepares the next windows (front end, stateless layers, the recurrent layer's input
+            // products); this thread prepares windows too when the next one is not ready.
             let ranges = stride(from: 0, to: blocks.count, by: window).map { $0..<min($0 + window, blocks.count) }
             let windowContexts = contexts
-            let prepare = { @Sendable (range: Range<Int>) -> Result<Prepared, ModelError> in
-                let prefix = self.prefix(blocks[range], contexts: windowContexts[range], layers: firstStateful)
+            let windows = WindowPipeline(count: ranges.count) { w in
+                let prefix = self.prefix(blocks[ranges[w]], contexts: windowContexts[ranges[w]], layers: firstStateful)
                 return prefix.map { x in
                     let first = firstStateful < self.layers.count ? self.layers[firstStateful].recurrent : nil
                     return Prepared(x: x, inputProducts: first?.inputProducts(x))
                 }
             }
-            // Two windows in preparation at a time: the preparation is the larger part of the work.
-            var ahead: [Pending] = ranges.prefix(2).map { Pending(prepare, $0) }
+            defer { windows.stop() }
             for w in ranges.indices {
-                let prepared = try ahead.removeFirst().wait().get()
-                if w + 2 < ranges.count { ahead.append(Pending(prepare, ranges[w + 2])) }
+                let prepared = try windows.take(w).get()
                 scores += rest(prepared.x, inputProducts: prepared.inputProducts, from: firstStateful, state: &state)
             }
         }
@@ -353,13 +352,16 @@ public final class Model: Sendable {
     /// Front end and the first `count` layers for some blocks, on this thread.
     private func prefix(_ blocks: ArraySlice<[Float]>, contexts: ArraySlice<[Float]>, layers count: Int) -> Result<Activations, ModelError> {
         Result { () throws(ModelError) in
-            let analyzer = try makeAnalyzer()
-            var x = Activations.empty, padded: [Float] = []
-            let first = blocks.startIndex
-            frontEnd(streams: blocks.count, block: { blocks[first + $0] }, context: { contexts[first + $0] }, into: &x,
-                     padded: &padded, analyzer: analyzer)
-            for layer in layers[..<count] { x = layer.run(x, states: .none) }
-            return x
+            try withWorkspace { ws in
+                let first = blocks.startIndex
+                frontEnd(streams: blocks.count, block: { blocks[first + $0] }, context: { contexts[first + $0] }, into: &ws.buffers[0],
+                         padded: &ws.padded, analyzer: ws.analyzer)
+                let last = runLayers(0..<count, carries: nil, workspace: &ws)
+                // The result leaves the workspace, which makes that buffer anew next time.
+                var x = Activations.empty
+                swap(&x, &ws.buffers[last])
+                return x
+            }
         }
     }
 
@@ -421,17 +423,25 @@ public final class Model: Sendable {
     func forward(streams: Int, block: (Int) -> [Float], context: (Int) -> [Float], carries: UnsafeMutablePointer<Float>,
                  scores: UnsafeMutablePointer<Float>, workspace ws: inout Workspace) {
         frontEnd(streams: streams, block: block, context: context, into: &ws.buffers[0], padded: &ws.padded, analyzer: ws.analyzer)
-        var source = 0
-        for (i, layer) in layers.enumerated() {
+        output(&ws.buffers[runLayers(layers.indices, carries: carries, workspace: &ws)], into: scores)
+    }
+
+    /// Layers `range` on the activations in `ws.buffers[range.lowerBound]`; returns the index of
+    /// the buffer holding the result. Layer i writes buffer i + 1; activations work in place.
+    /// `carries` as for `forward` (nil: the layers have no state).
+    private func runLayers(_ range: Range<Int>, carries: UnsafeMutablePointer<Float>?, workspace ws: inout Workspace) -> Int {
+        var source = range.lowerBound
+        for i in range {
+            let layer = layers[i]
             if case let .activation(activation) = layer {
                 activation.apply(&ws.buffers[source])  // in place
                 continue
             }
-            let states = layer.stateCount > 0 ? StateRows(base: carries + stateOffsets[i], stride: stateCount) : .none
+            let states = layer.stateCount > 0 ? StateRows(base: carries.map { $0 + stateOffsets[i] }, stride: stateCount) : .none
             layer.run(ws.buffers[source], into: &ws.buffers[i + 1], states: states, scratch: &ws.scratch[i])
             source = i + 1
         }
-        output(&ws.buffers[source], into: scores)
+        return source
     }
 
     /// Where each position of a padded block (padLeft + context + block + padRight) reads from in
@@ -540,22 +550,74 @@ struct Prepared: Sendable {
     var inputProducts: [Float]?
 }
 
-/// Work started on another thread, waited for once.
-private final class Pending: Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private let result = Mutex<Result<Prepared, ModelError>?>(nil)
+/// The windows of a long run, each prepared once, in order of claim, by a helper thread or by
+/// the thread taking them (when the window it needs is not ready, it prepares the next
+/// unclaimed one instead of waiting). At most `lookahead` windows are claimed and not yet taken.
+private final class WindowPipeline: Sendable {
+    private let prepare: @Sendable (Int) -> Result<Prepared, ModelError>
+    private let count: Int
+    /// The next window nobody has claimed; `stopped` ends the helper early.
+    private let claims = Mutex<(next: Int, stopped: Bool)>((0, false))
+    private let results: Mutex<[Result<Prepared, ModelError>?]>
+    private let ready: [DispatchSemaphore]
+    /// Windows that may still be claimed before one is taken.
+    private let room: DispatchSemaphore
+    private let helperDone = DispatchSemaphore(value: 0)
+    static let lookahead = 3
 
-    init(_ work: @escaping @Sendable (Range<Int>) -> Result<Prepared, ModelError>, _ range: Range<Int>) {
+    init(count: Int, prepare: @escaping @Sendable (Int) -> Result<Prepared, ModelError>) {
+        self.prepare = prepare
+        self.count = count
+        results = Mutex(Array(repeating: nil, count: count))
+        ready = (0..<count).map { _ in DispatchSemaphore(value: 0) }
+        room = DispatchSemaphore(value: Self.lookahead)
         DispatchQueue.global(qos: .userInitiated).async { [self] in
-            let r = work(range)
-            result.withLock { $0 = r }
-            done.signal()
+            while true {
+                room.wait()
+                guard let w = claim() else { break }
+                run(w)
+            }
+            helperDone.signal()
         }
     }
 
-    func wait() -> Result<Prepared, ModelError> {
-        done.wait()
-        // The work stored its result before signalling.
-        return result.withLock { $0 } ?? .failure(.layer(path: "", layer: "frontEnd", reason: "no result"))
+    private func claim() -> Int? {
+        claims.withLock { c in
+            guard !c.stopped, c.next < count else { return nil }
+            c.next += 1
+            return c.next - 1
+        }
+    }
+
+    private func run(_ w: Int) {
+        let result = prepare(w)
+        results.withLock { $0[w] = result }
+        ready[w].signal()
+    }
+
+    /// Window w's preparation (windows are taken in order).
+    func take(_ w: Int) -> Result<Prepared, ModelError> {
+        // Not ready: prepare what nobody has claimed yet, while there is room.
+        while results.withLock({ $0[w] == nil }), room.wait(timeout: .now()) == .success {
+            guard let next = claim() else {
+                room.signal()
+                break
+            }
+            run(next)
+        }
+        ready[w].wait()
+        room.signal()
+        let result = results.withLock { r in
+            defer { r[w] = nil }
+            return r[w]
+        }
+        return result ?? .failure(.layer(path: "", layer: "frontEnd", reason: "window \(w) has no result"))
+    }
+
+    /// Stops the helper and waits for it: no more windows are claimed.
+    func stop() {
+        claims.withLock { $0.stopped = true }
+        room.signal()  // a helper waiting for room wakes, finds the run stopped and ends
+        helperDone.wait()
     }
 }
