@@ -132,6 +132,22 @@ void earshot_gemm_packed(const float *packed, long rows, long k, const float *x,
     }
 }
 
+CLONES
+long earshot_first_nonfinite(const float *x, long n) {
+    typedef int vi16 __attribute__((vector_size(64)));
+    long i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v16 d = load16(x + i) - load16(x + i);  // 0 where finite, NaN where not
+        vi16 bad = d != d;
+        int any = 0;
+        for (int l = 0; l < 16; l++) any |= bad[l];
+        if (any) break;
+    }
+    for (; i < n; i++)
+        if (x[i] - x[i] != 0.0f) return i;
+    return -1;
+}
+
 // exp(x) for |x| <= 88: x = n ln2 + r, |r| <= ln2 / 2, e^r by its Taylor series to r^7
 // (relative error below 2e-8), scaled by 2^n through the exponent bits.
 #define EXP8(x, out) do {                                                              \

@@ -1,3 +1,4 @@
+import CEarshotKernels
 import EarshotFeatures
 import Foundation
 import Synchronization
@@ -245,7 +246,7 @@ public final class Model: Sendable {
 
     /// Streams in one pass through the network: enough for matrix products, few enough that
     /// their activations stay in a core's cache.
-    static let batchTile = 32
+    static let batchTile = 64
 
     /// Advances one stream by many consecutive steps, as calling `prediction(from:using:)` for
     /// each block in turn would (bit for bit), but faster: the layers before the first one with
@@ -367,7 +368,8 @@ public final class Model: Sendable {
 
     private func check(_ block: [Float], _ state: ModelState) throws(ModelError) {
         guard block.count == chunkSamples else { throw .inputSize(model: name, expected: chunkSamples, found: block.count) }
-        if let bad = block.firstIndex(where: { !$0.isFinite }) { throw .nonFiniteInput(model: name, sampleIndex: bad) }
+        let bad = block.withUnsafeBufferPointer { earshot_first_nonfinite($0.baseAddress!, $0.count) }
+        if bad >= 0 { throw .nonFiniteInput(model: name, sampleIndex: bad) }
         guard state.modelHash == contentHash, state.carry.count == stateCount,
               state.context.count == manifest.audio.contextSamples else {
             throw .stateModelMismatch(expected: contentHash, found: state.modelHash)
@@ -471,11 +473,16 @@ public final class Model: Sendable {
         out.values.withUnsafeMutableBufferPointer { o in
             padded.withUnsafeMutableBufferPointer { p in
                 padSource.withUnsafeBufferPointer { source in
+                    let L = total - padLeft - padRight, middle = p.baseAddress! + padLeft
                     for n in 0..<streams {
-                        let block = block(n), context = context(n)
-                        for i in 0..<total {
-                            let j = source[i]
-                            p[i] = j < 0 ? 0 : j < c ? context[j] : block[j - c]
+                        // Context then block in the middle, then the padding from the middle.
+                        context(n).withUnsafeBufferPointer { middle.update(from: $0.baseAddress!, count: c) }
+                        block(n).withUnsafeBufferPointer { (middle + c).update(from: $0.baseAddress!, count: L - c) }
+                        for range in [0..<padLeft, (padLeft + L)..<total] {
+                            for i in range {
+                                let j = source[i]
+                                p[i] = j < 0 ? 0 : middle[j]
+                            }
                         }
                         for t in 0..<frames {
                             let frame = UnsafeBufferPointer(rebasing: p[(t * hop)..<(t * hop + nFFT)])

@@ -131,6 +131,15 @@ struct SileroTests {
         #expect(throws: ModelError.nonFiniteInput(model: "silero-vad", sampleIndex: 9)) {
             try model.prediction(from: block, using: &state)
         }
+        // The first bad sample is named wherever it is: in a later vector, at the very end, infinite.
+        for (index, value) in [(9, Float.infinity), (300, -.infinity), (511, .nan), (33, .signalingNaN)] {
+            var later = [Float](repeating: 0.25, count: 512)
+            later[index] = value
+            if index < 511 { later[511] = .nan }  // a second bad one after the first
+            #expect(throws: ModelError.nonFiniteInput(model: "silero-vad", sampleIndex: index)) {
+                try model.prediction(from: later, using: &state)
+            }
+        }
         #expect(state == model.makeState())
     }
 }

@@ -19,6 +19,9 @@ void earshot_pack(const float *w, long rows, long k, float *packed);
 void earshot_gemm_packed(const float *packed, long rows, long k, const float *x, long ldx, long n, const float *bias,
                          float *y, long ldy);
 
+// The index of the first NaN or infinite value of x[0..<n], or -1.
+long earshot_first_nonfinite(const float *x, long n);
+
 #endif
 
 #ifndef EARSHOT_KERNELS_POINTWISE
