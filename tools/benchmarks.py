@@ -42,8 +42,10 @@ def main():
                         "--model-dir", "Models/silero-vad-8k", "--repeat", "9", "--json"])
     offline = run_json([PY, "tools/bench_offline.py", "--repeat", "3", "--json"])
     thousand = run_json([EARSHOT, "bench", "streams", "--ticks", "10", "--counts", "1000", "--json"])
-    streams = run_json([EARSHOT, "bench", "streams", "--ticks", "20",
-                        "--counts", "250,500,750,1000,1250,1500,1750,2000,2500,3000,3500,4000", "--json"])
+    streams = run_json([EARSHOT, "bench", "streams", "--ticks", "40",
+                        "--counts", "500,1000,1500,2000,2500,3000,3500,4000,4500,5000", "--json"])
+    allocations = subprocess.run(["bash", "tools/count_allocations.sh"], cwd=ROOT, check=True, capture_output=True,
+                                 text=True).stdout.strip().splitlines()[-1]
 
     lines = [
         "# Benchmarks",
@@ -118,6 +120,14 @@ def main():
         "",
         "No peer runs many streams batched on one model; onnxruntime's per-chunk figure above gives "
         f"{1e6 / silero16['us_per_chunk_median'] / 31.25:.0f} real-time streams per core.",
+        "",
+        "## Heap allocations per step",
+        "",
+        "`tools/count_allocations.sh` counts malloc calls (an LD_PRELOAD counter) over `earshot bench model` with 2 and "
+        "with 4 timed passes over the sample; the difference divided by the extra steps is the count per steady-state "
+        "step of `Model.prediction(from:using:into:)`:",
+        "",
+        f"    {allocations}",
         "",
     ]
     (ROOT / "BENCHMARKS.md").write_text("\n".join(lines))

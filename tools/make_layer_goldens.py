@@ -184,6 +184,7 @@ ACTIVATIONS = {
     "silu": lambda x: x * sigmoid(x),
     "gelu": gelu,
     "softmax": softmax_channels,
+    "log": lambda x: np.log(x + 1e-6),
 }
 
 
@@ -514,6 +515,30 @@ def causal_conv_case(title, cin, cout, k, dilation, groups, t, n_blocks=2):
     cases.append({"name": title, "spec": spec, "tensors": tensors, "blocks": blocks})
 
 
+def log_case(title, c, t):
+    # Mel energies: non-negative, over several decades, one exactly zero.
+    x = quantise(np.exp(rng.uniform(-12.0, 4.0, size=(c, t))))
+    x[0, 0] = 0.0
+    y = ACTIVATIONS["log"](x)
+    check(title, y, np.array([[math.log(float(v) + 1e-6) for v in row] for row in x]))
+    cases.append({"name": title, "spec": {"type": "log", "name": "log"}, "tensors": {},
+                  "input": activation_io(x), "stateIn": [], "output": output_io(y), "stateOut": []})
+
+
+def standalone_batch_norm_case(title, c, t, eps=1e-5):
+    bn_w, bn_b, bn_mean, bn_var = positive(c), weights(c), weights(c), positive(c, high=2.0)
+    x = signal(c, t)
+    h = np.maximum(x, 0.0)
+    y = batch_norm(h, bn_w, bn_b, bn_mean, bn_var, eps)
+    check(title, y, naive_batch_norm(h, bn_w, bn_b, bn_mean, bn_var, eps))
+    spec = {"type": "batchNorm", "name": "bn", "numFeatures": c, "eps": eps, "weight": "bn.weight",
+            "bias": "bn.bias", "runningMean": "bn.running_mean", "runningVar": "bn.running_var"}
+    tensors = {"bn.weight": tensor(bn_w), "bn.bias": tensor(bn_b), "bn.running_mean": tensor(bn_mean),
+               "bn.running_var": tensor(bn_var)}
+    cases.append({"name": title, "sequence": [{"type": "relu", "name": "relu"}, spec], "tensors": tensors,
+                  "input": activation_io(x), "stateIn": [], "output": output_io(y), "stateOut": []})
+
+
 def build():
     conv_case("conv1d k3 p1", 3, 5, 3, 1, 1, 1, 1, 7)
     conv_case("conv1d k3 s2 p1 odd sizes", 5, 7, 3, 2, 1, 1, 1, 9)
@@ -539,6 +564,9 @@ def build():
     causal_conv_case("causal conv1d k3 d1 2 blocks", 3, 4, 3, 1, 1, 5)
     causal_conv_case("causal conv1d k3 d2 2 blocks", 2, 3, 3, 2, 1, 4)
     causal_conv_case("causal conv1d k2 groups 2 2 blocks", 4, 4, 2, 1, 2, 3)
+    # Appended after the cases above so their random draws stay unchanged.
+    log_case("log 5x3", 5, 3)
+    standalone_batch_norm_case("relu + batchNorm (no layer to fold into)", 4, 3)
 
 
 def write():

@@ -67,6 +67,8 @@ enum Layer: Sendable {
     case lstm(LSTM)
     case gru(GRU)
     case layerNorm(LayerNorm)
+    /// A batch norm with no conv1d or linear layer before it to fold into.
+    case affine(ChannelAffine)
     case pool(Pool)
     case activation(Activation)
 
@@ -76,6 +78,16 @@ enum Layer: Sendable {
 
     enum Activation: String, Sendable {
         case relu, sigmoid, tanh, silu, gelu, softmax
+        /// ln(x + 1e-6): log-mel features from mel energies.
+        case log
+    }
+
+    /// Whether a batch norm after this layer folds into its weights.
+    var foldsBatchNorm: Bool {
+        switch self {
+        case .conv1d, .linear: return true
+        default: return false
+        }
     }
 
     var name: String {
@@ -85,6 +97,7 @@ enum Layer: Sendable {
         case let .lstm(l): return l.name
         case let .gru(l): return l.name
         case let .layerNorm(l): return l.name
+        case let .affine(l): return l.name
         case let .pool(p): return p.rawValue + "Pool"
         case let .activation(a): return a.rawValue
         }
@@ -106,7 +119,7 @@ enum Layer: Sendable {
         case let .linear(l): return l.outFeatures
         case let .lstm(l): return l.hiddenSize
         case let .gru(l): return l.hiddenSize
-        case .layerNorm, .pool, .activation: return input
+        case .layerNorm, .affine, .pool, .activation: return input
         }
     }
 
@@ -124,6 +137,7 @@ enum Layer: Sendable {
         case let .lstm(l): return time * 4 * l.hiddenSize * (l.inputSize + l.hiddenSize)
         case let .gru(l): return time * 3 * l.hiddenSize * (l.inputSize + l.hiddenSize)
         case let .layerNorm(l): return time * l.channels * 2
+        case let .affine(l): return time * l.scale.count
         case .pool, .activation: return 0
         }
     }
@@ -135,6 +149,7 @@ enum Layer: Sendable {
         case let .lstm(l): return l.weights.parameterCount + 2 * l.bias.count  // stored: bias_ih and bias_hh
         case let .gru(l): return l.weights.parameterCount + l.biasIH.count + l.biasHH.count
         case let .layerNorm(l): return 2 * l.channels
+        case let .affine(l): return 4 * l.scale.count  // stored: weight, bias, running mean and variance
         case .pool, .activation: return 0
         }
     }
@@ -146,6 +161,7 @@ enum Layer: Sendable {
         case let .conv1d(l): l.run(x, into: &y, states: states, scratch: &scratch)
         case let .linear(l): l.run(x, into: &y)
         case let .layerNorm(l): l.run(x, into: &y)
+        case let .affine(l): l.run(x, into: &y)
         case let .lstm(l): l.run(x, into: &y, states: states, scratch: &scratch)
         case let .gru(l): l.run(x, into: &y, states: states, scratch: &scratch)
         case let .pool(kind):
@@ -233,6 +249,7 @@ extension Layer.Activation {
         case .relu: earshot_relu(&x.values, x.values.count)
         case .sigmoid: earshot_sigmoid(&x.values, x.values.count)
         case .tanh: earshot_tanh(&x.values, x.values.count)
+        case .log: _ = earshot_scaled_log(&x.values, x.values.count, 1e-6, .leastNormalMagnitude, 1, 0)
         case .silu: for i in x.values.indices { x.values[i] *= logistic(x.values[i]) }
         case .gelu:  // ref: torch.nn.GELU() (erf form)
             for i in x.values.indices { x.values[i] = 0.5 * x.values[i] * (1 + erf(x.values[i] / Float(2).squareRoot())) }
@@ -574,6 +591,21 @@ struct GRU: RecurrentLayer {
                     }
                 }
             }
+        }
+    }
+}
+
+/// y = x * scale + shift per channel (an eval-mode batch norm that stands alone).
+struct ChannelAffine: Sendable {
+    let name: String
+    let scale: [Float]
+    let shift: [Float]
+
+    func run(_ x: Activations, into y: inout Activations) {
+        y.reshape(channels: x.channels, time: x.time, batch: x.batch)
+        let C = scale.count
+        for j in 0..<x.columns {
+            for c in 0..<C { y.values[j * C + c] = x.values[j * C + c] * scale[c] + shift[c] }
         }
     }
 }

@@ -94,6 +94,9 @@ struct LayerLoader {
                                         weight: try tensor(spec.weight, layer: label, shape: [c], required: false)
                                             .withDefault(spec.weight == nil, 1),
                                         bias: try tensor(spec.bias, layer: label, shape: [c], required: false)))
+        case "batchNorm":  // after a layer it cannot fold into: a layer of its own
+            let (scale, shift) = try batchNorm(spec, channels: channels, label: label)
+            return .affine(ChannelAffine(name: label, scale: scale.map { Float($0) }, shift: shift.map { Float($0) }))
         case "meanPool": return .pool(.mean)
         case "maxPool": return .pool(.max)
         default:
@@ -104,6 +107,28 @@ struct LayerLoader {
         }
     }
 
+    /// A manifest's network as run-time layers, each with its input shape and its type as the
+    /// manifest gives it ("conv1d+batchNorm" where a batch norm was folded into the layer before).
+    mutating func network(_ specs: [LayerSpec], channels: Int, time: Int) throws(ModelError)
+        -> [(layer: Layer, input: (channels: Int, time: Int), type: String)] {
+        var network: [(layer: Layer, input: (channels: Int, time: Int), type: String)] = []
+        var channels = channels, time = time
+        for (index, spec) in specs.enumerated() {
+            let label = spec.name ?? "#\(index) (\(spec.type))"
+            if spec.type == "batchNorm", let previous = network.last, previous.layer.foldsBatchNorm {
+                // Folded into the conv1d or linear layer before it: no layer of its own at run time.
+                network[network.count - 1].layer = try fold(spec, into: previous.layer, label: label)
+                network[network.count - 1].type += "+batchNorm"
+                continue
+            }
+            let layer = try make(spec, index: index, label: label, channels: channels, time: time)
+            network.append((layer, (channels, time), spec.type))
+            channels = layer.outputChannels(input: channels)
+            time = layer.outputTime(input: time)
+        }
+        return network
+    }
+
     /// Eval-mode batch norm folded into the conv1d or linear layer before it:
     /// scale = weight / sqrt(runningVar + eps); W' = W * scale[o]; b' = (b - runningMean) * scale + bias.
     /// ref: torch.nn.BatchNorm1d (eval), the usual conv-bn fusion
@@ -112,24 +137,14 @@ struct LayerLoader {
         switch previous {
         case let .conv1d(c): outputs = c.outChannels
         case let .linear(l): outputs = l.outFeatures
-        default: throw .layer(path: path, layer: label, reason: "batchNorm must follow a conv1d or linear layer, not \(previous.name)")
+        default: throw .layer(path: path, layer: label, reason: "batchNorm folds into a conv1d or linear layer, not \(previous.name)")
         }
-        let n = try need(spec.numFeatures, "numFeatures", layer: label)
-        guard n == outputs else { throw .layer(path: path, layer: label, reason: "numFeatures \(n), but its input has \(outputs) channels") }
-        let gamma = try tensor(spec.weight, layer: label, shape: [n], required: false).withDefault(spec.weight == nil, 1)
-        let beta = try tensor(spec.bias, layer: label, shape: [n], required: false)
-        let mean = try tensor(spec.runningMean, layer: label, shape: [n])
-        let variance = try tensor(spec.runningVar, layer: label, shape: [n])
-        let eps = spec.eps ?? 1e-5
-        guard variance.allSatisfy({ $0 >= 0 && $0.isFinite }) else {
-            throw .layer(path: path, layer: label, reason: "runningVar holds negative or non-finite values")
-        }
-        // In Double, then rounded once.
-        let scale = (0..<n).map { Double(gamma[$0]) / (Double(variance[$0]) + eps).squareRoot() }
+        let (scale, shift) = try batchNorm(spec, channels: outputs, label: label)
+        let n = outputs
         func folded(weight: [Float], bias: [Float]) -> ([Float], [Float]) {
             let per = weight.count / n
             let w = weight.enumerated().map { Float(Double($1) * scale[$0 / per]) }
-            let b = (0..<n).map { Float((Double(bias[$0]) - Double(mean[$0])) * scale[$0] + Double(beta[$0])) }
+            let b = (0..<n).map { Float(Double(bias[$0]) * scale[$0] + shift[$0]) }
             return (w, b)
         }
         switch previous {
@@ -144,6 +159,26 @@ struct LayerLoader {
         default:
             return previous
         }
+    }
+}
+
+extension LayerLoader {
+    /// Eval-mode batch norm as y = x * scale + shift per channel, in Double:
+    /// scale = weight / sqrt(runningVar + eps), shift = bias - runningMean * scale.
+    /// ref: torch.nn.BatchNorm1d (eval)
+    mutating func batchNorm(_ spec: LayerSpec, channels: Int, label: String) throws(ModelError) -> (scale: [Double], shift: [Double]) {
+        let n = try need(spec.numFeatures, "numFeatures", layer: label)
+        guard n == channels else { throw .layer(path: path, layer: label, reason: "numFeatures \(n), but its input has \(channels) channels") }
+        let gamma = try tensor(spec.weight, layer: label, shape: [n], required: false).withDefault(spec.weight == nil, 1)
+        let beta = try tensor(spec.bias, layer: label, shape: [n], required: false)
+        let mean = try tensor(spec.runningMean, layer: label, shape: [n])
+        let variance = try tensor(spec.runningVar, layer: label, shape: [n])
+        let eps = spec.eps ?? 1e-5
+        guard variance.allSatisfy({ $0 >= 0 && $0.isFinite }) else {
+            throw .layer(path: path, layer: label, reason: "runningVar holds negative or non-finite values")
+        }
+        let scale = (0..<n).map { Double(gamma[$0]) / (Double(variance[$0]) + eps).squareRoot() }
+        return (scale, (0..<n).map { Double(beta[$0]) - Double(mean[$0]) * scale[$0] })
     }
 }
 

@@ -96,32 +96,18 @@ public final class Model: Sendable {
         padSource = Self.padSource(contextAndBlock: audio.contextSamples + audio.chunkSamples, padLeft: padLeft,
                                    padRight: padRight, reflect: frontEnd.padMode == .reflect)
         var channels = frontEnd.binCount
-        var time = frontEnd.frameCount(forSamples: blockLength)
+        let time = frontEnd.frameCount(forSamples: blockLength)
         guard time > 0 else { throw .manifest(path: path, reason: "frontEnd: a block of \(blockLength) samples holds no \(fe.nFFT)-sample frame") }
 
         var loader = LayerLoader(path: path, tensors: tensors)
-        var layers: [Layer] = [], shapes: [(Int, Int)] = [], offsets: [Int] = [], types: [String] = []
-        var stateCount = 0
-        for (index, spec) in manifest.network.enumerated() {
-            let label = spec.name ?? "#\(index) (\(spec.type))"
-            if spec.type == "batchNorm" {
-                // Folded into the layer before it: no layer of its own at run time.
-                guard let previous = layers.popLast() else {
-                    throw .layer(path: path, layer: label, reason: "batchNorm must follow a conv1d or linear layer")
-                }
-                layers.append(try loader.fold(spec, into: previous, label: label))
-                types[types.count - 1] += "+batchNorm"
-                continue
-            }
-            let layer = try loader.make(spec, index: index, label: label, channels: channels, time: time)
-            shapes.append((channels, time))
+        let network = try loader.network(manifest.network, channels: channels, time: time)
+        let layers = network.map(\.layer)
+        var offsets: [Int] = [], stateCount = 0
+        for layer in layers {
             offsets.append(stateCount)
-            types.append(spec.type)
             stateCount += layer.stateCount
-            channels = layer.outputChannels(input: channels)
-            time = layer.outputTime(input: time)
-            layers.append(layer)
         }
+        channels = network.last.map { $0.layer.outputChannels(input: $0.input.channels) } ?? channels
         let used = loader.used
         let unused = Set(tensors.keys).subtracting(used)
         guard unused.isEmpty else { throw .unusedTensors(path: path, names: unused.sorted()) }
@@ -138,8 +124,8 @@ public final class Model: Sendable {
         self.path = path
         self.contentHash = contentHash
         self.layers = layers
-        self.shapes = shapes
-        self.layerTypes = types
+        self.shapes = network.map(\.input)
+        self.layerTypes = network.map(\.type)
         self.stateOffsets = offsets
         self.stateCount = stateCount
         self.weightsBytes = weightsBytes

@@ -49,24 +49,13 @@ struct LayerCase: CustomTestStringConvertible, Sendable {
         }
     }()
 
-    /// The layers, built by the loader the runtime uses (batchNorm folded into the layer before).
+    /// The layers, built by the loader the runtime uses (a batchNorm folded into a conv1d or
+    /// linear layer before it).
     func layers() throws -> [Layer] {
         var withShapes: [String: Tensor] = [:]
         for (name, values) in tensors { withShapes[name] = Tensor(shape: shapes[name] ?? [], dtype: "F32", values: values) }
         var loader = LayerLoader(path: "layers.json", tensors: withShapes)
-        var layers: [Layer] = []
-        var channels = input.channels, time = input.time
-        for (i, spec) in specs.enumerated() {
-            if spec.type == "batchNorm" {
-                guard let previous = layers.popLast() else { throw ModelError.layer(path: name, layer: "bn", reason: "nothing to fold into") }
-                layers.append(try loader.fold(spec, into: previous, label: spec.name ?? "bn"))
-                continue
-            }
-            let layer = try loader.make(spec, index: i, label: spec.name ?? spec.type, channels: channels, time: time)
-            channels = layer.outputChannels(input: channels)
-            time = layer.outputTime(input: time)
-            layers.append(layer)
-        }
+        let layers = try loader.network(specs, channels: input.channels, time: input.time).map(\.layer)
         #expect(loader.used == Set(tensors.keys))
         return layers
     }
@@ -78,8 +67,8 @@ struct LayerTests {
     func coverage() {
         let kinds = Set(LayerCase.all.flatMap { $0.specs.map(\.type) })
         #expect(kinds == ["conv1d", "linear", "lstm", "gru", "relu", "sigmoid", "tanh", "silu", "gelu", "softmax",
-                          "layerNorm", "batchNorm", "meanPool", "maxPool"])
-        #expect(LayerCase.all.count == 27)
+                          "layerNorm", "batchNorm", "meanPool", "maxPool", "log"])
+        #expect(LayerCase.all.count == 29)
         #expect(LayerCase.all.contains { $0.specs.first?.causal == true && $0.blocks.count == 2 })
     }
 
