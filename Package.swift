@@ -20,7 +20,9 @@ let package = Package(
         .target(name: "CEarshotKernels"),
         .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels"]),
         .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel"]),
-        .executableTarget(name: "earshot", dependencies: ["Earshot", "CEarshotKernels"]),
+        // Trains classifiers made of runtime layers, with the runtime's own features and products.
+        .target(name: "EarshotTraining", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel"]),
+        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotTraining", "CEarshotKernels"]),
 
         // Helpers shared by the test targets (seeded random numbers, reference files, paths).
         .target(name: "EarshotTestSupport", path: "Tests/Support"),
@@ -29,6 +31,7 @@ let package = Package(
                     exclude: ["Goldens"]),
         .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotAudio", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
+        .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotTests", dependencies: ["Earshot", "earshot", "EarshotTestSupport"],
                     exclude: ["Goldens", "Expected"]),
     ],

@@ -39,6 +39,7 @@ public struct LabelOptions: Sendable, Equatable {
         maxSegmentSeconds = d.maxSegmentSeconds
         if let v = d.minSilenceAtMaxSegmentMs { minSilenceAtMaxSegmentMs = v }
         if let v = d.splitAtLongestSilence { splitAtLongestSilence = v }
+        backgroundLabel = d.backgroundLabel
     }
 
     public var effectiveNegativeThreshold: Double { negativeThreshold ?? max(threshold - 0.15, 0.01) }

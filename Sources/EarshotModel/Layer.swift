@@ -274,12 +274,12 @@ extension Layer.Activation {
 func logistic(_ x: Float) -> Float { 1 / (1 + exp(-x)) }
 
 /// A weight matrix [rows][k] packed once, at load, for the product kernel.
-struct PackedMatrix: Sendable {
-    let rows: Int
-    let k: Int
+package struct PackedMatrix: Sendable {
+    package let rows: Int
+    package let k: Int
     let values: [Float]
 
-    init(_ weight: [Float], rows: Int, k: Int) {
+    package init(_ weight: [Float], rows: Int, k: Int) {
         self.rows = rows
         self.k = k
         var packed = [Float](repeating: 0, count: earshot_packed_count(rows, k))
@@ -291,7 +291,7 @@ struct PackedMatrix: Sendable {
 
     /// y = W x (+ bias) for `columns` columns: column j of x at x + j * ldx (k values), its
     /// outputs at y + j * ldy (rows values). Each output is summed as it would be alone.
-    func product(_ x: UnsafePointer<Float>, ldx: Int, columns: Int, bias: [Float]?, into y: UnsafeMutablePointer<Float>, ldy: Int) {
+    package func product(_ x: UnsafePointer<Float>, ldx: Int, columns: Int, bias: [Float]?, into y: UnsafeMutablePointer<Float>, ldy: Int) {
         values.withUnsafeBufferPointer { w in
             if let bias {
                 bias.withUnsafeBufferPointer { earshot_gemm_packed(w.baseAddress!, rows, k, x, ldx, columns, $0.baseAddress!, y, ldy) }
@@ -302,7 +302,7 @@ struct PackedMatrix: Sendable {
     }
 
     /// Columns side by side: x [columns][k] into y [columns][rows].
-    func product(_ x: UnsafePointer<Float>, columns: Int, bias: [Float]?, into y: UnsafeMutablePointer<Float>) {
+    package func product(_ x: UnsafePointer<Float>, columns: Int, bias: [Float]?, into y: UnsafeMutablePointer<Float>) {
         product(x, ldx: k, columns: columns, bias: bias, into: y, ldy: rows)
     }
 }

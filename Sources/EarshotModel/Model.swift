@@ -64,6 +64,26 @@ public final class Model: Sendable {
                       contentHash: SafeTensors.contentHash(weights), weightsBytes: weights.count)
     }
 
+    /// A model from a manifest and tensors in memory, checked as a package on disk is.
+    public convenience init(manifest: ModelManifest, tensors: [String: Tensor], name path: String = "(in memory)") throws(ModelError) {
+        let data = SafeTensors.serialize(tensors)
+        try self.init(manifest: manifest, tensors: tensors, path: path, contentHash: SafeTensors.contentHash(data), weightsBytes: data.count)
+    }
+
+    /// Writes a package: `folder/model.json` and `folder/weights.safetensors` (F32), creating the
+    /// folder. Loading it gives a model equal to `Model(manifest:tensors:)`.
+    public static func write(manifest: ModelManifest, tensors: [String: Tensor], to folder: URL) throws(ModelError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try (encoder.encode(manifest) + Data("\n".utf8)).write(to: folder.appendingPathComponent("model.json"))
+            try SafeTensors.serialize(tensors).write(to: folder.appendingPathComponent("weights.safetensors"))
+        } catch {
+            throw .cannotWrite(path: folder.path, reason: error.localizedDescription)
+        }
+    }
+
     init(manifest: ModelManifest, tensors: [String: Tensor], path: String, contentHash: String, weightsBytes: Int) throws(ModelError) {
         guard manifest.format == ModelManifest.format, manifest.formatVersion == ModelManifest.formatVersion else {
             throw .unsupportedFormat(path: path, found: "\(manifest.format) v\(manifest.formatVersion)",

@@ -2,6 +2,7 @@
 /// applies the layer and the tensor, with what was expected and what was found.
 public enum ModelError: Error, Equatable, Sendable, CustomStringConvertible {
     case cannotRead(path: String, reason: String)
+    case cannotWrite(path: String, reason: String)
     /// model.json is not valid JSON or lacks a field.
     case manifest(path: String, reason: String)
     case unsupportedFormat(path: String, found: String, expected: String)
@@ -27,6 +28,7 @@ public enum ModelError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .cannotRead(path, reason): return "\(path): cannot read: \(reason)"
+        case let .cannotWrite(path, reason): return "\(path): cannot write: \(reason)"
         case let .manifest(path, reason): return "\(path): invalid manifest: \(reason)"
         case let .unsupportedFormat(path, found, expected):
             return "\(path): unsupported model format \(found) (this earshot reads \(expected))"

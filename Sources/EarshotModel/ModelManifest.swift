@@ -18,6 +18,8 @@ public struct ModelManifest: Codable, Sendable, Equatable {
     public var network: [LayerSpec]
     public var outputs: Outputs
     public var decision: Decision?
+    /// How a trained classifier was made and how it decides on a whole clip.
+    public var training: Training?
 
     public struct Audio: Codable, Sendable, Equatable {
         /// Hz.
@@ -61,6 +63,24 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var maxSegmentSeconds: Double?
         public var minSilenceAtMaxSegmentMs: Double?
         public var splitAtLongestSilence: Bool?
+        /// Softmax models: the label that is not an event (e.g. "_silence_").
+        public var backgroundLabel: String?
+    }
+
+    /// Written by `earshot train`.
+    public struct Training: Codable, Sendable, Equatable {
+        /// A clip is fitted to this length (cut at the end, or padded with silence) before it is run.
+        public var clipSeconds: Double
+        /// A clip's class: the mean of the scores of its last steps covering this long.
+        public var decisionSeconds: Double
+        /// The command line and the figures of the run, for the record.
+        public var command: String?
+        public var architecture: String?
+        public var features: String?
+        public var seed: Int?
+        public var epochs: Int?
+        public var validationAccuracy: Double?
+        public var trainingSeconds: Double?
     }
 }
 

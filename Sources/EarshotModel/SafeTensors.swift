@@ -5,6 +5,12 @@ public struct Tensor: Sendable, Equatable {
     public var shape: [Int]
     public var dtype: String
     public var values: [Float]
+
+    public init(shape: [Int], dtype: String = "F32", values: [Float]) {
+        self.shape = shape
+        self.dtype = dtype
+        self.values = values
+    }
 }
 
 /// The safetensors format: an 8-byte little-endian header length, a JSON header mapping each
@@ -83,6 +89,25 @@ enum SafeTensors {
     }
 
     /// FNV-1a, 64 bit, of the bytes: identifies a weights file's content.
+    /// F32 tensors as a safetensors file's bytes, names in sorted order (the same tensors give
+    /// the same bytes).
+    static func serialize(_ tensors: [String: Tensor]) -> Data {
+        var header: [String] = []
+        var body = Data()
+        for name in tensors.keys.sorted() {
+            let t = tensors[name]!  // a key of the dictionary being walked
+            let begin = body.count
+            for v in t.values { withUnsafeBytes(of: v.bitPattern.littleEndian) { body.append(contentsOf: $0) } }
+            let shape = t.shape.map(String.init).joined(separator: ",")
+            header.append("\"\(name)\":{\"dtype\":\"F32\",\"shape\":[\(shape)],\"data_offsets\":[\(begin),\(body.count)]}")
+        }
+        var json = Data("{\(header.joined(separator: ","))}".utf8)
+        while json.count % 8 != 0 { json.append(0x20) }  // the data starts 8-byte aligned
+        var out = Data()
+        withUnsafeBytes(of: UInt64(json.count).littleEndian) { out.append(contentsOf: $0) }
+        return out + json + body
+    }
+
     static func contentHash(_ data: Data) -> String {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         data.withUnsafeBytes { raw in

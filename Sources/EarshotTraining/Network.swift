@@ -1,0 +1,91 @@
+import Foundation
+
+/// The trainable part of a classifier: layers from the features to one logit per class, and
+/// their parameters as a flat list of tensors (layer by layer, in `parameterShapes` order).
+struct Network: Sendable, Equatable {
+    let inputs: Int
+    let layers: [TrainingLayer]
+
+    var classes: Int { layers.reduce(inputs) { $1.outputChannels(input: $0) } }
+
+    var parameterShapes: [[Int]] { layers.flatMap(\.parameterShapes) }
+
+    func initialParameters(seed: UInt64) -> [[Float]] {
+        var random = SplitMix64(seed: seed)
+        return layers.flatMap { $0.initialParameters(&random) }
+    }
+
+    /// Where each layer's parameters start in the flat list.
+    private var offsets: [Int] {
+        var offsets: [Int] = [], n = 0
+        for layer in layers {
+            offsets.append(n)
+            n += layer.parameterShapes.count
+        }
+        return offsets
+    }
+
+    /// Logits [batch][time][classes] and what the backward pass needs.
+    func forward(_ x: Frames, _ parameters: [[Float]]) -> (logits: Frames, caches: [LayerCache], inputChannels: [Int]) {
+        var h = x, caches: [LayerCache] = [], channels: [Int] = []
+        for (layer, offset) in zip(layers, offsets) {
+            channels.append(h.channels)
+            let (y, cache) = layer.forward(h, parameters[offset..<(offset + layer.parameterShapes.count)])
+            caches.append(cache)
+            h = y
+        }
+        return (h, caches, channels)
+    }
+
+    /// The parameters' gradients (same shapes as the parameters) and the input's.
+    func backward(_ dLogits: Frames, caches: [LayerCache], inputChannels: [Int], _ parameters: [[Float]]) -> (grads: [[Float]], dx: Frames) {
+        var grads = [[Float]](repeating: [], count: parameters.count)
+        var d = dLogits
+        for (index, (layer, offset)) in zip(layers, offsets).enumerated().reversed() {
+            let count = layer.parameterShapes.count
+            let (dx, g) = layer.backward(d, caches[index], parameters[offset..<(offset + count)], inputChannels: inputChannels[index])
+            for (k, grad) in g.enumerated() { grads[offset + k] = grad }
+            d = dx
+        }
+        return (grads, d)
+    }
+}
+
+/// Softmax over each row's logits.
+func softmax(_ logits: ArraySlice<Float>) -> [Float] {
+    let peak = logits.max() ?? 0
+    let e = logits.map { exp($0 - peak) }
+    let sum = e.reduce(0, +)
+    return e.map { $0 / sum }
+}
+
+/// The training objective: softmax cross-entropy at each clip's last `decisionFrames` frames,
+/// each clip weighted by its class's weight, summed and divided by `normalizer`.
+struct Objective: Sendable {
+    let classWeights: [Float]
+    let decisionFrames: Int
+
+    /// Loss, the logits' gradient, and each clip's predicted class (the largest mean probability
+    /// over its decision frames: how `evaluate` decides).
+    func evaluate(_ logits: Frames, labels: [Int], normalizer: Float) -> (loss: Double, dLogits: Frames, predictions: [Int]) {
+        let C = logits.channels, T = logits.time, first = max(0, T - decisionFrames)
+        var d = Frames(batch: logits.batch, time: T, channels: C)
+        var loss = 0.0
+        var predictions: [Int] = []
+        for b in 0..<logits.batch {
+            let w = classWeights[labels[b]] / normalizer
+            var mean = [Float](repeating: 0, count: C)
+            for t in first..<T {
+                let row = (b * T + t) * C
+                let p = softmax(logits.values[row..<(row + C)])
+                loss -= Double(w) * Double(log(max(p[labels[b]], 1e-30)))
+                for c in 0..<C {
+                    d.values[row + c] = w * (p[c] - (c == labels[b] ? 1 : 0))
+                    mean[c] += p[c]
+                }
+            }
+            predictions.append(mean.indices.max { mean[$0] < mean[$1] } ?? 0)
+        }
+        return (loss, d, predictions)
+    }
+}

@@ -1,0 +1,110 @@
+import EarshotTestSupport
+import Testing
+@testable import EarshotTraining
+
+/// Every backward pass against central finite differences of the forward pass.
+///
+/// Float32 forward passes, differences with step 1e-2 (in Double from there): truncation error
+/// O(h^2) of the smooth layers and rounding of about 1e-6 / h. Tolerance: 1e-3 absolute plus 1e-2
+/// of the gradient; measured errors are printed.
+@Suite("Backward passes against finite differences")
+struct GradientTests {
+    static let step: Float = 1e-2
+
+    /// Σ y ⊙ weights, in Double.
+    static func weightedSum(_ y: Frames, _ weights: [Float]) -> Double {
+        zip(y.values, weights).reduce(0) { $0 + Double($1.0) * Double($1.1) }
+    }
+
+    static func random(_ count: Int, _ random: inout SeededRandom, scale: Float = 1) -> [Float] {
+        (0..<count).map { _ in Float.random(in: -scale...scale, using: &random) }
+    }
+
+    /// Checks every parameter and input gradient of `layer` on a random batch.
+    func check(_ layer: TrainingLayer, inputs: Int, batch: Int = 2, time: Int = 5, seed: UInt64) {
+        var random = SeededRandom(seed: seed)
+        let x = Frames(batch: batch, time: time, channels: inputs, values: Self.random(batch * time * inputs, &random))
+        var parameters = layer.parameterShapes.map { Self.random($0.reduce(1, *), &random, scale: 0.6) }
+        let (y, cache) = layer.forward(x, parameters[...])
+        let weights = Self.random(y.values.count, &random)
+        let (dx, grads) = layer.backward(Frames(batch: y.batch, time: y.time, channels: y.channels, values: weights), cache,
+                                         parameters[...], inputChannels: inputs)
+        var worst = 0.0
+        func compare(_ analytic: Float, _ plus: Double, _ minus: Double, _ what: String) {
+            let numeric = (plus - minus) / (2 * Double(Self.step))
+            let error = abs(Double(analytic) - numeric)
+            worst = max(worst, error / (1e-3 + 1e-2 * abs(numeric)))
+            #expect(error <= 1e-3 + 1e-2 * abs(numeric), "\(layer) \(what): analytic \(analytic), numeric \(numeric)")
+        }
+        for k in parameters.indices {
+            for i in parameters[k].indices {
+                let keep = parameters[k][i]
+                parameters[k][i] = keep + Self.step
+                let plus = Self.weightedSum(layer.forward(x, parameters[...]).0, weights)
+                parameters[k][i] = keep - Self.step
+                let minus = Self.weightedSum(layer.forward(x, parameters[...]).0, weights)
+                parameters[k][i] = keep
+                compare(grads[k][i], plus, minus, "parameter \(k)[\(i)]")
+            }
+        }
+        var nudged = x
+        for i in x.values.indices {
+            nudged.values[i] = x.values[i] + Self.step
+            let plus = Self.weightedSum(layer.forward(nudged, parameters[...]).0, weights)
+            nudged.values[i] = x.values[i] - Self.step
+            let minus = Self.weightedSum(layer.forward(nudged, parameters[...]).0, weights)
+            nudged.values[i] = x.values[i]
+            compare(dx.values[i], plus, minus, "input [\(i)]")
+        }
+        print("\(layer): worst error / tolerance \(worst)")
+    }
+
+    @Test("Causal convolution, 3 taps")
+    func conv() { check(.conv(inputs: 3, outputs: 4, taps: 3), inputs: 3, seed: 1) }
+
+    @Test("Causal convolution, 1 tap (linear)")
+    func linear() { check(.conv(inputs: 5, outputs: 3, taps: 1), inputs: 5, seed: 2) }
+
+    @Test("ReLU")
+    func relu() { check(.relu, inputs: 4, seed: 3) }
+
+    @Test("GRU over 5 steps, batch of 2")
+    func gru() { check(.gru(inputs: 3, hidden: 4), inputs: 3, seed: 4) }
+
+    @Test("GRU with more hidden units than a vector holds (17)")
+    func wideGRU() { check(.gru(inputs: 2, hidden: 17), inputs: 2, batch: 3, time: 4, seed: 5) }
+
+    @Test("The objective's gradient against its loss, and a whole network's against its loss")
+    func objectiveAndNetwork() {
+        var random = SeededRandom(seed: 6)
+        let network = Network(inputs: 3, layers: [.conv(inputs: 3, outputs: 5, taps: 2), .relu, .gru(inputs: 5, hidden: 4),
+                                                  .conv(inputs: 4, outputs: 3, taps: 1)])
+        var parameters = network.initialParameters(seed: 7)
+        let x = Frames(batch: 3, time: 6, channels: 3, values: Self.random(54, &random))
+        let labels = [0, 2, 1]
+        let objective = Objective(classWeights: [1, 0.5, 2], decisionFrames: 3)
+        func loss() -> Double { objective.evaluate(network.forward(x, parameters).logits, labels: labels, normalizer: 9).loss }
+        let (logits, caches, channels) = network.forward(x, parameters)
+        let (_, dLogits, _) = objective.evaluate(logits, labels: labels, normalizer: 9)
+        let grads = network.backward(dLogits, caches: caches, inputChannels: channels, parameters).grads
+        #expect(grads.map(\.count) == parameters.map(\.count))
+        // A smaller step here: a bias moves every row of its channel, and a step of 1e-2 could carry
+        // one of them across the ReLU's kink.
+        let step: Float = 1e-3
+        var checked = 0
+        for k in parameters.indices {
+            for i in stride(from: 0, to: parameters[k].count, by: 3) {
+                let keep = parameters[k][i]
+                parameters[k][i] = keep + step
+                let plus = loss()
+                parameters[k][i] = keep - step
+                let minus = loss()
+                parameters[k][i] = keep
+                let numeric = (plus - minus) / (2 * Double(step))
+                #expect(abs(Double(grads[k][i]) - numeric) <= 1e-3 + 1e-2 * abs(numeric), "parameter \(k)[\(i)]")
+                checked += 1
+            }
+        }
+        #expect(checked > 40)
+    }
+}
