@@ -1,14 +1,15 @@
+import EarshotTraining
 import Foundation
 
-/// SplitMix64: a small seeded generator so that every random test can print its seed and be
-/// replayed exactly.
+/// The trainer's SplitMix64, remembering its seed so that every random test can print it and
+/// be replayed exactly.
 public struct SeededRandom: RandomNumberGenerator, Sendable {
     public let seed: UInt64
-    private var state: UInt64
+    private var generator: SplitMix64
 
     public init(seed: UInt64) {
         self.seed = seed
-        state = seed
+        generator = SplitMix64(seed: seed)
     }
 
     /// A generator seeded from `EARSHOT_TEST_SEED` when set, else from the clock.
@@ -19,13 +20,7 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
         return SeededRandom(seed: UInt64(Date().timeIntervalSince1970 * 1_000_000))
     }
 
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    public mutating func next() -> UInt64 { generator.next() }
 
     /// Sizes of random chunks (1...maxChunk) that add up to `total`.
     public mutating func chunkSizes(total: Int, maxChunk: Int) -> [Int] {
