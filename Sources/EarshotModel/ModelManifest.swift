@@ -21,6 +21,26 @@ public struct ModelManifest: Codable, Sendable, Equatable {
     /// How a trained classifier was made and how it decides on a whole clip.
     public var training: Training?
 
+    public init(format: String = ModelManifest.format, formatVersion: Int = ModelManifest.formatVersion, name: String,
+                version: String? = nil, description: String? = nil, author: String? = nil, license: String? = nil,
+                source: String? = nil, audio: Audio, frontEnd: FrontEnd, network: [LayerSpec], outputs: Outputs,
+                decision: Decision? = nil, training: Training? = nil) {
+        self.format = format
+        self.formatVersion = formatVersion
+        self.name = name
+        self.version = version
+        self.description = description
+        self.author = author
+        self.license = license
+        self.source = source
+        self.audio = audio
+        self.frontEnd = frontEnd
+        self.network = network
+        self.outputs = outputs
+        self.decision = decision
+        self.training = training
+    }
+
     public struct Audio: Codable, Sendable, Equatable {
         /// Hz.
         public var sampleRate: Int
@@ -28,6 +48,12 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var chunkSamples: Int
         /// Samples of the previous block prepended to each block (zeros at stream start).
         public var contextSamples: Int
+
+        public init(sampleRate: Int, chunkSamples: Int, contextSamples: Int) {
+            self.sampleRate = sampleRate
+            self.chunkSamples = chunkSamples
+            self.contextSamples = contextSamples
+        }
     }
 
     /// The feature front end, applied to each block (context + chunk): STFT frames of the block,
@@ -43,6 +69,20 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var padRight: Int?
         public var padMode: STFTConfig.PadMode?
         public var spectrum: STFTConfig.Spectrum?
+
+        public init(type: String, nFFT: Int, hopLength: Int, winLength: Int? = nil, window: WindowKind? = nil, periodic: Bool? = nil,
+                    padLeft: Int? = nil, padRight: Int? = nil, padMode: STFTConfig.PadMode? = nil, spectrum: STFTConfig.Spectrum? = nil) {
+            self.type = type
+            self.nFFT = nFFT
+            self.hopLength = hopLength
+            self.winLength = winLength
+            self.window = window
+            self.periodic = periodic
+            self.padLeft = padLeft
+            self.padRight = padRight
+            self.padMode = padMode
+            self.spectrum = spectrum
+        }
     }
 
     public struct Outputs: Codable, Sendable, Equatable {
@@ -51,6 +91,12 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         /// How per-time outputs become one score vector per step: mean or last.
         public var reduceTime: String?
         public var labels: [String]
+
+        public init(activation: String, reduceTime: String? = nil, labels: [String]) {
+            self.activation = activation
+            self.reduceTime = reduceTime
+            self.labels = labels
+        }
     }
 
     /// Default settings of the label logic (thresholds in score units, durations in ms/s).
@@ -65,6 +111,15 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var splitAtLongestSilence: Bool?
         /// Softmax models: the label that is not an event (e.g. "_silence_").
         public var backgroundLabel: String?
+
+        public init(threshold: Double? = nil, minSegmentMs: Double? = nil, minSilenceMs: Double? = nil, padMs: Double? = nil,
+                    backgroundLabel: String? = nil) {
+            self.threshold = threshold
+            self.minSegmentMs = minSegmentMs
+            self.minSilenceMs = minSilenceMs
+            self.padMs = padMs
+            self.backgroundLabel = backgroundLabel
+        }
     }
 
     /// Written by `earshot train`.
@@ -81,6 +136,11 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var epochs: Int?
         public var validationAccuracy: Double?
         public var trainingSeconds: Double?
+
+        public init(clipSeconds: Double, decisionSeconds: Double) {
+            self.clipSeconds = clipSeconds
+            self.decisionSeconds = decisionSeconds
+        }
     }
 }
 
@@ -120,4 +180,6 @@ public struct LayerSpec: Codable, Sendable, Equatable {
     public var eps: Double?
     public var runningMean: String?
     public var runningVar: String?
+
+    public init(type: String) { self.type = type }
 }

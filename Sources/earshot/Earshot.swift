@@ -34,6 +34,15 @@ enum EarshotCommand {
               Streams at real-time pace over all cores: the largest count that keeps up.
           earshot bench offline --audio FILE [--model NAME|PATH] [--repeat N] [--json]
               earshot label end to end on FILE, in process.
+          earshot train --data FOLDER|CSV --output FOLDER [--validation FOLDER | --validation-split 0.2]
+                        [--group-by REGEX] [--background LABEL] [--architecture conv:64x3,gru:2x64]
+                        [--features log-mel:40] [--epochs N] [--seed S] [--augment noise,gain,shift]
+                        [--batch-size N] [--learning-rate X] [--patience N] [--clip-seconds S]
+                        [--decision-seconds S] [--sample-rate HZ]
+              Trains a streaming classifier (one subfolder per label, or a CSV of file,label) and
+              writes it as a model package; progress on stderr.
+          earshot evaluate --model NAME|PATH --data FOLDER|CSV [--group-by REGEX] [--format text|csv|json]
+              Accuracy, per-class precision/recall/F1 and the confusion matrix of a classifier.
           earshot help
         """
 
@@ -55,6 +64,8 @@ enum EarshotCommand {
             case "label": exit(try await LabelCommand.run(words))
             case "listen": exit(try await ListenCommand.run(words))
             case "devices": try DevicesCommand.run(words)
+            case "train": try TrainCommand.run(words)
+            case "evaluate": try EvaluateCommand.run(words)
             case "help", "--help", "-h": print(usage)
             default: throw UsageError("unknown command '\(command)'", hint: "earshot help")
             }

@@ -1,0 +1,106 @@
+import EarshotModel
+import Foundation
+
+/// A clip's class by the runtime model, as the trainer decides it: the clip fitted to the model's
+/// clip length, run from a fresh state, and the mean score of its last steps.
+public struct ClipClassifier: Sendable {
+    public let model: Model
+    let clipSamples: Int
+    let decisionSteps: Int
+
+    public init(model: Model) throws(TrainingError) {
+        guard model.manifest.outputs.activation == "softmax" else {
+            throw .model(reason: "\(model.path): a clip classifier needs a softmax model (this one's outputs are \(model.manifest.outputs.activation))")
+        }
+        self.model = model
+        let n = model.chunkSamples
+        if let t = model.manifest.training {
+            clipSamples = max(n, Int((t.clipSeconds * Double(model.sampleRate) / Double(n)).rounded()) * n)
+            decisionSteps = max(1, Int((t.decisionSeconds * Double(model.sampleRate) / Double(n)).rounded()))
+        } else {
+            clipSamples = 0  // the whole clip
+            decisionSteps = 1
+        }
+    }
+
+    /// The winning label's index and the mean scores over the decision steps.
+    public func classify(_ audio: [Float]) throws(TrainingError) -> (label: Int, scores: [Float]) {
+        let n = model.chunkSamples
+        let length = clipSamples > 0 ? clipSamples : max(n, (audio.count + n - 1) / n * n)
+        let fitted = Clip(samples: length, hop: n).fitted(audio)
+        let blocks = stride(from: 0, to: length, by: n).map { Array(fitted[$0..<($0 + n)]) }
+        var state = model.makeState()
+        let steps: [[Float]]
+        do { steps = try model.predictions(forConsecutive: blocks, using: &state) } catch { throw .model(reason: "\(error)") }
+        var mean = [Float](repeating: 0, count: model.labels.count)
+        let last = steps.suffix(decisionSteps)
+        for s in last { for c in mean.indices { mean[c] += s[c] / Float(last.count) } }
+        return (mean.indices.max { mean[$0] < mean[$1] } ?? 0, mean)
+    }
+}
+
+/// Accuracy, per-class precision, recall and F1, and the confusion matrix of a model on labelled files.
+public struct Evaluation: Sendable {
+    public struct ClassFigures: Sendable {
+        public var label: String
+        public var precision: Double
+        public var recall: Double
+        public var f1: Double
+        /// Files of this label.
+        public var support: Int
+    }
+
+    public struct Prediction: Sendable {
+        public var path: String
+        public var truth: String
+        public var predicted: String
+        public var score: Float
+        public var group: String
+    }
+
+    public var labels: [String]
+    /// [truth][predicted] counts, in `labels` order.
+    public var confusion: [[Int]]
+    public var predictions: [Prediction]
+
+    public var accuracy: Double {
+        let correct = labels.indices.reduce(0) { $0 + confusion[$1][$1] }
+        return Double(correct) / Double(max(1, predictions.count))
+    }
+
+    public var classes: [ClassFigures] {
+        labels.indices.map { c in
+            let tp = Double(confusion[c][c])
+            let predicted = Double(labels.indices.reduce(0) { $0 + confusion[$1][c] })
+            let actual = Double(confusion[c].reduce(0, +))
+            let p = predicted > 0 ? tp / predicted : 0, r = actual > 0 ? tp / actual : 0
+            return ClassFigures(label: labels[c], precision: p, recall: r, f1: p + r > 0 ? 2 * p * r / (p + r) : 0, support: Int(actual))
+        }
+    }
+
+    /// Accuracy per group (e.g. speaker), groups sorted.
+    public var groups: [(group: String, correct: Int, total: Int)] {
+        Dictionary(grouping: predictions, by: \.group).map { g, ps in (g, ps.filter { $0.truth == $0.predicted }.count, ps.count) }
+            .sorted { $0.group < $1.group }
+    }
+
+    /// Runs `model` on every file of `data` (on every core).
+    public static func run(model: Model, data: Dataset) throws(TrainingError) -> Evaluation {
+        let classifier = try ClipClassifier(model: model)
+        let labels = model.labels
+        for label in data.labels where !labels.contains(label) {
+            throw .data(path: data.source, reason: "label '\(label)' is not one of the model's \(labels)")
+        }
+        let audio = try loadAudio(data.files, rate: model.sampleRate)
+        let results = parallelMap(data.files.count) { i in Result { () throws(TrainingError) in try classifier.classify(audio[i]) } }
+        var confusion = [[Int]](repeating: [Int](repeating: 0, count: labels.count), count: labels.count)
+        var predictions: [Prediction] = []
+        for (file, result) in zip(data.files, results) {
+            let (predicted, scores) = try result.get()
+            let truth = labels.firstIndex(of: file.label)!  // checked above
+            confusion[truth][predicted] += 1
+            predictions.append(Prediction(path: file.path, truth: file.label, predicted: labels[predicted], score: scores[predicted], group: file.group))
+        }
+        return Evaluation(labels: labels, confusion: confusion, predictions: predictions)
+    }
+}

@@ -1,0 +1,70 @@
+import EarshotModel
+
+extension Trainer {
+    /// The trained classifier as a runtime package: the feature layers, then each trained layer
+    /// as the runtime layer it computes the same as (causal conv1d, relu, gru, linear), softmax.
+    static func export(name: String, recipe: FeatureRecipe, mean: [Float], variance: [Float], network: Network,
+                       parameters: [[Float]], labels: [String], background: String?,
+                       record: ModelManifest.Training) throws(TrainingError) -> (ModelManifest, [String: Tensor]) {
+        var (specs, tensors) = try recipe.layers(mean: mean, variance: variance)
+        var p = 0, convs = 0, grus = 0
+        for (index, layer) in network.layers.enumerated() {
+            switch layer {
+            case let .conv(i, o, k) where k == 1 && index == network.layers.count - 1:
+                var spec = LayerSpec(type: "linear", name: "classifier", inFeatures: i, outFeatures: o, weight: "classifier.weight",
+                                     bias: "classifier.bias")
+                spec.inFeatures = i
+                specs.append(spec)
+                tensors["classifier.weight"] = Tensor(shape: [o, i], values: parameters[p])
+                tensors["classifier.bias"] = Tensor(shape: [o], values: parameters[p + 1])
+            case let .conv(i, o, k):
+                convs += 1
+                let n = "conv\(convs)"
+                var spec = LayerSpec(type: "conv1d", name: n, weight: "\(n).weight", bias: "\(n).bias")
+                spec.inChannels = i
+                spec.outChannels = o
+                spec.kernelSize = k
+                spec.stride = 1
+                spec.padding = 0
+                spec.dilation = 1
+                spec.groups = 1
+                spec.causal = true
+                specs.append(spec)
+                // Trained as [out][tap][in]; stored as PyTorch's [out][in][tap].
+                var w = [Float](repeating: 0, count: o * i * k)
+                for oc in 0..<o { for tap in 0..<k { for c in 0..<i { w[(oc * i + c) * k + tap] = parameters[p][(oc * k + tap) * i + c] } } }
+                tensors["\(n).weight"] = Tensor(shape: [o, i, k], values: w)
+                tensors["\(n).bias"] = Tensor(shape: [o], values: parameters[p + 1])
+            case .relu:
+                specs.append(LayerSpec(type: "relu"))
+            case let .gru(i, h):
+                grus += 1
+                let n = "gru\(grus)"
+                var spec = LayerSpec(type: "gru", name: n)
+                spec.inputSize = i
+                spec.hiddenSize = h
+                spec.gateOrder = "rzn"
+                spec.weightIH = "\(n).weight_ih"
+                spec.weightHH = "\(n).weight_hh"
+                spec.biasIH = "\(n).bias_ih"
+                spec.biasHH = "\(n).bias_hh"
+                specs.append(spec)
+                tensors["\(n).weight_ih"] = Tensor(shape: [3 * h, i], values: parameters[p])
+                tensors["\(n).weight_hh"] = Tensor(shape: [3 * h, h], values: parameters[p + 1])
+                tensors["\(n).bias_ih"] = Tensor(shape: [3 * h], values: parameters[p + 2])
+                tensors["\(n).bias_hh"] = Tensor(shape: [3 * h], values: parameters[p + 3])
+            }
+            p += layer.parameterShapes.count
+        }
+        let manifest = ModelManifest(
+            name: name, version: "1",
+            description: "Streaming classifier of \(labels.joined(separator: ", ")), trained by earshot train.",
+            source: "earshot train", audio: recipe.audio, frontEnd: recipe.frontEnd, network: specs,
+            outputs: .init(activation: "softmax", reduceTime: "last", labels: labels),
+            decision: .init(threshold: 0.5, minSegmentMs: 100, minSilenceMs: 100, padMs: 0, backgroundLabel: background),
+            training: record)
+        // Checked as any package is when it loads.
+        do { _ = try Model(manifest: manifest, tensors: tensors) } catch { throw .model(reason: "the trained model does not load: \(error)") }
+        return (manifest, tensors)
+    }
+}

@@ -1,0 +1,339 @@
+import EarshotAudio
+import EarshotModel
+import Foundation
+
+/// Augmentations applied to each training clip, afresh every epoch.
+public enum Augmentation: String, Sendable, CaseIterable {
+    /// Background noise at a random SNR (5 to 25 dB): the background label's clips, else white noise.
+    case noise
+    /// A random gain, -6 to +6 dB.
+    case gain
+    /// A random time shift of up to 100 ms either way.
+    case shift
+}
+
+public struct TrainingOptions: Sendable {
+    /// "conv:64x3,gru:2x64": a causal convolution (channels x taps) and GRU layers (count x hidden),
+    /// then a linear layer to the labels. Parts may be left out or repeated.
+    public var architecture = "conv:64x3,gru:2x64"
+    public var features = "log-mel:40"
+    /// The model's rate; nil: the rate of the first training file.
+    public var sampleRate: Int?
+    public var epochs = 40
+    public var seed: UInt64 = 1
+    public var batchSize = 32
+    public var learningRate: Float = 2e-3
+    public var augment: Set<Augmentation> = []
+    /// Epochs without a better validation accuracy before training stops.
+    public var patience = 8
+    /// Clip length; nil: the 95th percentile of the training clips' lengths.
+    public var clipSeconds: Double?
+    /// The last part of a clip the loss and the decision look at.
+    public var decisionSeconds = 0.3
+    /// The label that is no event (silence, background): `listen` and `label` report no segments for it.
+    public var background: String?
+    /// The command line, kept in the manifest.
+    public var command: String?
+
+    public init() {}
+}
+
+/// One epoch's figures, for progress and for the record.
+public struct EpochReport: Sendable {
+    public var epoch: Int
+    public var epochs: Int
+    public var loss: Double
+    public var trainingAccuracy: Double
+    public var validationLoss: Double
+    public var validationAccuracy: Double
+    public var seconds: Double
+    /// This epoch's model is the best so far (the one kept).
+    public var best: Bool
+}
+
+public struct TrainedClassifier: Sendable {
+    public var manifest: ModelManifest
+    public var tensors: [String: Tensor]
+    public var reports: [EpochReport]
+    /// The validation accuracy of the kept model, as the trainer computed it.
+    public var validationAccuracy: Double
+}
+
+/// Trains a streaming classifier: the runtime's features, then a causal convolution and GRU
+/// layers, softmax over the labels; backpropagation through time with Adam, class-balanced
+/// loss, augmentation, early stopping on validation accuracy. Deterministic for a seed: every
+/// random draw comes from the seed and the clip and epoch it is for, and the two halves of a
+/// batch (one per core) are summed in a fixed order.
+public enum Trainer {
+    public static func train(name: String, training: Dataset, validation: Dataset, options: TrainingOptions,
+                             progress: (EpochReport) -> Void = { _ in }) throws(TrainingError) -> TrainedClassifier {
+        let started = Date()
+        guard training.labels == validation.labels else {
+            throw .data(path: validation.source, reason: "labels \(validation.labels) differ from the training data's \(training.labels)")
+        }
+        if let background = options.background, !training.labels.contains(background) {
+            throw .option(name: "background", value: background, expected: "one of the labels \(training.labels)")
+        }
+        guard (1...100_000).contains(options.epochs) else { throw .option(name: "epochs", value: "\(options.epochs)", expected: "1...100000") }
+        guard (2...4096).contains(options.batchSize) else { throw .option(name: "batch-size", value: "\(options.batchSize)", expected: "2...4096") }
+        let rate: Int
+        if let given = options.sampleRate { rate = given } else { rate = try sampleRate(of: training.files[0].path) }
+        let recipe = try FeatureRecipe.parse(options.features, sampleRate: rate)
+        let labels = training.labels
+        let trainAudio = try loadAudio(training.files, rate: rate)
+        let validationAudio = try loadAudio(validation.files, rate: rate)
+        let trainLabels = training.files.map { labels.firstIndex(of: $0.label)! }  // labels hold every file's label
+        let validationLabels = validation.files.map { labels.firstIndex(of: $0.label)! }
+
+        // Clip length: a whole number of hops, at least the decision span and 0.1 s.
+        let lengths = trainAudio.map(\.count).sorted()
+        let seconds = options.clipSeconds ?? Double(lengths[min(lengths.count - 1, lengths.count * 95 / 100)]) / Double(rate)
+        let decisionFrames = max(1, Int((options.decisionSeconds * 100).rounded()))
+        let frames = max(decisionFrames, Int((seconds * 100).rounded(.up)), 10)
+        let clip = Clip(samples: frames * recipe.hop, hop: recipe.hop)
+
+        // Feature statistics from the plain training clips, then the features model with them.
+        let plainModel = try recipe.model(mean: nil, variance: nil)
+        let plain = try features(trainAudio.map { clip.fitted($0) }, model: plainModel)
+        let (mean, variance) = statistics(plain, channels: recipe.melCount)
+        let featureModel = try recipe.model(mean: mean, variance: variance)
+        let validationFrames = try features(validationAudio.map { clip.fitted($0) }, model: featureModel)
+
+        let network = try architecture(options.architecture, inputs: recipe.melCount, classes: labels.count)
+        var parameters = network.initialParameters(seed: options.seed)
+        var adam = Adam(shapes: network.parameterShapes, learningRate: options.learningRate)
+        let counts = labels.indices.map { l in trainLabels.filter { $0 == l }.count }
+        let weights = counts.map { $0 == 0 ? 0 : Float(trainLabels.count) / Float(labels.count * $0) }
+        let objective = Objective(classWeights: weights, decisionFrames: decisionFrames)
+        let noise = options.background.map { b in trainAudio.indices.filter { trainLabels[$0] == labels.firstIndex(of: b) }.map { trainAudio[$0] } } ?? []
+        let augmenter = Augmenter(kinds: options.augment, noise: noise, clip: clip, rate: rate)
+
+        var reports: [EpochReport] = []
+        var best = (accuracy: -1.0, loss: Double.infinity, parameters: parameters)
+        var sinceBest = 0
+        for epoch in 1...options.epochs {
+            let epochStart = Date()
+            var order = SplitMix64(seed: options.seed, 1, epoch)
+            let shuffled = Array(trainAudio.indices).shuffled(using: &order)
+            var totalLoss = 0.0, correct = 0
+            for start in stride(from: 0, to: shuffled.count, by: options.batchSize) {
+                let members = Array(shuffled[start..<min(start + options.batchSize, shuffled.count)])
+                let audio = members.map { augmenter.apply(trainAudio[$0], seed: options.seed, epoch: epoch, clip: $0) }
+                let x = try features(audio, model: featureModel)
+                let batchLabels = members.map { trainLabels[$0] }
+                let normalizer = batchLabels.reduce(Float(0)) { $0 + weights[$1] } * Float(decisionFrames)
+                let step = gradients(network, parameters, x, batchLabels, objective, normalizer: normalizer)
+                totalLoss += step.loss
+                correct += zip(step.predictions, batchLabels).filter { $0 == $1 }.count
+                adam.update(&parameters, step.grads)
+            }
+            let check = validate(network, parameters, validationFrames, validationLabels, objective)
+            let report = EpochReport(epoch: epoch, epochs: options.epochs, loss: totalLoss / Double(max(1, (shuffled.count + options.batchSize - 1) / options.batchSize)),
+                                     trainingAccuracy: Double(correct) / Double(shuffled.count), validationLoss: check.loss,
+                                     validationAccuracy: check.accuracy, seconds: Date().timeIntervalSince(epochStart),
+                                     best: check.accuracy > best.accuracy || (check.accuracy == best.accuracy && check.loss < best.loss))
+            if report.best {
+                best = (check.accuracy, check.loss, parameters)
+                sinceBest = 0
+            } else {
+                sinceBest += 1
+            }
+            reports.append(report)
+            progress(report)
+            if sinceBest >= options.patience { break }
+        }
+
+        var record = ModelManifest.Training(clipSeconds: Double(clip.samples) / Double(rate), decisionSeconds: Double(decisionFrames) / 100)
+        record.command = options.command
+        record.architecture = options.architecture
+        record.features = "log-mel:\(recipe.melCount)"
+        record.seed = Int(truncatingIfNeeded: options.seed)
+        record.epochs = reports.count
+        record.validationAccuracy = best.accuracy
+        record.trainingSeconds = Date().timeIntervalSince(started)
+        let (manifest, tensors) = try export(name: name, recipe: recipe, mean: mean, variance: variance, network: network,
+                                             parameters: best.parameters, labels: labels, background: options.background, record: record)
+        return TrainedClassifier(manifest: manifest, tensors: tensors, reports: reports, validationAccuracy: best.accuracy)
+    }
+
+    static func sampleRate(of path: String) throws(TrainingError) -> Int {
+        do { return try AudioFile(path: path).sampleRate } catch { throw .audio(path: path, reason: "\(error)") }
+    }
+
+    /// Features of clips (each a whole number of hops) as one batch [clips][frames][mels], on every core.
+    static func features(_ clips: [[Float]], model: Model) throws(TrainingError) -> Frames {
+        let results = parallelMap(clips.count) { i in Result { () throws(TrainingError) in try FeatureRecipe.frames(of: clips[i], model: model) } }
+        let values = try results.map { (r) throws(TrainingError) in try r.get() }
+        let time = values.first.map { $0.count / model.labels.count } ?? 0
+        return Frames(batch: clips.count, time: time, channels: model.labels.count, values: values.flatMap { $0 })
+    }
+
+    /// Per channel mean and (biased) variance over every frame, in Double.
+    static func statistics(_ x: Frames, channels C: Int) -> (mean: [Float], variance: [Float]) {
+        var sum = [Double](repeating: 0, count: C), squares = [Double](repeating: 0, count: C)
+        for j in 0..<x.rows {
+            for c in 0..<C {
+                let v = Double(x.values[j * C + c])
+                sum[c] += v
+                squares[c] += v * v
+            }
+        }
+        let n = Double(max(x.rows, 1))
+        return (sum.map { Float($0 / n) }, (0..<C).map { Float(max(squares[$0] / n - (sum[$0] / n) * (sum[$0] / n), 0)) })
+    }
+
+    /// "conv:64x3,gru:2x64" as layers, ending in a linear layer to the classes.
+    static func architecture(_ text: String, inputs: Int, classes: Int) throws(TrainingError) -> Network {
+        var layers: [TrainingLayer] = [], channels = inputs
+        for part in text.split(separator: ",") {
+            let pieces = part.split(separator: ":")
+            let numbers = pieces.count == 2 ? pieces[1].split(separator: "x").compactMap { Int($0) } : []
+            guard pieces.count == 2, numbers.count == 2, numbers.allSatisfy({ (1...4096).contains($0) }) else {
+                throw .option(name: "architecture", value: text, expected: "parts like conv:CHANNELSxTAPS and gru:COUNTxHIDDEN, comma-separated")
+            }
+            switch pieces[0] {
+            case "conv":
+                layers += [.conv(inputs: channels, outputs: numbers[0], taps: numbers[1]), .relu]
+                channels = numbers[0]
+            case "gru":
+                for _ in 0..<numbers[0] {
+                    layers.append(.gru(inputs: channels, hidden: numbers[1]))
+                    channels = numbers[1]
+                }
+            default:
+                throw .option(name: "architecture", value: text, expected: "conv:CHANNELSxTAPS or gru:COUNTxHIDDEN parts, not '\(pieces[0])'")
+            }
+        }
+        layers.append(.conv(inputs: channels, outputs: classes, taps: 1))
+        return Network(inputs: inputs, layers: layers)
+    }
+
+    /// Loss, gradients and predictions of a batch: its two halves on the two cores, their
+    /// gradients added in a fixed order.
+    static func gradients(_ network: Network, _ parameters: [[Float]], _ x: Frames, _ labels: [Int], _ objective: Objective,
+                          normalizer: Float) -> (loss: Double, grads: [[Float]], predictions: [Int]) {
+        let halves = split(x, labels)
+        let parts = parallelMap(halves.count) { h in
+            let (logits, caches, channels) = network.forward(halves[h].x, parameters)
+            let (loss, dLogits, predictions) = objective.evaluate(logits, labels: halves[h].labels, normalizer: normalizer)
+            return (loss, network.backward(dLogits, caches: caches, inputChannels: channels, parameters).grads, predictions)
+        }
+        var grads = parts[0].1
+        for part in parts.dropFirst() {
+            for k in grads.indices { for i in grads[k].indices { grads[k][i] += part.1[k][i] } }
+        }
+        return (parts.reduce(0) { $0 + $1.0 }, grads, parts.flatMap(\.2))
+    }
+
+    /// A batch in two halves (one, when it holds a single clip).
+    static func split(_ x: Frames, _ labels: [Int]) -> [(x: Frames, labels: [Int])] {
+        let half = (x.batch + 1) / 2, size = x.time * x.channels
+        return stride(from: 0, to: x.batch, by: half).map { start in
+            let end = min(start + half, x.batch)
+            return (Frames(batch: end - start, time: x.time, channels: x.channels, values: Array(x.values[(start * size)..<(end * size)])),
+                    Array(labels[start..<end]))
+        }
+    }
+
+    /// Accuracy and mean loss on validation clips, 64 at a time.
+    static func validate(_ network: Network, _ parameters: [[Float]], _ x: Frames, _ labels: [Int], _ objective: Objective) -> (accuracy: Double, loss: Double) {
+        var correct = 0, loss = 0.0
+        let size = x.time * x.channels
+        for start in stride(from: 0, to: x.batch, by: 64) {
+            let end = min(start + 64, x.batch)
+            let chunk = Frames(batch: end - start, time: x.time, channels: x.channels, values: Array(x.values[(start * size)..<(end * size)]))
+            let parts = split(chunk, Array(labels[start..<end]))
+            let results = parallelMap(parts.count) { h in
+                objective.evaluate(network.forward(parts[h].x, parameters).logits, labels: parts[h].labels,
+                                   normalizer: Float(objective.decisionFrames))
+            }
+            for (part, r) in zip(parts, results) {
+                loss += r.loss
+                correct += zip(r.predictions, part.labels).filter { $0 == $1 }.count
+            }
+        }
+        return (Double(correct) / Double(max(1, x.batch)), loss / Double(max(1, x.batch)))
+    }
+}
+
+/// Fits audio to the clip length: cut at the end, or padded with silence.
+struct Clip: Sendable {
+    let samples: Int
+    let hop: Int
+
+    func fitted(_ audio: [Float], offset: Int = 0) -> [Float] {
+        var out = [Float](repeating: 0, count: samples)
+        for i in 0..<samples {
+            let j = i - offset
+            if j >= 0 && j < audio.count { out[i] = audio[j] }
+        }
+        return out
+    }
+}
+
+/// The training clips' augmentation, drawn from (seed, epoch, clip) alone.
+struct Augmenter: Sendable {
+    let kinds: Set<Augmentation>
+    let noise: [[Float]]
+    let clip: Clip
+    let rate: Int
+
+    func apply(_ audio: [Float], seed: UInt64, epoch: Int, clip index: Int) -> [Float] {
+        var random = SplitMix64(seed: seed &+ 0x5EED, epoch, index)
+        let shiftLimit = rate / 10
+        let offset = kinds.contains(.shift) ? Int.random(in: -shiftLimit...shiftLimit, using: &random) : 0
+        var out = clip.fitted(audio, offset: offset)
+        if kinds.contains(.gain) {
+            let gain = Float(pow(10, Double.random(in: -6...6, using: &random) / 20))
+            for i in out.indices { out[i] *= gain }
+        }
+        if kinds.contains(.noise), Double.random(in: 0..<1, using: &random) < 0.8 {
+            let power = out.reduce(Float(0)) { $0 + $1 * $1 } / Float(out.count)
+            let snr = Float.random(in: 5...25, using: &random)
+            var added = [Float](repeating: 0, count: out.count)
+            if !noise.isEmpty, Bool.random(using: &random) {
+                let source = noise[Int.random(in: 0..<noise.count, using: &random)]
+                let start = source.count > out.count ? Int.random(in: 0...(source.count - out.count), using: &random) : 0
+                for i in added.indices where start + i < source.count { added[i] = source[start + i] }
+            } else {
+                for i in added.indices { added[i] = random.normal() }
+            }
+            let noisePower = added.reduce(Float(0)) { $0 + $1 * $1 } / Float(added.count)
+            if power > 0, noisePower > 0 {
+                let scale = (power / noisePower / pow(10, snr / 10)).squareRoot()
+                for i in out.indices { out[i] += added[i] * scale }
+            }
+        }
+        return out
+    }
+}
+
+/// Adam with the gradient clipped to a global norm of 5.
+/// ref: Kingma and Ba, "Adam: A Method for Stochastic Optimization" (2015)
+struct Adam {
+    var m: [[Float]], v: [[Float]]
+    var step = 0
+    let learningRate: Float
+    let beta1: Float = 0.9, beta2: Float = 0.999, epsilon: Float = 1e-8, clip: Float = 5
+
+    init(shapes: [[Int]], learningRate: Float) {
+        m = shapes.map { [Float](repeating: 0, count: $0.reduce(1, *)) }
+        v = m
+        self.learningRate = learningRate
+    }
+
+    mutating func update(_ parameters: inout [[Float]], _ grads: [[Float]]) {
+        step += 1
+        let norm = grads.reduce(Float(0)) { $0 + $1.reduce(0) { $0 + $1 * $1 } }.squareRoot()
+        let scale = norm > clip ? clip / norm : 1
+        let c1 = 1 - pow(beta1, Float(step)), c2 = 1 - pow(beta2, Float(step))
+        for k in parameters.indices {
+            for i in parameters[k].indices {
+                let g = grads[k][i] * scale
+                m[k][i] = beta1 * m[k][i] + (1 - beta1) * g
+                v[k][i] = beta2 * v[k][i] + (1 - beta2) * g * g
+                parameters[k][i] -= learningRate * (m[k][i] / c1) / ((v[k][i] / c2).squareRoot() + epsilon)
+            }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import Earshot
+import EarshotModel
+import EarshotTraining
+import Foundation
+
+/// `earshot train`: a streaming classifier from labelled folders, written as a model package.
+enum TrainCommand {
+    static func run(_ words: [String]) throws {
+        let args = try Arguments(words, valued: ["data", "validation", "validation-split", "group-by", "background", "architecture",
+                                                 "features", "epochs", "seed", "augment", "output", "batch-size", "learning-rate",
+                                                 "patience", "clip-seconds", "decision-seconds", "sample-rate"],
+                                 switches: [], command: "train")
+        guard let dataPath = args.string("data") else { throw UsageError("train needs --data FOLDER (one subfolder per label) or a CSV") }
+        guard let output = args.string("output") else { throw UsageError("train needs --output FOLDER (e.g. Models/my-classifier)") }
+        var options = TrainingOptions()
+        options.architecture = args.string("architecture") ?? options.architecture
+        options.features = args.string("features") ?? options.features
+        options.epochs = try args.int("epochs", default: options.epochs, range: 1...100_000)
+        options.seed = UInt64(try args.int("seed", default: Int(options.seed), range: 0...Int.max))
+        options.batchSize = try args.int("batch-size", default: options.batchSize, range: 2...4096)
+        options.learningRate = Float(try args.double("learning-rate", default: Double(options.learningRate), range: 1e-6...1))
+        options.patience = try args.int("patience", default: options.patience, range: 1...100_000)
+        options.decisionSeconds = try args.double("decision-seconds", default: options.decisionSeconds, range: 0.01...60)
+        if args.string("clip-seconds") != nil { options.clipSeconds = try args.double("clip-seconds", default: 1, range: 0.1...600) }
+        if args.string("sample-rate") != nil { options.sampleRate = try args.int("sample-rate", default: 16000, range: 4000...384_000) }
+        options.background = args.string("background")
+        if let kinds = args.string("augment") {
+            for word in kinds.split(separator: ",") {
+                guard let kind = Augmentation(rawValue: String(word)) else {
+                    throw UsageError("--augment \(kinds): expected some of \(Augmentation.allCases.map(\.rawValue).joined(separator: ","))")
+                }
+                options.augment.insert(kind)
+            }
+        }
+        options.command = "earshot train " + words.joined(separator: " ")
+
+        let groupBy = args.string("group-by")
+        let all = try Dataset.load(dataPath, groupBy: groupBy)
+        let training: Dataset, validation: Dataset
+        if let validationPath = args.string("validation") {
+            guard args.string("validation-split") == nil else { throw UsageError("give --validation or --validation-split, not both") }
+            training = all
+            validation = try Dataset.load(validationPath, groupBy: groupBy)
+        } else {
+            let fraction = try args.double("validation-split", default: 0.2, range: 0.01...0.99)
+            (training, validation) = try all.split(validationFraction: fraction, seed: options.seed)
+        }
+        let name = URL(fileURLWithPath: output).lastPathComponent
+        printError("earshot train: \(training.files.count) training and \(validation.files.count) validation files, "
+                   + "\(training.labels.count) labels (\(training.labels.joined(separator: " "))), "
+                   + "\(Set(training.files.map(\.group)).count) and \(Set(validation.files.map(\.group)).count) groups")
+        let started = Date()
+        let trained = try Trainer.train(name: name, training: training, validation: validation, options: options) { report in
+            let perEpoch = Date().timeIntervalSince(started) / Double(report.epoch)
+            let left = perEpoch * Double(report.epochs - report.epoch)
+            printError(String(format: "epoch %3d/%d  loss %.4f  training %5.1f%%  validation %5.1f%% (loss %.4f)%@  %.1f s/epoch, at most %@ left",
+                              report.epoch, report.epochs, report.loss, report.trainingAccuracy * 100, report.validationAccuracy * 100,
+                              report.validationLoss, report.best ? " best" : "     ", perEpoch, duration(left)))
+        }
+        try Model.write(manifest: trained.manifest, tensors: trained.tensors, to: URL(fileURLWithPath: output))
+        print(String(format: "%@: validation accuracy %.2f%% after %d epochs, %@ of training; written to %@", name,
+                     trained.validationAccuracy * 100, trained.reports.count, duration(Date().timeIntervalSince(started)), output))
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        seconds < 90 ? String(format: "%.0f s", seconds) : String(format: "%.0f min", seconds / 60)
+    }
+}
+
+/// `earshot evaluate`: accuracy, per-class figures and the confusion matrix on labelled files.
+enum EvaluateCommand {
+    static func run(_ words: [String]) throws {
+        let args = try Arguments(words, valued: ["model", "data", "group-by", "format"], switches: [], command: "evaluate")
+        guard let modelName = args.string("model") else { throw UsageError("evaluate needs --model NAME|PATH") }
+        guard let dataPath = args.string("data") else { throw UsageError("evaluate needs --data FOLDER or CSV") }
+        let format = args.string("format") ?? "text"
+        guard ["text", "csv", "json"].contains(format) else { throw UsageError("--format \(format): expected text, csv or json") }
+        let model = try Model(contentsOf: try ModelLocator.find(modelName))
+        let groupBy = args.string("group-by")
+        let result = try Evaluation.run(model: model, data: try Dataset.load(dataPath, groupBy: groupBy))
+        switch format {
+        case "json": print(json(result, model: model.name))
+        case "csv": print(csv(result), terminator: "")
+        default: print(text(result, model: model.name, groups: groupBy != nil), terminator: "")
+        }
+    }
+
+    static func text(_ e: Evaluation, model: String, groups: Bool) -> String {
+        var out = String(format: "%@: accuracy %.2f%% (%d of %d files)\n\n", model, e.accuracy * 100,
+                         e.labels.indices.reduce(0) { $0 + e.confusion[$1][$1] }, e.predictions.count)
+        let width = max(9, (e.labels.map(\.count).max() ?? 0) + 1)
+        func pad(_ s: String) -> String { s.count >= width ? s : s + String(repeating: " ", count: width - s.count) }
+        out += pad("label") + "precision  recall     F1  files\n"
+        for c in e.classes {
+            out += pad(c.label) + String(format: "   %6.3f  %6.3f  %6.3f  %5d\n", c.precision, c.recall, c.f1, c.support)
+        }
+        out += "\nconfusion (rows: true label, columns: predicted)\n" + pad("")
+        out += e.labels.map { String($0.prefix(6)).leftPadded(7) }.joined() + "\n"
+        for (i, row) in e.confusion.enumerated() {
+            out += pad(e.labels[i]) + row.map { String($0).leftPadded(7) }.joined() + "\n"
+        }
+        if groups {
+            out += "\naccuracy by group\n"
+            for g in e.groups { out += pad(g.group) + String(format: " %6.2f%%  (%d of %d)\n", Double(g.correct) / Double(g.total) * 100, g.correct, g.total) }
+        }
+        return out
+    }
+
+    static func csv(_ e: Evaluation) -> String {
+        var out = "label,precision,recall,f1,files\n"
+        for c in e.classes { out += "\(c.label),\(c.precision),\(c.recall),\(c.f1),\(c.support)\n" }
+        out += "all,,,,\(e.predictions.count)\naccuracy,\(e.accuracy)\n\ntrue\\predicted," + e.labels.joined(separator: ",") + "\n"
+        for (i, row) in e.confusion.enumerated() { out += e.labels[i] + "," + row.map(String.init).joined(separator: ",") + "\n" }
+        return out
+    }
+
+    static func json(_ e: Evaluation, model: String) -> String {
+        jsonLine([
+            "model": model, "accuracy": e.accuracy, "files": e.predictions.count, "labels": e.labels, "confusion": e.confusion,
+            "classes": e.classes.map { ["label": $0.label, "precision": $0.precision, "recall": $0.recall, "f1": $0.f1, "files": $0.support] },
+            "groups": e.groups.map { ["group": $0.group, "correct": $0.correct, "files": $0.total] },
+        ])
+    }
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+}
