@@ -25,7 +25,7 @@ let package = Package(
         .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotTraining", "CEarshotKernels"]),
 
         // Helpers shared by the test targets (seeded random numbers, reference files, paths).
-        .target(name: "EarshotTestSupport", dependencies: ["EarshotTraining"], path: "Tests/Support"),
+        .target(name: "EarshotTestSupport", dependencies: ["EarshotTraining", "CSndFile"], path: "Tests/Support"),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "CSndFile", "EarshotTestSupport"]),
         .testTarget(name: "EarshotFeaturesTests", dependencies: ["EarshotFeatures", "EarshotAudio", "EarshotTestSupport"],
                     exclude: ["Goldens"]),

@@ -57,6 +57,10 @@ public struct TrainedClassifier: Sendable {
     public var reports: [EpochReport]
     /// The validation accuracy of the kept model, as the trainer computed it.
     public var validationAccuracy: Double
+    /// The trained layers and the model that computes their input features.
+    let network: Network
+    let parameters: [[Float]]
+    let featureModel: Model
 }
 
 /// Trains a streaming classifier: the runtime's features, then a causal convolution and GRU
@@ -153,7 +157,8 @@ public enum Trainer {
         record.trainingSeconds = Date().timeIntervalSince(started)
         let (manifest, tensors) = try export(name: name, recipe: recipe, mean: mean, variance: variance, network: network,
                                              parameters: best.parameters, labels: labels, background: options.background, record: record)
-        return TrainedClassifier(manifest: manifest, tensors: tensors, reports: reports, validationAccuracy: best.accuracy)
+        return TrainedClassifier(manifest: manifest, tensors: tensors, reports: reports, validationAccuracy: best.accuracy,
+                                 network: network, parameters: best.parameters, featureModel: featureModel)
     }
 
     static func sampleRate(of path: String) throws(TrainingError) -> Int {

@@ -5,20 +5,6 @@ import Testing
 
 @testable import EarshotAudio
 
-/// Writes interleaved samples with libsndfile in the given format (test fixture).
-func writeAudio(_ path: String, samples: [Float], channels: Int, sampleRate: Int, format: Int32) throws {
-    var info = SF_INFO()
-    info.samplerate = Int32(sampleRate)
-    info.channels = Int32(channels)
-    info.format = format
-    guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
-        throw AudioError.cannotOpen(path: path, reason: String(cString: sf_strerror(nil)))
-    }
-    defer { sf_close(file) }
-    let written = samples.withUnsafeBufferPointer { sf_writef_float(file, $0.baseAddress, sf_count_t(samples.count / channels)) }
-    #expect(Int(written) == samples.count / channels)
-}
-
 /// Three different tones on three channels, interleaved.
 func threeChannelSignal(frames: Int, sampleRate: Int) -> [Float] {
     let tones = [220.0, 440.0, 1000.0].map { sine(frequency: $0, sampleRate: Double(sampleRate), count: frames, amplitude: 0.3) }
