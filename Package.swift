@@ -31,7 +31,7 @@ let package = Package(
                     exclude: ["Goldens"]),
         .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotAudio", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
-        .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotTests", dependencies: ["Earshot", "earshot", "EarshotTestSupport"],
                     exclude: ["Goldens", "Expected"]),
     ],

@@ -10,6 +10,15 @@ public struct Segment: Sendable, Equatable, Codable {
     /// Mean score of the label over the segment's steps (before padding).
     public var confidence: Float
 
+    public init(channel: Int, label: String, start: Int, end: Int, sampleRate: Int, confidence: Float) {
+        self.channel = channel
+        self.label = label
+        self.start = start
+        self.end = end
+        self.sampleRate = sampleRate
+        self.confidence = confidence
+    }
+
     public var startSeconds: Double { Double(start) / Double(sampleRate) }
     public var endSeconds: Double { Double(end) / Double(sampleRate) }
 }

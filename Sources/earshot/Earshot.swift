@@ -43,6 +43,9 @@ enum EarshotCommand {
               writes it as a model package; progress on stderr.
           earshot evaluate --model NAME|PATH --data FOLDER|CSV [--group-by REGEX] [--format text|csv|json]
               Accuracy, per-class precision/recall/F1 and the confusion matrix of a classifier.
+          earshot evaluate --model NAME|PATH --stream FILE --truth CSV [--ignore LABEL,...] [--format text|json]
+              Keyword spotting over a long recording as listen runs it: words found, false alarms
+              per hour, delay after each word (truth: start,end,label in seconds).
           earshot help
         """
 
@@ -65,7 +68,7 @@ enum EarshotCommand {
             case "listen": exit(try await ListenCommand.run(words))
             case "devices": try DevicesCommand.run(words)
             case "train": try TrainCommand.run(words)
-            case "evaluate": try EvaluateCommand.run(words)
+            case "evaluate": try await EvaluateCommand.run(words)
             case "help", "--help", "-h": print(usage)
             default: throw UsageError("unknown command '\(command)'", hint: "earshot help")
             }

@@ -1,4 +1,5 @@
 import Earshot
+import EarshotAudio
 import EarshotModel
 import EarshotTraining
 import Foundation
@@ -69,19 +70,47 @@ enum TrainCommand {
 
 /// `earshot evaluate`: accuracy, per-class figures and the confusion matrix on labelled files.
 enum EvaluateCommand {
-    static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["model", "data", "group-by", "format"], switches: [], command: "evaluate")
+    static func run(_ words: [String]) async throws {
+        let args = try Arguments(words, valued: ["model", "data", "group-by", "format", "stream", "truth", "ignore"], switches: [],
+                                 command: "evaluate")
         guard let modelName = args.string("model") else { throw UsageError("evaluate needs --model NAME|PATH") }
-        guard let dataPath = args.string("data") else { throw UsageError("evaluate needs --data FOLDER or CSV") }
         let format = args.string("format") ?? "text"
         guard ["text", "csv", "json"].contains(format) else { throw UsageError("--format \(format): expected text, csv or json") }
         let model = try Model(contentsOf: try ModelLocator.find(modelName))
+        if let stream = args.string("stream") {
+            guard let truth = args.string("truth") else { throw UsageError("evaluate --stream needs --truth CSV (start,end,label)") }
+            let ignored = Set((args.string("ignore") ?? "_unknown_").split(separator: ",").map(String.init))
+            try await streamEvaluation(model: model, audio: stream, truth: truth, ignoring: ignored, json: format == "json")
+            return
+        }
+        guard let dataPath = args.string("data") else { throw UsageError("evaluate needs --data FOLDER or CSV, or --stream FILE --truth CSV") }
         let groupBy = args.string("group-by")
         let result = try Evaluation.run(model: model, data: try Dataset.load(dataPath, groupBy: groupBy))
         switch format {
         case "json": print(json(result, model: model.name))
         case "csv": print(csv(result), terminator: "")
         default: print(text(result, model: model.name, groups: groupBy != nil), terminator: "")
+        }
+    }
+
+    /// Keyword spotting over a long stream as `listen` runs it: hit rate, false alarms per hour, delay.
+    static func streamEvaluation(model: Model, audio path: String, truth: String, ignoring: Set<String>, json: Bool) async throws {
+        let (samples, rate) = try AudioFile.readMono(path: path)
+        var ignored = ignoring
+        if let background = LabelOptions(model: model).backgroundLabel { ignored.insert(background) }
+        let e = try await DetectionEvaluation.run(model: model, audio: samples, sampleRate: rate,
+                                                  words: try DetectionEvaluation.words(csv: truth), ignoring: ignored)
+        let delays = e.delays
+        func percentile(_ p: Double) -> Double { delays.isEmpty ? .nan : delays[min(delays.count - 1, Int(Double(delays.count) * p))] }
+        if json {
+            print(jsonLine(["model": model.name, "seconds": e.seconds, "keywords": e.keywordCount, "hits": e.hits, "hit_rate": e.hitRate,
+                            "false_alarms": e.falseAlarms, "false_alarms_per_hour": e.falseAlarmsPerHour,
+                            "delay_median_s": percentile(0.5), "delay_p90_s": percentile(0.9), "ignored": ignored.sorted()]))
+        } else {
+            print(String(format: "%@ on %@ (%.1f min): %d of %d keywords found (%.1f%%), %d false alarms (%.1f per hour); "
+                         + "announced %.2f s after the word ends (median), %.2f s (p90); not counted: %@",
+                         model.name, path, e.seconds / 60, e.hits, e.keywordCount, e.hitRate * 100, e.falseAlarms, e.falseAlarmsPerHour,
+                         percentile(0.5), percentile(0.9), ignored.sorted().joined(separator: " ")))
         }
     }
 

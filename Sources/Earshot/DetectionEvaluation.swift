@@ -1,0 +1,112 @@
+import EarshotAudio
+import EarshotModel
+import Foundation
+
+/// A classifier run over a long stream as `earshot listen` runs it (small chunks through a
+/// `StreamClassifier`), its segments scored against the truth: which words it found, what it
+/// reported where there was none, and how long after each word it said so.
+public struct DetectionEvaluation: Sendable {
+    /// A word in the stream, in seconds.
+    public struct Word: Sendable, Equatable {
+        public var start: Double
+        public var end: Double
+        public var label: String
+
+        public init(start: Double, end: Double, label: String) {
+            self.start = start
+            self.end = end
+            self.label = label
+        }
+    }
+
+    /// A segment as it was announced: `announced` is how far into the stream (seconds of audio
+    /// pushed) its `.started` event came.
+    public struct Detection: Sendable, Equatable {
+        public var segment: Segment
+        public var announced: Double
+
+        public init(segment: Segment, announced: Double) {
+            self.segment = segment
+            self.announced = announced
+        }
+    }
+
+    public var words: [Word]
+    /// Detections of the labels that count (not ignored).
+    public var detections: [Detection]
+    public var seconds: Double
+    /// A detection of a word's label announced from its start to this long after its end finds it.
+    public var window: Double
+    /// Labels whose words and detections do not count (the background, unknown words).
+    public var ignored: Set<String>
+
+    public init(words: [Word], detections: [Detection], seconds: Double, window: Double, ignored: Set<String>) {
+        self.words = words
+        self.detections = detections
+        self.seconds = seconds
+        self.window = window
+        self.ignored = ignored
+    }
+
+    /// Each counted word with the detection that found it (nil: missed); each detection finds one word at most.
+    public var matches: [(word: Word, detection: Detection?)] {
+        var used = Set<Int>()
+        return words.filter { !ignored.contains($0.label) }.map { word in
+            let found = detections.indices.first { i in
+                !used.contains(i) && detections[i].segment.label == word.label
+                    && detections[i].announced >= word.start && detections[i].announced <= word.end + window
+            }
+            if let found { used.insert(found) }
+            return (word, found.map { detections[$0] })
+        }
+    }
+
+    public var keywordCount: Int { words.filter { !ignored.contains($0.label) }.count }
+    public var hits: Int { matches.filter { $0.detection != nil }.count }
+    public var hitRate: Double { Double(hits) / Double(max(1, keywordCount)) }
+    /// Detections that found no word of their label.
+    public var falseAlarms: Int { detections.count - hits }
+    public var falseAlarmsPerHour: Double { Double(falseAlarms) / (seconds / 3600) }
+    /// Seconds from each found word's end to its announcement, in order.
+    public var delays: [Double] { matches.compactMap { m in m.detection.map { $0.announced - m.word.end } }.sorted() }
+
+    /// Runs `model` over `audio` in `chunkSeconds` pieces and scores its segments.
+    public static func run(model: Model, audio: [Float], sampleRate: Int, words: [Word], ignoring: Set<String>,
+                           options: LabelOptions? = nil, chunkSeconds: Double = 0.02, window: Double = 1.0) async throws -> DetectionEvaluation {
+        let stream = try StreamClassifier(model: model, sourceSampleRate: sampleRate, options: options)
+        let chunk = max(1, Int(chunkSeconds * Double(sampleRate)))
+        var detections: [Detection] = []
+        var pushed = 0
+        func note(_ events: [ClassifierEvent]) {
+            for case let .started(segment) in events where !ignoring.contains(segment.label) {
+                detections.append(Detection(segment: segment, announced: Double(pushed) / Double(sampleRate)))
+            }
+        }
+        for start in stride(from: 0, to: audio.count, by: chunk) {
+            let piece = Array(audio[start..<min(start + chunk, audio.count)])
+            pushed += piece.count
+            note(try await stream.process(piece))
+        }
+        note(try await stream.finish())
+        return DetectionEvaluation(words: words, detections: detections, seconds: Double(audio.count) / Double(sampleRate),
+                                   window: window, ignored: ignoring)
+    }
+
+    /// start,end,label lines (seconds; a header line is allowed).
+    public static func words(csv path: String) throws(StreamError) -> [Word] {
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+            throw .source(channel: 0, reason: "\(path): \(error.localizedDescription)")
+        }
+        var words: [Word] = []
+        for (n, line) in text.split(whereSeparator: \.isNewline).enumerated() {
+            let f = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            if n == 0, f.first == "start" { continue }
+            guard f.count == 3, let s = Double(f[0]), let e = Double(f[1]), e >= s else {
+                throw .source(channel: 0, reason: "\(path): line \(n + 1): expected start,end,label in seconds")
+            }
+            words.append(Word(start: s, end: e, label: f[2]))
+        }
+        return words
+    }
+}
