@@ -30,7 +30,8 @@ public struct TrainingOptions: Sendable {
     public var clipSeconds: Double?
     /// The last part of a clip the loss and the decision look at.
     public var decisionSeconds = 0.3
-    /// The label that is no event (silence, background): `listen` and `label` report no segments for it.
+    /// The label that is no event (silence, background): `listen` and `label` report no segments
+    /// for it. Without one, the trainer adds a label "_background_" of noise and near-silence.
     public var background: String?
     /// The command line, kept in the manifest.
     public var command: String?
@@ -83,11 +84,25 @@ public enum Trainer {
         let rate: Int
         if let given = options.sampleRate { rate = given } else { rate = try sampleRate(of: training.files[0].path) }
         let recipe = try FeatureRecipe.parse(options.features, sampleRate: rate)
-        let labels = training.labels
-        let trainAudio = try loadAudio(training.files, rate: rate)
-        let validationAudio = try loadAudio(validation.files, rate: rate)
-        let trainLabels = training.files.map { labels.firstIndex(of: $0.label)! }  // labels hold every file's label
-        let validationLabels = validation.files.map { labels.firstIndex(of: $0.label)! }
+        var labels = training.labels
+        var trainAudio = try loadAudio(training.files, rate: rate)
+        var validationAudio = try loadAudio(validation.files, rate: rate)
+        var trainLabels = training.files.map { labels.firstIndex(of: $0.label)! }  // labels hold every file's label
+        var validationLabels = validation.files.map { labels.firstIndex(of: $0.label)! }
+        var background = options.background
+        if background == nil {
+            // No label for "nothing here": add one, of noise and near-silence, as many clips as
+            // the median label has, so that a stream between events has somewhere to go.
+            background = Self.syntheticBackground
+            let perLabel = labels.indices.map { l in trainLabels.filter { $0 == l }.count }.sorted()[labels.count / 2]
+            let length = trainAudio.map(\.count).sorted()[trainAudio.count / 2]
+            labels.append(Self.syntheticBackground)
+            trainAudio += (0..<perLabel).map { Self.backgroundClip(length: length, seed: options.seed, index: $0) }
+            trainLabels += Array(repeating: labels.count - 1, count: perLabel)
+            let held = max(1, perLabel * validationAudio.count / max(1, trainAudio.count - perLabel))
+            validationAudio += (0..<held).map { Self.backgroundClip(length: length, seed: options.seed, index: -1 - $0) }
+            validationLabels += Array(repeating: labels.count - 1, count: held)
+        }
 
         // Clip length: a whole number of hops, at least the decision span and 0.1 s.
         let lengths = trainAudio.map(\.count).sorted()
@@ -156,9 +171,26 @@ public enum Trainer {
         record.validationAccuracy = best.accuracy
         record.trainingSeconds = Date().timeIntervalSince(started)
         let (manifest, tensors) = try export(name: name, recipe: recipe, mean: mean, variance: variance, network: network,
-                                             parameters: best.parameters, labels: labels, background: options.background, record: record)
+                                             parameters: best.parameters, labels: labels, background: background, record: record)
         return TrainedClassifier(manifest: manifest, tensors: tensors, reports: reports, validationAccuracy: best.accuracy,
                                  network: network, parameters: best.parameters, featureModel: featureModel)
+    }
+
+    /// The label the trainer adds when the data has no background label of its own.
+    public static let syntheticBackground = "_background_"
+
+    /// Noise or near-silence: white or low-passed (rumble-like) noise, 70 to 20 dB below full scale.
+    static func backgroundClip(length: Int, seed: UInt64, index: Int) -> [Float] {
+        var random = SplitMix64(seed: seed &+ 0xBAC6, index, 0)
+        let level = Float(pow(10, Double.random(in: -70 ... -20, using: &random) / 20))
+        let smooth = Bool.random(using: &random) ? Float.random(in: 0.9...0.995, using: &random) : 0
+        var out = [Float](repeating: 0, count: length), previous: Float = 0
+        for i in out.indices {
+            previous = smooth * previous + (1 - smooth) * random.normal()
+            out[i] = previous
+        }
+        let rms = (out.reduce(0) { $0 + $1 * $1 } / Float(max(1, length))).squareRoot()
+        return out.map { $0 * level / max(rms, 1e-12) }
     }
 
     static func sampleRate(of path: String) throws(TrainingError) -> Int {

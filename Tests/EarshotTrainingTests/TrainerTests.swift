@@ -48,7 +48,8 @@ struct TrainerTests {
         let folder = URL(fileURLWithPath: root + "/model")
         try Model.write(manifest: trained.manifest, tensors: trained.tensors, to: folder)
         let model = try Model(contentsOf: folder)
-        #expect(model.labels == ["high", "low"])
+        #expect(model.labels == ["high", "low", "_background_"])  // a background label of noise is added
+        #expect(model.manifest.decision?.backgroundLabel == "_background_")
         #expect(model.manifest.training?.clipSeconds == 0.4)
 
         var random = SeededRandom(seed: 21)
@@ -57,7 +58,7 @@ struct TrainerTests {
         // The trainer: features from the runtime's front end, its own layers, softmax per step.
         let x = try Trainer.features([audio], model: trained.featureModel)
         let logits = trained.network.forward(x, trained.parameters).logits
-        let trainer = (0..<logits.time).map { t in softmax(logits.values[(t * 2)..<(t * 2 + 2)]) }
+        let trainer = (0..<logits.time).map { t in softmax(logits.values[(t * 3)..<(t * 3 + 3)]) }
         // The runtime: the package, block by block as a stream.
         let blocks = stride(from: 0, to: audio.count, by: 80).map { Array(audio[$0..<($0 + 80)]) }
         var state = model.makeState()
@@ -96,7 +97,13 @@ struct TrainerTests {
         let model = try Model(manifest: trained.manifest, tensors: trained.tensors)
         let evaluation = try Evaluation.run(model: model, data: validation)
         #expect(evaluation.accuracy == 1)
-        #expect(evaluation.confusion == [[validation.counts[0], 0], [0, validation.counts[1]]])
+        #expect(evaluation.confusion == [[validation.counts[0], 0, 0], [0, validation.counts[1], 0], [0, 0, 0]])
+        // Noise the trainer never drew is background, not a tone.
+        let classifier = try ClipClassifier(model: model)
+        for seed in UInt64(100)..<105 {
+            let clip = Trainer.backgroundClip(length: 3200, seed: seed, index: 0)
+            #expect(model.labels[try classifier.classify(clip).label] == "_background_")
+        }
     }
 }
 
