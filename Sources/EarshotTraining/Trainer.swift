@@ -30,6 +30,9 @@ public struct TrainingOptions: Sendable {
     public var clipSeconds: Double?
     /// The last part of a clip the loss and the decision look at.
     public var decisionSeconds = 0.3
+    /// Audio before each training clip: another training clip and a gap, up to this long, so that
+    /// the model learns to decide whatever came before (a stream's state, not a fresh one). 0: none.
+    public var contextSeconds = 0.0
     /// The label that is no event (silence, background): `listen` and `label` report no segments
     /// for it. Without one, the trainer adds a label "_background_" of noise and near-silence.
     public var background: String?
@@ -126,6 +129,7 @@ public enum Trainer {
         let objective = Objective(classWeights: weights, decisionFrames: decisionFrames)
         let noise = options.background.map { b in trainAudio.indices.filter { trainLabels[$0] == labels.firstIndex(of: b) }.map { trainAudio[$0] } } ?? []
         let augmenter = Augmenter(kinds: options.augment, noise: noise, clip: clip, rate: rate)
+        let contextSamples = Int((options.contextSeconds * 100).rounded()) * recipe.hop
 
         var reports: [EpochReport] = []
         var best = (accuracy: -1.0, loss: Double.infinity, parameters: parameters)
@@ -137,7 +141,17 @@ public enum Trainer {
             var totalLoss = 0.0, correct = 0
             for start in stride(from: 0, to: shuffled.count, by: options.batchSize) {
                 let members = Array(shuffled[start..<min(start + options.batchSize, shuffled.count)])
-                let audio = members.map { augmenter.apply(trainAudio[$0], seed: options.seed, epoch: epoch, clip: $0) }
+                let audio = members.map { m in
+                    let clip = augmenter.apply(trainAudio[m], seed: options.seed, epoch: epoch, clip: m)
+                    guard contextSamples > 0 else { return clip }
+                    // Another clip (augmented too), a gap of up to a third of the context, then this clip.
+                    var random = SplitMix64(seed: options.seed &+ 0xC0DE, epoch, m)
+                    let other = Int.random(in: 0..<trainAudio.count, using: &random)
+                    let before = augmenter.apply(trainAudio[other], seed: options.seed &+ 1, epoch: epoch, clip: other)
+                    let gap = Int.random(in: 0...(contextSamples / 3), using: &random)
+                    let lead = Array(before.suffix(contextSamples - gap)) + [Float](repeating: 0, count: gap)
+                    return [Float](repeating: 0, count: contextSamples - lead.count) + lead + clip
+                }
                 let x = try features(audio, model: featureModel)
                 let batchLabels = members.map { trainLabels[$0] }
                 let normalizer = batchLabels.reduce(Float(0)) { $0 + weights[$1] } * Float(decisionFrames)

@@ -38,7 +38,7 @@ enum EarshotCommand {
                         [--group-by REGEX] [--background LABEL] [--architecture conv:64x3,gru:2x64]
                         [--features log-mel:40] [--epochs N] [--seed S] [--augment noise,gain,shift]
                         [--batch-size N] [--learning-rate X] [--patience N] [--clip-seconds S]
-                        [--decision-seconds S] [--sample-rate HZ]
+                        [--decision-seconds S] [--context-seconds S] [--sample-rate HZ]
               Trains a streaming classifier (one subfolder per label, or a CSV of file,label) and
               writes it as a model package; progress on stderr.
           earshot evaluate --model NAME|PATH --data FOLDER|CSV [--group-by REGEX] [--format text|csv|json]

@@ -9,7 +9,7 @@ enum TrainCommand {
     static func run(_ words: [String]) throws {
         let args = try Arguments(words, valued: ["data", "validation", "validation-split", "group-by", "background", "architecture",
                                                  "features", "epochs", "seed", "augment", "output", "batch-size", "learning-rate",
-                                                 "patience", "clip-seconds", "decision-seconds", "sample-rate"],
+                                                 "patience", "clip-seconds", "decision-seconds", "sample-rate", "context-seconds"],
                                  switches: [], command: "train")
         guard let dataPath = args.string("data") else { throw UsageError("train needs --data FOLDER (one subfolder per label) or a CSV") }
         guard let output = args.string("output") else { throw UsageError("train needs --output FOLDER (e.g. Models/my-classifier)") }
@@ -22,6 +22,7 @@ enum TrainCommand {
         options.learningRate = Float(try args.double("learning-rate", default: Double(options.learningRate), range: 1e-6...1))
         options.patience = try args.int("patience", default: options.patience, range: 1...100_000)
         options.decisionSeconds = try args.double("decision-seconds", default: options.decisionSeconds, range: 0.01...60)
+        options.contextSeconds = try args.double("context-seconds", default: options.contextSeconds, range: 0...60)
         if args.string("clip-seconds") != nil { options.clipSeconds = try args.double("clip-seconds", default: 1, range: 0.1...600) }
         if args.string("sample-rate") != nil { options.sampleRate = try args.int("sample-rate", default: 16000, range: 4000...384_000) }
         options.background = args.string("background")
@@ -71,8 +72,8 @@ enum TrainCommand {
 /// `earshot evaluate`: accuracy, per-class figures and the confusion matrix on labelled files.
 enum EvaluateCommand {
     static func run(_ words: [String]) async throws {
-        let args = try Arguments(words, valued: ["model", "data", "group-by", "format", "stream", "truth", "ignore"], switches: [],
-                                 command: "evaluate")
+        let args = try Arguments(words, valued: LabelCommand.labelOptionNames.union(["data", "group-by", "format", "stream", "truth", "ignore"]),
+                                 switches: [], command: "evaluate")
         guard let modelName = args.string("model") else { throw UsageError("evaluate needs --model NAME|PATH") }
         let format = args.string("format") ?? "text"
         guard ["text", "csv", "json"].contains(format) else { throw UsageError("--format \(format): expected text, csv or json") }
@@ -80,7 +81,8 @@ enum EvaluateCommand {
         if let stream = args.string("stream") {
             guard let truth = args.string("truth") else { throw UsageError("evaluate --stream needs --truth CSV (start,end,label)") }
             let ignored = Set((args.string("ignore") ?? "_unknown_").split(separator: ",").map(String.init))
-            try await streamEvaluation(model: model, audio: stream, truth: truth, ignoring: ignored, json: format == "json")
+            try await streamEvaluation(model: model, audio: stream, truth: truth, ignoring: ignored,
+                                       options: try LabelCommand.options(args, model: model), json: format == "json")
             return
         }
         guard let dataPath = args.string("data") else { throw UsageError("evaluate needs --data FOLDER or CSV, or --stream FILE --truth CSV") }
@@ -94,12 +96,13 @@ enum EvaluateCommand {
     }
 
     /// Keyword spotting over a long stream as `listen` runs it: hit rate, false alarms per hour, delay.
-    static func streamEvaluation(model: Model, audio path: String, truth: String, ignoring: Set<String>, json: Bool) async throws {
+    static func streamEvaluation(model: Model, audio path: String, truth: String, ignoring: Set<String>, options: LabelOptions,
+                                 json: Bool) async throws {
         let (samples, rate) = try AudioFile.readMono(path: path)
         var ignored = ignoring
-        if let background = LabelOptions(model: model).backgroundLabel { ignored.insert(background) }
+        if let background = options.backgroundLabel { ignored.insert(background) }
         let e = try await DetectionEvaluation.run(model: model, audio: samples, sampleRate: rate,
-                                                  words: try DetectionEvaluation.words(csv: truth), ignoring: ignored)
+                                                  words: try DetectionEvaluation.words(csv: truth), ignoring: ignored, options: options)
         let delays = e.delays
         func percentile(_ p: Double) -> Double { delays.isEmpty ? .nan : delays[min(delays.count - 1, Int(Double(delays.count) * p))] }
         if json {

@@ -84,3 +84,45 @@ struct InspectCommandTests {
         #expect(missing.err.contains("no-such-model: cannot read: no model folder of that name"))
     }
 }
+
+@Suite("earshot train and evaluate")
+struct TrainCommandTests {
+    @Test("train writes a package that evaluate reads; progress goes to stderr; bad options are usage errors")
+    func trainAndEvaluate() throws {
+        let root = try toneFolder()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let output = root + "/model"
+        let trained = try runEarshot(["train", "--data", root, "--group-by", "^(s[0-9]+)_", "--validation-split", "0.25",
+                                      "--architecture", "conv:8x3,gru:1x8", "--features", "log-mel:16", "--epochs", "3",
+                                      "--batch-size", "4", "--learning-rate", "0.01", "--augment", "gain,shift", "--output", output])
+        #expect(trained.status == 0, "\(trained.err)")
+        #expect(trained.err.contains("epoch   1/3  loss") && trained.err.contains("left"))
+        #expect(trained.out.contains("model: validation accuracy") && trained.out.contains("written to \(output)"))
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: output + "/model.json"))) as? [String: Any]
+        let outputs = manifest?["outputs"] as? [String: Any]
+        #expect(outputs?["labels"] as? [String] == ["high", "low", "_background_"])
+        #expect((manifest?["training"] as? [String: Any])?["command"] as? String == "earshot train --data \(root) --group-by ^(s[0-9]+)_ "
+                + "--validation-split 0.25 --architecture conv:8x3,gru:1x8 --features log-mel:16 --epochs 3 --batch-size 4 "
+                + "--learning-rate 0.01 --augment gain,shift --output \(output)")
+
+        let evaluated = try runEarshot(["evaluate", "--model", output, "--data", root, "--format", "json"])
+        #expect(evaluated.status == 0, "\(evaluated.err)")
+        let result = try JSONSerialization.jsonObject(with: Data(evaluated.out.utf8)) as? [String: Any]
+        let confusion = result?["confusion"] as? [[Int]] ?? []
+        #expect(confusion.count == 3 && confusion.flatMap { $0 }.reduce(0, +) == 16)
+        #expect(confusion[2] == [0, 0, 0])  // no file is labelled background
+        let accuracy = result?["accuracy"] as? Double ?? -1
+        #expect(abs(accuracy - Double(confusion[0][0] + confusion[1][1]) / 16) < 1e-12)
+        let text = try runEarshot(["evaluate", "--model", output, "--data", root, "--group-by", "^(s[0-9]+)_"])
+        #expect(text.out.contains("confusion (rows: true label, columns: predicted)") && text.out.contains("accuracy by group"))
+
+        for (words, message) in [(["train", "--output", output], "train needs --data"),
+                                 (["train", "--data", root, "--output", output, "--augment", "wobble"], "--augment wobble"),
+                                 (["evaluate", "--data", root], "evaluate needs --model")] {
+            let bad = try runEarshot(words)
+            #expect(bad.status == 64 && bad.err.contains(message), "\(words): \(bad.err)")
+        }
+        let unknown = try runEarshot(["train", "--data", root, "--output", output, "--background", "hum"])
+        #expect(unknown.status == 1 && unknown.err.contains("--background hum: expected one of the labels"), "\(unknown.err)")
+    }
+}
