@@ -48,6 +48,7 @@ struct DetectionTests {
         var options = TrainerTests.options(epochs: 20)
         options.background = "quiet"
         options.augment = []
+        options.contextSeconds = 0.5  // each clip after another and a gap, as in a stream
         options.patience = 20
         let (training, validation) = try Dataset.load(root, groupBy: "^(s[0-9]+)_").split(validationFraction: 0.25, seed: 3)
         let trained = try Trainer.train(name: "bursts", training: training, validation: validation, options: options)
