@@ -8,8 +8,9 @@
 #                  (the data set's usual split); a second model trained without one speaker is
 #                  tested on that speaker (tools/.cache/digits-without-<speaker>, not shipped).
 # Models/keywords  Speech Commands' 12 classes: speakers whose id starts with 0, 1 or 2 (and
-#                  the silence clips whose number is a multiple of 4) are held out of training and validation entirely,
-#                  and the model is tested on them.
+#                  the silence clips whose number is a multiple of 4) are held out of training
+#                  and validation entirely, and the model is tested on them, clip by clip and
+#                  spliced into a long stream (tools/make_keyword_stream.sh).
 #
 # The file lists go to tools/.cache/*.csv; the evaluations to tools/.cache/*.txt.
 set -euo pipefail
@@ -56,8 +57,14 @@ keywords() {
       print dir "/" path "," label > out "/keywords-" (held ? "test" : "train") ".csv"
     }'
   "$earshot" train --data "$cache/keywords-train.csv" --group-by '([0-9a-f]{8})_nohash' --validation-split 0.15 \
-    --background _silence_ --output "$root/Models/keywords" --epochs 60 --patience 12 --augment noise,gain,shift --seed 1
+    --background _silence_ --output "$root/Models/keywords" --epochs 60 --patience 12 --augment noise,gain,shift --seed 1 \
+    --context-seconds 1.5
   "$earshot" evaluate --model "$root/Models/keywords" --data "$cache/keywords-test.csv" | tee "$cache/keywords-test.txt"
+  "$root/tools/make_keyword_stream.sh"
+  for threshold in 0.5 0.7 0.85; do
+    "$earshot" evaluate --model "$root/Models/keywords" --stream "$cache/keyword-stream.wav" \
+      --truth "$cache/keyword-stream.truth.csv" --threshold "$threshold"
+  done | tee "$cache/keywords-stream.txt"
 }
 
 case "$what" in

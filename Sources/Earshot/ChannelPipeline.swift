@@ -134,8 +134,9 @@ struct ChannelPipeline {
         let softmax = model.manifest.outputs.activation == "softmax"
         for k in trackers.indices {
             let label = trackers[k].label
-            // Softmax: a label scores 1 where it wins the step, else 0; the duration rules apply alike.
-            let p = softmax ? (label == winner ? 1.0 : 0.0) : Double(scores[label])
+            // Softmax: a label scores its probability where it wins the step, else 0 (so the
+            // threshold is the least confidence a winner needs); the duration rules apply alike.
+            let p = softmax ? (label == winner ? Double(scores[label]) : 0.0) : Double(scores[label])
             events += trackers[k].tracker.add(p).map { segmentEvent($0, label: label) }
         }
         trimSums()
