@@ -345,13 +345,8 @@ public final class Model: Sendable {
     private func statelessPrefix(_ blocks: [[Float]], contexts: [[Float]], layers count: Int) throws(ModelError) -> Activations {
         let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, blocks.count / 16))
         let bounds = (0...parts).map { $0 * blocks.count / parts }
-        var results = [Result<Activations, ModelError>](repeating: .success(Activations(channels: 0, time: 0)), count: parts)
-        results.withUnsafeMutableBufferPointer { out in
-            let slots = Slots(buffer: out)
-            DispatchQueue.concurrentPerform(iterations: parts) { p in
-                let range = bounds[p]..<bounds[p + 1]
-                slots.buffer[p] = prefix(blocks[range], contexts: contexts[range], layers: count)
-            }
+        let results = parallelMap(parts) { p in
+            prefix(blocks[bounds[p]..<bounds[p + 1]], contexts: contexts[bounds[p]..<bounds[p + 1]], layers: count)
         }
         return Activations.joined(try results.map { (r) throws(ModelError) in try r.get() })
     }
@@ -551,10 +546,27 @@ final class WorkspaceBox: @unchecked Sendable {
     init(_ workspace: Workspace) { self.workspace = workspace }
 }
 
-/// The result slots of a parallel loop. `@unchecked Sendable`: iteration p writes slot p only,
-/// and the buffer outlives the loop (concurrentPerform returns after every iteration).
-private struct Slots<T>: @unchecked Sendable {
-    let buffer: UnsafeMutableBufferPointer<T>
+/// `body(i)` for i in 0..<count on every core; the results in order.
+package func parallelMap<T: Sendable>(_ count: Int, _ body: @Sendable (Int) -> T) -> [T] {
+    let slots = ResultSlots<T>(count)
+    DispatchQueue.concurrentPerform(iterations: count) { i in slots.set(i, body(i)) }
+    return slots.values()
+}
+
+/// The results of a parallel loop. `@unchecked Sendable`: iteration i writes slot i only (its
+/// own memory, no shared array), and the values are read after the loop has returned.
+private final class ResultSlots<T>: @unchecked Sendable {
+    private let slots: UnsafeMutableBufferPointer<T?>
+    init(_ count: Int) {
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: nil)
+    }
+    deinit {
+        _ = slots.deinitialize()
+        slots.deallocate()
+    }
+    func set(_ i: Int, _ value: T) { slots[i] = value }
+    func values() -> [T] { slots.map { $0! } }  // every slot was set by its iteration
 }
 
 /// A window of blocks through the stateless prefix.

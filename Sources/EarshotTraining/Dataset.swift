@@ -1,4 +1,5 @@
 import EarshotAudio
+import EarshotModel
 import Foundation
 
 /// Why training or evaluation could not go on: names the file, folder or option and the reason.
@@ -39,7 +40,8 @@ public struct Dataset: Sendable, Equatable {
     /// Reads a folder or CSV. `groupBy` is a regular expression on each file's name: its first
     /// capture group (or, without one, the whole match) is the file's group; files it does not
     /// match are groups of their own.
-    public static func load(_ path: String, groupBy: String? = nil) throws(TrainingError) -> Dataset {
+    /// `minimumLabels`: 2 for training a classifier; evaluation takes files of one label too.
+    public static func load(_ path: String, groupBy: String? = nil, minimumLabels: Int = 2) throws(TrainingError) -> Dataset {
         let regex: NSRegularExpression?
         do { regex = try groupBy.map { try NSRegularExpression(pattern: $0) } } catch {
             throw .option(name: "group-by", value: groupBy ?? "", expected: "a regular expression (\(error.localizedDescription))")
@@ -52,7 +54,7 @@ public struct Dataset: Sendable, Equatable {
         guard !pairs.isEmpty else { throw .data(path: path, reason: "no labelled audio files found") }
         let files = pairs.map { LabelledFile(path: $0.path, label: $0.label, group: group(of: $0.path, regex)) }
         let labels = Array(Set(files.map(\.label))).sorted()
-        guard labels.count >= 2 else { throw .data(path: path, reason: "one label (\(labels[0])): a classifier needs two or more") }
+        guard labels.count >= minimumLabels else { throw .data(path: path, reason: "one label (\(labels[0])): a classifier needs two or more") }
         return Dataset(labels: labels, files: files, source: path)
     }
 
@@ -138,27 +140,4 @@ func loadAudio(_ files: [LabelledFile], rate: Int) throws(TrainingError) -> [[Fl
         }
     }
     return try results.map { (r) throws(TrainingError) in try r.get() }
-}
-
-/// `body(i)` for i in 0..<count on every core; results in order.
-func parallelMap<T: Sendable>(_ count: Int, _ body: @Sendable (Int) -> T) -> [T] {
-    let slots = ResultSlots<T>(count)
-    DispatchQueue.concurrentPerform(iterations: count) { i in slots.set(i, body(i)) }
-    return slots.values()
-}
-
-/// The results of a parallel loop. `@unchecked Sendable`: iteration i writes slot i only (its
-/// own memory, no shared array), and the values are read after the loop has returned.
-private final class ResultSlots<T>: @unchecked Sendable {
-    private let slots: UnsafeMutableBufferPointer<T?>
-    init(_ count: Int) {
-        slots = .allocate(capacity: count)
-        slots.initialize(repeating: nil)
-    }
-    deinit {
-        _ = slots.deinitialize()
-        slots.deallocate()
-    }
-    func set(_ i: Int, _ value: T) { slots[i] = value }
-    func values() -> [T] { slots.map { $0! } }  // every slot was set by its iteration
 }

@@ -87,7 +87,7 @@ enum EvaluateCommand {
         }
         guard let dataPath = args.string("data") else { throw UsageError("evaluate needs --data FOLDER or CSV, or --stream FILE --truth CSV") }
         let groupBy = args.string("group-by")
-        let result = try Evaluation.run(model: model, data: try Dataset.load(dataPath, groupBy: groupBy))
+        let result = try Evaluation.run(model: model, data: try Dataset.load(dataPath, groupBy: groupBy, minimumLabels: 1))
         switch format {
         case "json": print(json(result, model: model.name))
         case "csv": print(csv(result), terminator: "")

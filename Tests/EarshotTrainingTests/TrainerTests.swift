@@ -122,6 +122,7 @@ struct DatasetTests {
         #expect(throws: TrainingError.data(path: csv, reason: "line 2: expected file,label")) { try Dataset.load(csv) }
         try FileManager.default.removeItem(atPath: root + "/low")
         #expect(throws: TrainingError.data(path: root, reason: "one label (high): a classifier needs two or more")) { try Dataset.load(root) }
+        #expect(try Dataset.load(root, minimumLabels: 1).labels == ["high"])  // enough to evaluate on
         #expect(throws: TrainingError.self) { try Dataset.load(root, groupBy: "(unclosed") }
     }
 
