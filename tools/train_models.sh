@@ -36,7 +36,9 @@ digits() {
       else if (p[3] >= 5) print line > out "/digits-train-without.csv"
     }'
   "$earshot" train --data "$cache/digits-train.csv" --validation-split 0.1 --output "$root/Models/digits" \
-    --epochs 40 --patience 10 --augment noise,gain,shift --seed 1
+    --epochs 40 --patience 10 --augment noise,gain,shift --seed 1 \
+    --description "Spoken digits 0-9 (English), 8 kHz, one score per 10 ms step; trained by tools/train_models.sh." \
+    --author "Earshot, from the Free Spoken Digit Dataset (Zohar Jackson et al.)" --license "CC BY-SA 4.0 (the data's)"
   "$earshot" evaluate --model "$root/Models/digits" --data "$cache/digits-test.csv" | tee "$cache/digits-test.txt"
   "$earshot" train --data "$cache/digits-train-without.csv" --validation-split 0.1 --output "$cache/digits-without-$left_out" \
     --epochs 40 --patience 10 --augment noise,gain,shift --seed 1
@@ -58,7 +60,9 @@ keywords() {
     }'
   "$earshot" train --data "$cache/keywords-train.csv" --group-by '([0-9a-f]{8})_nohash' --validation-split 0.15 \
     --background _silence_ --output "$root/Models/keywords" --epochs 60 --patience 12 --augment noise,gain,shift --seed 1 \
-    --context-seconds 1.5
+    --context-seconds 1.5 \
+    --description "Speech Commands keywords (yes no up down left right on off stop go, unknown words, silence), 16 kHz, one score per 10 ms step; trained by tools/train_models.sh." \
+    --author "Earshot, from Speech Commands v0.02 test files (Pete Warden)" --license "CC BY 4.0 (the data's)"
   "$earshot" evaluate --model "$root/Models/keywords" --data "$cache/keywords-test.csv" | tee "$cache/keywords-test.txt"
   "$root/tools/make_keyword_stream.sh"
   for threshold in 0.5 0.7 0.85; do

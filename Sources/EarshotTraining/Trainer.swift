@@ -38,6 +38,11 @@ public struct TrainingOptions: Sendable {
     public var background: String?
     /// The command line, kept in the manifest.
     public var command: String?
+    /// For the manifest: what the model is, who made it, under which licence (trained weights
+    /// often carry the data's licence).
+    public var description: String?
+    public var author: String?
+    public var license: String?
 
     public init() {}
 }
@@ -184,8 +189,11 @@ public enum Trainer {
         record.epochs = reports.count
         record.validationAccuracy = best.accuracy
         record.trainingSeconds = Date().timeIntervalSince(started)
-        let (manifest, tensors) = try export(name: name, recipe: recipe, mean: mean, variance: variance, network: network,
+        var (manifest, tensors) = try export(name: name, recipe: recipe, mean: mean, variance: variance, network: network,
                                              parameters: best.parameters, labels: labels, background: background, record: record)
+        if let d = options.description { manifest.description = d }
+        manifest.author = options.author
+        manifest.license = options.license
         return TrainedClassifier(manifest: manifest, tensors: tensors, reports: reports, validationAccuracy: best.accuracy,
                                  network: network, parameters: best.parameters, featureModel: featureModel)
     }

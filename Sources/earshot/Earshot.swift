@@ -39,6 +39,7 @@ enum EarshotCommand {
                         [--features log-mel:40] [--epochs N] [--seed S] [--augment noise,gain,shift]
                         [--batch-size N] [--learning-rate X] [--patience N] [--clip-seconds S]
                         [--decision-seconds S] [--context-seconds S] [--sample-rate HZ]
+                        [--description TEXT] [--author TEXT] [--license TEXT]
               Trains a streaming classifier (one subfolder per label, or a CSV of file,label) and
               writes it as a model package; progress on stderr.
           earshot evaluate --model NAME|PATH --data FOLDER|CSV [--group-by REGEX] [--format text|csv|json]

@@ -9,7 +9,8 @@ enum TrainCommand {
     static func run(_ words: [String]) throws {
         let args = try Arguments(words, valued: ["data", "validation", "validation-split", "group-by", "background", "architecture",
                                                  "features", "epochs", "seed", "augment", "output", "batch-size", "learning-rate",
-                                                 "patience", "clip-seconds", "decision-seconds", "sample-rate", "context-seconds"],
+                                                 "patience", "clip-seconds", "decision-seconds", "sample-rate", "context-seconds",
+                                                 "description", "author", "license"],
                                  switches: [], command: "train")
         guard let dataPath = args.string("data") else { throw UsageError("train needs --data FOLDER (one subfolder per label) or a CSV") }
         guard let output = args.string("output") else { throw UsageError("train needs --output FOLDER (e.g. Models/my-classifier)") }
@@ -26,6 +27,9 @@ enum TrainCommand {
         if args.string("clip-seconds") != nil { options.clipSeconds = try args.double("clip-seconds", default: 1, range: 0.1...600) }
         if args.string("sample-rate") != nil { options.sampleRate = try args.int("sample-rate", default: 16000, range: 4000...384_000) }
         options.background = args.string("background")
+        options.description = args.string("description")
+        options.author = args.string("author")
+        options.license = args.string("license")
         if let kinds = args.string("augment") {
             for word in kinds.split(separator: ",") {
                 guard let kind = Augmentation(rawValue: String(word)) else {
