@@ -270,8 +270,9 @@ extension Layer.Activation {
     }
 }
 
+/// The logistic function as the GRU computes it (the trainer calls this very function).
 @inline(__always)
-func logistic(_ x: Float) -> Float { 1 / (1 + exp(-x)) }
+package func logistic(_ x: Float) -> Float { 1 / (1 + exp(-x)) }
 
 /// A weight matrix [rows][k] packed once, at load, for the product kernel.
 package struct PackedMatrix: Sendable {

@@ -193,7 +193,3 @@ extension TrainingLayer {
         return (dx, [dWih, dWhh, dbih, dbhh])
     }
 }
-
-/// The runtime's logistic function (EarshotModel's GRU uses this expression).
-@inline(__always)
-func logistic(_ x: Float) -> Float { 1 / (1 + exp(-x)) }
