@@ -1,6 +1,14 @@
 import CFFTW
 import Synchronization
 
+/// How FFTW chooses a transform's algorithm. `measure` times candidates and keeps the fastest
+/// (about 1.6x faster here), so two processes may pick different algorithms and differ in the
+/// last bits; `estimate` picks by a fixed rule: the same bits in every run (training uses it so
+/// that a seed reproduces a model).
+public enum FFTPlanning: String, Sendable {
+    case measure, estimate
+}
+
 /// FFTW plans for real-to-complex transforms, one per size, made once and shared by every
 /// transform of that size for the life of the process. FFTW's planner is not thread-safe, so
 /// every planner call goes through one lock; executing a plan on new arrays
@@ -8,20 +16,23 @@ import Synchronization
 enum FFTPlanCache {
     /// Plans are immutable once made; the pointer values are only read after creation.
     private struct Plan: @unchecked Sendable { let pointer: OpaquePointer }
-    private static let plans = Mutex<[Int: Plan]>([:])
+    private struct Key: Hashable { let size: Int, planning: FFTPlanning }
+    private static let plans = Mutex<[Key: Plan]>([:])
 
-    static func plan(size: Int) throws(FeatureError) -> OpaquePointer {
+    static func plan(size: Int, planning: FFTPlanning) throws(FeatureError) -> OpaquePointer {
+        let key = Key(size: size, planning: planning)
         let result: Result<OpaquePointer, FeatureError> = plans.withLock { plans in
-            if let plan = plans[size] { return .success(plan.pointer) }
+            if let plan = plans[key] { return .success(plan.pointer) }
             // Plan with scratch arrays: FFTW_MEASURE overwrites them while it times candidates.
             guard let input = fftwf_alloc_real(size), let output = fftwf_alloc_complex(size / 2 + 1) else {
                 return .failure(.fftPlanFailed(size: size))
             }
             defer { fftwf_free(input); fftwf_free(output) }
-            guard let plan = fftwf_plan_dft_r2c_1d(Int32(size), input, output, UInt32(FFTW_MEASURE)) else {
+            let flags = planning == .measure ? FFTW_MEASURE : FFTW_ESTIMATE
+            guard let plan = fftwf_plan_dft_r2c_1d(Int32(size), input, output, UInt32(flags)) else {
                 return .failure(.fftPlanFailed(size: size))
             }
-            plans[size] = Plan(pointer: plan)
+            plans[key] = Plan(pointer: plan)
             return .success(plan)
         }
         return try result.get()
@@ -39,11 +50,11 @@ final class RealFFT {
     /// [size / 2 + 1] complex output as (re, im) pairs.
     let output: UnsafeMutablePointer<fftwf_complex>
 
-    init(size: Int) throws(FeatureError) {
+    init(size: Int, planning: FFTPlanning = .measure) throws(FeatureError) {
         guard size >= 2 else { throw .invalidParameter(name: "nFFT", value: "\(size)", expected: ">= 2") }
         self.size = size
         self.binCount = size / 2 + 1
-        self.plan = try FFTPlanCache.plan(size: size)
+        self.plan = try FFTPlanCache.plan(size: size, planning: planning)
         (input, output) = Self.allocateArrays(size: size)
     }
 

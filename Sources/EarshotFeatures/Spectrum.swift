@@ -22,14 +22,14 @@ public final class SpectrumAnalyzer {
 
     /// An analyzer with a window computed before (`paddedWindow` of one with this configuration),
     /// so that making one costs only its FFT arrays.
-    public init(config: STFTConfig, paddedWindow: [Float]) throws(FeatureError) {
+    public init(config: STFTConfig, paddedWindow: [Float], planning: FFTPlanning = .measure) throws(FeatureError) {
         try config.validate()
         guard paddedWindow.count == config.nFFT else {
             throw .invalidParameter(name: "window", value: "\(paddedWindow.count) values", expected: "\(config.nFFT) (nFFT)")
         }
         self.config = config
         self.window = paddedWindow
-        self.fft = try RealFFT(size: config.nFFT)
+        self.fft = try RealFFT(size: config.nFFT, planning: planning)
     }
 
     /// A new analyzer with the same configuration and its own FFT arrays.

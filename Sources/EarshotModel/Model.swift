@@ -22,6 +22,8 @@ public final class Model: Sendable {
     let padLeft: Int, padRight: Int
     /// Per position of a padded block: where it reads from in context + block (-1: a zero).
     let padSource: [Int]
+    /// How the front end's FFT is planned (`.estimate`: the same bits in every process).
+    public let fftPlanning: FFTPlanning
     /// Workspaces not in use, taken by one step at a time (`withWorkspace`).
     private let workspaces = Mutex<[WorkspaceBox]>([])
     /// Per layer: where its carry starts in the state.
@@ -65,9 +67,11 @@ public final class Model: Sendable {
     }
 
     /// A model from a manifest and tensors in memory, checked as a package on disk is.
-    public convenience init(manifest: ModelManifest, tensors: [String: Tensor], name path: String = "(in memory)") throws(ModelError) {
+    public convenience init(manifest: ModelManifest, tensors: [String: Tensor], name path: String = "(in memory)",
+                            fftPlanning: FFTPlanning = .measure) throws(ModelError) {
         let data = SafeTensors.serialize(tensors)
-        try self.init(manifest: manifest, tensors: tensors, path: path, contentHash: SafeTensors.contentHash(data), weightsBytes: data.count)
+        try self.init(manifest: manifest, tensors: tensors, path: path, contentHash: SafeTensors.contentHash(data), weightsBytes: data.count,
+                      fftPlanning: fftPlanning)
     }
 
     /// Writes a package: `folder/model.json` and `folder/weights.safetensors` (F32), creating the
@@ -84,7 +88,9 @@ public final class Model: Sendable {
         }
     }
 
-    init(manifest: ModelManifest, tensors: [String: Tensor], path: String, contentHash: String, weightsBytes: Int) throws(ModelError) {
+    init(manifest: ModelManifest, tensors: [String: Tensor], path: String, contentHash: String, weightsBytes: Int,
+         fftPlanning: FFTPlanning = .measure) throws(ModelError) {
+        self.fftPlanning = fftPlanning
         guard manifest.format == ModelManifest.format, manifest.formatVersion == ModelManifest.formatVersion else {
             throw .unsupportedFormat(path: path, found: "\(manifest.format) v\(manifest.formatVersion)",
                                      expected: "\(ModelManifest.format) v\(ModelManifest.formatVersion)")
@@ -414,7 +420,7 @@ public final class Model: Sendable {
 
     private func makeAnalyzer() throws(ModelError) -> SpectrumAnalyzer {
         do {
-            return try SpectrumAnalyzer(config: frontEnd, paddedWindow: window)
+            return try SpectrumAnalyzer(config: frontEnd, paddedWindow: window, planning: fftPlanning)
         } catch {
             throw .layer(path: path, layer: "frontEnd", reason: "\(error)")
         }

@@ -61,13 +61,16 @@ struct FeatureRecipe: Sendable, Equatable {
 
     static let normEpsilon = 1e-5
 
-    /// A model that outputs the features themselves, one frame per step.
+    /// A model that outputs the features themselves, one frame per step. Its FFT is planned by
+    /// estimate, so that the features, and so a seed's model, are the same in every run.
     func model(mean: [Float]?, variance: [Float]?) throws(TrainingError) -> Model {
         let (specs, tensors) = try layers(mean: mean, variance: variance)
         let manifest = ModelManifest(format: ModelManifest.format, formatVersion: ModelManifest.formatVersion, name: "features",
                                      audio: audio, frontEnd: frontEnd, network: specs,
                                      outputs: .init(activation: "none", reduceTime: "last", labels: (0..<melCount).map { "mel\($0)" }))
-        do { return try Model(manifest: manifest, tensors: tensors) } catch { throw .model(reason: "features: \(error)") }
+        do { return try Model(manifest: manifest, tensors: tensors, fftPlanning: .estimate) } catch {
+            throw .model(reason: "features: \(error)")
+        }
     }
 
     /// A clip's features [frames][mels] as the runtime computes them from stream start;

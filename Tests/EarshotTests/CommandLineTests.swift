@@ -105,6 +105,14 @@ struct TrainCommandTests {
                 + "--validation-split 0.25 --architecture conv:8x3,gru:1x8 --features log-mel:16 --epochs 3 --batch-size 4 "
                 + "--learning-rate 0.01 --augment gain,shift --output \(output)")
 
+        // Another process, the same seed: the same model, byte for byte.
+        let again = try runEarshot(["train", "--data", root, "--group-by", "^(s[0-9]+)_", "--validation-split", "0.25",
+                                    "--architecture", "conv:8x3,gru:1x8", "--features", "log-mel:16", "--epochs", "3",
+                                    "--batch-size", "4", "--learning-rate", "0.01", "--augment", "gain,shift", "--output", output + "2"])
+        #expect(again.status == 0, "\(again.err)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: output + "/weights.safetensors"))
+                == Data(contentsOf: URL(fileURLWithPath: output + "2/weights.safetensors")))
+
         let evaluated = try runEarshot(["evaluate", "--model", output, "--data", root, "--format", "json"])
         #expect(evaluated.status == 0, "\(evaluated.err)")
         let result = try JSONSerialization.jsonObject(with: Data(evaluated.out.utf8)) as? [String: Any]
