@@ -29,10 +29,10 @@ let package = Package(
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "CSndFile", "EarshotTestSupport"]),
         .testTarget(name: "EarshotFeaturesTests", dependencies: ["EarshotFeatures", "EarshotAudio", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
-        .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotAudio", "EarshotTestSupport"],
+        .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotAudio", "CEarshotKernels", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
         .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
-        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "earshot", "EarshotTestSupport"],
+        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotTraining", "earshot", "EarshotTestSupport"],
                     exclude: ["Goldens", "Expected"]),
     ],
     swiftLanguageModes: [.v6]

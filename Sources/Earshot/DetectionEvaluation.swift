@@ -31,14 +31,14 @@ public struct DetectionEvaluation: Sendable {
         }
     }
 
-    public var words: [Word]
+    public let words: [Word]
     /// Detections of the labels that count (not ignored).
-    public var detections: [Detection]
-    public var seconds: Double
+    public let detections: [Detection]
+    public let seconds: Double
     /// A detection of a word's label announced from its start to this long after its end finds it.
-    public var window: Double
+    public let window: Double
     /// Labels whose words and detections do not count (the background, unknown words).
-    public var ignored: Set<String>
+    public let ignored: Set<String>
 
     public init(words: [Word], detections: [Detection], seconds: Double, window: Double, ignored: Set<String>) {
         self.words = words
@@ -46,12 +46,8 @@ public struct DetectionEvaluation: Sendable {
         self.seconds = seconds
         self.window = window
         self.ignored = ignored
-    }
-
-    /// Each counted word with the detection that found it (nil: missed); each detection finds one word at most.
-    public var matches: [(word: Word, detection: Detection?)] {
         var used = Set<Int>()
-        return words.filter { !ignored.contains($0.label) }.map { word in
+        matches = words.filter { !ignored.contains($0.label) }.map { word in
             let found = detections.indices.first { i in
                 !used.contains(i) && detections[i].segment.label == word.label
                     && detections[i].announced >= word.start && detections[i].announced <= word.end + window
@@ -60,6 +56,9 @@ public struct DetectionEvaluation: Sendable {
             return (word, found.map { detections[$0] })
         }
     }
+
+    /// Each counted word with the detection that found it (nil: missed); each detection finds one word at most.
+    public let matches: [(word: Word, detection: Detection?)]
 
     public var keywordCount: Int { words.filter { !ignored.contains($0.label) }.count }
     public var hits: Int { matches.filter { $0.detection != nil }.count }

@@ -3,7 +3,9 @@ import EarshotModel
 /// How scores become labelled segments: thresholds and durations, per silero-vad's
 /// `get_speech_timestamps`. Defaults come from the model's manifest; every one can be overridden.
 public struct LabelOptions: Sendable, Equatable {
-    /// A step at or above this score starts (or continues) a segment.
+    /// A step at or above this score starts (or continues) a segment. Softmax models: a label's
+    /// score is its probability where it wins the step (else 0), so this is the least
+    /// confidence a winner needs.
     public var threshold: Double = 0.5
     /// A step below this score counts as silence inside a segment; nil means threshold - 0.15
     /// (at least 0.01).

@@ -28,6 +28,10 @@ enum FFTPlanCache {
                 return .failure(.fftPlanFailed(size: size))
             }
             defer { fftwf_free(input); fftwf_free(output) }
+            // The planner reuses what earlier measured plans of this size learnt ("wisdom"), so
+            // an estimated plan would inherit a measurement; forget it first. Plans already made
+            // keep working.
+            if planning == .estimate { fftwf_forget_wisdom() }
             let flags = planning == .measure ? FFTW_MEASURE : FFTW_ESTIMATE
             guard let plan = fftwf_plan_dft_r2c_1d(Int32(size), input, output, UInt32(flags)) else {
                 return .failure(.fftPlanFailed(size: size))

@@ -134,8 +134,8 @@ enum Layer: Sendable {
         switch self {
         case let .conv1d(l): return l.outputLength(time) * l.outChannels * (l.inChannels / l.groups) * l.kernelSize
         case let .linear(l): return time * l.inFeatures * l.outFeatures
-        case let .lstm(l): return time * 4 * l.hiddenSize * (l.inputSize + l.hiddenSize)
-        case let .gru(l): return time * 3 * l.hiddenSize * (l.inputSize + l.hiddenSize)
+        case let .lstm(l): return time * l.weights.parameterCount
+        case let .gru(l): return time * l.weights.parameterCount
         case let .layerNorm(l): return time * l.channels * 2
         case let .affine(l): return time * l.scale.count
         case .pool, .activation: return 0
@@ -254,20 +254,26 @@ extension Layer.Activation {
         case .gelu:  // ref: torch.nn.GELU() (erf form)
             for i in x.values.indices { x.values[i] = 0.5 * x.values[i] * (1 + erf(x.values[i] / Float(2).squareRoot())) }
         case .softmax:  // over the channels of each column
-            let C = x.channels
-            for j in 0..<x.columns {
-                var peak = -Float.infinity
-                for c in 0..<C { peak = max(peak, x.values[j * C + c]) }
-                var sum: Float = 0
-                for c in 0..<C {
-                    let e = exp(x.values[j * C + c] - peak)
-                    x.values[j * C + c] = e
-                    sum += e
-                }
-                for c in 0..<C { x.values[j * C + c] /= sum }
+            let C = x.channels, columns = x.columns
+            x.values.withUnsafeMutableBufferPointer { v in
+                for j in 0..<columns { EarshotModel.softmax(UnsafeMutableBufferPointer(rebasing: v[(j * C)..<((j + 1) * C)])) }
             }
         }
     }
+}
+
+/// Softmax in place, as a softmax layer and a softmax model's scores compute it (the trainer
+/// calls this very function).
+package func softmax(_ x: UnsafeMutableBufferPointer<Float>) {
+    var peak = -Float.infinity
+    for v in x { peak = max(peak, v) }
+    var sum: Float = 0
+    for c in x.indices {
+        let e = exp(x[c] - peak)
+        x[c] = e
+        sum += e
+    }
+    for c in x.indices { x[c] /= sum }
 }
 
 /// The logistic function as the GRU computes it (the trainer calls this very function).
@@ -320,10 +326,8 @@ struct Conv1d: Sendable {
     let weight: [Float]
     /// [outChannels]
     let bias: [Float]
-    /// The weights tap by tap, per group: [groups][outChannels / groups][kernelSize][inChannels / groups],
-    /// so that a receptive field is K runs of contiguous input channels.
-    let weightByTap: [Float]
-    /// Each group's weights by tap, packed for the product.
+    /// Each group's weights tap by tap ([outChannels / groups][kernelSize][inChannels / groups],
+    /// so that a receptive field is K runs of contiguous input channels), packed for the product.
     let packed: [PackedMatrix]
 
     init(name: String, inChannels: Int, outChannels: Int, kernelSize: Int, stride: Int, padding: Int, dilation: Int,
@@ -346,7 +350,6 @@ struct Conv1d: Sendable {
                 for k in 0..<K { byTap[(o * K + k) * perGroup + c] = weight[(o * perGroup + c) * K + k] }
             }
         }
-        weightByTap = byTap
         let outPerGroup = outChannels / groups, field = perGroup * K
         packed = (0..<groups).map { g in
             PackedMatrix(Array(byTap[(g * outPerGroup * field)..<((g + 1) * outPerGroup * field)]), rows: outPerGroup, k: field)
@@ -478,7 +481,7 @@ protocol RecurrentLayer: Sendable {
     /// The bias added to the input product.
     var inputBias: [Float] { get }
     /// The recurrence over `time` steps for each of `count` streams, given the input products
-    /// ([columns][gateRows]; stream b's step t is column firstColumn + b * time + t), into
+    /// ([columns][gates * hidden]; stream b's step t is column firstColumn + b * time + t), into
     /// `y` ([count][time][hidden]) at column `firstColumn`.
     func recur(inputProducts: UnsafePointer<Float>, firstColumn: Int, time: Int, count: Int,
                states: StateRows, into y: UnsafeMutablePointer<Float>, scratch: inout LayerScratch)
@@ -504,10 +507,6 @@ struct RecurrentWeights: Sendable {
 
 extension RecurrentLayer {
     var hiddenSize: Int { weights.hiddenSize }
-    var inputSize: Int { weights.inputSize }
-    /// Rows of the input product (gates * hidden).
-    var gateRows: Int { weights.input.rows }
-
     func inputProducts(_ x: Activations) -> [Float] {
         var out: [Float] = []
         inputProducts(x, into: &out)

@@ -112,7 +112,11 @@ public final class Model: Sendable {
                               periodic: fe.periodic ?? true, center: false, padMode: fe.padMode ?? .reflect,
                               spectrum: fe.spectrum ?? .magnitude)
         do {
-            window = try SpectrumAnalyzer(config: frontEnd).paddedWindow  // also plans the FFT, once per size
+            try frontEnd.validate()
+            window = Window.padded(Window.make(frontEnd.window, length: frontEnd.winLength, periodic: frontEnd.periodic),
+                                   toLength: frontEnd.nFFT)
+            // Plans the FFT as this model's steps will (once per size and planning).
+            _ = try SpectrumAnalyzer(config: frontEnd, paddedWindow: window, planning: fftPlanning)
         } catch {
             throw .manifest(path: path, reason: "frontEnd: \(error)")
         }
@@ -485,12 +489,8 @@ public final class Model: Sendable {
                         // Context then block in the middle, then the padding from the middle.
                         context(n).withUnsafeBufferPointer { middle.update(from: $0.baseAddress!, count: c) }
                         block(n).withUnsafeBufferPointer { (middle + c).update(from: $0.baseAddress!, count: L - c) }
-                        for range in [0..<padLeft, (padLeft + L)..<total] {
-                            for i in range {
-                                let j = source[i]
-                                p[i] = j < 0 ? 0 : middle[j]
-                            }
-                        }
+                        for i in 0..<padLeft { p[i] = source[i] < 0 ? 0 : middle[source[i]] }
+                        for i in (padLeft + L)..<total { p[i] = source[i] < 0 ? 0 : middle[source[i]] }
                         for t in 0..<frames {
                             let frame = UnsafeBufferPointer(rebasing: p[(t * hop)..<(t * hop + nFFT)])
                             analyzer.analyze(frame: frame, into: UnsafeMutableBufferPointer(rebasing: o[((n * frames + t) * bins)..<((n * frames + t + 1) * bins)]))
@@ -587,8 +587,17 @@ struct Prepared: Sendable {
 private final class WindowPipeline: Sendable {
     private let prepare: @Sendable (Int) -> Result<Prepared, ModelError>
     private let count: Int
-    /// The next window nobody has claimed; `stopped` ends the helper early.
-    private let claims = Mutex<(next: Int, stopped: Bool)>((0, false))
+    private struct Claims {
+        /// The next window nobody has claimed.
+        var next = 0
+        /// Windows taken so far.
+        var taken = 0
+        /// No more claims; the helper ends.
+        var stopped = false
+        /// The helper has begun (so `stop` must wake it and wait for it).
+        var helperStarted = false
+    }
+    private let claims = Mutex(Claims())
     private let results: Mutex<[Result<Prepared, ModelError>?]>
     private let ready: [DispatchSemaphore]
     /// Windows that may still be claimed before one is taken.
@@ -603,6 +612,12 @@ private final class WindowPipeline: Sendable {
         ready = (0..<count).map { _ in DispatchSemaphore(value: 0) }
         room = DispatchSemaphore(value: Self.lookahead)
         DispatchQueue.global(qos: .userInitiated).async { [self] in
+            // Stopped before it began (the taking thread did every window): nothing to do.
+            let begins = claims.withLock { c in
+                c.helperStarted = !c.stopped
+                return c.helperStarted
+            }
+            guard begins else { return }
             while true {
                 room.wait()
                 guard let w = claim() else { break }
@@ -638,6 +653,7 @@ private final class WindowPipeline: Sendable {
         }
         ready[w].wait()
         room.signal()
+        claims.withLock { $0.taken += 1 }
         let result = results.withLock { r in
             defer { r[w] = nil }
             return r[w]
@@ -645,10 +661,20 @@ private final class WindowPipeline: Sendable {
         return result ?? .failure(.layer(path: "", layer: "frontEnd", reason: "window \(w) has no result"))
     }
 
-    /// Stops the helper and waits for it: no more windows are claimed.
+    /// Stops the helper: no more windows are claimed. Waits for a helper that has begun (it
+    /// may be preparing a window); one that has not will end as soon as it begins. Gives back
+    /// the room of windows claimed and never taken (a run that failed part way), so the
+    /// semaphore ends where it started.
     func stop() {
-        claims.withLock { $0.stopped = true }
-        room.signal()  // a helper waiting for room wakes, finds the run stopped and ends
-        helperDone.wait()
+        let started = claims.withLock { c in
+            c.stopped = true
+            return c.helperStarted
+        }
+        if started {
+            room.signal()  // a helper waiting for room wakes, finds the run stopped and ends
+            helperDone.wait()
+        }
+        let outstanding = claims.withLock { $0.next - $0.taken }
+        for _ in 0..<max(0, outstanding) { room.signal() }
     }
 }

@@ -88,7 +88,6 @@ enum SafeTensors {
         return tensors
     }
 
-    /// FNV-1a, 64 bit, of the bytes: identifies a weights file's content.
     /// F32 tensors as a safetensors file's bytes, names in sorted order (the same tensors give
     /// the same bytes).
     static func serialize(_ tensors: [String: Tensor]) -> Data {
@@ -108,6 +107,7 @@ enum SafeTensors {
         return out + json + body
     }
 
+    /// FNV-1a, 64 bit, of the bytes: identifies a weights file's content.
     static func contentHash(_ data: Data) -> String {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         data.withUnsafeBytes { raw in

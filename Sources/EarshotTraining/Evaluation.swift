@@ -15,6 +15,9 @@ public struct ClipClassifier: Sendable {
         self.model = model
         let n = model.chunkSamples
         if let t = model.manifest.training {
+            guard (0.01...3600).contains(t.clipSeconds), (0.001...3600).contains(t.decisionSeconds) else {
+                throw .model(reason: "\(model.path): training.clipSeconds \(t.clipSeconds) and decisionSeconds \(t.decisionSeconds) must lie in 0.01...3600 s")
+            }
             clipSamples = max(n, Int((t.clipSeconds * Double(model.sampleRate) / Double(n)).rounded()) * n)
             decisionSteps = max(1, Int((t.decisionSeconds * Double(model.sampleRate) / Double(n)).rounded()))
         } else {

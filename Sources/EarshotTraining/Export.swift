@@ -11,10 +11,8 @@ extension Trainer {
         for (index, layer) in network.layers.enumerated() {
             switch layer {
             case let .conv(i, o, k) where k == 1 && index == network.layers.count - 1:
-                var spec = LayerSpec(type: "linear", name: "classifier", inFeatures: i, outFeatures: o, weight: "classifier.weight",
-                                     bias: "classifier.bias")
-                spec.inFeatures = i
-                specs.append(spec)
+                specs.append(LayerSpec(type: "linear", name: "classifier", inFeatures: i, outFeatures: o, weight: "classifier.weight",
+                                        bias: "classifier.bias"))
                 tensors["classifier.weight"] = Tensor(shape: [o, i], values: parameters[p])
                 tensors["classifier.bias"] = Tensor(shape: [o], values: parameters[p + 1])
             case let .conv(i, o, k):

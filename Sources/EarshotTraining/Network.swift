@@ -1,3 +1,4 @@
+import EarshotModel
 import Foundation
 
 /// The trainable part of a classifier: layers from the features to one logit per class, and
@@ -26,24 +27,23 @@ struct Network: Sendable, Equatable {
     }
 
     /// Logits [batch][time][classes] and what the backward pass needs.
-    func forward(_ x: Frames, _ parameters: [[Float]]) -> (logits: Frames, caches: [LayerCache], inputChannels: [Int]) {
-        var h = x, caches: [LayerCache] = [], channels: [Int] = []
+    func forward(_ x: Frames, _ parameters: [[Float]]) -> (logits: Frames, caches: [LayerCache]) {
+        var h = x, caches: [LayerCache] = []
         for (layer, offset) in zip(layers, offsets) {
-            channels.append(h.channels)
             let (y, cache) = layer.forward(h, parameters[offset..<(offset + layer.parameterShapes.count)])
             caches.append(cache)
             h = y
         }
-        return (h, caches, channels)
+        return (h, caches)
     }
 
     /// The parameters' gradients (same shapes as the parameters) and the input's.
-    func backward(_ dLogits: Frames, caches: [LayerCache], inputChannels: [Int], _ parameters: [[Float]]) -> (grads: [[Float]], dx: Frames) {
+    func backward(_ dLogits: Frames, caches: [LayerCache], _ parameters: [[Float]]) -> (grads: [[Float]], dx: Frames) {
         var grads = [[Float]](repeating: [], count: parameters.count)
         var d = dLogits
         for (index, (layer, offset)) in zip(layers, offsets).enumerated().reversed() {
             let count = layer.parameterShapes.count
-            let (dx, g) = layer.backward(d, caches[index], parameters[offset..<(offset + count)], inputChannels: inputChannels[index])
+            let (dx, g) = layer.backward(d, caches[index], parameters[offset..<(offset + count)])
             for (k, grad) in g.enumerated() { grads[offset + k] = grad }
             d = dx
         }
@@ -51,12 +51,11 @@ struct Network: Sendable, Equatable {
     }
 }
 
-/// Softmax over each row's logits.
+/// Softmax of one row's logits: the runtime's softmax.
 func softmax(_ logits: ArraySlice<Float>) -> [Float] {
-    let peak = logits.max() ?? 0
-    let e = logits.map { exp($0 - peak) }
-    let sum = e.reduce(0, +)
-    return e.map { $0 / sum }
+    var p = Array(logits)
+    p.withUnsafeMutableBufferPointer { EarshotModel.softmax($0) }
+    return p
 }
 
 /// The training objective: softmax cross-entropy at each clip's last `decisionFrames` frames,

@@ -89,6 +89,14 @@ public enum Trainer {
         }
         guard (1...100_000).contains(options.epochs) else { throw .option(name: "epochs", value: "\(options.epochs)", expected: "1...100000") }
         guard (2...4096).contains(options.batchSize) else { throw .option(name: "batch-size", value: "\(options.batchSize)", expected: "2...4096") }
+        for (name, value, range) in [("decision-seconds", options.decisionSeconds, 0.01...60.0), ("context-seconds", options.contextSeconds, 0...60.0),
+                                     ("clip-seconds", options.clipSeconds ?? 1, 0.1...600.0),
+                                     ("learning-rate", Double(options.learningRate), 1e-7...1.0)] where !range.contains(value) {
+            throw .option(name: name, value: "\(value)", expected: "\(range.lowerBound)...\(range.upperBound)")
+        }
+        guard !training.files.isEmpty, !validation.files.isEmpty else {
+            throw .data(path: training.files.isEmpty ? training.source : validation.source, reason: "no files")
+        }
         let rate: Int
         if let given = options.sampleRate { rate = given } else { rate = try sampleRate(of: training.files[0].path) }
         let recipe = try FeatureRecipe.parse(options.features, sampleRate: rate)
@@ -273,9 +281,9 @@ public enum Trainer {
                           normalizer: Float) -> (loss: Double, grads: [[Float]], predictions: [Int]) {
         let halves = split(x, labels)
         let parts = parallelMap(halves.count) { h in
-            let (logits, caches, channels) = network.forward(halves[h].x, parameters)
+            let (logits, caches) = network.forward(halves[h].x, parameters)
             let (loss, dLogits, predictions) = objective.evaluate(logits, labels: halves[h].labels, normalizer: normalizer)
-            return (loss, network.backward(dLogits, caches: caches, inputChannels: channels, parameters).grads, predictions)
+            return (loss, network.backward(dLogits, caches: caches, parameters).grads, predictions)
         }
         var grads = parts[0].1
         for part in parts.dropFirst() {
@@ -382,8 +390,9 @@ struct Adam {
     }
 
     mutating func update(_ parameters: inout [[Float]], _ grads: [[Float]]) {
-        step += 1
         let norm = grads.reduce(Float(0)) { $0 + $1.reduce(0) { $0 + $1 * $1 } }.squareRoot()
+        guard norm.isFinite else { return }  // a batch whose gradient overflowed moves nothing (its loss shows it)
+        step += 1
         let scale = norm > clip ? clip / norm : 1
         let c1 = 1 - pow(beta1, Float(step)), c2 = 1 - pow(beta2, Float(step))
         for k in parameters.indices {

@@ -71,7 +71,7 @@ extension TrainingLayer {
     }
 
     /// Gradients of the parameters and of the input, given the output's gradient.
-    func backward(_ dy: Frames, _ cache: LayerCache, _ p: ArraySlice<[Float]>, inputChannels: Int) -> (dx: Frames, grads: [[Float]]) {
+    func backward(_ dy: Frames, _ cache: LayerCache, _ p: ArraySlice<[Float]>) -> (dx: Frames, grads: [[Float]]) {
         switch (self, cache) {
         case let (.conv(i, o, k), .conv(fields)):
             let n = dy.rows

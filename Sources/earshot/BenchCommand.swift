@@ -199,22 +199,6 @@ extension BenchCommand {
             segments = result?.segments.count ?? 0
             seconds = Double(result?.frames ?? 0) / Double(result?.sampleRate ?? 1)
         }
-        if args.flag("json") == false, ProcessInfo.processInfo.environment["EXP"] != nil {
-            let (samples, _) = try AudioFile.readMono(path: path)
-            let n = model.chunkSamples
-            let blocks = stride(from: 0, to: samples.count - n, by: n).map { Array(samples[$0..<($0 + n)]) }
-            for group in [512, 4096, blocks.count] {
-                var state = model.makeState()
-                let t = try clock.measure {
-                    var i = 0
-                    while i < blocks.count { let e = min(i + group, blocks.count); _ = try model.predictions(forConsecutive: Array(blocks[i..<e]), using: &state); i = e }
-                }
-                print("group", group, t)
-            }
-            var st = model.makeState()
-            let t1 = try clock.measure { for b in blocks.prefix(20000) { _ = try model.prediction(from: b, using: &st) } }
-            print("single x20000", t1)
-        }
         let median = times.sorted()[times.count / 2]
         if args.flag("json") {
             print(jsonLine(["runtime": "earshot", "benchmark": "offline", "audio_seconds": seconds, "wall_seconds": median,

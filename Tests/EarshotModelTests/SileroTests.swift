@@ -63,6 +63,27 @@ struct SileroTests {
         }
     }
 
+    @Test("More streams than one tile (a full tile of 64 and a partial one): each equals its stream alone")
+    func tilesEqualAlone() throws {
+        let model = try Silero.model("silero-vad")
+        let (samples, _) = try AudioFile.readMono(path: Repo.path("AudioSamples/speech-noise-16k.wav"))
+        let count = Model.batchTile + 6, steps = 3
+        let streams = (0..<count).map { Silero.blocks(Array(samples[($0 * 5_000)..<($0 * 5_000 + 512 * steps)]), size: 512) }
+        var alone: [[Float]] = []
+        for blocks in streams {
+            var state = model.makeState()
+            alone.append(try blocks.flatMap { try model.prediction(from: $0, using: &state) })
+        }
+        var states = streams.map { _ in model.makeState() }
+        var together = [[Float]](repeating: [], count: count), flat: [Float] = []
+        for step in 0..<steps {
+            try model.predictions(from: streams.map { $0[step] }, using: &states, into: &flat)
+            for s in 0..<count { together[s].append(flat[s]) }
+        }
+        #expect(together == alone)
+        #expect(Set(alone.map { $0[2] }).count > count / 2)  // the streams really differ
+    }
+
     @Test("Consecutive blocks of one stream in one call equal the blocks one at a time", arguments: ["silero-vad", "silero-vad-8k"])
     func consecutiveEqualsSequential(_ name: String) throws {
         let model = try Silero.model(name)

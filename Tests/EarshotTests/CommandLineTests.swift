@@ -1,4 +1,6 @@
+import EarshotModel
 import EarshotTestSupport
+import EarshotTraining
 import Foundation
 import Testing
 
@@ -121,6 +123,9 @@ struct TrainCommandTests {
         #expect(confusion[2] == [0, 0, 0])  // no file is labelled background
         let accuracy = result?["accuracy"] as? Double ?? -1
         #expect(abs(accuracy - Double(confusion[0][0] + confusion[1][1]) / 16) < 1e-12)
+        // The same figures as the library computes on the package, file by file.
+        let library = try Evaluation.run(model: Model(contentsOf: URL(fileURLWithPath: output)), data: Dataset.load(root))
+        #expect(library.confusion == confusion)
         let text = try runEarshot(["evaluate", "--model", output, "--data", root, "--group-by", "^(s[0-9]+)_"])
         #expect(text.out.contains("confusion (rows: true label, columns: predicted)") && text.out.contains("accuracy by group"))
 

@@ -28,7 +28,7 @@ struct GradientTests {
         let (y, cache) = layer.forward(x, parameters[...])
         let weights = Self.random(y.values.count, &random)
         let (dx, grads) = layer.backward(Frames(batch: y.batch, time: y.time, channels: y.channels, values: weights), cache,
-                                         parameters[...], inputChannels: inputs)
+                                         parameters[...])
         var worst = 0.0
         func compare(_ analytic: Float, _ plus: Double, _ minus: Double, _ what: String) {
             let numeric = (plus - minus) / (2 * Double(Self.step))
@@ -84,9 +84,9 @@ struct GradientTests {
         let labels = [0, 2, 1]
         let objective = Objective(classWeights: [1, 0.5, 2], decisionFrames: 3)
         func loss() -> Double { objective.evaluate(network.forward(x, parameters).logits, labels: labels, normalizer: 9).loss }
-        let (logits, caches, channels) = network.forward(x, parameters)
+        let (logits, caches) = network.forward(x, parameters)
         let (_, dLogits, _) = objective.evaluate(logits, labels: labels, normalizer: 9)
-        let grads = network.backward(dLogits, caches: caches, inputChannels: channels, parameters).grads
+        let grads = network.backward(dLogits, caches: caches, parameters).grads
         #expect(grads.map(\.count) == parameters.map(\.count))
         // A smaller step here: a bias moves every row of its channel, and a step of 1e-2 could carry
         // one of them across the ReLU's kink.
@@ -106,5 +106,30 @@ struct GradientTests {
             }
         }
         #expect(checked > 40)
+    }
+
+    @Test("Adam: the first step moves each parameter by the learning rate against its gradient; later steps follow the moments; an overflowed gradient moves nothing")
+    func adam() {
+        var adam = Adam(shapes: [[3]], learningRate: 0.1)
+        var p: [[Float]] = [[1, 2, 3]]
+        adam.update(&p, [[0.5, -2, 0]])
+        // m̂ = g, v̂ = g²: a step of lr * g / (|g| + 1e-8).
+        #expect(zip(p[0], [Float(0.9), 2.1, 3]).allSatisfy { abs($0 - $1) < 1e-6 }, "\(p)")
+        adam.update(&p, [[1, 1, 1]])
+        // By hand: m = 0.9 m + 0.1 g, v = 0.999 v + 0.001 g², then m / 0.19 and v / 0.001999.
+        func expected(_ g1: Double, _ g2: Double) -> Double {
+            let m = 0.9 * (0.1 * g1) + 0.1 * g2, v = 0.999 * (0.001 * g1 * g1) + 0.001 * g2 * g2
+            return 0.1 * (m / 0.19) / ((v / 0.001999).squareRoot() + 1e-8)
+        }
+        let want = [0.9 - expected(0.5, 1), 2.1 - expected(-2, 1), 3 - expected(0, 1)]
+        #expect(zip(p[0], want).allSatisfy { abs(Double($0) - $1) < 1e-5 }, "\(p) vs \(want)")
+        let before = p
+        adam.update(&p, [[.infinity, 1, 1]])
+        #expect(p == before)
+        // A gradient of norm 10 is clipped to 5: the same direction, so the first step is the same.
+        var clipped = Adam(shapes: [[2]], learningRate: 0.1), q: [[Float]] = [[0, 0]]
+        clipped.update(&q, [[6, 8]])
+        #expect(zip(q[0], [Float(-0.1), -0.1]).allSatisfy { abs($0 - $1) < 1e-6 })
+        #expect(abs(clipped.m[0][0] - 0.1 * 3) < 1e-6 && abs(clipped.m[0][1] - 0.1 * 4) < 1e-6)
     }
 }

@@ -1,0 +1,51 @@
+import CEarshotKernels
+import EarshotTestSupport
+import Testing
+@testable import EarshotModel
+
+@Suite("Kernels")
+struct KernelTests {
+    @Test("The packed product: every shape against a double-precision sum, and each column equal, bit for bit, to that column alone")
+    func packedProduct() {
+        var random = SeededRandom(seed: 41)
+        for (rows, k) in [1, 15, 16, 17, 80, 97, 130].flatMap({ r in [1, 7, 33].map { (r, $0) } }) {
+            let w = (0..<(rows * k)).map { _ in Float.random(in: -1...1, using: &random) }
+            let bias = (0..<rows).map { _ in Float.random(in: -1...1, using: &random) }
+            let packed = PackedMatrix(w, rows: rows, k: k)
+            for n in [1, 2, 3, 5, 6, 7, 13] {
+                let x = (0..<(n * k)).map { _ in Float.random(in: -1...1, using: &random) }
+                var y = [Float](repeating: .nan, count: n * rows)
+                x.withUnsafeBufferPointer { xv in
+                    y.withUnsafeMutableBufferPointer { packed.product(xv.baseAddress!, columns: n, bias: bias, into: $0.baseAddress!) }
+                }
+                for j in 0..<n {
+                    var alone = [Float](repeating: .nan, count: rows)
+                    x.withUnsafeBufferPointer { xv in
+                        alone.withUnsafeMutableBufferPointer { packed.product(xv.baseAddress! + j * k, columns: 1, bias: bias, into: $0.baseAddress!) }
+                    }
+                    #expect(Array(y[(j * rows)..<((j + 1) * rows)]) == alone, "rows \(rows) k \(k) n \(n) column \(j)")
+                    for r in 0..<rows {
+                        let exact = (0..<k).reduce(Double(bias[r])) { $0 + Double(w[r * k + $1]) * Double(x[j * k + $1]) }
+                        #expect(abs(Double(y[j * rows + r]) - exact) <= 1e-5 * Double(k), "rows \(rows) k \(k) n \(n) [\(j)][\(r)]")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("The first NaN or infinity is found wherever it is, in vectors and in the tail")
+    func firstNonFinite() {
+        for n in 1...40 {
+            let clean = [Float](repeating: 0.5, count: n)
+            #expect(earshot_first_nonfinite(clean, n) == -1)
+            for bad in 0..<n {
+                for value in [Float.nan, .infinity, -.infinity] {
+                    var x = clean
+                    x[bad] = value
+                    if bad + 1 < n { x[n - 1] = .nan }  // a later one must not hide the first
+                    #expect(earshot_first_nonfinite(x, n) == bad, "n \(n) at \(bad)")
+                }
+            }
+        }
+    }
+}
