@@ -38,6 +38,16 @@ func makeStatefulModel(seed: UInt64) throws -> Model {
     return try Model(contentsOf: folder)
 }
 
+/// `blocks` through `predictions(forConsecutive:)` in runs of random length (1...maxRun), in order.
+func inRandomRuns(_ blocks: [[Float]], maxRun: Int, model: Model, state: inout ModelState,
+                  random: inout SeededRandom) throws -> [[Float]] {
+    var out: [[Float]] = []
+    for size in random.chunkSizes(total: blocks.count, maxChunk: maxRun) {
+        out += try model.predictions(forConsecutive: Array(blocks[out.count..<(out.count + size)]), using: &state)
+    }
+    return out
+}
+
 @Suite("One stream's consecutive blocks and many streams' blocks, on a model with state in several layers")
 struct ConsecutiveTests {
     @Test("Consecutive blocks in one call, and a batch of streams, equal one block at a time, bit for bit")
@@ -51,13 +61,7 @@ struct ConsecutiveTests {
         #expect((first.max() ?? 0) - (first.min() ?? 0) > 0.01)  // the scores move from block to block
 
         var many = model.makeState()
-        var together: [[Float]] = []
-        var i = 0
-        while i < blocks.count {
-            let n = min(Int.random(in: 1...150, using: &random), blocks.count - i)
-            together += try model.predictions(forConsecutive: Array(blocks[i..<(i + n)]), using: &many)
-            i += n
-        }
+        let together = try inRandomRuns(blocks, maxRun: 150, model: model, state: &many, random: &random)
         #expect(together == sequential, "seed \(random.seed)")
         #expect(many == one)
         // All at once: a long run goes through in windows prepared on other threads.

@@ -92,14 +92,8 @@ struct SileroTests {
         var one = model.makeState()
         let sequential = try blocks.map { try model.prediction(from: $0, using: &one) }
         var many = model.makeState()
-        var together: [[Float]] = []
         var random = SeededRandom.fromEnvironment()
-        var i = 0
-        while i < blocks.count {
-            let n = min(Int.random(in: 1...300, using: &random), blocks.count - i)
-            together += try model.predictions(forConsecutive: Array(blocks[i..<(i + n)]), using: &many)
-            i += n
-        }
+        let together = try inRandomRuns(blocks, maxRun: 300, model: model, state: &many, random: &random)
         #expect(together == sequential, "seed \(random.seed)")
         #expect(many == one)
     }
