@@ -35,12 +35,12 @@ digits() {
       if (p[2] == left) print line > out "/digits-speaker.csv"
       else if (p[3] >= 5) print line > out "/digits-train-without.csv"
     }'
-  "$earshot" train --data "$cache/digits-train.csv" --validation-split 0.1 --output "$root/Models/digits" \
+  "$earshot" train --force --data "$cache/digits-train.csv" --validation-split 0.1 --output "$root/Models/digits" \
     --epochs 40 --patience 10 --augment noise,gain,shift --seed 1 \
     --description "Spoken digits 0-9 (English), 8 kHz, one score per 10 ms step; trained by tools/train_models.sh." \
     --author "Earshot, from the Free Spoken Digit Dataset (Zohar Jackson et al.)" --license "CC BY-SA 4.0 (the data's)"
   "$earshot" evaluate --model "$root/Models/digits" --data "$cache/digits-test.csv" | tee "$cache/digits-test.txt"
-  "$earshot" train --data "$cache/digits-train-without.csv" --validation-split 0.1 --output "$cache/digits-without-$left_out" \
+  "$earshot" train --force --data "$cache/digits-train-without.csv" --validation-split 0.1 --output "$cache/digits-without-$left_out" \
     --epochs 40 --patience 10 --augment noise,gain,shift --seed 1
   "$earshot" evaluate --model "$cache/digits-without-$left_out" --data "$cache/digits-speaker.csv" | tee "$cache/digits-speaker.txt"
 }
@@ -58,7 +58,7 @@ keywords() {
       else { n = name; sub(/\..*/, "", n); held = (n % 4 == 0) }
       print dir "/" path "," label > out "/keywords-" (held ? "test" : "train") ".csv"
     }'
-  "$earshot" train --data "$cache/keywords-train.csv" --group-by '([0-9a-f]{8})_nohash' --validation-split 0.15 \
+  "$earshot" train --force --data "$cache/keywords-train.csv" --group-by '([0-9a-f]{8})_nohash' --validation-split 0.15 \
     --background _silence_ --output "$root/Models/keywords" --epochs 60 --patience 12 --augment noise,gain,shift --seed 1 \
     --context-seconds 1.5 \
     --description "Speech Commands keywords (yes no up down left right on off stop go, unknown words, silence), 16 kHz, one score per 10 ms step; trained by tools/train_models.sh." \

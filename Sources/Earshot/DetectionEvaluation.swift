@@ -65,7 +65,7 @@ public struct DetectionEvaluation: Sendable {
     public var hitRate: Double { Double(hits) / Double(max(1, keywordCount)) }
     /// Detections that found no word of their label.
     public var falseAlarms: Int { detections.count - hits }
-    public var falseAlarmsPerHour: Double { Double(falseAlarms) / (seconds / 3600) }
+    public var falseAlarmsPerHour: Double { seconds > 0 ? Double(falseAlarms) / (seconds / 3600) : 0 }
     /// Seconds from each found word's end to its announcement, in order.
     public var delays: [Double] { matches.compactMap { m in m.detection.map { $0.announced - m.word.end } }.sorted() }
 
@@ -101,7 +101,7 @@ public struct DetectionEvaluation: Sendable {
         for (n, line) in text.split(whereSeparator: \.isNewline).enumerated() {
             let f = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             if n == 0, f.first == "start" { continue }
-            guard f.count == 3, let s = Double(f[0]), let e = Double(f[1]), e >= s else {
+            guard f.count == 3, let s = Double(f[0]), let e = Double(f[1]), s.isFinite, e.isFinite, e >= s else {
                 throw .source(channel: 0, reason: "\(path): line \(n + 1): expected start,end,label in seconds")
             }
             words.append(Word(start: s, end: e, label: f[2]))

@@ -10,14 +10,15 @@ public struct FileLabeler: Sendable {
     public let model: Model
     public var options: LabelOptions
     public var channels: Channels
-    /// Frames read per chunk.
-    public var chunkFrames: Int
+    /// Samples read per chunk, over all channels (so a file of many channels takes no more
+    /// memory than a mono one).
+    public var chunkSamples: Int
 
-    public init(model: Model, options: LabelOptions? = nil, channels: Channels = .mix, chunkFrames: Int = 262_144) {
+    public init(model: Model, options: LabelOptions? = nil, channels: Channels = .mix, chunkSamples: Int = 262_144) {
         self.model = model
         self.options = options ?? LabelOptions(model: model)
         self.channels = channels
-        self.chunkFrames = chunkFrames
+        self.chunkSamples = chunkSamples
     }
 
     public struct Result: Sendable {
@@ -25,27 +26,46 @@ public struct FileLabeler: Sendable {
         public var sampleRate: Int
         public var channelCount: Int
         public var frames: Int
-        /// Every event in order (segments, scores when asked for, failures).
+        /// Every event in order (segments, scores when asked for, failures); empty when the
+        /// events went to a handler as they happened.
         public var events: [ClassifierEvent]
         public var segments: [Segment] {
             events.compactMap { if case let .ended(s) = $0 { return s } else { return nil } }
         }
     }
 
-    /// Labels one file. `progress` gets the fraction of the file read so far.
+    /// Labels one file. `progress` gets the fraction of the file read so far (when its length
+    /// is known). Errors that are not the audio file's own name the file (`StreamError.file`).
     public func label(path: String, progress: (Double) -> Void = { _ in }) async throws -> Result {
+        var events: [ClassifierEvent] = []
+        var result = try await label(path: path, progress: progress) { new, _ in events += new }
+        result.events = events
+        return result
+    }
+
+    /// Labels one file, handing its events to `handle` as each chunk completes them, so that
+    /// memory stays bounded however long the file (every step's scores of a two-hour file are
+    /// written out as they come, not held); it also gets the file's channel count. An error
+    /// `handle` throws stops the run.
+    public func label(path: String, progress: (Double) -> Void = { _ in },
+                      handle: (_ events: [ClassifierEvent], _ channelCount: Int) async throws -> Void) async throws -> Result {
         let file = try AudioFile(path: path)
         let count = channels == .each ? file.channelCount : 1
-        let session = try Session(model: model, channelCount: count, sourceSampleRate: file.sampleRate, options: options)
-        var events: [ClassifierEvent] = []
+        let session: Session
+        do {
+            session = try Session(model: model, channelCount: count, sourceSampleRate: file.sampleRate, options: options)
+        } catch {
+            throw StreamError.file(path: path, error: error)
+        }
+        let frames = max(1, chunkSamples / file.channelCount)
         while true {
             let chunk: [[Float]] = channels == .each
-                ? try file.readChannels(maxFrames: chunkFrames) : [try file.readMono(maxFrames: chunkFrames)]
+                ? try file.readChannels(maxFrames: frames) : [try file.readMono(maxFrames: frames)]
             if chunk[0].isEmpty { break }
-            events += await session.process(chunk)
-            progress(Double(file.position) / Double(max(file.frameCount, 1)))
+            try await handle(await session.process(chunk), file.channelCount)
+            if let total = file.frameCount { progress(Double(file.position) / Double(max(total, 1))) }
         }
-        events += await session.finish()
-        return Result(path: path, sampleRate: file.sampleRate, channelCount: file.channelCount, frames: file.position, events: events)
+        try await handle(await session.finish(), file.channelCount)
+        return Result(path: path, sampleRate: file.sampleRate, channelCount: file.channelCount, frames: file.position, events: [])
     }
 }

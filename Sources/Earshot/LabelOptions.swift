@@ -47,16 +47,18 @@ public struct LabelOptions: Sendable, Equatable {
     public var effectiveNegativeThreshold: Double { negativeThreshold ?? max(threshold - 0.15, 0.01) }
 
     public func validate() throws(StreamError) {
-        guard (0...1).contains(threshold) else { throw .invalidOption(name: "threshold", value: "\(threshold)", expected: "0...1") }
+        typealias Limits = ModelManifest.Decision
+        guard Limits.scoreRange.contains(threshold) else { throw .invalidOption(name: "threshold", value: "\(threshold)", expected: "0...1") }
         guard (0...threshold).contains(effectiveNegativeThreshold) else {
             throw .invalidOption(name: "negativeThreshold", value: "\(effectiveNegativeThreshold)", expected: "0...threshold (\(threshold))")
         }
         for (name, v) in [("minSegmentMs", minSegmentMs), ("minSilenceMs", minSilenceMs), ("padMs", padMs),
-                          ("minSilenceAtMaxSegmentMs", minSilenceAtMaxSegmentMs)] where !(v >= 0 && v.isFinite) {
-            throw .invalidOption(name: name, value: "\(v)", expected: ">= 0")
+                          ("minSilenceAtMaxSegmentMs", minSilenceAtMaxSegmentMs)] where !Limits.durationRangeMs.contains(v) {
+            throw .invalidOption(name: name, value: "\(v)", expected: "\(Int(Limits.durationRangeMs.lowerBound))...\(Int(Limits.durationRangeMs.upperBound)) ms")
         }
-        if let m = maxSegmentSeconds, !(m > 0) {
-            throw .invalidOption(name: "maxSegmentSeconds", value: "\(m)", expected: "> 0")
+        if let m = maxSegmentSeconds, !Limits.maxSegmentRangeSeconds.contains(m) {
+            throw .invalidOption(name: "maxSegmentSeconds", value: "\(m)",
+                                 expected: "\(Limits.maxSegmentRangeSeconds.lowerBound)...\(Int(Limits.maxSegmentRangeSeconds.upperBound)) s")
         }
     }
 }

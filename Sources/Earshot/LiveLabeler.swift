@@ -29,15 +29,16 @@ public struct LiveLabeler: Sendable {
         public var frames = 0
         public var droppedFrames = 0
         public var overruns = 0
-        /// Latencies of the deliveries that carried events, sorted.
-        public var latencies: [Duration] = []
+        /// Latencies of the deliveries that carried events: a histogram of fixed size, so that
+        /// a run of days takes no more memory than a run of seconds.
+        public var latencies = LatencyHistogram()
 
-        public func latencyPercentile(_ p: Double) -> Duration? {
-            guard !latencies.isEmpty, p.isFinite else { return nil }
-            let p = min(max(p, 0), 1)
-            return latencies[min(latencies.count - 1, Int((Double(latencies.count - 1) * p).rounded()))]
-        }
+        public func latencyPercentile(_ p: Double) -> Duration? { latencies.percentile(p) }
     }
+
+    /// The most silence pushed at once where audio was lost: a long loss stands as silence in
+    /// pieces of this many frames, never as one array of its whole length.
+    public static let silencePieceFrames = 16384
 
     /// Runs until the capture ends (its duration) or the task is cancelled (then open segments
     /// are closed and delivered all the same).
@@ -61,14 +62,22 @@ public struct LiveLabeler: Sendable {
                 // Audio lost before this chunk (dropped from the queue, or in a device overrun)
                 // becomes silence of the same length, so that every later time stays on the
                 // capture's clock; the loss itself was reported above.
-                let gap = chunk.firstFrame - nextFrame
-                if gap > 0 { events += await session.process(Array(repeating: [Float](repeating: 0, count: gap), count: channels)) }
+                var gap = chunk.firstFrame - nextFrame
+                if gap > 0 {
+                    let silence = [Float](repeating: 0, count: min(gap, Self.silencePieceFrames))
+                    while gap > 0 {
+                        let piece = min(gap, silence.count)
+                        events += await session.process(Array(repeating: piece == silence.count ? silence : Array(silence[..<piece]),
+                                                              count: channels))
+                        gap -= piece
+                    }
+                }
                 nextFrame = chunk.firstFrame + chunk.frames
                 let perChannel = (0..<channels).map { chunk.channel($0) }
                 events += await session.process(perChannel)
                 summary.frames += chunk.frames
                 let latency = ContinuousClock.now - chunk.capturedAt
-                if !events.isEmpty { summary.latencies.append(latency) }
+                if !events.isEmpty { summary.latencies.add(latency) }
                 deliver(Delivery(events: events, latency: latency, levels: perChannel.map(Self.level)))
             }
         } catch is CancellationError {
@@ -85,7 +94,6 @@ public struct LiveLabeler: Sendable {
         deliver(Delivery(events: tail, latency: nil, levels: Array(repeating: -.infinity, count: channels)))
         summary.droppedFrames = dropped
         summary.overruns = capture.overruns
-        summary.latencies.sort()
         if let failure { throw failure }
         return summary
     }
@@ -95,5 +103,42 @@ public struct LiveLabeler: Sendable {
         guard !samples.isEmpty else { return -.infinity }
         let power = samples.reduce(0) { $0 + $1 * $1 } / Float(samples.count)
         return power > 0 ? 10 * log10f(power) : -.infinity
+    }
+}
+
+/// Durations counted in logarithmic bins (about 2% wide, from 1 µs to about 1000 s): percentiles
+/// within a bin's width, in constant memory.
+public struct LatencyHistogram: Sendable, Equatable {
+    static let binsPerDoubling = 32
+    static let bins = 30 * binsPerDoubling
+    private var counts = [Int](repeating: 0, count: LatencyHistogram.bins)
+    public private(set) var count = 0
+
+    public init() {}
+
+    static func bin(microseconds us: Double) -> Int {
+        guard us > 1 else { return 0 }
+        return min(bins - 1, Int((log2(us) * Double(binsPerDoubling)).rounded(.down)))
+    }
+
+    public mutating func add(_ d: Duration) {
+        let us = Double(d.components.seconds) * 1e6 + Double(d.components.attoseconds) / 1e12
+        counts[Self.bin(microseconds: us)] += 1
+        count += 1
+    }
+
+    /// The p-th percentile (0...1) as the middle of its bin; nil when nothing was added.
+    public func percentile(_ p: Double) -> Duration? {
+        guard count > 0, p.isFinite else { return nil }
+        let rank = Int((Double(count - 1) * min(max(p, 0), 1)).rounded())
+        var seen = 0
+        for (b, c) in counts.enumerated() {
+            seen += c
+            if seen > rank {
+                let us = b == 0 ? 1 : exp2((Double(b) + 0.5) / Double(Self.binsPerDoubling))
+                return .microseconds(us)
+            }
+        }
+        return nil
     }
 }

@@ -2,7 +2,7 @@ import EarshotAudio
 import EarshotModel
 
 /// Errors of streams and sessions.
-public enum StreamError: Error, Equatable, Sendable, CustomStringConvertible {
+public indirect enum StreamError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidOption(name: String, value: String, expected: String)
     /// A channel index outside the session.
     case noSuchChannel(channel: Int, channelCount: Int)
@@ -12,6 +12,8 @@ public enum StreamError: Error, Equatable, Sendable, CustomStringConvertible {
     case model(ModelError)
     /// A channel's source failed with this message.
     case source(channel: Int, reason: String)
+    /// An error of one input file, with its path.
+    case file(path: String, error: StreamError)
 
     public var description: String {
         switch self {
@@ -21,6 +23,7 @@ public enum StreamError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .audio(e): return e.description
         case let .model(e): return e.description
         case let .source(channel, reason): return "channel \(channel): \(reason)"
+        case let .file(path, error): return "\(path): \(error)"
         }
     }
 }

@@ -11,8 +11,9 @@ public final class AudioFile {
     public let path: String
     public let sampleRate: Int
     public let channelCount: Int
-    /// Frames the file holds (one frame = one sample of every channel).
-    public let frameCount: Int
+    /// Frames the file holds (one frame = one sample of every channel); nil when the stream
+    /// does not say (a pipe: libsndfile learns the length only at its end).
+    public let frameCount: Int?
     /// libsndfile's names of the container and encoding, e.g. ("WAV (Microsoft)", "Signed 16 bit PCM").
     public let formatName: String
     public let encodingName: String
@@ -22,8 +23,15 @@ public final class AudioFile {
     private let handle: OpaquePointer
     /// [frames][channels] interleaved read scratch.
     private var interleaved: [Float] = []
+    /// Samples the read scratch holds (its memory, for tests).
+    var scratchSamples: Int { interleaved.count }
 
-    public var duration: Double { Double(frameCount) / Double(sampleRate) }
+    /// Seconds of audio, when the length is known.
+    public var duration: Double? { frameCount.map { Double($0) / Double(sampleRate) } }
+
+    /// The most samples (over all channels) one read takes, whatever frame count is asked for:
+    /// reads are sized by memory, so that a file of many channels needs no more than one of few.
+    public static let maxSamplesPerRead = 1 << 22
 
     public init(path: String) throws(AudioError) {
         self.path = path
@@ -48,17 +56,18 @@ public final class AudioFile {
         self.handle = handle
         sampleRate = Int(info.samplerate)
         channelCount = Int(info.channels)
-        frameCount = Int(info.frames)
+        // libsndfile gives SF_COUNT_MAX frames for a stream of unknown length.
+        frameCount = info.frames == Int64.max ? nil : Int(info.frames)
         formatName = Self.formatName(Int32(info.format) & Int32(SF_FORMAT_TYPEMASK))
         encodingName = Self.formatName(Int32(info.format) & Int32(SF_FORMAT_SUBMASK))
         do {
             guard channelCount > 0, sampleRate > 0 else {
                 throw AudioError.malformed(path: path, reason: "\(channelCount) channels at \(sampleRate) Hz")
             }
-            if let declared = declaredFramesIfTruncated() {
+            if let frameCount, let declared = declaredFramesIfTruncated() {
                 throw AudioError.truncated(path: path, expectedFrames: declared, availableFrames: frameCount)
             }
-            guard frameCount > 0 else { throw AudioError.empty(path: path) }
+            guard frameCount != 0 else { throw AudioError.empty(path: path) }
         } catch let error as AudioError {
             sf_close(handle)
             throw error
@@ -129,7 +138,7 @@ public final class AudioFile {
     public static func readMono(path: String) throws(AudioError) -> (samples: [Float], sampleRate: Int) {
         let file = try AudioFile(path: path)
         var out: [Float] = []
-        out.reserveCapacity(file.frameCount)
+        out.reserveCapacity(min(file.frameCount ?? 0, maxSamplesPerRead))
         while true {
             let chunk = try file.readMono(maxFrames: 65536)
             if chunk.isEmpty { break }
@@ -139,7 +148,7 @@ public final class AudioFile {
     }
 
     private func readScratch(maxFrames: Int) throws(AudioError) -> Int {
-        let wanted = max(0, maxFrames)
+        let wanted = min(max(0, maxFrames), max(1, Self.maxSamplesPerRead / channelCount))
         if interleaved.count < wanted * channelCount {
             interleaved = [Float](repeating: 0, count: wanted * channelCount)
         }
@@ -147,7 +156,7 @@ public final class AudioFile {
             Int(sf_readf_float(handle, buf.baseAddress, sf_count_t(wanted)))
         }
         position += max(got, 0)
-        if got < wanted, position < frameCount {
+        if got < wanted, let frameCount, position < frameCount {
             // The decoder stopped (with or without an error such as a lost sync) before the
             // frames the stream's header announced: the file ends early.
             throw .truncated(path: path, expectedFrames: frameCount, availableFrames: position)
@@ -155,6 +164,7 @@ public final class AudioFile {
         if got < 0 || sf_error(handle) != 0 {
             throw .readFailed(path: path, reason: String(cString: sf_strerror(handle)))
         }
+        if got == 0, wanted > 0, position == 0 { throw .empty(path: path) }  // a stream of unknown length that held nothing
         return got
     }
 

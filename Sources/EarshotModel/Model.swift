@@ -74,17 +74,42 @@ public final class Model: Sendable {
                       fftPlanning: fftPlanning)
     }
 
-    /// Writes a package: `folder/model.json` and `folder/weights.safetensors` (F32), creating the
-    /// folder. Loading it gives a model equal to `Model(manifest:tensors:)`.
-    public static func write(manifest: ModelManifest, tensors: [String: Tensor], to folder: URL) throws(ModelError) {
+    /// Writes a package: `folder/model.json` and `folder/weights.safetensors` (F32). Loading it
+    /// gives a model equal to `Model(manifest:tensors:)`. The package is written whole into a
+    /// temporary folder beside `folder` and renamed into place, so a failed write leaves nothing
+    /// half-made; an existing `folder` is refused unless `replacing` (then it is replaced whole:
+    /// no stale file of the old package stays).
+    public static func write(manifest: ModelManifest, tensors: [String: Tensor], to folder: URL,
+                             replacing: Bool = false) throws(ModelError) {
+        let fm = FileManager.default
+        let target = folder.standardizedFileURL
+        let exists = fm.fileExists(atPath: target.path)
+        if exists && !replacing {
+            throw .cannotWrite(path: target.path, reason: "a file or folder is there already (replace it explicitly)")
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let parent = target.deletingLastPathComponent()
+        let temporary = parent.appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString).partial")
+        let aside = parent.appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString).old")
         do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            try (encoder.encode(manifest) + Data("\n".utf8)).write(to: folder.appendingPathComponent("model.json"))
-            try SafeTensors.serialize(tensors).write(to: folder.appendingPathComponent("weights.safetensors"))
+            try fm.createDirectory(at: parent, withIntermediateDirectories: true)
+            try fm.createDirectory(at: temporary, withIntermediateDirectories: false)
+            try (encoder.encode(manifest) + Data("\n".utf8)).write(to: temporary.appendingPathComponent("model.json"))
+            try SafeTensors.serialize(tensors).write(to: temporary.appendingPathComponent("weights.safetensors"))
+            if exists {
+                try fm.moveItem(at: target, to: aside)
+                do { try fm.moveItem(at: temporary, to: target) } catch {
+                    try? fm.moveItem(at: aside, to: target)  // put the old package back
+                    throw error
+                }
+                try? fm.removeItem(at: aside)
+            } else {
+                try fm.moveItem(at: temporary, to: target)
+            }
         } catch {
-            throw .cannotWrite(path: folder.path, reason: error.localizedDescription)
+            try? fm.removeItem(at: temporary)
+            throw .cannotWrite(path: target.path, reason: error.localizedDescription)
         }
     }
 
@@ -96,8 +121,11 @@ public final class Model: Sendable {
                                      expected: "\(ModelManifest.format) v\(ModelManifest.formatVersion)")
         }
         let audio = manifest.audio
-        guard audio.sampleRate > 0, audio.chunkSamples > 0, audio.contextSamples >= 0 else {
-            throw .manifest(path: path, reason: "audio: sampleRate and chunkSamples must be > 0, contextSamples >= 0")
+        guard (1...Self.maxSampleRate).contains(audio.sampleRate), audio.chunkSamples > 0, audio.contextSamples >= 0 else {
+            throw .manifest(path: path, reason: "audio: sampleRate must be in 1...\(Self.maxSampleRate) Hz, chunkSamples > 0, contextSamples >= 0")
+        }
+        if let bad = manifest.decision?.firstInvalid() {
+            throw .manifest(path: path, reason: "decision.\(bad.field) \(bad.value) in the model's manifest: expected \(bad.expected)")
         }
         let fe = manifest.frontEnd
         guard fe.type == "stft" else {
@@ -160,6 +188,9 @@ public final class Model: Sendable {
         self.stateCount = stateCount
         self.weightsBytes = weightsBytes
     }
+
+    /// The highest audio rate a package may declare (Hz).
+    public static let maxSampleRate = 384_000
 
     static func describe(_ error: Error) -> String {
         switch error {
@@ -310,7 +341,7 @@ public final class Model: Sendable {
             }
         }
         state.context = context
-        state.steps += blocks.count
+        state.steps = min(state.steps &+ blocks.count, ModelState.maxSteps)  // saturates; never traps
         stream = state
         return scores
     }
@@ -406,7 +437,7 @@ public final class Model: Sendable {
                 for i in 0..<block.count { context[keep + i] = block[i] }
             }
         }
-        state.steps += 1
+        if state.steps < ModelState.maxSteps { state.steps += 1 }  // saturates; never traps
     }
 
     /// Runs `body` with a workspace no other step is using: one from the model's pool, or a new

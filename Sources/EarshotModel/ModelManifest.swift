@@ -120,6 +120,28 @@ public struct ModelManifest: Codable, Sendable, Equatable {
             self.padMs = padMs
             self.backgroundLabel = backgroundLabel
         }
+
+        /// Scores are probabilities.
+        public static let scoreRange: ClosedRange<Double> = 0...1
+        /// Durations in ms: up to a day.
+        public static let durationRangeMs: ClosedRange<Double> = 0...86_400_000
+        /// The longest segment before a split, in seconds: 1 ms to a day.
+        public static let maxSegmentRangeSeconds: ClosedRange<Double> = 0.001...86_400
+
+        /// The first setting outside its range: (field, value, the range expected), or nil.
+        public func firstInvalid() -> (field: String, value: Double, expected: String)? {
+            let scores: [(String, Double?)] = [("threshold", threshold), ("negativeThreshold", negativeThreshold)]
+            for case let (name, v?) in scores where !Self.scoreRange.contains(v) { return (name, v, "0...1") }
+            let durations: [(String, Double?)] = [("minSegmentMs", minSegmentMs), ("minSilenceMs", minSilenceMs), ("padMs", padMs),
+                                                  ("minSilenceAtMaxSegmentMs", minSilenceAtMaxSegmentMs)]
+            for case let (name, v?) in durations where !Self.durationRangeMs.contains(v) {
+                return (name, v, "\(Int(Self.durationRangeMs.lowerBound))...\(Int(Self.durationRangeMs.upperBound)) ms")
+            }
+            if let v = maxSegmentSeconds, !Self.maxSegmentRangeSeconds.contains(v) {
+                return ("maxSegmentSeconds", v, "\(Self.maxSegmentRangeSeconds.lowerBound)...\(Int(Self.maxSegmentRangeSeconds.upperBound)) s")
+            }
+            return nil
+        }
     }
 
     /// Written by `earshot train`.

@@ -16,10 +16,15 @@ public struct ModelState: Sendable, Equatable {
     public var byteCount: Int { (context.count + carry.count) * MemoryLayout<Float>.size }
 
     static let magic: [UInt8] = Array("ESTATE".utf8)
-    public static let formatVersion: UInt32 = 1
+    public static let formatVersion: UInt32 = 2
+
+    /// The most steps a state may have taken: 2^48 steps of even a 1 ms block is 8,900 years,
+    /// and counters far below Int.max never overflow on the way.
+    public static let maxSteps = 1 << 48
 
     /// Serialized: "ESTATE", format version (u32), model hash (16 ASCII hex), steps (u64),
-    /// context count (u32), carry count (u32), then the floats, all little-endian.
+    /// context count (u32), carry count (u32), the floats, then a CRC-32C (u32) of everything
+    /// before it; all little-endian.
     public func serialized() -> [UInt8] {
         var bytes = Self.magic
         func append<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { bytes += $0 } }
@@ -29,13 +34,16 @@ public struct ModelState: Sendable, Equatable {
         append(UInt32(context.count))
         append(UInt32(carry.count))
         for v in context + carry { append(v.bitPattern) }
+        append(CRC32C.checksum(bytes))
         return bytes
     }
 
-    /// Reads serialized bytes without checking which model they belong to (Model.restoreState does).
+    /// Reads serialized bytes without checking which model they belong to (Model.restoreState
+    /// does). Damaged bytes (the checksum differs), a step count beyond `maxSteps` and NaN or
+    /// infinite values are refused.
     static func deserialize(_ bytes: [UInt8]) throws(ModelError) -> ModelState {
         let header = Self.magic.count + 4 + 16 + 8 + 4 + 4
-        guard bytes.count >= header, Array(bytes.prefix(Self.magic.count)) == Self.magic else {
+        guard bytes.count >= header + 4, Array(bytes.prefix(Self.magic.count)) == Self.magic else {
             throw .stateFormat(reason: "not an earshot model state (\(bytes.count) bytes, no ESTATE header)")
         }
         func read<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
@@ -46,20 +54,51 @@ public struct ModelState: Sendable, Equatable {
         guard version == Self.formatVersion else {
             throw .stateFormat(reason: "state format version \(version); this earshot reads version \(Self.formatVersion)")
         }
+        let stored = read(UInt32.self, at: bytes.count - 4)
+        let computed = bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)])) }
+        guard stored == computed else {
+            throw .stateFormat(reason: "checksum mismatch (stored \(String(stored, radix: 16)), computed \(String(computed, radix: 16))): the bytes are damaged")
+        }
         offset += 4
         let hash = String(decoding: bytes[offset..<(offset + 16)], as: UTF8.self)
         offset += 16
-        guard let steps = Int(exactly: read(UInt64.self, at: offset)) else {
-            throw .stateFormat(reason: "step count out of range")
+        let rawSteps = read(UInt64.self, at: offset)
+        guard rawSteps <= UInt64(Self.maxSteps) else {
+            throw .stateFormat(reason: "step count \(rawSteps) exceeds \(Self.maxSteps)")
         }
         let contextCount = Int(read(UInt32.self, at: offset + 8))
         let carryCount = Int(read(UInt32.self, at: offset + 12))
         offset += 16
-        guard bytes.count == offset + 4 * (contextCount + carryCount) else {
-            throw .stateFormat(reason: "\(bytes.count) bytes, expected \(offset + 4 * (contextCount + carryCount)) for \(contextCount) context and \(carryCount) carry values")
+        guard bytes.count == offset + 4 * (contextCount + carryCount) + 4 else {
+            throw .stateFormat(reason: "\(bytes.count) bytes, expected \(offset + 4 * (contextCount + carryCount) + 4) for \(contextCount) context and \(carryCount) carry values")
         }
         let floats = (0..<(contextCount + carryCount)).map { Float(bitPattern: read(UInt32.self, at: offset + 4 * $0)) }
+        if let bad = floats.firstIndex(where: { !$0.isFinite }) {
+            let place = bad < contextCount ? "context value \(bad)" : "carry value \(bad - contextCount)"
+            throw .stateFormat(reason: "\(place) is \(floats[bad]): a state holds finite numbers only")
+        }
         return ModelState(modelHash: hash, context: Array(floats[0..<contextCount]),
-                          carry: Array(floats[contextCount...]), steps: steps)
+                          carry: Array(floats[contextCount...]), steps: Int(rawSteps))
+    }
+}
+
+/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as iSCSI and ext4 use it.
+package enum CRC32C {
+    private static let table: [UInt32] = (0..<256).map { i -> UInt32 in
+        var c = UInt32(i)
+        for _ in 0..<8 { c = c & 1 != 0 ? (c >> 1) ^ 0x82F6_3B78 : c >> 1 }
+        return c
+    }
+
+    package static func checksum(_ bytes: [UInt8]) -> UInt32 {
+        bytes.withUnsafeBytes { checksum($0) }
+    }
+
+    package static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        table.withUnsafeBufferPointer { t in
+            for b in bytes { crc = t[Int((crc ^ UInt32(b)) & 0xFF)] ^ (crc >> 8) }
+        }
+        return crc ^ 0xFFFF_FFFF
     }
 }

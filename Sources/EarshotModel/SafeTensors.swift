@@ -49,6 +49,7 @@ enum SafeTensors {
         guard let header = object as? [String: Any] else { throw .safetensors(path: path, reason: "header is not a JSON object") }
         let dataLength = data.count - headerEnd
         var tensors: [String: Tensor] = [:]
+        var ranges: [(range: Range<Int>, name: String)] = []
         for (name, value) in header where name != "__metadata__" {
             guard let entry = value as? [String: Any], let dtype = entry["dtype"] as? String,
                   let shape = entry["shape"] as? [Int], let offsets = entry["data_offsets"] as? [Int], offsets.count == 2
@@ -83,7 +84,16 @@ enum SafeTensors {
                     }
                 }
             }
+            if let bad = values.firstIndex(where: { !$0.isFinite }) {
+                throw .safetensors(path: path, reason: "tensor '\(name)': value \(bad) is \(values[bad]); weights must be finite numbers")
+            }
             tensors[name] = Tensor(shape: shape, dtype: dtype, values: values)
+            ranges.append((offsets[0]..<offsets[1], name))
+        }
+        // Every tensor has bytes of its own: two that share bytes are a damaged (or forged) file.
+        ranges.sort { ($0.range.lowerBound, $0.range.upperBound, $0.name) < ($1.range.lowerBound, $1.range.upperBound, $1.name) }
+        for (a, b) in zip(ranges, ranges.dropFirst()) where b.range.lowerBound < a.range.upperBound {
+            throw .safetensors(path: path, reason: "tensors '\(a.name)' (bytes \(a.range.lowerBound)..<\(a.range.upperBound)) and '\(b.name)' (bytes \(b.range.lowerBound)..<\(b.range.upperBound)) overlap")
         }
         return tensors
     }

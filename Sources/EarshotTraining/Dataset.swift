@@ -127,17 +127,27 @@ public struct Dataset: Sendable, Equatable {
 }
 
 /// Reads each file mixed to mono and resampled to `rate`, on every core; a file that cannot be
-/// read is an error naming it.
+/// read, or that holds NaN or infinite samples, is an error naming it.
 func loadAudio(_ files: [LabelledFile], rate: Int) throws(TrainingError) -> [[Float]] {
-    let results = parallelMap(files.count) { i -> Result<[Float], TrainingError> in
+    try loadAudioEach(files, rate: rate).map { (r) throws(TrainingError) in try r.get() }
+}
+
+/// As `loadAudio`, each file's outcome on its own (one bad file does not stop the others).
+func loadAudioEach(_ files: [LabelledFile], rate: Int) -> [Result<[Float], TrainingError>] {
+    parallelMap(files.count) { i -> Result<[Float], TrainingError> in
+        let path = files[i].path
         do {
-            let (samples, sourceRate) = try AudioFile.readMono(path: files[i].path)
+            let (samples, sourceRate) = try AudioFile.readMono(path: path)
+            if let bad = samples.firstIndex(where: { !$0.isFinite }) {
+                return .failure(.audio(path: path, reason: "sample \(bad) is \(samples[bad]): audio must be finite"))
+            }
             guard sourceRate != rate else { return .success(samples) }
             let resampler = try Resampler(inputRate: Double(sourceRate), outputRate: Double(rate))
             return .success(try resampler.process(samples) + resampler.finish())
         } catch {
-            return .failure(.audio(path: files[i].path, reason: "\(error)"))
+            // Audio errors name the file already; the reason is what follows the name.
+            let text = "\(error)"
+            return .failure(.audio(path: path, reason: text.hasPrefix(path + ": ") ? String(text.dropFirst(path.count + 2)) : text))
         }
     }
-    return try results.map { (r) throws(TrainingError) in try r.get() }
 }

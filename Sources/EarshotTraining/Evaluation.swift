@@ -87,23 +87,45 @@ public struct Evaluation: Sendable {
             .sorted { $0.group < $1.group }
     }
 
-    /// Runs `model` on every file of `data` (on every core).
-    public static func run(model: Model, data: Dataset) throws(TrainingError) -> Evaluation {
+    /// Files that could not be classified (unreadable, NaN audio, a rate the resampler refuses),
+    /// each error naming its file; they are not in the figures.
+    public var failures: [TrainingError] = []
+
+    /// Runs `model` on every file of `data` (on every core). A file that fails is left out and
+    /// listed in `failures`; with `strict` the first failure is thrown instead.
+    public static func run(model: Model, data: Dataset, strict: Bool = false) throws(TrainingError) -> Evaluation {
         let classifier = try ClipClassifier(model: model)
         let labels = model.labels
         for label in data.labels where !labels.contains(label) {
             throw .data(path: data.source, reason: "label '\(label)' is not one of the model's \(labels)")
         }
-        let audio = try loadAudio(data.files, rate: model.sampleRate)
-        let results = parallelMap(data.files.count) { i in Result { () throws(TrainingError) in try classifier.classify(audio[i]) } }
+        let audio = loadAudioEach(data.files, rate: model.sampleRate)
+        let results = parallelMap(data.files.count) { i in
+            Result { () throws(TrainingError) in
+                let samples = try audio[i].get()
+                do { return try classifier.classify(samples) } catch {
+                    throw .audio(path: data.files[i].path, reason: "\(error)")
+                }
+            }
+        }
         var confusion = [[Int]](repeating: [Int](repeating: 0, count: labels.count), count: labels.count)
         var predictions: [Prediction] = []
+        var failures: [TrainingError] = []
         for (file, result) in zip(data.files, results) {
-            let (predicted, scores) = try result.get()
+            let predicted: Int, scores: [Float]
+            switch result {
+            case let .success(r): (predicted, scores) = r
+            case let .failure(error):
+                if strict { throw error }
+                failures.append(error)
+                continue
+            }
             let truth = labels.firstIndex(of: file.label)!  // checked above
             confusion[truth][predicted] += 1
             predictions.append(Prediction(path: file.path, truth: file.label, predicted: labels[predicted], score: scores[predicted], group: file.group))
         }
-        return Evaluation(labels: labels, confusion: confusion, predictions: predictions)
+        var evaluation = Evaluation(labels: labels, confusion: confusion, predictions: predictions)
+        evaluation.failures = failures
+        return evaluation
     }
 }

@@ -59,13 +59,13 @@ enum BenchCommand {
         let median = times.sorted()[times.count / 2]
         let realTime = seconds / median
         if args.flag("json") {
-            print(jsonLine([
+            try out(jsonLine([
                 "runtime": "earshot", "benchmark": "features", "config": "log-mel 16 kHz n_fft 512 hop 160 64 mels dB",
                 "audio_seconds": seconds, "frames": frames, "repeats": repeats,
                 "seconds_median": median, "x_realtime": realTime, "seconds_all": times,
             ]))
         } else {
-            print(String(format: "earshot log-mel: %.1f s of audio, %d frames, median %.4f s over %d runs: %.0fx real time (one thread)",
+            try out(String(format: "earshot log-mel: %.1f s of audio, %d frames, median %.4f s over %d runs: %.0fx real time (one thread)",
                          seconds, frames, median, repeats, realTime))
         }
     }
@@ -99,13 +99,13 @@ enum BenchCommand {
         let us = median * 1e6
         let realTime = Double(n) / Double(model.sampleRate) / median
         if args.flag("json") {
-            print(jsonLine([
+            try out(jsonLine([
                 "runtime": "earshot", "benchmark": "model", "model": model.name, "threads": 1,
                 "us_per_chunk_median": us, "us_per_chunk_best": (perBlock.min() ?? 0) * 1e6,
                 "x_realtime": realTime, "chunks": blocks.count, "repeats": repeats,
             ]))
         } else {
-            print(String(format: "earshot %@, 1 thread: %.1f us per %d-sample chunk (median of %d), %.0fx real time, %d chunks",
+            try out(String(format: "earshot %@, 1 thread: %.1f us per %d-sample chunk (median of %d), %.0fx real time, %d chunks",
                          model.name, us, n, repeats, realTime, blocks.count))
         }
     }
@@ -120,13 +120,23 @@ extension BenchCommand {
         let model = try Model(contentsOf: try ModelLocator.find(args.string("model") ?? ModelLocator.defaultModel))
         // Enough ticks that p99 is a percentile, not the single worst tick of a shared machine.
         let ticks = try args.int("ticks", default: 200, range: 10...100_000)
-        let counts = (args.string("counts") ?? "100,500,1000,2000,3000,4000,5000,6000").split(separator: ",").compactMap { Int($0) }
+        let countsText = args.string("counts") ?? "100,500,1000,2000,3000,4000,5000,6000"
+        let counts = try countsText.split(separator: ",", omittingEmptySubsequences: false).map { (word) throws(UsageError) -> Int in
+            guard let n = Int(word.trimmingCharacters(in: .whitespaces)), (1...1_000_000).contains(n) else {
+                throw UsageError("--counts \(countsText): '\(word)' is not a stream count in 1...1000000",
+                                 hint: "earshot bench streams --counts 100,1000,3000")
+            }
+            return n
+        }
         let path = args.string("audio") ?? bundledPath("AudioSamples/speech-noise-16k.wav")
         let (source, rate) = try AudioFile.readMono(path: path)
         let resampler = try Resampler(inputRate: Double(rate), outputRate: Double(model.sampleRate))
         let samples = try resampler.process(source) + resampler.finish()
         let n = model.chunkSamples
         let blockCount = samples.count / n
+        guard blockCount > 0 else {
+            throw UsageError("--audio \(path): \(samples.count) samples at \(model.sampleRate) Hz hold no \(n)-sample block")
+        }
         let budget = Double(n) / Double(model.sampleRate)
         let cores = ProcessInfo.processInfo.activeProcessorCount
         var results: [[String: Any]] = []
@@ -157,7 +167,7 @@ extension BenchCommand {
             if keepsUp { best = max(best, count) }
             results.append(["streams": count, "tick_p50_ms": p50 * 1000, "tick_p99_ms": p99 * 1000, "keeps_up": keepsUp])
             if !args.flag("json") {
-                print(String(format: "%6d streams: tick p50 %7.2f ms, p99 %7.2f ms (budget %.0f ms) %@", count, p50 * 1000, p99 * 1000,
+                try out(String(format: "%6d streams: tick p50 %7.2f ms, p99 %7.2f ms (budget %.0f ms) %@", count, p50 * 1000, p99 * 1000,
                              budget * 1000, keepsUp ? "keeps up" : "falls behind"))
             }
             if !keepsUp { break }
@@ -167,12 +177,12 @@ extension BenchCommand {
         let peakMB = Double(usage.ru_maxrss) / 1024  // ru_maxrss is in KiB on Linux
         let stateBytes = model.makeState().byteCount
         if args.flag("json") {
-            print(jsonLine(["runtime": "earshot", "benchmark": "streams", "model": model.name, "cores": cores,
+            try out(jsonLine(["runtime": "earshot", "benchmark": "streams", "model": model.name, "cores": cores,
                             "max_streams_keeping_up": best, "results": results, "state_bytes_per_stream": stateBytes,
                             "peak_rss_mb": peakMB, "largest_count_run": results.last?["streams"] ?? 0]))
         } else {
-            print("largest count that keeps up: \(best) streams on \(cores) cores (\(model.name))")
-            print(String(format: "state: %d bytes per stream; peak RSS %.1f MB (largest run: %@ streams)", stateBytes, peakMB,
+            try out("largest count that keeps up: \(best) streams on \(cores) cores (\(model.name))")
+            try out(String(format: "state: %d bytes per stream; peak RSS %.1f MB (largest run: %@ streams)", stateBytes, peakMB,
                          "\(results.last?["streams"] ?? 0)"))
         }
     }
@@ -196,15 +206,17 @@ extension BenchCommand {
             var result: FileLabeler.Result?
             let elapsed = try await clock.measure { result = try await labeler.label(path: path) }
             times.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+            // A benchmark of a run that failed measures nothing: say why instead.
+            for case let .failed(_, error) in result?.events ?? [] { throw StreamError.file(path: path, error: error) }
             segments = result?.segments.count ?? 0
             seconds = Double(result?.frames ?? 0) / Double(result?.sampleRate ?? 1)
         }
         let median = times.sorted()[times.count / 2]
         if args.flag("json") {
-            print(jsonLine(["runtime": "earshot", "benchmark": "offline", "audio_seconds": seconds, "wall_seconds": median,
+            try out(jsonLine(["runtime": "earshot", "benchmark": "offline", "audio_seconds": seconds, "wall_seconds": median,
                             "wall_seconds_all": times, "segments": segments, "x_realtime": seconds / median]))
         } else {
-            print(String(format: "earshot label, in process: %.1f s of audio in %.3f s (median of %d), %.0fx real time, %d segments",
+            try out(String(format: "earshot label, in process: %.1f s of audio in %.3f s (median of %d), %.0fx real time, %d segments",
                          seconds, median, repeats, seconds / median, segments))
         }
     }

@@ -60,27 +60,34 @@ enum EarshotCommand {
             exit(64)
         }
         words.removeFirst()
+        var code: Int32 = 0
         do {
             switch command {
             case "features": try FeaturesCommand.run(words)
             case "bench": try await BenchCommand.run(words)
             case "inspect": try InspectCommand.run(words)
-            case "label": exit(try await LabelCommand.run(words))
-            case "listen": exit(try await ListenCommand.run(words))
+            case "label": code = try await LabelCommand.run(words)
+            case "listen": code = try await ListenCommand.run(words)
             case "devices": try DevicesCommand.run(words)
             case "train": try TrainCommand.run(words)
-            case "evaluate": try await EvaluateCommand.run(words)
-            case "help", "--help", "-h": print(usage)
+            case "evaluate": code = try await EvaluateCommand.run(words)
+            case "help", "--help", "-h": try out(usage)
             default: throw UsageError("unknown command '\(command)'", hint: "earshot help")
             }
+            // Results written to standard output reach it, or the failure is an error.
+            try OutputFile.standardOutput.flush()
         } catch let error as UsageError {
             printError("earshot: \(error.message)")
             if let hint = error.hint { printError("  hint: \(hint)") }
             exit(64)
+        } catch let error as OutputError {
+            printError("earshot: \(error)")
+            exit(error.exitCode)
         } catch {
             printError("earshot: \(error)")
             exit(1)
         }
+        exit(code)
     }
 }
 

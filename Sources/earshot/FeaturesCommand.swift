@@ -36,7 +36,7 @@ enum FeaturesCommand {
         let audioSeconds = Double(summary.frameCount) / Double(summary.sourceRate)
         let kind = config.mfcc != nil ? "MFCC" : "log-mel (dB)"
         if args.flag("json") {
-            print(jsonLine([
+            try out(jsonLine([
                 "file": path, "format": summary.formatName, "encoding": summary.encodingName,
                 "sourceRate": summary.sourceRate, "channels": summary.channelCount, "seconds": audioSeconds,
                 "featureRate": config.sampleRate, "features": kind, "featureCount": config.featureCount,
@@ -45,7 +45,7 @@ enum FeaturesCommand {
             ]))
             return
         }
-        print("""
+        try out("""
             \(path): \(summary.formatName), \(summary.encodingName), \(summary.channelCount) ch, \
             \(summary.sourceRate) Hz, \(String(format: "%.3f", audioSeconds)) s
             front end: \(config.sampleRate) Hz, n_fft \(config.stft.nFFT), hop \(config.stft.hopLength), \

@@ -12,7 +12,7 @@ enum InspectCommand {
         if args.flag("json") {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            print(String(decoding: try encoder.encode(d), as: UTF8.self))
+            try out(String(decoding: try encoder.encode(d), as: UTF8.self))
             return
         }
         var lines = [
@@ -35,7 +35,7 @@ enum InspectCommand {
             lines.append(pad(l.name, 16) + pad(l.type, 9) + pad("\(l.inputShape)", 11) + pad("\(l.outputShape)", 11)
                          + pad("\(l.parameters)", 9) + pad("\(l.multiplyAdds)", 11) + String(format: "%5.1f%%", share))
         }
-        print(lines.joined(separator: "\n"))
+        try out(lines.joined(separator: "\n"))
     }
 
     static func pad(_ s: String, _ width: Int) -> String {

@@ -38,7 +38,8 @@ enum LabelCommand {
         guard !args.positionals.isEmpty else {
             throw UsageError("label needs audio files or folders", hint: "earshot label AudioSamples/speech-noise-16k.wav")
         }
-        let interactive = isatty(STDOUT_FILENO) != 0 && args.string("output") == nil
+        let outputPath = args.string("output").flatMap { $0 == "-" ? nil : $0 }
+        let interactive = isatty(STDOUT_FILENO) != 0 && outputPath == nil
         let formatName = args.string("format") ?? (interactive ? "text" : "jsonl")
         guard let format = SegmentFormat(rawValue: formatName) else {
             throw UsageError("--format \(formatName): expected one of \(SegmentFormat.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -49,32 +50,69 @@ enum LabelCommand {
         }
         let model = try Model(contentsOf: try ModelLocator.find(args.string("model") ?? ModelLocator.defaultModel))
         let labeler = FileLabeler(model: model, options: try options(args, model: model), channels: channels)
-        let output = try OutputFile(path: args.string("output"))
-        if let header = format.header { output.write(header) }
         let files = inputs(args.positionals)
+        if let outputPath, let target = FileIdentity(path: outputPath),
+           let input = files.first(where: { FileIdentity(path: $0) == target }) {
+            throw UsageError("--output \(outputPath) is also an input (\(input)): refusing to overwrite audio being labelled",
+                             hint: "write the labels elsewhere, e.g. --output labels.jsonl")
+        }
+        // Written to a temporary file beside the output and renamed into place at the end, so
+        // that nothing at the output path changes unless the whole run was written.
+        let output = try OutputFile.open(outputPath)
+        if let header = format.header { try output.write(header) }
         var failures = 0
         let showProgress = isatty(STDERR_FILENO) != 0
-        // Files are labelled in parallel, as many at once as there are cores, and printed in
-        // the order given.
+        let context = Context(format: format, model: model, channels: channels, output: output, multipleFiles: files.count > 1)
+        if labeler.options.includeScores {
+            // Every step's scores: one file at a time, written as they come (memory stays flat
+            // however long the file).
+            for file in files {
+                do {
+                    try context.heading(file)
+                    _ = try await labeler.label(path: file, progress: { fraction in
+                        if showProgress { ProgressBar.draw(fraction, label: file) }
+                    }) { events, channelCount throws(OutputError) in
+                        failures += try context.write(events, file: file, channelCount: channelCount)
+                    }
+                } catch let error as OutputError {
+                    throw error
+                } catch {
+                    printError("earshot: \(error)")
+                    failures += 1
+                }
+                if showProgress { ProgressBar.clear() }
+            }
+        } else {
+            failures = try await labelInParallel(files, labeler: labeler, context: context, showProgress: showProgress)
+        }
+        try output.commit()
+        if files.isEmpty { printError("earshot: no audio files in \(args.positionals.joined(separator: " "))") }
+        return failures > 0 || files.isEmpty ? 1 : 0
+    }
+
+    /// Files labelled in parallel, as many at once as there are cores, and written in the
+    /// order given. Returns how many failed.
+    static func labelInParallel(_ files: [String], labeler: FileLabeler, context: Context, showProgress: Bool) async throws -> Int {
         let width = max(1, ProcessInfo.processInfo.activeProcessorCount)
         typealias Outcome = (index: Int, result: Result<FileLabeler.Result, Error>)
         var pending: [Int: Result<FileLabeler.Result, Error>] = [:]
         var nextToPrint = 0
-        func printReady() {
+        var failures = 0
+        func writeReady() throws(OutputError) {
             while let outcome = pending.removeValue(forKey: nextToPrint) {
                 let file = files[nextToPrint]
                 nextToPrint += 1
                 switch outcome {
                 case let .success(result):
-                    if format == .text && files.count > 1 { output.write("== \(file)") }
-                    failures += write(result, file: file, format: format, model: model, channels: channels, to: output)
+                    try context.heading(file)
+                    failures += try context.write(result.events, file: file, channelCount: result.channelCount)
                 case let .failure(error):
                     printError("earshot: \(error)")
                     failures += 1
                 }
             }
         }
-        await withTaskGroup(of: Outcome.self) { group in
+        try await withThrowingTaskGroup(of: Outcome.self) { group in
             var started = 0
             func startNext() {
                 guard started < files.count else { return }
@@ -94,63 +132,57 @@ enum LabelCommand {
                 }
             }
             for _ in 0..<width { startNext() }
-            for await outcome in group {
+            for try await outcome in group {
                 pending[outcome.index] = outcome.result
                 if showProgress {
                     ProgressBar.clear()
                     if files.count > 1 { ProgressBar.draw(Double(outcome.index + 1) / Double(files.count), label: "\(files.count) files") }
                 }
                 startNext()
-                printReady()
+                try writeReady()
             }
         }
         if showProgress { ProgressBar.clear() }
-        if files.isEmpty { printError("earshot: no audio files in \(args.positionals.joined(separator: " "))") }
-        return failures > 0 || files.isEmpty ? 1 : 0
-    }
-}
-
-extension LabelCommand {
-    /// Writes one file's events; returns how many of its channels failed.
-    static func write(_ result: FileLabeler.Result, file: String, format: SegmentFormat, model: Model,
-                      channels: FileLabeler.Channels, to output: OutputFile) -> Int {
-        var failures = 0
-        for event in result.events {
-            switch event {
-            case let .ended(segment):
-                output.write(format.line(segment, file: file, multiChannel: channels == .each && result.channelCount > 1))
-            case let .scores(step) where format == .jsonl || format == .text:
-                output.write(format == .jsonl ? SegmentFormat.scoresLine(step, labels: model.labels, file: file)
-                             : "\(SegmentFormat.clock(Double(step.start) / Double(step.sampleRate)))  "
-                               + zip(model.labels, step.scores).map { "\($0) \(String(format: "%.3f", $1))" }.joined(separator: "  "))
-            case let .failed(channel, error):
-                printError("earshot: \(file): channel \(channel): \(error)")
-                failures += 1
-            default:
-                break
-            }
-        }
         return failures
     }
 }
 
-/// Standard output or a file, line by line.
-final class OutputFile {
-    private let handle: FileHandle
+extension LabelCommand {
+    /// How one run writes its events.
+    struct Context {
+        let format: SegmentFormat
+        let model: Model
+        let channels: FileLabeler.Channels
+        let output: OutputFile
+        let multipleFiles: Bool
 
-    init(path: String?) throws {
-        guard let path else {
-            handle = FileHandle.standardOutput
-            return
+        /// Text output names each file before its segments when there are several.
+        func heading(_ file: String) throws(OutputError) {
+            if format == .text && multipleFiles { try output.write("== \(file)") }
         }
-        guard FileManager.default.createFile(atPath: path, contents: nil) else {
-            throw UsageError("--output \(path): cannot create the file")
-        }
-        handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-    }
 
-    func write(_ line: String) {
-        handle.write(Data((line + "\n").utf8))
+        /// Writes events of one file; returns how many of its channels failed.
+        func write(_ events: [ClassifierEvent], file: String, channelCount: Int) throws(OutputError) -> Int {
+            var failures = 0
+            // Channels are told apart when each is labelled on its own and there are several.
+            let multiChannel = channels == .each && channelCount > 1
+            for event in events {
+                switch event {
+                case let .ended(segment):
+                    try output.write(format.line(segment, file: file, multiChannel: multiChannel))
+                case let .scores(step) where format == .jsonl || format == .text:
+                    try output.write(format == .jsonl ? SegmentFormat.scoresLine(step, labels: model.labels, file: file)
+                                     : "\(SegmentFormat.clock(Double(step.start) / Double(step.sampleRate)))  "
+                                       + zip(model.labels, step.scores).map { "\($0) \(String(format: "%.3f", $1))" }.joined(separator: "  "))
+                case let .failed(channel, error):
+                    printError("earshot: \(file): channel \(channel): \(error)")
+                    failures += 1
+                default:
+                    break
+                }
+            }
+            return failures
+        }
     }
 }
 

@@ -43,15 +43,21 @@ enum ListenCommand {
         let view = LiveView(model: model, channels: settings.channels, interactive: interactive && formatName == "text",
                             json: formatName == "jsonl", printScores: printScores)
         let labeler = LiveLabeler(model: model, options: options)
-        // Ctrl-C stops capture; open segments are then closed and printed, and the exit code is 0.
+        // Ctrl-C, SIGTERM (a service manager's stop) and SIGHUP (the terminal went away) stop
+        // capture alike; open segments are then closed and printed, and the exit code is 0.
         let work = Task { try await labeler.run(capture) { view.show($0) } }
-        signal(SIGINT, SIG_IGN)
-        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
-        interrupt.setEventHandler { work.cancel() }
-        interrupt.resume()
+        view.onWriteFailure = { work.cancel() }  // nowhere to write: stop, and say so
+        let stops = [SIGINT, SIGTERM, SIGHUP].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number)
+            source.setEventHandler { work.cancel() }
+            source.resume()
+            return source
+        }
         let summary = try await work.value
-        interrupt.cancel()
+        for source in stops { source.cancel() }
         view.finish()
+        if let failure = view.writeFailure { throw failure }
         if args.flag("verbose") {
             let p50 = summary.latencyPercentile(0.5).map(LiveView.milliseconds) ?? "-"
             let p99 = summary.latencyPercentile(0.99).map(LiveView.milliseconds) ?? "-"
@@ -63,8 +69,11 @@ enum ListenCommand {
 
 /// What `listen` prints: in a pipe one line per event; on a terminal a live line per channel
 /// (label, score bar, input level, dropped audio) above the finished segments.
+/// Every write is checked: the first that fails is kept in `writeFailure` and `onWriteFailure`
+/// stops the run.
 /// `@unchecked Sendable`: the listening task calls `show` one delivery at a time, and `finish`
-/// only after that task has ended, so its state is never touched from two threads at once.
+/// only after that task has ended (`onWriteFailure` is set before the task's first delivery
+/// can fail), so its state is never touched from two threads at once.
 final class LiveView: @unchecked Sendable {
     let model: Model
     let interactive: Bool
@@ -76,6 +85,21 @@ final class LiveView: @unchecked Sendable {
     private var dropped: [Int]
     private var drawnLines = 0
     private var lastDraw = ContinuousClock.now - .seconds(1)
+    private let output = OutputFile.standardOutput
+    private(set) var writeFailure: OutputError?
+    var onWriteFailure: @Sendable () -> Void = {}
+
+    /// Writes text to standard output at once; after a failure, nothing more.
+    private func emit(_ text: String) {
+        guard writeFailure == nil else { return }
+        do {
+            try output.write(text: text)
+            try output.flush()
+        } catch {
+            writeFailure = error
+            onWriteFailure()
+        }
+    }
 
     init(model: Model, channels: Int, interactive: Bool, json: Bool, printScores: Bool) {
         self.model = model
@@ -121,17 +145,15 @@ final class LiveView: @unchecked Sendable {
             guard !lines.isEmpty || now - lastDraw > .milliseconds(100) else { return }
             lastDraw = now
             clearStatus()
-            for l in lines { print(l) }
+            for l in lines { emit(l + "\n") }
             drawStatus()
-        } else {
-            for l in lines { print(l) }
-            fflush(nil)
+        } else if !lines.isEmpty {
+            emit(lines.joined(separator: "\n") + "\n")
         }
     }
 
     func finish() {
         if interactive { clearStatus() }
-        fflush(nil)
     }
 
     private func line(_ kind: String, _ s: Segment, _ latency: String?) -> String {
@@ -146,7 +168,7 @@ final class LiveView: @unchecked Sendable {
     }
 
     private func clearStatus() {
-        if drawnLines > 0 { print("\u{1B}[\(drawnLines)A\u{1B}[J", terminator: "") }
+        if drawnLines > 0 { emit("\u{1B}[\(drawnLines)A\u{1B}[J") }
         drawnLines = 0
     }
 
@@ -155,9 +177,8 @@ final class LiveView: @unchecked Sendable {
             let filled = Int((score[k] * 20).rounded())
             let bar = String(repeating: "#", count: max(0, min(filled, 20))) + String(repeating: ".", count: max(0, 20 - filled))
             let db = level[k].isFinite ? String(format: "%6.1f dB", level[k]) : "  -inf dB"
-            print("ch\(k)  \(current[k].padding(toLength: 10, withPad: " ", startingAt: 0)) [\(bar)] \(String(format: "%.2f", score[k]))  in \(db)  dropped \(dropped[k])")
+            emit("ch\(k)  \(current[k].padding(toLength: 10, withPad: " ", startingAt: 0)) [\(bar)] \(String(format: "%.2f", score[k]))  in \(db)  dropped \(dropped[k])\n")
         }
         drawnLines = current.count
-        fflush(nil)
     }
 }

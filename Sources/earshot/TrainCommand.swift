@@ -11,7 +11,7 @@ enum TrainCommand {
                                                  "features", "epochs", "seed", "augment", "output", "batch-size", "learning-rate",
                                                  "patience", "clip-seconds", "decision-seconds", "sample-rate", "context-seconds",
                                                  "description", "author", "license"],
-                                 switches: [], command: "train")
+                                 switches: ["force"], command: "train")
         guard let dataPath = args.string("data") else { throw UsageError("train needs --data FOLDER (one subfolder per label) or a CSV") }
         guard let output = args.string("output") else { throw UsageError("train needs --output FOLDER (e.g. Models/my-classifier)") }
         var options = TrainingOptions()
@@ -39,6 +39,10 @@ enum TrainCommand {
             }
         }
         options.command = "earshot train " + words.joined(separator: " ")
+        // Refused before any training: a run of hours must not end on a folder it may not replace.
+        if FileManager.default.fileExists(atPath: output) && !args.flag("force") {
+            throw UsageError("--output \(output) exists: refusing to replace it", hint: "add --force to replace it whole, or choose another folder")
+        }
 
         let groupBy = args.string("group-by")
         let all = try Dataset.load(dataPath, groupBy: groupBy)
@@ -63,8 +67,8 @@ enum TrainCommand {
                               report.epoch, report.epochs, report.loss, report.trainingAccuracy * 100, report.validationAccuracy * 100,
                               report.validationLoss, report.best ? " best" : "     ", perEpoch, duration(left)))
         }
-        try Model.write(manifest: trained.manifest, tensors: trained.tensors, to: URL(fileURLWithPath: output))
-        print(String(format: "%@: validation accuracy %.2f%% after %d epochs, %@ of training; written to %@", name,
+        try Model.write(manifest: trained.manifest, tensors: trained.tensors, to: URL(fileURLWithPath: output), replacing: args.flag("force"))
+        try out(String(format: "%@: validation accuracy %.2f%% after %d epochs, %@ of training; written to %@", name,
                      trained.validationAccuracy * 100, trained.reports.count, duration(Date().timeIntervalSince(started)), output))
     }
 
@@ -75,9 +79,10 @@ enum TrainCommand {
 
 /// `earshot evaluate`: accuracy, per-class figures and the confusion matrix on labelled files.
 enum EvaluateCommand {
-    static func run(_ words: [String]) async throws {
+    /// Exit 1 when a file failed (the figures leave it out); `--strict` stops at the first.
+    static func run(_ words: [String]) async throws -> Int32 {
         let args = try Arguments(words, valued: LabelCommand.labelOptionNames.union(["data", "group-by", "format", "stream", "truth", "ignore"]),
-                                 switches: [], command: "evaluate")
+                                 switches: ["strict"], command: "evaluate")
         guard let modelName = args.string("model") else { throw UsageError("evaluate needs --model NAME|PATH") }
         let format = args.string("format") ?? "text"
         guard ["text", "csv", "json"].contains(format) else { throw UsageError("--format \(format): expected text, csv or json") }
@@ -87,16 +92,22 @@ enum EvaluateCommand {
             let ignored = Set((args.string("ignore") ?? "_unknown_").split(separator: ",").map(String.init))
             try await streamEvaluation(model: model, audio: stream, truth: truth, ignoring: ignored,
                                        options: try LabelCommand.options(args, model: model), json: format == "json")
-            return
+            return 0
         }
         guard let dataPath = args.string("data") else { throw UsageError("evaluate needs --data FOLDER or CSV, or --stream FILE --truth CSV") }
         let groupBy = args.string("group-by")
-        let result = try Evaluation.run(model: model, data: try Dataset.load(dataPath, groupBy: groupBy, minimumLabels: 1))
-        switch format {
-        case "json": print(json(result, model: model.name))
-        case "csv": print(csv(result), terminator: "")
-        default: print(text(result, model: model.name, groups: groupBy != nil), terminator: "")
+        let result = try Evaluation.run(model: model, data: try Dataset.load(dataPath, groupBy: groupBy, minimumLabels: 1),
+                                        strict: args.flag("strict"))
+        for failure in result.failures { printError("earshot: \(failure)") }
+        if !result.failures.isEmpty {
+            printError("earshot: \(result.failures.count) file\(result.failures.count == 1 ? "" : "s") failed and \(result.failures.count == 1 ? "is" : "are") not counted")
         }
+        switch format {
+        case "json": try out(json(result, model: model.name))
+        case "csv": try out(csv(result), terminator: "")
+        default: try out(text(result, model: model.name, groups: groupBy != nil), terminator: "")
+        }
+        return result.failures.isEmpty ? 0 : 1
     }
 
     /// Keyword spotting over a long stream as `listen` runs it: hit rate, false alarms per hour, delay.
@@ -108,16 +119,21 @@ enum EvaluateCommand {
         let e = try await DetectionEvaluation.run(model: model, audio: samples, sampleRate: rate,
                                                   words: try DetectionEvaluation.words(csv: truth), ignoring: ignored, options: options)
         let delays = e.delays
-        func percentile(_ p: Double) -> Double { delays.isEmpty ? .nan : delays[min(delays.count - 1, Int(Double(delays.count) * p))] }
+        // No word found: no delay to speak of (null in JSON, "-" in text), never "nan".
+        func percentile(_ p: Double) -> Double? { delays.isEmpty ? nil : delays[min(delays.count - 1, Int(Double(delays.count) * p))] }
+        func seconds(_ p: Double) -> String { percentile(p).map { String(format: "%.2f s", $0) } ?? "-" }
+        let hitRate = e.keywordCount > 0 ? e.hitRate : nil
         if json {
-            print(jsonLine(["model": model.name, "seconds": e.seconds, "keywords": e.keywordCount, "hits": e.hits, "hit_rate": e.hitRate,
-                            "false_alarms": e.falseAlarms, "false_alarms_per_hour": e.falseAlarmsPerHour,
-                            "delay_median_s": percentile(0.5), "delay_p90_s": percentile(0.9), "ignored": ignored.sorted()]))
+            try out(jsonLine(["model": model.name, "seconds": e.seconds, "keywords": e.keywordCount, "hits": e.hits,
+                              "hit_rate": hitRate ?? NSNull(), "false_alarms": e.falseAlarms,
+                              "false_alarms_per_hour": e.falseAlarmsPerHour, "delay_median_s": percentile(0.5) ?? NSNull(),
+                              "delay_p90_s": percentile(0.9) ?? NSNull(), "ignored": ignored.sorted()]))
         } else {
-            print(String(format: "%@ on %@ (%.1f min): %d of %d keywords found (%.1f%%), %d false alarms (%.1f per hour); "
-                         + "announced %.2f s after the word ends (median), %.2f s (p90); not counted: %@",
-                         model.name, path, e.seconds / 60, e.hits, e.keywordCount, e.hitRate * 100, e.falseAlarms, e.falseAlarmsPerHour,
-                         percentile(0.5), percentile(0.9), ignored.sorted().joined(separator: " ")))
+            let found = hitRate.map { String(format: " (%.1f%%)", $0 * 100) } ?? ""
+            try out(String(format: "%@ on %@ (%.1f min): %d of %d keywords found%@, %d false alarms (%.1f per hour); "
+                           + "announced %@ after the word ends (median), %@ (p90); not counted: %@",
+                           model.name, path, e.seconds / 60, e.hits, e.keywordCount, found, e.falseAlarms, e.falseAlarmsPerHour,
+                           seconds(0.5), seconds(0.9), ignored.sorted().joined(separator: " ")))
         }
     }
 

@@ -4,17 +4,6 @@ import Testing
 
 @testable import EarshotModel
 
-/// A copy of Models/silero-vad in a temporary folder, with its manifest edited by `edit`.
-func editedSilero(_ edit: (inout [String: Any]) -> Void) throws -> URL {
-    let folder = try Repo.temporaryFolder().appendingPathComponent("model")
-    try FileManager.default.copyItem(at: Repo.root.appendingPathComponent("Models/silero-vad"), to: folder)
-    let manifestURL = folder.appendingPathComponent("model.json")
-    var manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: manifestURL)) as? [String: Any] ?? [:]
-    edit(&manifest)
-    try JSONSerialization.data(withJSONObject: manifest).write(to: manifestURL)
-    return folder
-}
-
 func editLayer(_ index: Int, _ manifest: inout [String: Any], _ edit: (inout [String: Any]) -> Void) {
     var network = manifest["network"] as? [[String: Any]] ?? []
     edit(&network[index])
@@ -32,7 +21,7 @@ struct ModelLoadingTests {
 
     @Test("Another format version is refused")
     func formatVersion() throws {
-        let folder = try editedSilero { $0["formatVersion"] = 99 }
+        let folder = try editedPackage { $0["formatVersion"] = 99 }
         #expect(throws: ModelError.unsupportedFormat(path: folder.path, found: "earshot-model v99", expected: "earshot-model v1")) {
             try Model(contentsOf: folder)
         }
@@ -40,7 +29,7 @@ struct ModelLoadingTests {
 
     @Test("An unknown layer type names its index and type")
     func unknownLayer() throws {
-        let folder = try editedSilero { m in
+        let folder = try editedPackage { m in
             var network = m["network"] as? [[String: Any]] ?? []
             network.insert(["type": "attention"], at: 2)
             m["network"] = network
@@ -50,7 +39,7 @@ struct ModelLoadingTests {
 
     @Test("A tensor the weights lack names the layer and the tensor")
     func missingTensor() throws {
-        let folder = try editedSilero { editLayer(2, &$0) { $0["weight"] = "encoder.1.kernel" } }
+        let folder = try editedPackage { editLayer(2, &$0) { $0["weight"] = "encoder.1.kernel" } }
         #expect(throws: ModelError.missingTensor(path: folder.path, layer: "encoder.1", tensor: "encoder.1.kernel")) {
             try Model(contentsOf: folder)
         }
@@ -58,7 +47,7 @@ struct ModelLoadingTests {
 
     @Test("A tensor of the wrong shape names what was expected and found")
     func wrongShape() throws {
-        let folder = try editedSilero { editLayer(2, &$0) { $0["outChannels"] = 65 } }
+        let folder = try editedPackage { editLayer(2, &$0) { $0["outChannels"] = 65 } }
         #expect(throws: ModelError.tensorShape(path: folder.path, layer: "encoder.1", name: "encoder.1.weight",
                                                expected: [65, 128, 3], found: [64, 128, 3])) {
             try Model(contentsOf: folder)
@@ -67,7 +56,7 @@ struct ModelLoadingTests {
 
     @Test("Tensors no layer uses are refused")
     func unused() throws {
-        let folder = try editedSilero { m in
+        let folder = try editedPackage { m in
             var network = m["network"] as? [[String: Any]] ?? []
             network.removeLast()
             m["network"] = network
@@ -79,7 +68,7 @@ struct ModelLoadingTests {
 
     @Test("Layers that do not chain are refused with the reason")
     func chaining() throws {
-        let folder = try editedSilero { editLayer(0, &$0) { $0["inChannels"] = 128 } }
+        let folder = try editedPackage { editLayer(0, &$0) { $0["inChannels"] = 128 } }
         #expect(throws: ModelError.layer(path: folder.path, layer: "encoder.0", reason: "inChannels 128, but its input has 129 channels")) {
             try Model(contentsOf: folder)
         }
@@ -87,7 +76,7 @@ struct ModelLoadingTests {
 
     @Test("Truncated or garbage weights and a broken manifest are errors, not crashes")
     func damagedFiles() throws {
-        let folder = try editedSilero { _ in }
+        let folder = try editedPackage { _ in }
         let weights = folder.appendingPathComponent("weights.safetensors")
         let data = try Data(contentsOf: weights)
         try data.prefix(1000).write(to: weights)

@@ -5,9 +5,11 @@ import Foundation
 import Testing
 
 /// Runs the built `earshot` tool (swift test builds it beside the tests). `interruptAfter`
-/// sends SIGINT (Ctrl-C) after that long.
+/// sends `signal` (SIGINT: Ctrl-C) after that long; `stdin` is a file for standard input;
+/// `stdinPipe` bytes fed through a pipe; `stdout` a file for standard output (then `out` is empty).
 func runEarshot(_ arguments: [String], environment: [String: String] = [:],
-                interruptAfter: Duration? = nil) throws -> (status: Int32, out: String, err: String) {
+                interruptAfter: Duration? = nil, signal: Int32 = SIGINT, stdin: String? = nil, stdinPipe: Data? = nil,
+                stdout: String? = nil) throws -> (status: Int32, out: String, err: String) {
     let binary = Repo.root.appendingPathComponent(".build/debug/earshot")
     let process = Process()
     if !environment.isEmpty {
@@ -18,12 +20,31 @@ func runEarshot(_ arguments: [String], environment: [String: String] = [:],
     process.arguments = arguments
     process.currentDirectoryURL = Repo.root
     let out = Pipe(), err = Pipe()
-    process.standardOutput = out
+    if let stdout {
+        guard let handle = FileHandle(forWritingAtPath: stdout) else { throw FixtureError(message: "\(stdout): cannot open") }
+        process.standardOutput = handle
+    } else {
+        process.standardOutput = out
+    }
     process.standardError = err
+    if let stdin {
+        guard let handle = FileHandle(forReadingAtPath: stdin) else { throw FixtureError(message: "\(stdin): cannot open") }
+        process.standardInput = handle
+    }
+    let input = Pipe()
+    if stdinPipe != nil { process.standardInput = input }
     try process.run()
+    if let stdinPipe {
+        // Fed from another thread through a real pipe (not a seekable file).
+        Thread {
+            try? input.fileHandleForWriting.write(contentsOf: stdinPipe)
+            try? input.fileHandleForWriting.close()
+        }.start()
+    }
+    if stdout != nil { try out.fileHandleForWriting.close() }
     if let interruptAfter {
         Thread.sleep(forTimeInterval: Double(interruptAfter.components.seconds) + Double(interruptAfter.components.attoseconds) * 1e-18)
-        process.interrupt()
+        kill(process.processIdentifier, signal)
     }
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     let errData = err.fileHandleForReading.readDataToEndOfFile()
@@ -135,7 +156,7 @@ struct TrainCommandTests {
             let bad = try runEarshot(words)
             #expect(bad.status == 64 && bad.err.contains(message), "\(words): \(bad.err)")
         }
-        let unknown = try runEarshot(["train", "--data", root, "--output", output, "--background", "hum"])
+        let unknown = try runEarshot(["train", "--data", root, "--output", output, "--force", "--background", "hum"])
         #expect(unknown.status == 1 && unknown.err.contains("--background hum: expected one of the labels"), "\(unknown.err)")
     }
 }

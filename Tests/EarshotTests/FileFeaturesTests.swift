@@ -31,7 +31,7 @@ struct FileFeaturesTests {
         let path = Repo.path("AudioSamples/stereo-16k.wav")
         let config = FeatureConfig.logMel(sampleRate: 16000, nFFT: 512, hopLength: 160, melCount: 40)
         let file = try AudioFile(path: path)
-        let channels = try file.readChannels(maxFrames: file.frameCount)
+        let channels = try file.readChannels(maxFrames: file.frameCount ?? 0)
         for k in 0..<2 {
             var got = FeatureMatrix(featureCount: 40)
             try FileFeatures(config: config, channels: .channel(k)).run(path: path) { got.append($0) }

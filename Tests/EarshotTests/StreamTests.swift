@@ -16,7 +16,7 @@ enum Fixtures {
 
     static func channels(_ name: String) throws -> [[Float]] {
         let file = try AudioFile(path: Repo.path("AudioSamples/\(name)"))
-        return try file.readChannels(maxFrames: file.frameCount)
+        return try file.readChannels(maxFrames: file.frameCount ?? 0)
     }
 
     /// All events of a stream fed `samples` in chunks of the given sizes (whole when nil).

@@ -18,5 +18,6 @@ public func writeAudio(_ path: String, samples: [Float], channels: Int, sampleRa
 
 public struct FixtureError: Error, CustomStringConvertible {
     public let message: String
+    public init(message: String) { self.message = message }
     public var description: String { message }
 }
