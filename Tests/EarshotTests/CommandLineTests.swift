@@ -4,19 +4,24 @@ import EarshotTraining
 import Foundation
 import Testing
 
+/// The `earshot` tool built with the tests (beside the test bundle, in the same build folder:
+/// with `--scratch-path` or a sanitizer, the same build), else `.build/debug/earshot`.
+let earshotBinary: URL = {
+    let beside = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("earshot")
+    return FileManager.default.isExecutableFile(atPath: beside.path) ? beside : Repo.root.appendingPathComponent(".build/debug/earshot")
+}()
+
 /// Runs the built `earshot` tool (swift test builds it beside the tests). `interruptAfter`
 /// sends `signal` (SIGINT: Ctrl-C) after that long; `stdin` is a file for standard input;
 /// `stdinPipe` bytes fed through a pipe; `stdout` a file for standard output (then `out` is empty).
 func runEarshot(_ arguments: [String], environment: [String: String] = [:],
                 interruptAfter: Duration? = nil, signal: Int32 = SIGINT, stdin: String? = nil, stdinPipe: Data? = nil,
                 stdout: String? = nil) throws -> (status: Int32, out: String, err: String) {
-    let binary = Repo.root.appendingPathComponent(".build/debug/earshot")
     let process = Process()
     if !environment.isEmpty {
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     }
-    process.executableURL = FileManager.default.fileExists(atPath: binary.path)
-        ? binary : Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("earshot")
+    process.executableURL = earshotBinary
     process.arguments = arguments
     process.currentDirectoryURL = Repo.root
     let out = Pipe(), err = Pipe()

@@ -158,9 +158,8 @@ struct ReliabilityCommandTests {
     @Test("listen on unpaced input with a small buffer keeps its memory bounded")
     func unpacedMemory() throws {
         let config = try ListenCommandTests.configFile(name: "earshot_unpaced")
-        let binary = Repo.root.appendingPathComponent(".build/debug/earshot")
         let process = Process()
-        process.executableURL = binary
+        process.executableURL = earshotBinary
         process.arguments = ["listen", "--device", "earshot_unpaced", "--format", "jsonl", "--buffer-seconds", "0.05", "--verbose"]
         process.environment = ProcessInfo.processInfo.environment.merging(["ALSA_CONFIG_PATH": config]) { $1 }
         process.currentDirectoryURL = Repo.root
