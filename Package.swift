@@ -18,10 +18,16 @@ let package = Package(
         .target(name: "EarshotFeatures", dependencies: ["CFFTW", "CEarshotKernels"]),
         // Dense kernels in C, compiled per instruction set and chosen at run time.
         .target(name: "CEarshotKernels"),
-        .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels"]),
-        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel"]),
+        .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph"]),
+        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotGraph"]),
         // Trains classifiers made of runtime layers, with the runtime's own features and products.
         .target(name: "EarshotTraining", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel"]),
+        // ONNX files read in Swift: the protobuf wire format and ONNX's messages (onnx.proto).
+        .target(name: "EarshotONNX"),
+        // Graphs of ops over N-D tensors, with ONNX's semantics: the reference kernels.
+        // Optimized in every configuration: its loops are what a graph step runs, and a debug
+        // build of them would make the tests that run imported models over whole files crawl.
+        .target(name: "EarshotGraph", dependencies: ["CEarshotKernels"], swiftSettings: [.unsafeFlags(["-O"])]),
         .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotTraining", "CEarshotKernels"]),
 
         // Helpers shared by the test targets (seeded random numbers, reference files, paths).
@@ -31,6 +37,8 @@ let package = Package(
                     exclude: ["Goldens"]),
         .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotAudio", "CEarshotKernels", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
+        .testTarget(name: "EarshotONNXTests", dependencies: ["EarshotONNX", "EarshotTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "EarshotGraphTests", dependencies: ["EarshotGraph", "EarshotTestSupport"], exclude: ["Goldens"]),
         .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotTraining", "earshot", "EarshotTestSupport"],
                     exclude: ["Goldens", "Expected"]),
