@@ -1,4 +1,4 @@
-import Synchronization
+import EarshotFeatures
 
 /// A bounded buffer between a live source (a capture thread) and the stream that consumes it.
 /// When the source outruns the consumer, the oldest audio is dropped and every dropped sample
@@ -15,7 +15,7 @@ public final class LiveAudioBuffer: Sendable {
         var wakeUp: AsyncStream<Void>.Continuation?
     }
 
-    private let storage = Mutex(Storage())
+    private let storage = Locked(Storage())
 
     /// `capacity`: samples held at most (e.g. 2 s of audio).
     public init(capacity: Int) {

@@ -1,5 +1,4 @@
 import CFFTW
-import Synchronization
 
 /// How FFTW chooses a transform's algorithm. `measure` times candidates and keeps the fastest
 /// (about 1.6x faster here), so two processes may pick different algorithms and differ in the
@@ -17,7 +16,7 @@ enum FFTPlanCache {
     /// Plans are immutable once made; the pointer values are only read after creation.
     private struct Plan: @unchecked Sendable { let pointer: OpaquePointer }
     private struct Key: Hashable { let size: Int, planning: FFTPlanning }
-    private static let plans = Mutex<[Key: Plan]>([:])
+    private static let plans = Locked<[Key: Plan]>([:])
 
     static func plan(size: Int, planning: FFTPlanning) throws(FeatureError) -> OpaquePointer {
         let key = Key(size: size, planning: planning)
