@@ -1,7 +1,6 @@
 import CEarshotKernels
 import EarshotFeatures
 import Foundation
-import Synchronization
 
 /// A stateful sequence model: immutable weights, loaded once and shared by every stream
 /// (`Sendable`); the per-stream state is a separate value (`makeState()`).
@@ -16,6 +15,8 @@ public final class Model: Sendable {
     /// FNV-1a 64 of weights.safetensors: identifies the weights.
     public let contentHash: String
     let layers: [Layer]
+    /// An imported graph (then `layers` is empty and the front end is the raw block).
+    let graph: GraphProgram?
     let frontEnd: STFTConfig
     /// [nFFT] analysis window, computed once.
     let window: [Float]
@@ -25,7 +26,7 @@ public final class Model: Sendable {
     /// How the front end's FFT is planned (`.estimate`: the same bits in every process).
     public let fftPlanning: FFTPlanning
     /// Workspaces not in use, taken by one step at a time (`withWorkspace`).
-    private let workspaces = Mutex<[WorkspaceBox]>([])
+    private let workspaces = Locked<[WorkspaceBox]>([])
     /// Per layer: where its carry starts in the state.
     let stateOffsets: [Int]
     let stateCount: Int
@@ -128,8 +129,41 @@ public final class Model: Sendable {
             throw .manifest(path: path, reason: "decision.\(bad.field) \(bad.value) in the model's manifest: expected \(bad.expected)")
         }
         let fe = manifest.frontEnd
+        if let spec = manifest.graph {
+            guard fe.type == "samples" else {
+                throw .manifest(path: path, reason: "frontEnd.type '\(fe.type)': a graph takes the block of samples ('samples')")
+            }
+            guard manifest.network.isEmpty else { throw .manifest(path: path, reason: "a package has a network or a graph, not both") }
+            guard audio.chunkSamples <= 1 << 24, audio.contextSamples <= 1 << 24 else {
+                throw .manifest(path: path, reason: "audio sizes must lie in 0...\(1 << 24) samples")
+            }
+            let program = try GraphProgram(spec: spec, tensors: tensors, path: path, blockSamples: audio.contextSamples + audio.chunkSamples)
+            guard program.scoreCount == manifest.outputs.labels.count else {
+                throw .manifest(path: path, reason: "the graph gives \(program.scoreCount) scores for \(manifest.outputs.labels.count) labels")
+            }
+            guard manifest.outputs.activation == "none", manifest.outputs.reduceTime == nil else {
+                throw .manifest(path: path, reason: "a graph's outputs are its scores: outputs.activation 'none' and no reduceTime")
+            }
+            graph = program
+            frontEnd = STFTConfig(nFFT: 2, hopLength: 1)
+            window = []
+            padLeft = 0
+            padRight = 0
+            padSource = []
+            self.manifest = manifest
+            self.path = path
+            self.contentHash = contentHash
+            self.layers = []
+            self.shapes = []
+            self.layerTypes = []
+            self.stateOffsets = []
+            self.stateCount = program.stateCount
+            self.weightsBytes = weightsBytes
+            return
+        }
+        graph = nil
         guard fe.type == "stft" else {
-            throw .manifest(path: path, reason: "frontEnd.type '\(fe.type)': this earshot runs 'stft'")
+            throw .manifest(path: path, reason: "frontEnd.type '\(fe.type)': this earshot runs 'stft' (or 'samples' with a graph)")
         }
         let limit = 1 << 24
         let sizes = [audio.chunkSamples, audio.contextSamples, fe.nFFT, fe.hopLength, fe.padLeft ?? 0, fe.padRight ?? 0]
@@ -232,6 +266,10 @@ public final class Model: Sendable {
     /// same array from step to step, a step allocates no memory at all.
     public func prediction(from block: [Float], using state: inout ModelState, into scores: inout [Float]) throws(ModelError) {
         try check(block, state)
+        if let graph {
+            scores = try graphStep(graph, block, &state)
+            return
+        }
         scores.setCount(labels.count)
         try withWorkspace { ws in
             forwardOne(block, context: state.context, carry: &state.carry, scores: &scores, workspace: &ws)
@@ -264,6 +302,13 @@ public final class Model: Sendable {
     public func predictions(from blocks: [[Float]], using states: inout [ModelState], into scores: inout [Float]) throws(ModelError) {
         guard blocks.count == states.count else { throw .batchSize(blocks: blocks.count, states: states.count) }
         for i in blocks.indices { try check(blocks[i], states[i]) }
+        if let graph {
+            // Each stream alone through the graph: a batch is its streams one by one, exactly.
+            var flat: [Float] = []
+            for i in blocks.indices { flat += try graphStep(graph, blocks[i], &states[i]) }
+            scores = flat
+            return
+        }
         let n = labels.count, S = stateCount
         scores.setCount(blocks.count * n)
         try withWorkspace { ws in
@@ -291,6 +336,16 @@ public final class Model: Sendable {
         for i in states.indices { Self.advance(&states[i], by: blocks[i]) }
     }
 
+    /// One step of one stream through the graph: the block after the stream's context, the
+    /// state tensors in place; the state advances as a layer network's does.
+    private func graphStep(_ graph: GraphProgram, _ block: [Float], _ state: inout ModelState) throws(ModelError) -> [Float] {
+        let scores = try state.carry.withUnsafeMutableBufferPointer { carry throws(ModelError) in
+            try graph.step(audio: state.context + block, states: carry)
+        }
+        Self.advance(&state, by: block)
+        return scores
+    }
+
     /// Streams in one pass through the network: enough for matrix products, few enough that
     /// their activations stay in a core's cache.
     static let batchTile = 64
@@ -303,6 +358,12 @@ public final class Model: Sendable {
         for block in blocks { try check(block, stream) }
         // Work on a copy: the stream's state changes only when every block has gone through.
         var state = stream
+        if let graph {
+            var out: [[Float]] = []
+            for block in blocks { out.append(try graphStep(graph, block, &state)) }
+            stream = state
+            return out
+        }
         guard !blocks.isEmpty else { return [] }
         let c = manifest.audio.contextSamples
         var contexts: [[Float]] = []
@@ -576,7 +637,7 @@ struct Workspace {
 }
 
 /// A pooled workspace. `@unchecked Sendable`: it moves between threads only through the model's
-/// pool (a Mutex), and the one step that took it out is the only code touching it until it is
+/// pool (behind a lock), and the one step that took it out is the only code touching it until it is
 /// put back.
 final class WorkspaceBox: @unchecked Sendable {
     var workspace: Workspace
@@ -628,8 +689,8 @@ private final class WindowPipeline: Sendable {
         /// The helper has begun (so `stop` must wake it and wait for it).
         var helperStarted = false
     }
-    private let claims = Mutex(Claims())
-    private let results: Mutex<[Result<Prepared, ModelError>?]>
+    private let claims = Locked(Claims())
+    private let results: Locked<[Result<Prepared, ModelError>?]>
     private let ready: [DispatchSemaphore]
     /// Windows that may still be claimed before one is taken.
     private let room: DispatchSemaphore
@@ -639,7 +700,7 @@ private final class WindowPipeline: Sendable {
     init(count: Int, prepare: @escaping @Sendable (Int) -> Result<Prepared, ModelError>) {
         self.prepare = prepare
         self.count = count
-        results = Mutex(Array(repeating: nil, count: count))
+        results = Locked(Array(repeating: nil, count: count))
         ready = (0..<count).map { _ in DispatchSemaphore(value: 0) }
         room = DispatchSemaphore(value: Self.lookahead)
         DispatchQueue.global(qos: .userInitiated).async { [self] in

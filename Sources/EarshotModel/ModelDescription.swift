@@ -36,6 +36,24 @@ public struct ModelDescription: Sendable, Codable, Equatable {
 
 extension Model {
     public var description: ModelDescription {
+        if let graph {
+            let block = manifest.audio.contextSamples + chunkSamples
+            let infos = graph.nodeInfo(blockSamples: block).map {
+                ModelDescription.LayerInfo(name: $0.name, type: $0.op, inputShape: $0.input, outputShape: $0.output, parameters: $0.parameters,
+                                           multiplyAdds: $0.multiplyAdds, stateFloats: 0)
+            }
+            let states = graph.spec.states.map { "\($0.input) \($0.shape) → \($0.output)" }.joined(separator: ", ")
+            return ModelDescription(
+                name: manifest.name, version: manifest.version, summary: manifest.description, author: manifest.author,
+                license: manifest.license, source: manifest.source, sampleRate: sampleRate, chunkSamples: chunkSamples,
+                contextSamples: manifest.audio.contextSamples,
+                input: "\(chunkSamples) samples at \(sampleRate) Hz (\(Double(chunkSamples) * 1000 / Double(sampleRate)) ms) per step",
+                frontEnd: "samples: '\(graph.spec.audioInput)' \(graph.spec.audioShape) per step (context and chunk); graph of \(graph.nodes.count) nodes, opset \(graph.spec.opset); state tensors \(states)",
+                outputActivation: manifest.outputs.activation, labels: labels, stateBytesPerStream: makeState().byteCount,
+                parameterCount: graph.parameterCount, storageBytes: weightsBytes,
+                layerCounts: Dictionary(infos.map { ($0.type, 1) }, uniquingKeysWith: +),
+                multiplyAddsPerStep: infos.reduce(0) { $0 + $1.multiplyAdds }, contentHash: contentHash, layers: infos)
+        }
         let infos = layers.enumerated().map { i, layer -> ModelDescription.LayerInfo in
             let (c, t) = shapes[i]
             return .init(

@@ -16,6 +16,8 @@ public struct ModelManifest: Codable, Sendable, Equatable {
     public var audio: Audio
     public var frontEnd: FrontEnd
     public var network: [LayerSpec]
+    /// A graph of ops instead of a chain of layers (imported models); `network` is then empty.
+    public var graph: GraphSpec?
     public var outputs: Outputs
     public var decision: Decision?
     /// How a trained classifier was made and how it decides on a whole clip.

@@ -108,7 +108,7 @@ enum SafeTensors {
             let begin = body.count
             for v in t.values { withUnsafeBytes(of: v.bitPattern.littleEndian) { body.append(contentsOf: $0) } }
             let shape = t.shape.map(String.init).joined(separator: ",")
-            header.append("\"\(name)\":{\"dtype\":\"F32\",\"shape\":[\(shape)],\"data_offsets\":[\(begin),\(body.count)]}")
+            header.append("\(JSONText.quoted(name)):{\"dtype\":\"F32\",\"shape\":[\(shape)],\"data_offsets\":[\(begin),\(body.count)]}")
         }
         var json = Data("{\(header.joined(separator: ","))}".utf8)
         while json.count % 8 != 0 { json.append(0x20) }  // the data starts 8-byte aligned
@@ -133,5 +133,25 @@ enum SafeTensors {
 extension String {
     func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+/// JSON string literals, for the JSON the package writes by hand (safetensors headers, event
+/// lines): quotes, backslashes and control characters escaped; tensor names of imported models
+/// and labels may hold any character.
+package enum JSONText {
+    package static func quoted(_ s: String) -> String {
+        var out = "\""
+        for ch in s.unicodeScalars {
+            switch ch {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            default:
+                if ch.value < 0x20 { out += "\\u" + String(ch.value, radix: 16).leftPadded(to: 4) } else { out.unicodeScalars.append(ch) }
+            }
+        }
+        return out + "\""
     }
 }

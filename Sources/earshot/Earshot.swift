@@ -10,9 +10,10 @@ enum EarshotCommand {
         usage:
           earshot label [--model NAME|PATH] [--format text|jsonl|csv|audacity|rttm] [--channels mix|each]
                         [--scores] [--threshold X] [--min-speech MS] [--min-silence MS] [--pad MS]
-                        [--max-speech S] [--output FILE] FILE|FOLDER...
+                        [--max-speech S] [--output FILE|-] FILE|FOLDER...
               Labelled segments of audio files (default model: silero-vad, voice activity).
-              Text on a terminal, JSON lines in a pipe. Exit 1 if any file failed.
+              Text on a terminal, JSON lines in a pipe. Exit 1 if any file failed. --output is
+              written whole or not at all (a temporary file renamed into place).
           earshot features FILE [--channel N] [--mels N] [--n-fft N] [--hop N] [--mfcc N] [--json]
               Streams FILE through the log-mel front end (16 kHz, n_fft 512, hop 160, 64 mels by
               default) and prints what it computed.
@@ -34,20 +35,27 @@ enum EarshotCommand {
               Streams at real-time pace over all cores: the largest count that keeps up.
           earshot bench offline --audio FILE [--model NAME|PATH] [--repeat N] [--json]
               earshot label end to end on FILE, in process.
-          earshot train --data FOLDER|CSV --output FOLDER [--validation FOLDER | --validation-split 0.2]
+          earshot train --data FOLDER|CSV --output FOLDER [--force] [--validation FOLDER | --validation-split 0.2]
                         [--group-by REGEX] [--background LABEL] [--architecture conv:64x3,gru:2x64]
                         [--features log-mel:40] [--epochs N] [--seed S] [--augment noise,gain,shift]
                         [--batch-size N] [--learning-rate X] [--patience N] [--clip-seconds S]
                         [--decision-seconds S] [--context-seconds S] [--sample-rate HZ]
                         [--description TEXT] [--author TEXT] [--license TEXT]
               Trains a streaming classifier (one subfolder per label, or a CSV of file,label) and
-              writes it as a model package; progress on stderr.
-          earshot evaluate --model NAME|PATH --data FOLDER|CSV [--group-by REGEX] [--format text|csv|json]
+              writes it as a model package (an existing folder only with --force); progress on stderr.
+          earshot evaluate --model NAME|PATH --data FOLDER|CSV [--group-by REGEX] [--format text|csv|json] [--strict]
               Accuracy, per-class precision/recall/F1 and the confusion matrix of a classifier.
+              A file that fails is named and left out (exit 1); --strict stops at it.
           earshot evaluate --model NAME|PATH --stream FILE --truth CSV [--ignore LABEL,...] [--format text|json]
               Keyword spotting over a long recording as listen runs it: words found, false alarms
               per hour, delay after each word (truth: start,end,label in seconds).
+          earshot import MODEL.onnx --output FOLDER [--set NAME=VALUE] [--state IN=OUT] [--context N] [--labels A,B]
+              An ONNX model as an Earshot package: fixed inputs folded, If branches chosen, states
+              paired (found by name when not given), every op run once on silence before writing.
           earshot help
+
+        exit codes: 0 done, 1 a file/model/device failed, 64 usage, 73 cannot create the output,
+        74 a write failed
         """
 
     static func main() async {
@@ -71,6 +79,7 @@ enum EarshotCommand {
             case "devices": try DevicesCommand.run(words)
             case "train": try TrainCommand.run(words)
             case "evaluate": code = try await EvaluateCommand.run(words)
+            case "import": try ImportCommand.run(words)
             case "help", "--help", "-h": try out(usage)
             default: throw UsageError("unknown command '\(command)'", hint: "earshot help")
             }

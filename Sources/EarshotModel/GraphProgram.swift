@@ -1,0 +1,175 @@
+import EarshotGraph
+
+/// A package's graph (`GraphSpec`) made ready to run: constants as tensors, attributes in the
+/// kernels' form, every node's inputs checked to exist before it runs (so the graph has no
+/// cycle and no tensor nobody produces), and one dry step at load that proves every shape fits.
+/// Immutable, shared by every stream; a stream's state is its state tensors, concatenated.
+struct GraphProgram: Sendable {
+    struct Node: Sendable {
+        let op: String
+        let name: String
+        let inputs: [String]
+        let outputs: [String]
+        let attributes: [String: GraphAttribute]
+    }
+
+    let spec: GraphSpec
+    let constants: [String: GraphTensor]
+    let nodes: [Node]
+    /// Floats per state tensor, in `spec.states` order.
+    let stateSizes: [Int]
+    let path: String
+    /// Scores a step gives (known from the dry step at load).
+    private(set) var scoreCount: Int
+    let parameterCount: Int
+
+    var stateCount: Int { stateSizes.reduce(0, +) }
+
+    init(spec: GraphSpec, tensors: [String: Tensor], path: String, blockSamples: Int) throws(ModelError) {
+        self.spec = spec
+        self.path = path
+        func fail(_ reason: String) -> ModelError { .manifest(path: path, reason: "graph: \(reason)") }
+        guard spec.audioShape.reduce(1, { $0 * max($1, 0) }) == blockSamples, spec.audioShape.allSatisfy({ $0 > 0 }) else {
+            throw fail("audioShape \(spec.audioShape) does not hold a block of \(blockSamples) samples (context + chunk)")
+        }
+        var constants: [String: GraphTensor] = [:]
+        var parameters = 0
+        for (name, t) in tensors {
+            constants[name] = GraphTensor(shape: t.shape, floats: t.values)
+            parameters += t.values.count
+        }
+        for (name, c) in spec.constants {
+            guard constants[name] == nil else { throw fail("constant '\(name)' is both a weight tensor and an integer constant") }
+            guard c.shape.allSatisfy({ $0 >= 0 }), c.shape.reduce(1, *) == c.values.count, ["int64", "bool"].contains(c.dtype) else {
+                throw fail("integer constant '\(name)': \(c.values.count) values for shape \(c.shape) (\(c.dtype))")
+            }
+            constants[name] = GraphTensor(shape: c.shape, integers: c.values, dtype: c.dtype == "bool" ? .bool : .int64)
+        }
+        var known = Set(constants.keys)
+        func introduce(_ name: String, by who: String) throws(ModelError) {
+            guard !name.isEmpty, known.insert(name).inserted else { throw fail("tensor '\(name)' is produced twice (\(who))") }
+        }
+        try introduce(spec.audioInput, by: "the audio input")
+        var sizes: [Int] = []
+        for s in spec.states {
+            guard s.shape.allSatisfy({ $0 > 0 }), s.shape.count <= 8 else { throw fail("state '\(s.input)': shape \(s.shape)") }
+            let (size, over) = s.shape.reduce((1, false)) { acc, d in
+                let (p, o) = acc.0.multipliedReportingOverflow(by: d)
+                return (p, acc.1 || o)
+            }
+            guard !over, size <= 1 << 24 else { throw fail("state '\(s.input)': shape \(s.shape) is too large") }
+            sizes.append(size)
+            try introduce(s.input, by: "a state input")
+        }
+        var nodes: [Node] = []
+        var used = Set<String>()
+        for n in spec.nodes {
+            for input in n.inputs where !input.isEmpty {
+                guard known.contains(input) else {
+                    throw fail("node '\(n.name)' (\(n.op)) reads '\(input)', which no earlier node, constant, state or the audio gives")
+                }
+                used.insert(input)
+            }
+            for output in n.outputs where !output.isEmpty { try introduce(output, by: "node '\(n.name)'") }
+            var attributes: [String: GraphAttribute] = [:]
+            for (key, value) in n.attributes ?? [:] {
+                switch value {
+                case let .int(v): attributes[key] = .int(v)
+                case let .float(v): attributes[key] = .float(Float(v))
+                case let .string(v): attributes[key] = .string(v)
+                case let .ints(v): attributes[key] = .ints(v)
+                case let .floats(v): attributes[key] = .floats(v.map { Float($0) })
+                case let .strings(v): attributes[key] = .strings(v)
+                }
+            }
+            nodes.append(Node(op: n.op, name: n.name, inputs: n.inputs, outputs: n.outputs, attributes: attributes))
+        }
+        guard known.contains(spec.scoreOutput) else { throw fail("the score output '\(spec.scoreOutput)' is not produced") }
+        for s in spec.states where !known.contains(s.output) {
+            throw fail("state '\(s.input)': its output '\(s.output)' is not produced")
+        }
+        let unused = Set(tensors.keys).subtracting(used)
+        guard unused.isEmpty else { throw .unusedTensors(path: path, names: unused.sorted()) }
+        self.constants = constants
+        self.nodes = nodes
+        self.stateSizes = sizes
+        self.parameterCount = parameters
+        self.scoreCount = 0
+        // A dry step on silence: every node's shapes fit, the states keep their shapes, and
+        // the score count is known before any audio is seen.
+        var state = [Float](repeating: 0, count: sizes.reduce(0, +))
+        let scores = try state.withUnsafeMutableBufferPointer { s throws(ModelError) in
+            try step(audio: [Float](repeating: 0, count: blockSamples), states: s)
+        }
+        scoreCount = scores.count
+    }
+
+    /// One step of one stream: `audio` is context + chunk; `states` the stream's state tensors,
+    /// read and then replaced by the step's state outputs. Returns the scores.
+    func step(audio: [Float], states: UnsafeMutableBufferPointer<Float>) throws(ModelError) -> [Float] {
+        var values = constants
+        values[spec.audioInput] = GraphTensor(shape: spec.audioShape, floats: audio)
+        var offset = 0
+        for (i, s) in spec.states.enumerated() {
+            values[s.input] = GraphTensor(shape: s.shape, floats: Array(states[offset..<(offset + stateSizes[i])]))
+            offset += stateSizes[i]
+        }
+        for node in nodes {
+            let inputs = node.inputs.map { $0.isEmpty ? nil : values[$0] }
+            let outputs: [GraphTensor]
+            do {
+                outputs = try GraphOps.run(node.op, node: node.name, inputs: inputs, attributes: node.attributes, opset: spec.opset,
+                                           outputCount: node.outputs.count)
+            } catch {
+                throw .layer(path: path, layer: node.name, reason: "\(error)")
+            }
+            for (name, value) in zip(node.outputs, outputs) where !name.isEmpty { values[name] = value }
+        }
+        offset = 0
+        for (i, s) in spec.states.enumerated() {
+            guard let out = values[s.output], out.dtype == .float32, out.floats.count == stateSizes[i] else {
+                throw .layer(path: path, layer: s.output, reason: "state output '\(s.output)' does not have the shape \(s.shape) of '\(s.input)'")
+            }
+            for k in 0..<stateSizes[i] { states[offset + k] = out.floats[k] }
+            offset += stateSizes[i]
+        }
+        guard let scores = values[spec.scoreOutput], scores.dtype == .float32 else {
+            throw .layer(path: path, layer: spec.scoreOutput, reason: "the score output is not float32")
+        }
+        return scores.floats
+    }
+}
+
+extension GraphProgram {
+    /// Per node, from one step on silence: its first input's and first output's shapes, the
+    /// weights it reads and its multiply-adds (Conv, Gemm, MatMul, LSTM, GRU; 0 for the rest).
+    func nodeInfo(blockSamples: Int) -> [(name: String, op: String, input: [Int], output: [Int], parameters: Int, multiplyAdds: Int)] {
+        var values = constants
+        values[spec.audioInput] = GraphTensor(shape: spec.audioShape, floats: [Float](repeating: 0, count: blockSamples))
+        for (i, s) in spec.states.enumerated() { values[s.input] = GraphTensor(shape: s.shape, floats: [Float](repeating: 0, count: stateSizes[i])) }
+        var infos: [(name: String, op: String, input: [Int], output: [Int], parameters: Int, multiplyAdds: Int)] = []
+        for node in nodes {
+            let inputs = node.inputs.map { $0.isEmpty ? nil : values[$0] }
+            guard let outputs = try? GraphOps.run(node.op, node: node.name, inputs: inputs, attributes: node.attributes, opset: spec.opset,
+                                                  outputCount: node.outputs.count) else { break }
+            for (name, value) in zip(node.outputs, outputs) where !name.isEmpty { values[name] = value }
+            let parameters = node.inputs.reduce(0) { sum, name in
+                sum + ((constants[name]?.dtype == .float32) ? (constants[name]?.count ?? 0) : 0)
+            }
+            let x = inputs.first.flatMap { $0 }?.shape ?? [], y = outputs.first?.shape ?? []
+            let w = inputs.count > 1 ? inputs[1]?.shape ?? [] : []
+            var macs = 0
+            switch node.op {
+            case "Conv": macs = y.reduce(1, *) * w.dropFirst().reduce(1, *)
+            case "Gemm", "MatMul": macs = y.reduce(1, *) * (w.count >= 2 ? (node.op == "Gemm" && node.attributes["transB"] == .int(1) ? w[w.count - 1] : w[w.count - 2]) : 1)
+            case "LSTM", "GRU":
+                let gates = node.op == "LSTM" ? 4 : 3
+                let h = (w.count == 3 ? w[1] : 0) / gates, i = w.count == 3 ? w[2] : 0
+                macs = (x.first ?? 1) * (x.count > 1 ? x[1] : 1) * gates * h * (i + h)
+            default: break
+            }
+            infos.append((node.name, node.op, x, y, parameters, macs))
+        }
+        return infos
+    }
+}

@@ -1,0 +1,124 @@
+/// A model's network as a graph of ops over named N-D tensors (ONNX's op semantics), as
+/// `earshot import` writes it into model.json. Float constants are tensors of
+/// weights.safetensors (named by the node inputs that use them); small integer constants
+/// (axes, shapes, pads) stand in `constants`. Each step reads the stream's audio block
+/// (context + chunk) as `audioInput` and its state tensors, runs the nodes in order, and writes
+/// the state outputs back: the stream's state is those tensors and nothing else.
+public struct GraphSpec: Codable, Sendable, Equatable {
+    /// The ONNX opset whose semantics the ops follow.
+    public var opset: Int
+    /// The tensor that receives a block of audio, shaped `audioShape` (e.g. [1, 576]: the
+    /// context and the chunk of one stream).
+    public var audioInput: String
+    public var audioShape: [Int]
+    /// The tensor whose values are the step's scores (one per label).
+    public var scoreOutput: String
+    /// State tensors: read at the start of a step, written at its end; zeros at stream start.
+    public var states: [StateSpec]
+    /// Integer constants by name (float constants live in weights.safetensors).
+    public var constants: [String: IntegerConstant]
+    public var nodes: [NodeSpec]
+
+    public init(opset: Int, audioInput: String, audioShape: [Int], scoreOutput: String, states: [StateSpec],
+                constants: [String: IntegerConstant], nodes: [NodeSpec]) {
+        self.opset = opset
+        self.audioInput = audioInput
+        self.audioShape = audioShape
+        self.scoreOutput = scoreOutput
+        self.states = states
+        self.constants = constants
+        self.nodes = nodes
+    }
+
+    public struct StateSpec: Codable, Sendable, Equatable {
+        /// The tensor a step reads (ONNX: a graph input).
+        public var input: String
+        /// The tensor a step writes, which the next step reads as `input` (ONNX: an output).
+        public var output: String
+        public var shape: [Int]
+
+        public init(input: String, output: String, shape: [Int]) {
+            self.input = input
+            self.output = output
+            self.shape = shape
+        }
+    }
+
+    public struct IntegerConstant: Codable, Sendable, Equatable {
+        public var shape: [Int]
+        public var values: [Int64]
+        /// "int64" or "bool".
+        public var dtype: String
+
+        public init(shape: [Int], values: [Int64], dtype: String = "int64") {
+            self.shape = shape
+            self.values = values
+            self.dtype = dtype
+        }
+    }
+
+    public struct NodeSpec: Codable, Sendable, Equatable {
+        public var op: String
+        public var name: String
+        /// Tensor names; "" is an omitted optional input.
+        public var inputs: [String]
+        public var outputs: [String]
+        public var attributes: [String: AttributeValue]?
+
+        public init(op: String, name: String, inputs: [String], outputs: [String], attributes: [String: AttributeValue]? = nil) {
+            self.op = op
+            self.name = name
+            self.inputs = inputs
+            self.outputs = outputs
+            self.attributes = attributes
+        }
+    }
+
+    /// An op's attribute as JSON holds it: whole numbers and strings (and lists of them) as
+    /// they are; real numbers as {"float": x} or {"floats": [...]}, so that 1.0 stays a real.
+    public enum AttributeValue: Codable, Sendable, Equatable {
+        case int(Int64)
+        case float(Double)
+        case string(String)
+        case ints([Int64])
+        case floats([Double])
+        case strings([String])
+
+        private enum Keys: String, CodingKey { case float, floats }
+
+        public init(from decoder: Decoder) throws {
+            if let c = try? decoder.singleValueContainer() {
+                if let v = try? c.decode(Int64.self) { self = .int(v); return }
+                if let v = try? c.decode(String.self) { self = .string(v); return }
+                if let v = try? c.decode([Int64].self) { self = .ints(v); return }
+                if let v = try? c.decode([String].self) { self = .strings(v); return }
+            }
+            let k = try decoder.container(keyedBy: Keys.self)
+            if let v = try k.decodeIfPresent(Double.self, forKey: .float) { self = .float(v); return }
+            self = .floats(try k.decode([Double].self, forKey: .floats))
+        }
+
+        public func encode(to encoder: Encoder) throws {
+            switch self {
+            case let .float(v):
+                var k = encoder.container(keyedBy: Keys.self)
+                try k.encode(v, forKey: .float)
+            case let .floats(v):
+                var k = encoder.container(keyedBy: Keys.self)
+                try k.encode(v, forKey: .floats)
+            case let .int(v):
+                var c = encoder.singleValueContainer()
+                try c.encode(v)
+            case let .string(v):
+                var c = encoder.singleValueContainer()
+                try c.encode(v)
+            case let .ints(v):
+                var c = encoder.singleValueContainer()
+                try c.encode(v)
+            case let .strings(v):
+                var c = encoder.singleValueContainer()
+                try c.encode(v)
+            }
+        }
+    }
+}

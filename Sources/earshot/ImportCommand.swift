@@ -1,0 +1,82 @@
+import Earshot
+import Foundation
+
+/// `earshot import MODEL.onnx --output FOLDER`: an ONNX model as an Earshot package.
+enum ImportCommand {
+    static let usage = """
+        earshot import MODEL.onnx --output FOLDER [--force] [--set NAME=VALUE ...] [--state IN=OUT ...]
+                       [--input NAME] [--score NAME] [--rate HZ] [--chunk N] [--context N] [--labels A,B,...]
+                       [--name NAME] [--description TEXT] [--author TEXT] [--license TEXT] [--source TEXT]
+                       [--threshold X] [--min-speech MS] [--min-silence MS] [--pad MS] [--max-speech S]
+        """
+
+    static func run(_ words: [String]) throws {
+        // --set and --state may repeat: gathered here before the rest is parsed.
+        var rest: [String] = [], sets: [String] = [], statePairs: [String] = []
+        var i = 0
+        while i < words.count {
+            let word = words[i]
+            if (word == "--set" || word == "--state"), i + 1 < words.count {
+                (word == "--set" ? { sets.append(words[i + 1]) } : { statePairs.append(words[i + 1]) })()
+                i += 2
+                continue
+            }
+            if word.hasPrefix("--set=") { sets.append(String(word.dropFirst(6))); i += 1; continue }
+            if word.hasPrefix("--state=") { statePairs.append(String(word.dropFirst(8))); i += 1; continue }
+            rest.append(word)
+            i += 1
+        }
+        let args = try Arguments(rest, valued: ["output", "input", "score", "rate", "chunk", "context", "labels", "name", "description",
+                                                "author", "license", "source", "threshold", "min-speech", "min-silence", "pad", "max-speech"],
+                                 switches: ["force"], command: "import")
+        guard args.positionals.count == 1, let source = args.positionals.first else {
+            throw UsageError("import takes one .onnx file", hint: usage)
+        }
+        guard let output = args.string("output") else { throw UsageError("import needs --output FOLDER (e.g. Models/my-model)", hint: usage) }
+        if FileManager.default.fileExists(atPath: output) && !args.flag("force") {
+            throw UsageError("--output \(output) exists: refusing to replace it", hint: "add --force to replace it whole, or choose another folder")
+        }
+        var options = OnnxImporter.Options()
+        for pair in sets {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, let value = Double(parts[1]), value.isFinite else {
+                throw UsageError("--set \(pair): expected NAME=NUMBER, e.g. --set sr=16000")
+            }
+            options.fixed[parts[0]] = value
+        }
+        for pair in statePairs {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw UsageError("--state \(pair): expected INPUT=OUTPUT, e.g. --state state=stateN")
+            }
+            options.states.append((parts[0], parts[1]))
+        }
+        options.audioInput = args.string("input")
+        options.scoreOutput = args.string("score")
+        options.sampleRate = try args.int("rate", default: 16000, range: 1000...384_000)
+        if args.string("chunk") != nil { options.chunkSamples = try args.int("chunk", default: 0, range: 1...(1 << 24)) }
+        options.contextSamples = try args.int("context", default: 0, range: 0...(1 << 24))
+        options.labels = args.string("labels").map { $0.split(separator: ",").map(String.init) } ?? []
+        options.name = args.string("name") ?? URL(fileURLWithPath: output).lastPathComponent
+        options.description = args.string("description")
+        options.author = args.string("author")
+        options.license = args.string("license")
+        options.source = args.string("source")
+        var decision = ModelManifest.Decision()
+        if args.string("threshold") != nil { decision.threshold = try args.double("threshold", default: 0.5, range: 0...1) }
+        if args.string("min-speech") != nil { decision.minSegmentMs = try args.double("min-speech", default: 250, range: 0...3_600_000) }
+        if args.string("min-silence") != nil { decision.minSilenceMs = try args.double("min-silence", default: 100, range: 0...3_600_000) }
+        if args.string("pad") != nil { decision.padMs = try args.double("pad", default: 30, range: 0...60000) }
+        if args.string("max-speech") != nil { decision.maxSegmentSeconds = try args.double("max-speech", default: 0, range: 0.1...86400) }
+        options.decision = decision == ModelManifest.Decision() ? nil : decision
+
+        let (manifest, tensors) = try OnnxImporter.importModel(path: source, options: options)
+        // Loaded as any package is (every check of a package on disk) before it is written.
+        let model = try Model(manifest: manifest, tensors: tensors, name: output)
+        try Model.write(manifest: manifest, tensors: tensors, to: URL(fileURLWithPath: output), replacing: args.flag("force"))
+        let graph = manifest.graph
+        try out("\(manifest.name): \(graph?.nodes.count ?? 0) nodes (\(Set(graph?.nodes.map(\.op) ?? []).sorted().joined(separator: " "))), "
+                + "\(graph?.states.count ?? 0) state tensors (\(model.makeState().byteCount) bytes per stream), "
+                + "\(tensors.values.reduce(0) { $0 + $1.values.count }) parameters; written to \(output)")
+    }
+}

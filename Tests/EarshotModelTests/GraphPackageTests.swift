@@ -1,0 +1,107 @@
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@testable import EarshotModel
+
+/// Graph packages made by hand: the runtime checks them at load (every input produced before it
+/// is read, nothing produced twice, every weight used, every shape proven by a step on silence)
+/// and runs them with the stream's state tensors.
+@Suite("Graph packages")
+struct GraphPackageTests {
+    /// block [1, 8] → Gemm with W [8, 2] → + state [1, 2] → scores; the sum is the next state.
+    static func manifest(nodes: [GraphSpec.NodeSpec]? = nil, states: [GraphSpec.StateSpec]? = nil,
+                         audioShape: [Int] = [1, 8], labels: [String] = ["a", "b"]) -> ModelManifest {
+        var m = ModelManifest(name: "graph", audio: .init(sampleRate: 16000, chunkSamples: 6, contextSamples: 2),
+                              frontEnd: .init(type: "samples", nFFT: 0, hopLength: 0), network: [],
+                              outputs: .init(activation: "none", labels: labels))
+        m.graph = GraphSpec(
+            opset: 17, audioInput: "audio", audioShape: audioShape, scoreOutput: "scores",
+            states: states ?? [.init(input: "memory", output: "memory_next", shape: [1, 2])],
+            constants: [:],
+            nodes: nodes ?? [
+                .init(op: "MatMul", name: "project", inputs: ["audio", "w"], outputs: ["projected"]),
+                .init(op: "Add", name: "remember", inputs: ["projected", "memory"], outputs: ["memory_next"]),
+                .init(op: "Sigmoid", name: "squash", inputs: ["memory_next"], outputs: ["scores"]),
+            ])
+        return m
+    }
+
+    static let weights: [String: Tensor] = ["w": Tensor(shape: [8, 2], values: (0..<16).map { Float($0 % 5) * 0.1 - 0.2 })]
+
+    @Test("A graph's state carries from step to step, is restored exactly, and a batch equals its streams alone")
+    func runs() throws {
+        let model = try Model(manifest: Self.manifest(), tensors: Self.weights)
+        #expect(model.makeState().byteCount == (2 + 2) * 4)
+        var state = model.makeState()
+        let block: [Float] = [1, 0, 0, 0, 0, 1]
+        let first = try model.prediction(from: block, using: &state)
+        let second = try model.prediction(from: block, using: &state)
+        // By hand: audio [0, 0, 1, 0, 0, 0, 0, 1] (context zeros), then [0, 1, 1, 0, 0, 0, 0, 1].
+        let w = Self.weights["w"]!.values  // the fixture above
+        func project(_ x: [Float]) -> [Float] { (0..<2).map { j in (0..<8).reduce(Float(0)) { $0 + x[$1] * w[$1 * 2 + j] } } }
+        let m1 = project([0, 0, 1, 0, 0, 0, 0, 1])
+        let m2 = zip(project([0, 1, 1, 0, 0, 0, 0, 1]), m1).map { $0 + $1 }
+        let sigmoid = { (v: Float) in 1 / (1 + exp(-v)) }
+        #expect(maxAbsDifference(first, m1.map(sigmoid)) < 1e-6)
+        #expect(maxAbsDifference(second, m2.map(sigmoid)) < 1e-6)
+        let restored = try model.restoreState(state.serialized())
+        #expect(restored == state)
+        var states = [model.makeState(), state, model.makeState()]
+        let batched = try model.predictions(from: [block, block, [0, 0, 0, 0, 0, 0]], using: &states)
+        var alone = [model.makeState(), state, model.makeState()]
+        let one = try [block, block, [Float](repeating: 0, count: 6)].indices.map { try model.prediction(from: [block, block, [0, 0, 0, 0, 0, 0]][$0], using: &alone[$0]) }
+        #expect(batched == one && states == alone)
+    }
+
+    static func refusal(_ manifest: ModelManifest, _ tensors: [String: Tensor] = weights) -> String {
+        do {
+            _ = try Model(manifest: manifest, tensors: tensors)
+            return "loaded"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test("Cycles, unknown tensors, tensors made twice, unused weights, bad shapes and unknown ops are refused, naming the node")
+    func hostileGraphs() throws {
+        let cycle = [GraphSpec.NodeSpec(op: "Add", name: "a", inputs: ["b_out", "memory"], outputs: ["a_out"]),
+                     .init(op: "Relu", name: "b", inputs: ["a_out"], outputs: ["b_out"])]
+        #expect(Self.refusal(Self.manifest(nodes: cycle)).contains("node 'a' (Add) reads 'b_out', which no earlier node, constant, state or the audio gives"))
+        let twice = [GraphSpec.NodeSpec(op: "Relu", name: "a", inputs: ["audio"], outputs: ["x"]),
+                     .init(op: "Relu", name: "b", inputs: ["audio"], outputs: ["x"])]
+        #expect(Self.refusal(Self.manifest(nodes: twice)).contains("tensor 'x' is produced twice (node 'b')"))
+        let shadow = [GraphSpec.NodeSpec(op: "Relu", name: "a", inputs: ["audio"], outputs: ["memory"])]
+        #expect(Self.refusal(Self.manifest(nodes: shadow)).contains("tensor 'memory' is produced twice"))
+        let unused = [GraphSpec.NodeSpec(op: "MatMul", name: "p", inputs: ["audio", "w"], outputs: ["scores"]),
+                      .init(op: "Identity", name: "m", inputs: ["memory"], outputs: ["memory_next"])]
+        var extra = Self.weights
+        extra["spare"] = Tensor(shape: [1], values: [0])
+        #expect(Self.refusal(Self.manifest(nodes: unused), extra).contains("tensors no layer uses: spare"))
+        let badShape = [GraphSpec.NodeSpec(op: "Add", name: "mismatch", inputs: ["audio", "memory"], outputs: ["memory_next"]),
+                        .init(op: "Relu", name: "s", inputs: ["memory_next"], outputs: ["scores"])]
+        let shapeError = Self.refusal(Self.manifest(nodes: badShape), [:])
+        #expect(shapeError.contains("layer mismatch") && shapeError.contains("Add"), "\(shapeError)")
+        let unknown = [GraphSpec.NodeSpec(op: "FancyAttention", name: "f", inputs: ["audio"], outputs: ["memory_next"]),
+                       .init(op: "Relu", name: "s", inputs: ["memory_next"], outputs: ["scores"])]
+        #expect(Self.refusal(Self.manifest(nodes: unknown), [:]).contains("no kernel for op type 'FancyAttention'"))
+        #expect(Self.refusal(Self.manifest(audioShape: [1, 9])).contains("audioShape [1, 9] does not hold a block of 8 samples"))
+        #expect(Self.refusal(Self.manifest(labels: ["only"])).contains("the graph gives 2 scores for 1 labels"))
+        let missingState = [GraphSpec.NodeSpec(op: "MatMul", name: "p", inputs: ["audio", "w"], outputs: ["scores"])]
+        #expect(Self.refusal(Self.manifest(nodes: missingState)).contains("state 'memory': its output 'memory_next' is not produced"))
+        var stft = Self.manifest()
+        stft.frontEnd = .init(type: "stft", nFFT: 4, hopLength: 2)
+        #expect(Self.refusal(stft).contains("a graph takes the block of samples ('samples')"))
+    }
+
+    @Test("A graph package survives model.json's round trip: attributes keep their kinds")
+    func manifestRoundTrip() throws {
+        var m = Self.manifest()
+        m.graph?.nodes[2].attributes = ["alpha": .float(1.0), "axes": .ints([0, -1]), "mode": .string("reflect"), "k": .int(3),
+                                        "scales": .floats([0.5, 2]), "names": .strings(["a"])]
+        let data = try JSONEncoder().encode(m)
+        let back = try JSONDecoder().decode(ModelManifest.self, from: data)
+        #expect(back == m)
+        #expect(String(decoding: data, as: UTF8.self).contains(#""alpha":{"float":1}"#))
+    }
+}
