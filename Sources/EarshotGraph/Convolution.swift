@@ -1,3 +1,5 @@
+import CEarshotKernels
+
 /// floor(a / b) for b > 0.
 func floorDivide(_ a: Int, _ b: Int) -> Int { a >= 0 ? a / b : -((-a + b - 1) / b) }
 
@@ -124,45 +126,52 @@ enum Convolution {
         let total = try n.count(outShape, "the output")
         let groupIn = channels / group
         let groupOut = outChannels / group
+        // Per batch item and group: the receptive fields laid out as rows of `depth` values
+        // (zeros where they reach into the padding), then every output is one dot product of a
+        // filter with a row, in the vectorized kernel.
         var y = [Float](repeating: 0, count: total)
-        x.floats.withUnsafeBufferPointer { xs in
+        let depth = groupIn * kh * kw, positions = oh * ow
+        var fields = [Float](repeating: 0, count: try n.count([positions, depth], "the receptive fields"))
+        if depth > 0 && positions > 0 && !w.floats.isEmpty { x.floats.withUnsafeBufferPointer { xs in
             w.floats.withUnsafeBufferPointer { ws in
                 y.withUnsafeMutableBufferPointer { ys in
-                    for b in 0..<batch {
-                        for m in 0..<outChannels {
-                            let g = m / groupOut
-                            let plane = (b * outChannels + m) * oh * ow
-                            for c in 0..<groupIn {
-                                let inputPlane = (b * channels + g * groupIn + c) * height * width
-                                for i in 0..<kh {
-                                    // Output rows whose input row oy * sh - ph + i * dh is inside the input.
-                                    let rowLow = max(0, ceilDivide(ph - i * dh, sh))
-                                    let rowHigh = min(oh - 1, floorDivide(height - 1 + ph - i * dh, sh))
-                                    if rowLow > rowHigh { continue }
-                                    for j in 0..<kw {
-                                        let weight = ws[((m * groupIn + c) * kh + i) * kw + j]
-                                        let colLow = max(0, ceilDivide(pw - j * dw, sw))
-                                        let colHigh = min(ow - 1, floorDivide(width - 1 + pw - j * dw, sw))
-                                        if colLow > colHigh { continue }
-                                        for oy in rowLow...rowHigh {
-                                            let row = inputPlane + (oy * sh - ph + i * dh) * width - pw + j * dw
-                                            let out = plane + oy * ow
-                                            for ox in colLow...colHigh {
-                                                ys[out + ox] += weight * xs[row + ox * sw]
+                    fields.withUnsafeMutableBufferPointer { fs in
+                        for b in 0..<batch {
+                            for g in 0..<group {
+                                for oy in 0..<oh {
+                                    for ox in 0..<ow {
+                                        let row = (oy * ow + ox) * depth
+                                        for c in 0..<groupIn {
+                                            let inputPlane = (b * channels + g * groupIn + c) * height * width
+                                            for i in 0..<kh {
+                                                let iy = oy * sh - ph + i * dh
+                                                let base = row + (c * kh + i) * kw
+                                                guard iy >= 0 && iy < height else {
+                                                    for j in 0..<kw { fs[base + j] = 0 }
+                                                    continue
+                                                }
+                                                for j in 0..<kw {
+                                                    let ix = ox * sw - pw + j * dw
+                                                    fs[base + j] = ix >= 0 && ix < width ? xs[inputPlane + iy * width + ix] : 0
+                                                }
                                             }
                                         }
                                     }
                                 }
-                            }
-                            if let bias {
-                                let value = bias.floats[m]
-                                for k in plane..<(plane + oh * ow) { ys[k] += value }
+                                for m in (g * groupOut)..<((g + 1) * groupOut) {
+                                    let plane = (b * outChannels + m) * positions
+                                    let filter = ws.baseAddress! + m * depth
+                                    let value = bias?.floats[m] ?? 0
+                                    for p in 0..<positions {
+                                        ys[plane + p] = earshot_dot(filter, fs.baseAddress! + p * depth, depth) + value
+                                    }
+                                }
                             }
                         }
                     }
                 }
             }
-        }
+        } }
         return [GraphTensor(shape: outShape, floats: y)]
     }
 }

@@ -1,3 +1,4 @@
+import CEarshotKernels
 import Foundation
 
 /// LSTM and GRU with ONNX's layouts and gate orders.
@@ -113,16 +114,28 @@ enum Recurrent {
         let wBase = d * gates * s.hidden * s.inputSize
         let rBase = d * gates * s.hidden * s.hidden
         let bBase = d * 2 * gates * s.hidden
-        return rows.map { row in
-            var sum: Float = 0
-            let wRow = wBase + row * s.inputSize
-            for (i, value) in x.enumerated() { sum += value * s.w[wRow + i] }
-            if withRecurrent {
-                let rRow = rBase + row * s.hidden
-                for (j, value) in h.enumerated() { sum += value * s.r[rRow + j] }
-                return sum + s.bias[bBase + row] + s.bias[bBase + gates * s.hidden + row]
+        // Each gate row is two dot products (input and recurrent weights), in the vectorized kernel.
+        let xs = Array(x), hs = Array(h)
+        return s.w.withUnsafeBufferPointer { w in
+            s.r.withUnsafeBufferPointer { r in
+                xs.withUnsafeBufferPointer { xv in
+                    hs.withUnsafeBufferPointer { hv in
+                        rows.map { row in
+                            var sum: Float = 0
+                            if let xp = xv.baseAddress, let wp = w.baseAddress, s.inputSize > 0 {
+                                sum = earshot_dot(wp + wBase + row * s.inputSize, xp, s.inputSize)
+                            }
+                            if withRecurrent {
+                                if let hp = hv.baseAddress, let rp = r.baseAddress, s.hidden > 0 {
+                                    sum += earshot_dot(rp + rBase + row * s.hidden, hp, s.hidden)
+                                }
+                                return sum + s.bias[bBase + row] + s.bias[bBase + gates * s.hidden + row]
+                            }
+                            return sum + s.bias[bBase + row]
+                        }
+                    }
+                }
             }
-            return sum + s.bias[bBase + row]
         }
     }
 
