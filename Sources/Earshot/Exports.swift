@@ -1,3 +1,5 @@
 @_exported import EarshotAudio
 @_exported import EarshotFeatures
 @_exported import EarshotModel
+@_exported import EarshotGraph
+@_exported import EarshotONNX

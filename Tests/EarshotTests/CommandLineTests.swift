@@ -12,10 +12,11 @@ let earshotBinary: URL = {
 }()
 
 /// Runs the built `earshot` tool (swift test builds it beside the tests). `interruptAfter`
-/// sends `signal` (SIGINT: Ctrl-C) after that long; `stdin` is a file for standard input;
+/// sends `signal` (SIGINT: Ctrl-C) after that long (counted from when stderr shows
+/// `readyMarker`, when given); `stdin` is a file for standard input;
 /// `stdinPipe` bytes fed through a pipe; `stdout` a file for standard output (then `out` is empty).
 func runEarshot(_ arguments: [String], environment: [String: String] = [:],
-                interruptAfter: Duration? = nil, signal: Int32 = SIGINT, stdin: String? = nil, stdinPipe: Data? = nil,
+                interruptAfter: Duration? = nil, signal: Int32 = SIGINT, readyMarker: String? = nil, stdin: String? = nil, stdinPipe: Data? = nil,
                 stdout: String? = nil) throws -> (status: Int32, out: String, err: String) {
     let process = Process()
     if !environment.isEmpty {
@@ -47,12 +48,23 @@ func runEarshot(_ arguments: [String], environment: [String: String] = [:],
         }.start()
     }
     if stdout != nil { try out.fileHandleForWriting.close() }
+    var errData = Data()
     if let interruptAfter {
+        // The signal goes once the tool says it is running (its first line on stderr: a slow
+        // build, such as a sanitizer's, may take seconds to get there), then after the delay.
+        if let ready = readyMarker {
+            let deadline = Date().addingTimeInterval(120)
+            while !String(decoding: errData, as: UTF8.self).contains(ready), Date() < deadline {
+                let chunk = err.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                errData += chunk
+            }
+        }
         Thread.sleep(forTimeInterval: Double(interruptAfter.components.seconds) + Double(interruptAfter.components.attoseconds) * 1e-18)
         kill(process.processIdentifier, signal)
     }
     let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    errData += err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
 }

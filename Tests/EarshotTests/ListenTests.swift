@@ -117,8 +117,8 @@ struct ListenCommandTests {
     func interrupt() throws {
         let config = try Self.configFile(name: "earshot_sigint")
         // No duration: the file PCM would run for ever (it repeats its last read).
-        let result = try runEarshot(["listen", "--device", "earshot_sigint", "--format", "jsonl", "--buffer-seconds", "600"],
-                                    environment: ["ALSA_CONFIG_PATH": config], interruptAfter: .milliseconds(1500))
+        let result = try runEarshot(["listen", "--device", "earshot_sigint", "--format", "jsonl", "--buffer-seconds", "600", "--verbose"],
+                                    environment: ["ALSA_CONFIG_PATH": config], interruptAfter: .milliseconds(1500), readyMarker: "capturing")
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.contains("\"event\":\"ended\""))
     }

@@ -149,7 +149,8 @@ struct ReliabilityCommandTests {
     func stopSignals(_ number: Int32) throws {
         let config = try ListenCommandTests.configFile(name: "earshot_signal")
         let result = try runEarshot(["listen", "--device", "earshot_signal", "--format", "jsonl", "--buffer-seconds", "600", "--verbose"],
-                                    environment: ["ALSA_CONFIG_PATH": config], interruptAfter: .milliseconds(1500), signal: number)
+                                    environment: ["ALSA_CONFIG_PATH": config], interruptAfter: .milliseconds(1500), signal: number,
+                                    readyMarker: "capturing")
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.contains("\"event\":\"ended\""))
         #expect(result.err.contains("frames captured"), "\(result.err)")
@@ -167,10 +168,18 @@ struct ReliabilityCommandTests {
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = err
         try process.run()
+        // Four seconds of capture from when it runs (a sanitizer build takes long to start).
+        var started = Data()
+        let deadline = Date().addingTimeInterval(120)
+        while !String(decoding: started, as: UTF8.self).contains("capturing"), Date() < deadline {
+            let chunk = err.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            started += chunk
+        }
         Thread.sleep(forTimeInterval: 4)
         let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
         process.terminate()
-        let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let errText = String(decoding: started + err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         let peakKB = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
             .flatMap { $0.split(separator: " ").compactMap { Int($0) }.first } ?? -1
