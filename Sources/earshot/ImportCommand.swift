@@ -16,8 +16,8 @@ enum ImportCommand {
         var i = 0
         while i < words.count {
             let word = words[i]
-            if (word == "--set" || word == "--state"), i + 1 < words.count {
-                (word == "--set" ? { sets.append(words[i + 1]) } : { statePairs.append(words[i + 1]) })()
+            if word == "--set" || word == "--state", i + 1 < words.count {
+                if word == "--set" { sets.append(words[i + 1]) } else { statePairs.append(words[i + 1]) }
                 i += 2
                 continue
             }
