@@ -21,13 +21,13 @@ let package = Package(
         .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph"]),
         .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotGraph"]),
         // Trains classifiers made of runtime layers, with the runtime's own features and products.
-        .target(name: "EarshotTraining", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel"]),
+        .target(name: "EarshotTraining", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph"]),
         // ONNX files read in Swift: the protobuf wire format and ONNX's messages (onnx.proto).
         .target(name: "EarshotONNX"),
         // Graphs of ops over N-D tensors, with ONNX's semantics: the reference kernels.
         // Optimized in every configuration: its loops are what a graph step runs, and a debug
         // build of them would make the tests that run imported models over whole files crawl.
-        .target(name: "EarshotGraph", dependencies: ["CEarshotKernels"], swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(name: "EarshotGraph", dependencies: ["CEarshotKernels", "EarshotFeatures"], swiftSettings: [.unsafeFlags(["-O"])]),
         .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotTraining", "CEarshotKernels"]),
 
         // Helpers shared by the test targets (seeded random numbers, reference files, paths).
@@ -35,7 +35,7 @@ let package = Package(
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "CSndFile", "EarshotTestSupport"]),
         .testTarget(name: "EarshotFeaturesTests", dependencies: ["EarshotFeatures", "EarshotAudio", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
-        .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotAudio", "CEarshotKernels", "EarshotTestSupport"],
+        .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotGraph", "EarshotAudio", "CEarshotKernels", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
         .testTarget(name: "EarshotONNXTests", dependencies: ["EarshotONNX", "EarshotTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "EarshotGraphTests", dependencies: ["EarshotGraph", "EarshotTestSupport"], exclude: ["Goldens"]),

@@ -322,3 +322,55 @@ void earshot_sparse_rows(const float *weights, const long *offsets, const long *
         out[r] = t;
     }
 }
+
+// Graph kernels: out-of-place element-wise ops and index gathers, for compiled graphs.
+
+CLONES
+void earshot_gather(const int *index, const float *x, float *y, long n) {
+    for (long e = 0; e < n; e++) {
+        int i = index[e];
+        float v = x[i < 0 ? 0 : i];
+        y[e] = i < 0 ? 0.0f : v;
+    }
+}
+
+CLONES
+void earshot_unary(int op, const float *x, float *y, long n) {
+    switch (op) {
+    case EARSHOT_RELU:
+        for (long i = 0; i < n; i++) y[i] = x[i] < 0 ? 0.0f : x[i];
+        break;
+    case EARSHOT_SQRT:
+        for (long i = 0; i < n; i++) y[i] = __builtin_sqrtf(x[i]);
+        break;
+    case EARSHOT_NEG:
+        for (long i = 0; i < n; i++) y[i] = -x[i];
+        break;
+    case EARSHOT_ABS:
+        for (long i = 0; i < n; i++) y[i] = __builtin_fabsf(x[i]);
+        break;
+    default:
+        break;
+    }
+}
+
+CLONES
+void earshot_binary(int op, const float *a, long a_step, const float *b, long b_step, float *y, long n) {
+#define BINARY_LOOP(expr)                                                                          \
+    if (a_step && b_step) { for (long i = 0; i < n; i++) { float p = a[i], q = b[i]; y[i] = (expr); } } \
+    else if (a_step) { float q = b[0]; for (long i = 0; i < n; i++) { float p = a[i]; y[i] = (expr); } } \
+    else if (b_step) { float p = a[0]; for (long i = 0; i < n; i++) { float q = b[i]; y[i] = (expr); } } \
+    else { float p = a[0], q = b[0]; for (long i = 0; i < n; i++) y[i] = (expr); }
+    switch (op) {
+    case EARSHOT_ADD: BINARY_LOOP(p + q) break;
+    case EARSHOT_SUB: BINARY_LOOP(p - q) break;
+    case EARSHOT_MUL: BINARY_LOOP(p * q) break;
+    case EARSHOT_DIV: BINARY_LOOP(p / q) break;
+    case EARSHOT_SQUARE:  // b is the exponent 2
+        if (a_step) { for (long i = 0; i < n; i++) y[i] = a[i] * a[i]; }
+        else { for (long i = 0; i < n; i++) y[i] = a[0] * a[0]; }
+        break;
+    default: break;
+    }
+#undef BINARY_LOOP
+}

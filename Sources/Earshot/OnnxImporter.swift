@@ -25,6 +25,9 @@ public struct OnnxImporter {
         public var chunkSamples: Int?
         /// Samples of the previous block before each chunk.
         public var contextSamples = 0
+        /// What a step takes: "samples" (a block of audio, the input's last axis) or
+        /// "features" (a block of features the caller computes, of the input's whole shape).
+        public var frontEnd = "samples"
         public var labels: [String] = []
         public var name = "imported"
         public var decision: ModelManifest.Decision?
@@ -135,19 +138,27 @@ public struct OnnxImporter {
             throw interface("the audio input '\(audioName)' has no declared shape", "export it with a shape such as [1, samples]")
         }
         let context = options.contextSamples
-        var chunk = options.chunkSamples ?? 0
-        if case let .value(last) = declared.last! {  // not empty: checked above
-            if chunk == 0 { chunk = last - context }
-            guard chunk + context == last else {
-                throw interface("the audio input takes \(last) samples, not context \(context) + chunk \(chunk)", "give --context and --chunk that add up to \(last)")
+        let features = options.frontEnd == "features"
+        var audioShape = declared.map { d -> Int? in if case let .value(v) = d { return v } else { return nil } }
+        if audioShape.last! == nil {  // not empty: checked above
+            guard let chunk = options.chunkSamples, chunk > 0 else {
+                throw interface("the audio input's length is not fixed", "give --chunk N (new samples per step) and --context N")
             }
+            audioShape[audioShape.count - 1] = context + chunk
         }
-        guard chunk > 0 else { throw interface("the audio input's length is not fixed", "give --chunk N (new samples per step) and --context N") }
-        let audioShape = declared.dropLast().map { d -> Int in if case let .value(v) = d { return v } else { return 1 } } + [context + chunk]
-        guard audioShape.allSatisfy({ $0 > 0 }), audioShape.reduce(1, *) == context + chunk else {
-            throw interface("the audio input's shape \(audioShape) holds more than one stream's block", "export the model for one stream (batch 1)")
+        let fixedShape = audioShape.map { $0 ?? 1 }  // a batch or other named size: one stream
+        let block = fixedShape.reduce(1, *)
+        let chunk = options.chunkSamples ?? block - context
+        guard fixedShape.allSatisfy({ $0 > 0 }), chunk > 0, chunk + context == block else {
+            throw interface("the audio input takes \(fixedShape) = \(block) values, not context \(context) + chunk \(chunk)",
+                            "give --context and --chunk that add up to \(block)")
         }
-        values[audioName] = Value(tensor: GraphTensor(shape: audioShape, floats: [Float](repeating: 0, count: context + chunk)), constant: false)
+        guard features || fixedShape.last == block else {
+            throw interface("the audio input's shape \(fixedShape) holds more than one stream's block of samples",
+                            "export the model for one stream (batch 1), or import it with --front-end features if it takes features")
+        }
+        let audioShapeFixed = fixedShape
+        values[audioName] = Value(tensor: GraphTensor(shape: audioShapeFixed, floats: [Float](repeating: 0, count: block)), constant: false)
         var stateSpecs: [GraphSpec.StateSpec] = []
         for s in states {
             guard let info = inputs.first(where: { $0.name == s.input }), let dims = info.shape else {
@@ -192,6 +203,14 @@ public struct OnnxImporter {
         let score = resolve(scoreName)
         for i in stateSpecs.indices { stateSpecs[i].output = resolve(stateSpecs[i].output) }
 
+        // A Clip bound of -inf (min) or +inf (max) bounds nothing: the input is left out, as
+        // ONNX allows, so that every stored weight is a finite number.
+        for i in kept.indices where kept[i].op == "Clip" {
+            for (index, unbounded) in [(1, -Float.infinity), (2, Float.infinity)] where index < kept[i].inputs.count {
+                if let v = values[kept[i].inputs[index]], v.constant, v.tensor.scalarFloat == unbounded { kept[i].inputs[index] = "" }
+            }
+            while kept[i].inputs.last == "" { kept[i].inputs.removeLast() }
+        }
         var tensors: [String: Tensor] = [:]
         var constants: [String: GraphSpec.IntegerConstant] = [:]
         for node in kept {
@@ -208,7 +227,7 @@ public struct OnnxImporter {
                 }
             }
         }
-        let spec = GraphSpec(opset: opset, audioInput: audioName, audioShape: audioShape, scoreOutput: score, states: stateSpecs,
+        let spec = GraphSpec(opset: opset, audioInput: audioName, audioShape: audioShapeFixed, scoreOutput: score, states: stateSpecs,
                              constants: constants, nodes: kept)
         let scoreCount = values[scoreName]?.tensor.count ?? 0
         var labels = options.labels
@@ -220,7 +239,7 @@ public struct OnnxImporter {
             name: options.name, version: "1", description: options.description, author: options.author, license: options.license,
             source: options.source ?? "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (\(model.producerName) \(model.producerVersion), opset \(opset))",
             audio: .init(sampleRate: options.sampleRate, chunkSamples: chunk, contextSamples: context),
-            frontEnd: .init(type: "samples", nFFT: 0, hopLength: 0), network: [],
+            frontEnd: .init(type: features ? "features" : "samples", nFFT: 0, hopLength: 0), network: [],
             outputs: .init(activation: "none", labels: labels), decision: options.decision)
         manifest.graph = spec
         return (manifest, tensors)

@@ -83,6 +83,23 @@ struct Window {
     }
 }
 
+/// A window's sizes on two spatial axes: a 1-D window has a height of 1.
+struct PlaneWindow {
+    let height, width, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw, eh, ew: Int
+
+    /// `spatial`: the input's spatial sizes (1 or 2 of them).
+    init(spatial: [Int], kernel: [Int], _ w: Window) {
+        let two = spatial.count == 2
+        (height, width) = two ? (spatial[0], spatial[1]) : (1, spatial[0])
+        (kh, kw) = two ? (kernel[0], kernel[1]) : (1, kernel[0])
+        (oh, ow) = two ? (w.output[0], w.output[1]) : (1, w.output[0])
+        (sh, sw) = two ? (w.strides[0], w.strides[1]) : (1, w.strides[0])
+        (dh, dw) = two ? (w.dilations[0], w.dilations[1]) : (1, w.dilations[0])
+        (ph, pw) = two ? (w.padBegin[0], w.padBegin[1]) : (0, w.padBegin[0])
+        (eh, ew) = two ? (w.padEnd[0], w.padEnd[1]) : (0, w.padEnd[0])
+    }
+}
+
 enum Convolution {
     /// Conv, 1-D and 2-D, with groups (depthwise included), strides, dilations, pads, auto_pad
     /// and an optional bias. Each output sums over input channels, then kernel rows, then kernel
@@ -98,7 +115,6 @@ enum Convolution {
             throw n.error("input X has shape \(x.shape); expected [N, C, L] or [N, C, H, W]")
         }
         guard w.rank == x.rank else { throw n.error("input W has shape \(w.shape); expected rank \(x.rank) like X \(x.shape)") }
-        let spatial = x.rank - 2
         let kernel = Array(w.shape[2...])
         if let stated = try n.ints("kernel_shape"), stated != kernel {
             throw n.error("kernel_shape \(stated) differs from W's spatial shape \(kernel)")
@@ -116,12 +132,9 @@ enum Convolution {
         }
         let window = try Window(n, input: Array(x.shape[2...]), kernel: kernel, pooling: false, ceilMode: false)
         // 1-D runs as 2-D with a height of 1.
-        let (height, width) = spatial == 2 ? (x.shape[2], x.shape[3]) : (1, x.shape[2])
-        let (kh, kw) = spatial == 2 ? (kernel[0], kernel[1]) : (1, kernel[0])
-        let (oh, ow) = spatial == 2 ? (window.output[0], window.output[1]) : (1, window.output[0])
-        let (sh, sw) = spatial == 2 ? (window.strides[0], window.strides[1]) : (1, window.strides[0])
-        let (dh, dw) = spatial == 2 ? (window.dilations[0], window.dilations[1]) : (1, window.dilations[0])
-        let (ph, pw) = spatial == 2 ? (window.padBegin[0], window.padBegin[1]) : (0, window.padBegin[0])
+        let pw2 = PlaneWindow(spatial: Array(x.shape[2...]), kernel: kernel, window)
+        let (height, width, kh, kw, oh, ow) = (pw2.height, pw2.width, pw2.kh, pw2.kw, pw2.oh, pw2.ow)
+        let (sh, sw, dh, dw, ph, pw) = (pw2.sh, pw2.sw, pw2.dh, pw2.dw, pw2.ph, pw2.pw)
         let outShape = [batch, outChannels] + window.output
         let total = try n.count(outShape, "the output")
         let groupIn = channels / group
@@ -203,13 +216,9 @@ enum Pooling {
         let storageOrder = try n.int("storage_order", default: 0)
         guard storageOrder == 0 || storageOrder == 1 else { throw n.error("storage_order \(storageOrder) is not 0 or 1") }
         let includePad = try n.int("count_include_pad", default: 0) != 0
-        let (height, width) = spatial == 2 ? (x.shape[2], x.shape[3]) : (1, x.shape[2])
-        let (kh, kw) = spatial == 2 ? (kernel[0], kernel[1]) : (1, kernel[0])
-        let (oh, ow) = spatial == 2 ? (window.output[0], window.output[1]) : (1, window.output[0])
-        let (sh, sw) = spatial == 2 ? (window.strides[0], window.strides[1]) : (1, window.strides[0])
-        let (dh, dw) = spatial == 2 ? (window.dilations[0], window.dilations[1]) : (1, window.dilations[0])
-        let (ph, pw) = spatial == 2 ? (window.padBegin[0], window.padBegin[1]) : (0, window.padBegin[0])
-        let (eh, ew) = spatial == 2 ? (window.padEnd[0], window.padEnd[1]) : (0, window.padEnd[0])
+        let pw2 = PlaneWindow(spatial: Array(x.shape[2...]), kernel: kernel, window)
+        let (height, width, kh, kw, oh, ow) = (pw2.height, pw2.width, pw2.kh, pw2.kw, pw2.oh, pw2.ow)
+        let (sh, sw, dh, dw, ph, pw, eh, ew) = (pw2.sh, pw2.sw, pw2.dh, pw2.dw, pw2.ph, pw2.pw, pw2.eh, pw2.ew)
         let outShape = Array(x.shape[..<2]) + window.output
         let total = try n.count(outShape, "the output")
         let planes = x.shape[0] * x.shape[1]

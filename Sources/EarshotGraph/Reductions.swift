@@ -2,7 +2,7 @@ import Foundation
 
 /// The positions of a reduction: for every output value the offset where its group starts, and
 /// the offsets within a group, in row-major order of the reduced axes.
-struct ReductionLayout {
+struct ReductionLayout: Sendable {
     let starts: [Int]
     let members: [Int]
 
@@ -20,6 +20,61 @@ enum Reductions {
     /// ReduceMean, ReduceMax, ReduceSum, ReduceMin. Their axes are an input from opset 18
     /// (ReduceSum: 13) and an attribute before. Sums run in float, in the order of a plain loop
     /// over the reduced positions.
+    /// The positions a Reduce* node sums over, and its output shape; nil when it changes nothing
+    /// (no axes, with noop_with_empty_axes).
+    static func reduction(_ n: Node, shape: [Int]) throws(GraphError) -> (ReductionLayout, [Int])? {
+        var axes: [Int] = []
+        if n.op == "ReduceSum" || n.opset >= 18 {
+            if let t = try n.optionalInput(1, "axes", [.int64]) { axes = try n.integerList(t, "axes") }
+        } else {
+            axes = try n.ints("axes") ?? []
+        }
+        let keepDims = try n.int("keepdims", default: 1) != 0
+        let noop = try n.int("noop_with_empty_axes", default: 0) != 0
+        if axes.isEmpty {
+            if noop { return nil }
+            axes = Array(0..<shape.count)
+        }
+        let reduced = Set(try n.axes(axes, rank: shape.count, "axis"))
+        var outShape: [Int] = []
+        for (d, size) in shape.enumerated() {
+            if !reduced.contains(d) {
+                outShape.append(size)
+            } else if keepDims {
+                outShape.append(1)
+            }
+        }
+        return (ReductionLayout(shape: shape, reduced: reduced), outShape)
+    }
+
+    /// A float reduction over `layout` (ReduceMax and ReduceMin keep a NaN; sums run in float,
+    /// in the order of a plain loop over the reduced positions).
+    static func reduceFloats(_ op: String, _ v: UnsafePointer<Float>, _ layout: ReductionLayout, into out: UnsafeMutablePointer<Float>) {
+        let groupSize = layout.members.count
+        for (o, start) in layout.starts.enumerated() {
+            switch op {
+            case "ReduceMax":
+                var m = -Float.infinity
+                for r in layout.members {
+                    let e = v[start + r]
+                    if e > m || e.isNaN { m = e }
+                }
+                out[o] = m
+            case "ReduceMin":
+                var m = Float.infinity
+                for r in layout.members {
+                    let e = v[start + r]
+                    if e < m || e.isNaN { m = e }
+                }
+                out[o] = m
+            default:
+                var sum: Float = 0
+                for r in layout.members { sum += v[start + r] }
+                out[o] = op == "ReduceMean" ? sum / Float(groupSize) : sum
+            }
+        }
+    }
+
     static func reduce(_ n: Node) throws(GraphError) -> [GraphTensor] {
         let axesAsInput = n.op == "ReduceSum" || n.opset >= 18
         if axesAsInput {
@@ -28,55 +83,16 @@ enum Reductions {
             try n.expect(inputs: ["data"], required: 1, attributes: ["axes", "keepdims"])
         }
         let x = try n.input(0, "data", [.float32, .int64])
-        var axes: [Int] = []
-        if axesAsInput {
-            if let t = try n.optionalInput(1, "axes", [.int64]) { axes = try n.integerList(t, "axes") }
-        } else {
-            axes = try n.ints("axes") ?? []
-        }
-        let keepDims = try n.int("keepdims", default: 1) != 0
-        let noop = try n.int("noop_with_empty_axes", default: 0) != 0
-        if axes.isEmpty {
-            if noop { return [x] }
-            axes = Array(0..<x.rank)
-        }
-        let reduced = Set(try n.axes(axes, rank: x.rank, "axis"))
-        var outShape: [Int] = []
-        for (d, size) in x.shape.enumerated() {
-            if !reduced.contains(d) {
-                outShape.append(size)
-            } else if keepDims {
-                outShape.append(1)
-            }
-        }
+        guard let (layout, outShape) = try reduction(n, shape: x.shape) else { return [x] }
         if outShape.contains(0) {
             return [GraphTensor(dtype: x.dtype, shape: outShape, floats: [], integers: [])]
         }
-        let layout = ReductionLayout(shape: x.shape, reduced: reduced)
         let groupSize = layout.members.count
         if x.dtype == .float32 {
-            let values: [Float] = x.floats.withUnsafeBufferPointer { v in
-                layout.starts.map { start -> Float in
-                    switch n.op {
-                    case "ReduceMax":
-                        var m = -Float.infinity
-                        for r in layout.members {
-                            let e = v[start + r]
-                            if e > m || e.isNaN { m = e }
-                        }
-                        return m
-                    case "ReduceMin":
-                        var m = Float.infinity
-                        for r in layout.members {
-                            let e = v[start + r]
-                            if e < m || e.isNaN { m = e }
-                        }
-                        return m
-                    default:
-                        var sum: Float = 0
-                        for r in layout.members { sum += v[start + r] }
-                        return n.op == "ReduceMean" ? sum / Float(groupSize) : sum
-                    }
+            var values = [Float](repeating: 0, count: layout.starts.count)
+            x.floats.withUnsafeBufferPointer { v in
+                values.withUnsafeMutableBufferPointer { out in
+                    if let from = v.baseAddress, let to = out.baseAddress { reduceFloats(n.op, from, layout, into: to) }
                 }
             }
             return [GraphTensor(shape: outShape, floats: values)]

@@ -4,18 +4,17 @@ import EarshotGraph
 /// kernels' form, every node's inputs checked to exist before it runs (so the graph has no
 /// cycle and no tensor nobody produces), and one dry step at load that proves every shape fits.
 /// Immutable, shared by every stream; a stream's state is its state tensors, concatenated.
+///
+/// Steps run on the graph compiled for its fixed shapes (`GraphPlan`): batched, allocation-free
+/// where every node has a compiled kernel. A graph the plan cannot take (one that computes
+/// integers from the audio, say) runs on the reference kernels, node by node; `interpreted` says why.
 struct GraphProgram: Sendable {
-    struct Node: Sendable {
-        let op: String
-        let name: String
-        let inputs: [String]
-        let outputs: [String]
-        let attributes: [String: GraphAttribute]
-    }
-
     let spec: GraphSpec
     let constants: [String: GraphTensor]
-    let nodes: [Node]
+    let nodes: [GraphNode]
+    private(set) var plan: GraphPlan?
+    /// Why the graph runs on the reference kernels (nil when it runs compiled).
+    private(set) var interpreted: String?
     /// Floats per state tensor, in `spec.states` order.
     let stateSizes: [Int]
     let path: String
@@ -23,7 +22,9 @@ struct GraphProgram: Sendable {
     private(set) var scoreCount: Int
     let parameterCount: Int
 
-    var stateCount: Int { stateSizes.reduce(0, +) }
+    /// Where each state tensor starts in a stream's state.
+    let stateOffsets: [Int]
+    let stateCount: Int
 
     init(spec: GraphSpec, tensors: [String: Tensor], path: String, blockSamples: Int) throws(ModelError) {
         self.spec = spec
@@ -61,7 +62,7 @@ struct GraphProgram: Sendable {
             sizes.append(size)
             try introduce(s.input, by: "a state input")
         }
-        var nodes: [Node] = []
+        var nodes: [GraphNode] = []
         var used = Set<String>()
         for n in spec.nodes {
             for input in n.inputs where !input.isEmpty {
@@ -82,7 +83,7 @@ struct GraphProgram: Sendable {
                 case let .strings(v): attributes[key] = .strings(v)
                 }
             }
-            nodes.append(Node(op: n.op, name: n.name, inputs: n.inputs, outputs: n.outputs, attributes: attributes))
+            nodes.append(GraphNode(op: n.op, name: n.name, inputs: n.inputs, outputs: n.outputs, attributes: attributes))
         }
         guard known.contains(spec.scoreOutput) else { throw fail("the score output '\(spec.scoreOutput)' is not produced") }
         for s in spec.states where !known.contains(s.output) {
@@ -93,20 +94,70 @@ struct GraphProgram: Sendable {
         self.constants = constants
         self.nodes = nodes
         self.stateSizes = sizes
+        self.stateOffsets = sizes.indices.map { sizes[..<$0].reduce(0, +) }
+        self.stateCount = sizes.reduce(0, +)
         self.parameterCount = parameters
         self.scoreCount = 0
+        self.plan = nil
+        self.interpreted = "not compiled yet"
         // A dry step on silence: every node's shapes fit, the states keep their shapes, and
         // the score count is known before any audio is seen.
         var state = [Float](repeating: 0, count: sizes.reduce(0, +))
         let scores = try state.withUnsafeMutableBufferPointer { s throws(ModelError) in
-            try step(audio: [Float](repeating: 0, count: blockSamples), states: s)
+            try interpretedStep(audio: [Float](repeating: 0, count: blockSamples), states: s)
         }
         scoreCount = scores.count
+        do {
+            let plan = try GraphPlan(nodes: nodes, constants: constants,
+                                     inputs: [(spec.audioInput, spec.audioShape)] + spec.states.map { ($0.input, $0.shape) },
+                                     outputs: [spec.scoreOutput] + spec.states.map(\.output), opset: spec.opset)
+            let counts = plan.outputShapes.map { $0.reduce(1, *) }
+            if counts == [scores.count] + sizes {
+                self.plan = plan
+                self.interpreted = nil
+            } else {
+                self.interpreted = "the compiled graph's outputs hold \(counts) values; the states and scores \([scores.count] + sizes)"
+            }
+        } catch {
+            self.interpreted = "\(error)"
+        }
+    }
+
+    /// Steps `streams` streams: stream b's audio input (context + chunk) is filled by
+    /// `audio(b, buffer)`; its state tensors are at `carries + b * stateCount`, read and then
+    /// replaced; its scores go to `scores + b * scoreCount`.
+    func run(streams: Int, workspace: inout GraphWorkspace, audio: (Int, UnsafeMutableBufferPointer<Float>) -> Void,
+             carries: UnsafeMutablePointer<Float>, scores: UnsafeMutablePointer<Float>) throws(ModelError) {
+        let S = stateCount, n = scoreCount
+        guard let plan else {
+            var block = [Float](repeating: 0, count: spec.audioShape.reduce(1, *))
+            for b in 0..<streams {
+                block.withUnsafeMutableBufferPointer { audio(b, $0) }
+                let out = try interpretedStep(audio: block, states: UnsafeMutableBufferPointer(start: carries + b * S, count: S))
+                for k in 0..<n { scores[b * n + k] = out[k] }
+            }
+            return
+        }
+        let offsets = stateOffsets
+        do {
+            try plan.run(streams: streams, workspace: &workspace, load: { b, i, buffer in
+                if i == 0 {
+                    audio(b, buffer)
+                } else if let start = buffer.baseAddress {
+                    start.update(from: carries + b * S + offsets[i - 1], count: buffer.count)
+                }
+            }, store: { b, j, values in
+                guard let start = values.baseAddress else { return }
+                (j == 0 ? scores + b * n : carries + b * S + offsets[j - 1]).update(from: start, count: values.count)
+            })
+        } catch {
+            throw .layer(path: path, layer: error.node, reason: "\(error)")
+        }
     }
 
     /// One step of one stream: `audio` is context + chunk; `states` the stream's state tensors,
     /// read and then replaced by the step's state outputs. Returns the scores.
-    func step(audio: [Float], states: UnsafeMutableBufferPointer<Float>) throws(ModelError) -> [Float] {
+    func interpretedStep(audio: [Float], states: UnsafeMutableBufferPointer<Float>) throws(ModelError) -> [Float] {
         var values = constants
         values[spec.audioInput] = GraphTensor(shape: spec.audioShape, floats: audio)
         var offset = 0

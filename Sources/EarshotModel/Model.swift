@@ -1,5 +1,6 @@
 import CEarshotKernels
 import EarshotFeatures
+import EarshotGraph
 import Foundation
 
 /// A stateful sequence model: immutable weights, loaded once and shared by every stream
@@ -130,8 +131,8 @@ public final class Model: Sendable {
         }
         let fe = manifest.frontEnd
         if let spec = manifest.graph {
-            guard fe.type == "samples" else {
-                throw .manifest(path: path, reason: "frontEnd.type '\(fe.type)': a graph takes the block of samples ('samples')")
+            guard fe.type == "samples" || fe.type == "features" else {
+                throw .manifest(path: path, reason: "frontEnd.type '\(fe.type)': a graph takes a block of samples ('samples') or of features ('features')")
             }
             guard manifest.network.isEmpty else { throw .manifest(path: path, reason: "a package has a network or a graph, not both") }
             guard audio.chunkSamples <= 1 << 24, audio.contextSamples <= 1 << 24 else {
@@ -266,11 +267,28 @@ public final class Model: Sendable {
     /// same array from step to step, a step allocates no memory at all.
     public func prediction(from block: [Float], using state: inout ModelState, into scores: inout [Float]) throws(ModelError) {
         try check(block, state)
+        scores.setCount(labels.count)
         if let graph {
-            scores = try graphStep(graph, block, &state)
+            let context = state.context
+            try withWorkspace { ws throws(ModelError) in
+                // The carry in the workspace (never empty, so its address is never nil).
+                var carry: [Float] = []
+                swap(&carry, &ws.carries)
+                defer { swap(&carry, &ws.carries) }
+                carry.removeAll(keepingCapacity: true)
+                carry.append(contentsOf: state.carry)
+                carry.append(0)
+                try carry.withUnsafeMutableBufferPointer { c throws(ModelError) in
+                    try scores.withUnsafeMutableBufferPointer { s throws(ModelError) in
+                        try graphForward(graph, streams: 1, block: { _ in block }, context: { _ in context }, carries: c.baseAddress!,
+                                         scores: s.baseAddress!, workspace: &ws)
+                    }
+                }
+                for i in state.carry.indices { state.carry[i] = carry[i] }
+            }
+            Self.advance(&state, by: block)
             return
         }
-        scores.setCount(labels.count)
         try withWorkspace { ws in
             forwardOne(block, context: state.context, carry: &state.carry, scores: &scores, workspace: &ws)
         }
@@ -302,48 +320,48 @@ public final class Model: Sendable {
     public func predictions(from blocks: [[Float]], using states: inout [ModelState], into scores: inout [Float]) throws(ModelError) {
         guard blocks.count == states.count else { throw .batchSize(blocks: blocks.count, states: states.count) }
         for i in blocks.indices { try check(blocks[i], states[i]) }
-        if let graph {
-            // Each stream alone through the graph: a batch is its streams one by one, exactly.
-            var flat: [Float] = []
-            for i in blocks.indices { flat += try graphStep(graph, blocks[i], &states[i]) }
-            scores = flat
-            return
-        }
         let n = labels.count, S = stateCount
         scores.setCount(blocks.count * n)
-        try withWorkspace { ws in
+        try withWorkspace { ws throws(ModelError) in
             var carries: [Float] = []
             swap(&carries, &ws.carries)
+            defer { swap(&carries, &ws.carries) }
             for start in stride(from: 0, to: blocks.count, by: Self.batchTile) {
                 let count = min(Self.batchTile, blocks.count - start)
-                carries.setCount(count * S)
-                carries.withUnsafeMutableBufferPointer { c in
+                carries.setCount(max(count * S, 1))
+                try carries.withUnsafeMutableBufferPointer { c throws(ModelError) in
                     // The tile's carries side by side: [count][stateCount].
                     for b in 0..<count {
                         states[start + b].carry.withUnsafeBufferPointer { (c.baseAddress! + b * S).update(from: $0.baseAddress!, count: S) }
                     }
-                    scores.withUnsafeMutableBufferPointer { out in
-                        forward(streams: count, block: { blocks[start + $0] }, context: { states[start + $0].context },
-                                carries: c.baseAddress!, scores: out.baseAddress! + start * n, workspace: &ws)
+                    try scores.withUnsafeMutableBufferPointer { out throws(ModelError) in
+                        if let graph {
+                            try graphForward(graph, streams: count, block: { blocks[start + $0] }, context: { states[start + $0].context },
+                                             carries: c.baseAddress!, scores: out.baseAddress! + start * n, workspace: &ws)
+                        } else {
+                            forward(streams: count, block: { blocks[start + $0] }, context: { states[start + $0].context },
+                                    carries: c.baseAddress!, scores: out.baseAddress! + start * n, workspace: &ws)
+                        }
                     }
                     for b in 0..<count {
                         states[start + b].carry.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: c.baseAddress! + b * S, count: S) }
                     }
                 }
             }
-            swap(&carries, &ws.carries)
         }
         for i in states.indices { Self.advance(&states[i], by: blocks[i]) }
     }
 
-    /// One step of one stream through the graph: the block after the stream's context, the
-    /// state tensors in place; the state advances as a layer network's does.
-    private func graphStep(_ graph: GraphProgram, _ block: [Float], _ state: inout ModelState) throws(ModelError) -> [Float] {
-        let scores = try state.carry.withUnsafeMutableBufferPointer { carry throws(ModelError) in
-            try graph.step(audio: state.context + block, states: carry)
-        }
-        Self.advance(&state, by: block)
-        return scores
+    /// Streams through the graph, one step each: stream b's audio input is its context
+    /// `context(b)` then its new samples `block(b)`; carries and scores as in `forward`.
+    private func graphForward(_ graph: GraphProgram, streams: Int, block: (Int) -> [Float], context: (Int) -> [Float],
+                              carries: UnsafeMutablePointer<Float>, scores: UnsafeMutablePointer<Float>,
+                              workspace ws: inout Workspace) throws(ModelError) {
+        try graph.run(streams: streams, workspace: &ws.graph, audio: { b, buffer in
+            let c = context(b), x = block(b)
+            for i in c.indices { buffer[i] = c[i] }
+            for i in x.indices { buffer[c.count + i] = x[i] }
+        }, carries: carries, scores: scores)
     }
 
     /// Streams in one pass through the network: enough for matrix products, few enough that
@@ -358,9 +376,9 @@ public final class Model: Sendable {
         for block in blocks { try check(block, stream) }
         // Work on a copy: the stream's state changes only when every block has gone through.
         var state = stream
-        if let graph {
+        if graph != nil {
             var out: [[Float]] = []
-            for block in blocks { out.append(try graphStep(graph, block, &state)) }
+            for block in blocks { out.append(try prediction(from: block, using: &state)) }
             stream = state
             return out
         }
@@ -458,8 +476,9 @@ public final class Model: Sendable {
         Result { () throws(ModelError) in
             try withWorkspace { ws in
                 let first = blocks.startIndex
+                guard let analyzer = ws.analyzer else { preconditionFailure("a layer network's workspace always has its analyzer") }
                 frontEnd(streams: blocks.count, block: { blocks[first + $0] }, context: { contexts[first + $0] }, into: &ws.buffers[0],
-                         padded: &ws.padded, analyzer: ws.analyzer)
+                         padded: &ws.padded, analyzer: analyzer)
                 let last = runLayers(0..<count, carries: nil, workspace: &ws)
                 // The result leaves the workspace, which makes that buffer anew next time.
                 var x = Activations.empty
@@ -508,7 +527,8 @@ public final class Model: Sendable {
         if let pooled = workspaces.withLock({ $0.popLast() }) {
             box = pooled
         } else {
-            box = WorkspaceBox(Workspace(analyzer: try makeAnalyzer(), layers: layers.count))
+            // A graph takes raw samples: no spectrum analyzer.
+            box = WorkspaceBox(Workspace(analyzer: graph == nil ? try makeAnalyzer() : nil, layers: layers.count))
         }
         defer { workspaces.withLock { $0.append(box) } }
         return try body(&box.workspace)
@@ -527,7 +547,8 @@ public final class Model: Sendable {
     /// `scores + b * labels.count`. Works in `ws` only: no allocation once it has run this many.
     func forward(streams: Int, block: (Int) -> [Float], context: (Int) -> [Float], carries: UnsafeMutablePointer<Float>,
                  scores: UnsafeMutablePointer<Float>, workspace ws: inout Workspace) {
-        frontEnd(streams: streams, block: block, context: context, into: &ws.buffers[0], padded: &ws.padded, analyzer: ws.analyzer)
+        guard let analyzer = ws.analyzer else { preconditionFailure("a layer network's workspace always has its analyzer") }
+        frontEnd(streams: streams, block: block, context: context, into: &ws.buffers[0], padded: &ws.padded, analyzer: analyzer)
         output(&ws.buffers[runLayers(layers.indices, carries: carries, workspace: &ws)], into: scores)
     }
 
@@ -621,15 +642,18 @@ public final class Model: Sendable {
 /// Working memory for steps of one model: the front end's arrays and every layer's output and
 /// scratch, reused from step to step.
 struct Workspace {
-    let analyzer: SpectrumAnalyzer
+    /// The front end's FFT (nil for a graph, which takes raw samples).
+    let analyzer: SpectrumAnalyzer?
     var padded: [Float] = []
     /// The front end's output, then each layer's.
     var buffers: [Activations]
     var scratch: [LayerScratch]
     /// A batch tile's carries side by side.
     var carries: [Float] = []
+    /// A graph's arena and scratch.
+    var graph = GraphWorkspace()
 
-    init(analyzer: SpectrumAnalyzer, layers: Int) {
+    init(analyzer: SpectrumAnalyzer?, layers: Int) {
         self.analyzer = analyzer
         buffers = Array(repeating: .empty, count: layers + 1)
         scratch = Array(repeating: LayerScratch(), count: layers)

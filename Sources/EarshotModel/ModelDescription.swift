@@ -9,6 +9,10 @@ public struct ModelDescription: Sendable, Codable, Equatable {
         public var parameters: Int
         public var multiplyAdds: Int
         public var stateFloats: Int
+        /// How a graph's node runs: "packed product", "LSTM cell", "element-wise", "copy",
+        /// "alias" (no work: a view of its input), "folded" (computed at load) or "reference"
+        /// (the reference kernel, on the node's values). nil for a layer network.
+        public var kernel: String?
     }
 
     public var name: String
@@ -22,6 +26,9 @@ public struct ModelDescription: Sendable, Codable, Equatable {
     public var contextSamples: Int
     /// The input one step takes: chunkSamples new samples at sampleRate.
     public var input: String
+    /// For a graph: whether it runs compiled, and how many nodes on the reference kernels; or
+    /// why it runs node by node on the reference kernels.
+    public var execution: String?
     public var frontEnd: String
     public var outputActivation: String
     public var labels: [String]
@@ -40,7 +47,15 @@ extension Model {
             let block = manifest.audio.contextSamples + chunkSamples
             let infos = graph.nodeInfo(blockSamples: block).map {
                 ModelDescription.LayerInfo(name: $0.name, type: $0.op, inputShape: $0.input, outputShape: $0.output, parameters: $0.parameters,
-                                           multiplyAdds: $0.multiplyAdds, stateFloats: 0)
+                                           multiplyAdds: $0.multiplyAdds, stateFloats: 0,
+                                           kernel: graph.plan?.kernels[$0.name] ?? "reference")
+            }
+            let execution: String
+            if let plan = graph.plan {
+                let slow = graph.nodes.filter { plan.kernels[$0.name] == "reference" }.map(\.op)
+                execution = "compiled" + (slow.isEmpty ? "" : "; \(slow.count) nodes on the reference kernels (\(Set(slow).sorted().joined(separator: ", ")))")
+            } else {
+                execution = "node by node on the reference kernels: \(graph.interpreted ?? "")"
             }
             let states = graph.spec.states.map { "\($0.input) \($0.shape) → \($0.output)" }.joined(separator: ", ")
             return ModelDescription(
@@ -48,6 +63,7 @@ extension Model {
                 license: manifest.license, source: manifest.source, sampleRate: sampleRate, chunkSamples: chunkSamples,
                 contextSamples: manifest.audio.contextSamples,
                 input: "\(chunkSamples) samples at \(sampleRate) Hz (\(Double(chunkSamples) * 1000 / Double(sampleRate)) ms) per step",
+                execution: execution,
                 frontEnd: "samples: '\(graph.spec.audioInput)' \(graph.spec.audioShape) per step (context and chunk); graph of \(graph.nodes.count) nodes, opset \(graph.spec.opset); state tensors \(states)",
                 outputActivation: manifest.outputs.activation, labels: labels, stateBytesPerStream: makeState().byteCount,
                 parameterCount: graph.parameterCount, storageBytes: weightsBytes,
@@ -68,6 +84,7 @@ extension Model {
             license: manifest.license, source: manifest.source, sampleRate: sampleRate, chunkSamples: chunkSamples,
             contextSamples: manifest.audio.contextSamples,
             input: "\(chunkSamples) samples at \(sampleRate) Hz (\(Double(chunkSamples) * 1000 / Double(sampleRate)) ms) per step",
+            execution: nil,
             frontEnd: "STFT \(fe.spectrum.rawValue), n_fft \(fe.nFFT), hop \(fe.hopLength), \(fe.window.rawValue)\(fe.periodic ? " periodic" : ""), pad \(padLeft)/\(padRight) \(fe.padMode.rawValue): [\(fe.binCount)][\(frames)] per step",
             outputActivation: manifest.outputs.activation, labels: labels,
             stateBytesPerStream: makeState().byteCount,

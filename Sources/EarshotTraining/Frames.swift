@@ -1,3 +1,4 @@
+import EarshotGraph
 import EarshotModel
 
 /// Activations of a batch of clips, as the runtime lays them out: [batch][time][channels]

@@ -1,3 +1,4 @@
+import EarshotGraph
 import EarshotModel
 import Foundation
 

@@ -6,6 +6,7 @@ enum ImportCommand {
     static let usage = """
         earshot import MODEL.onnx --output FOLDER [--force] [--set NAME=VALUE ...] [--state IN=OUT ...]
                        [--input NAME] [--score NAME] [--rate HZ] [--chunk N] [--context N] [--labels A,B,...]
+                       [--front-end samples|features]
                        [--name NAME] [--description TEXT] [--author TEXT] [--license TEXT] [--source TEXT]
                        [--threshold X] [--min-speech MS] [--min-silence MS] [--pad MS] [--max-speech S]
         """
@@ -27,7 +28,7 @@ enum ImportCommand {
             i += 1
         }
         let args = try Arguments(rest, valued: ["output", "input", "score", "rate", "chunk", "context", "labels", "name", "description",
-                                                "author", "license", "source", "threshold", "min-speech", "min-silence", "pad", "max-speech"],
+                                                "front-end", "author", "license", "source", "threshold", "min-speech", "min-silence", "pad", "max-speech"],
                                  switches: ["force"], command: "import")
         guard args.positionals.count == 1, let source = args.positionals.first else {
             throw UsageError("import takes one .onnx file", hint: usage)
@@ -56,6 +57,11 @@ enum ImportCommand {
         options.sampleRate = try args.int("rate", default: 16000, range: 1000...384_000)
         if args.string("chunk") != nil { options.chunkSamples = try args.int("chunk", default: 0, range: 1...(1 << 24)) }
         options.contextSamples = try args.int("context", default: 0, range: 0...(1 << 24))
+        let frontEnd = args.string("front-end") ?? "samples"
+        guard ["samples", "features"].contains(frontEnd) else {
+            throw UsageError("--front-end \(frontEnd): expected samples (a block of audio) or features (a block of features you compute)")
+        }
+        options.frontEnd = frontEnd
         options.labels = args.string("labels").map { $0.split(separator: ",").map(String.init) } ?? []
         options.name = args.string("name") ?? URL(fileURLWithPath: output).lastPathComponent
         options.description = args.string("description")

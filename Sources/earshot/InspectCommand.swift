@@ -22,18 +22,25 @@ enum InspectCommand {
             d.source.map { "  source: \($0)" },
             "input:     \(d.input), \(d.contextSamples) samples of context",
             "front end: \(d.frontEnd)",
+            d.execution.map { "runs:      \($0)" },
             "outputs:   \(d.outputActivation) over \(d.labels.joined(separator: ", "))",
             "state:     \(d.stateBytesPerStream) bytes per stream",
             "weights:   \(d.parameterCount) parameters, \(d.storageBytes) bytes, hash \(d.contentHash)",
             "layers:    " + d.layerCounts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "),
             "cost:      \(d.multiplyAddsPerStep) multiply-adds per step",
             "",
-            pad("layer", 16) + pad("type", 9) + pad("in", 11) + pad("out", 11) + pad("params", 9) + pad("MACs/step", 11) + "share",
         ].compactMap { $0 }
+        // A table whose columns are as wide as their widest cell.
+        let graph = d.layers.contains { $0.kernel != nil }
+        var rows = [["layer", "type", "in", "out", "params", "MACs/step", "share"] + (graph ? ["runs as"] : [])]
         for l in d.layers {
             let share = d.multiplyAddsPerStep > 0 ? Double(l.multiplyAdds) * 100 / Double(d.multiplyAddsPerStep) : 0
-            lines.append(pad(l.name, 16) + pad(l.type, 9) + pad("\(l.inputShape)", 11) + pad("\(l.outputShape)", 11)
-                         + pad("\(l.parameters)", 9) + pad("\(l.multiplyAdds)", 11) + String(format: "%5.1f%%", share))
+            rows.append([l.name, l.type, "\(l.inputShape)", "\(l.outputShape)", "\(l.parameters)", "\(l.multiplyAdds)",
+                         String(format: "%5.1f%%", share)] + (graph ? [l.kernel ?? ""] : []))
+        }
+        let widths = rows[0].indices.map { c in rows.map { $0[c].count }.max() ?? 0 }
+        for row in rows {
+            lines.append(row.enumerated().map { c, cell in c == row.count - 1 ? cell : pad(cell, widths[c] + 1) }.joined())
         }
         try out(lines.joined(separator: "\n"))
     }

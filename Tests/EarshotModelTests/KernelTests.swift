@@ -1,3 +1,4 @@
+import EarshotGraph
 import CEarshotKernels
 import EarshotTestSupport
 import Testing

@@ -117,7 +117,7 @@ struct InspectCommandTests {
     func inspectText() throws {
         let result = try runEarshot(["inspect", "Models/silero-vad-8k"])
         #expect(result.status == 0)
-        #expect(result.out.contains("decoder.rnn     lstm"))
+        #expect(result.out.contains("\ndecoder.rnn lstm   [128, 1] [128, 1] 132096 131072     41.3%"))
         #expect(result.out.contains("state:     1152 bytes per stream"))  // (32 context + 2 * 128 carry) * 4
         let missing = try runEarshot(["inspect", "no-such-model"])
         #expect(missing.status == 1)

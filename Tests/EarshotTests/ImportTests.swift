@@ -34,6 +34,11 @@ struct SileroImportTests {
     func probabilities(rate: Int) throws {
         let model = try Imported.silero(rate: rate)
         #expect(model.labels == ["speech"])
+        // Compiled, every node on a compiled kernel: the STFT convolution as an FFT.
+        let d = model.description
+        #expect(d.execution == "compiled")
+        #expect(d.layers.filter { $0.kernel == "reference" }.map(\.name) == [])
+        #expect(d.layers.filter { $0.type == "Conv" }.first?.kernel == "FFT")
         let golden = try Reference.json(Repo.path("Tests/EarshotModelTests/Goldens/silero-vad-\(rate / 1000)k.json"))
         let expected = (golden["probabilities"] as? [Double] ?? []).map(Float.init)
         let audio = try AudioFile.readMono(path: Repo.path(golden["audio"] as? String ?? "")).samples
@@ -137,6 +142,13 @@ struct OpCoverageTests {
             worst = max(worst, maxAbsDifference(got, want))
         }
         #expect(chunks.count == 40 && expected.count == 40)
+        // Compiled; what runs on the reference kernels is what has no compiled kernel yet.
+        let d = model.description
+        #expect(d.execution?.hasPrefix("compiled") == true)
+        let reference = Set(d.layers.filter { $0.kernel == "reference" }.map(\.type))
+        #expect(reference.isSubset(of: ["Softmax", "LayerNormalization", "BatchNormalization", "GRU", "MaxPool", "AveragePool", "Where", "Erf"]),
+                "\(reference.sorted())")
+        print("op coverage: \(d.execution ?? "")")
         print("op coverage (\(ops.count) op types): max |diff| \(worst) against onnxruntime over \(chunks.count) steps")
         #expect(worst <= 1e-4, "max |diff| \(worst)")
     }

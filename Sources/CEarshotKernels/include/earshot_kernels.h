@@ -59,6 +59,18 @@ void earshot_sparse_rows(const float *weights, const long *offsets, const long *
                          long rows, const float *x, float *out);
 #endif
 
+#ifndef EARSHOT_KERNELS_GRAPH
+#define EARSHOT_KERNELS_GRAPH
+enum { EARSHOT_RELU = 1, EARSHOT_SQRT = 2, EARSHOT_NEG = 3, EARSHOT_ABS = 4 };
+enum { EARSHOT_ADD = 1, EARSHOT_SUB = 2, EARSHOT_MUL = 3, EARSHOT_DIV = 4, EARSHOT_SQUARE = 5 };
+// y[e] = x[index[e]], or 0 where index[e] < 0.
+void earshot_gather(const int *index, const float *x, float *y, long n);
+// y = op(x) for the EARSHOT_RELU (NaN kept), _SQRT, _NEG, _ABS ops.
+void earshot_unary(int op, const float *x, float *y, long n);
+// y[i] = a[i * (a_step != 0)] op b[i * (b_step != 0)] for the EARSHOT_ADD, _SUB, _MUL, _DIV and
+// _SQUARE (a * a) ops: each operand is n values, or one value when its step is 0.
+void earshot_binary(int op, const float *a, long a_step, const float *b, long b_step, float *y, long n);
+#endif
 // Keeps freed memory in the process's heap instead of returning large blocks to the system at
 // once: a program that runs batched model steps reallocates the same large buffers on every step,
 // and would otherwise take fresh, zeroed pages each time. A process-wide setting (glibc mallopt):

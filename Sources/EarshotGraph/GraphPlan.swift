@@ -1,0 +1,188 @@
+import CEarshotKernels
+
+/// One node of a graph: an ONNX op over named tensors ("" for an omitted input or output).
+public struct GraphNode: Sendable, Equatable {
+    public let op: String
+    public let name: String
+    public let inputs: [String]
+    public let outputs: [String]
+    public let attributes: [String: GraphAttribute]
+
+    public init(op: String, name: String, inputs: [String], outputs: [String], attributes: [String: GraphAttribute] = [:]) {
+        self.op = op
+        self.name = name
+        self.inputs = inputs
+        self.outputs = outputs
+        self.attributes = attributes
+    }
+}
+
+/// A graph compiled for inputs of fixed shapes, to run many times on many streams.
+///
+/// At build, one pass of the reference kernels (`GraphOps`) on zeros gives every tensor's shape;
+/// what does not depend on the inputs is computed there once (folded). Every other tensor gets a
+/// fixed place in a stream's arena, and every node a compiled step:
+/// - Conv, MatMul and Gemm with constant weights: receptive fields laid out, then the packed
+///   product (`earshot_gemm_packed`), one call for every stream of a batch;
+/// - LSTM: input and recurrent weights as one packed matrix, the fused cell kernel;
+/// - element-wise ops: loops over fixed broadcast maps;
+/// - ops that only move values (Reshape, Transpose, Slice, Gather, Concat, Split, Pad, Expand,
+///   Tile, ...): copy runs found by running the op's reference kernel once on numbered inputs,
+///   so they move exactly what the reference moves; a run that is one contiguous block of an
+///   input is no copy at all (the output names the input's place);
+/// - anything else: the reference kernel on that node's values.
+///
+/// A step allocates nothing unless a node runs on the reference kernel. Every output is computed
+/// the same way for a stream alone and within a batch (the product kernel sums in a fixed order),
+/// so a batch gives each stream exactly what it gets alone. At build the plan runs once against
+/// the reference kernels on random inputs and must agree with them.
+public struct GraphPlan: Sendable {
+    /// Where a float tensor lives: in each stream's arena, or in the plan's shared constants.
+    struct Ref: Sendable, Equatable {
+        var shared: Bool
+        var offset: Int
+        var count: Int
+    }
+
+    public let inputNames: [String]
+    public let inputShapes: [[Int]]
+    public let outputNames: [String]
+    public let outputShapes: [[Int]]
+    /// Per node (by name), how it runs: "folded", "alias", "copy", "packed product", "LSTM cell",
+    /// "element-wise" or "reference".
+    public let kernels: [String: String]
+
+    let inputRefs: [Ref]
+    let outputRefs: [Ref]
+    let steps: [Step]
+    /// Floats of one stream's arena (a multiple of 16, so each stream's arena stays aligned).
+    let arenaSize: Int
+    /// Scratch floats per stream the steps need at most.
+    let scratchSize: Int
+    let shared: [Float]
+    let opset: Int
+
+    /// Builds the plan.
+    /// - Parameters:
+    ///   - nodes: in an order where each node's inputs come first.
+    ///   - constants: weights and other constant tensors.
+    ///   - inputs: the names and shapes of the float inputs given at every run.
+    ///   - outputs: the float tensors read after every run.
+    public init(nodes: [GraphNode], constants: [String: GraphTensor], inputs: [(name: String, shape: [Int])],
+                outputs: [String], opset: Int, verify: Bool = true) throws(GraphError) {
+        var builder = Builder(constants: constants, opset: opset)
+        try builder.build(nodes: nodes, inputs: inputs, outputs: outputs)
+        inputNames = inputs.map(\.name)
+        inputShapes = inputs.map(\.shape)
+        outputNames = outputs
+        outputShapes = outputs.map { builder.values[$0]?.shape ?? [] }
+        kernels = builder.kernels
+        inputRefs = builder.inputRefs
+        outputRefs = builder.outputRefs
+        steps = builder.steps
+        arenaSize = builder.arenaSize
+        scratchSize = builder.scratchSize
+        shared = builder.shared
+        self.opset = opset
+        if verify { try check(nodes: nodes, constants: constants) }
+    }
+
+    /// Runs `streams` streams one step. `load(stream, input, buffer)` fills input `input` of
+    /// stream `stream` (buffer of the input's size); after the step `store(stream, output,
+    /// values)` reads each output.
+    public func run(streams: Int, workspace ws: inout GraphWorkspace,
+                    load: (_ stream: Int, _ input: Int, UnsafeMutableBufferPointer<Float>) -> Void,
+                    store: (_ stream: Int, _ output: Int, UnsafeBufferPointer<Float>) -> Void) throws(GraphError) {
+        guard streams > 0 else { return }
+        ws.arena.setCount(streams * arenaSize)
+        ws.scratch.setCount(streams * scratchSize + 16)
+        let stride = arenaSize
+        try ws.arena.withUnsafeMutableBufferPointer { arenaBuffer throws(GraphError) in
+            try ws.scratch.withUnsafeMutableBufferPointer { scratchBuffer throws(GraphError) in
+                try shared.withUnsafeBufferPointer { sharedBuffer throws(GraphError) in
+                    let arena = arenaBuffer.baseAddress!, scratch = scratchBuffer.baseAddress!
+                    let constants = sharedBuffer.baseAddress ?? UnsafePointer(scratch)
+                    for b in 0..<streams {
+                        for (i, ref) in inputRefs.enumerated() {
+                            load(b, i, UnsafeMutableBufferPointer(start: arena + b * stride + ref.offset, count: ref.count))
+                        }
+                    }
+                    let context = Context(arena: arena, stride: stride, shared: constants, scratch: scratch, streams: streams)
+                    for step in steps { try step.run(context, opset: opset) }
+                    for b in 0..<streams {
+                        for (j, ref) in outputRefs.enumerated() {
+                            store(b, j, UnsafeBufferPointer(start: context.read(ref, b), count: ref.count))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// One run on random inputs against the reference kernels.
+    private func check(nodes: [GraphNode], constants: [String: GraphTensor]) throws(GraphError) {
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func random() -> Float {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Float(Int64(bitPattern: seed >> 11) % 2001 - 1000) / 2000  // -0.5...0.5
+        }
+        let given = inputShapes.map { shape in (0..<shape.reduce(1, *)).map { _ in random() } }
+        var values = constants
+        for (i, name) in inputNames.enumerated() { values[name] = GraphTensor(shape: inputShapes[i], floats: given[i]) }
+        for node in nodes {
+            let outs = try GraphOps.run(node.op, node: node.name, inputs: node.inputs.map { $0.isEmpty ? nil : values[$0] },
+                                        attributes: node.attributes, opset: opset, outputCount: node.outputs.count)
+            for (name, value) in zip(node.outputs, outs) where !name.isEmpty { values[name] = value }
+        }
+        var ws = GraphWorkspace()
+        var got: [[Float]] = Array(repeating: [], count: outputNames.count)
+        try run(streams: 1, workspace: &ws, load: { _, i, buffer in
+            for k in 0..<buffer.count { buffer[k] = given[i][k] }
+        }, store: { _, j, values in got[j] = Array(values) })
+        for (j, name) in outputNames.enumerated() {
+            let expected = values[name]?.floats ?? []
+            guard expected.count == got[j].count else {
+                throw .unsupported(node: name, op: "plan", reason: "the compiled graph gives \(got[j].count) values for '\(name)'; the reference kernels \(expected.count)")
+            }
+            for k in expected.indices {
+                let (a, b) = (expected[k], got[j][k])
+                if a.isNaN && b.isNaN { continue }
+                guard abs(a - b) <= 1e-3 * max(1, abs(a)) else {
+                    throw .unsupported(node: name, op: "plan", reason: "the compiled graph gives \(b) for '\(name)'[\(k)]; the reference kernels \(a)")
+                }
+            }
+        }
+    }
+}
+
+/// The memory a plan's runs use: for one caller at a time, kept from step to step so that a
+/// step allocates nothing.
+public struct GraphWorkspace: Sendable {
+    var arena: [Float] = []
+    var scratch: [Float] = []
+    public init() {}
+}
+
+extension Array where Element == Float {
+    /// Grows or shrinks to `n` values, keeping capacity.
+    fileprivate mutating func setCount(_ n: Int) {
+        if count < n { append(contentsOf: repeatElement(0, count: n - count)) } else if count > n { removeLast(count - n) }
+    }
+}
+
+/// The pointers of one run.
+struct Context {
+    let arena: UnsafeMutablePointer<Float>
+    let stride: Int
+    let shared: UnsafePointer<Float>
+    let scratch: UnsafeMutablePointer<Float>
+    let streams: Int
+
+    @inline(__always) func read(_ ref: GraphPlan.Ref, _ stream: Int) -> UnsafePointer<Float> {
+        ref.shared ? shared + ref.offset : UnsafePointer(arena + stream * stride + ref.offset)
+    }
+
+    @inline(__always) func write(_ ref: GraphPlan.Ref, _ stream: Int) -> UnsafeMutablePointer<Float> {
+        arena + stream * stride + ref.offset
+    }
+}

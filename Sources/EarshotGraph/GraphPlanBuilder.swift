@@ -1,0 +1,508 @@
+import EarshotFeatures
+import Foundation
+
+/// Compiles a graph into a `GraphPlan`'s steps (see `GraphPlan`).
+struct Builder {
+    typealias Ref = GraphPlan.Ref
+
+    let constants: [String: GraphTensor]
+    let opset: Int
+    /// Every tensor's value in the pass on zero inputs: the shapes of all, the values of the
+    /// tensors that do not depend on the inputs (`fixed`).
+    var values: [String: GraphTensor] = [:]
+    var fixed = Set<String>()
+    var refs: [String: Ref] = [:]
+    var shared: [Float] = []
+    var arenaSize = 0
+    var scratchSize = 0
+    var steps: [Step] = []
+    var kernels: [String: String] = [:]
+    var inputRefs: [Ref] = []
+    var outputRefs: [Ref] = []
+
+    /// The ops that only move values: compiled to copy runs.
+    static let movers: Set<String> = [
+        "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Gather", "Concat", "Split", "Pad",
+        "Expand", "Tile", "Cast",
+    ]
+
+    init(constants: [String: GraphTensor], opset: Int) {
+        self.constants = constants
+        self.opset = opset
+    }
+
+    mutating func allocate(_ count: Int) -> Ref {
+        let ref = Ref(shared: false, offset: arenaSize, count: count)
+        arenaSize += (count + 15) / 16 * 16
+        return ref
+    }
+
+    /// Where a float tensor is read from: its place in the arena, or (a value that does not
+    /// depend on the inputs) the shared constants, copied there once.
+    mutating func ref(_ name: String) -> Ref? {
+        if let ref = refs[name] { return ref }
+        guard fixed.contains(name), let value = values[name], value.dtype == .float32 else { return nil }
+        let ref = Ref(shared: true, offset: shared.count, count: value.count)
+        shared += value.floats
+        refs[name] = ref
+        return ref
+    }
+
+    mutating func build(nodes: [GraphNode], inputs: [(name: String, shape: [Int])], outputs: [String]) throws(GraphError) {
+        values = constants
+        fixed = Set(constants.keys)
+        for input in inputs {
+            guard values[input.name] == nil, input.shape.allSatisfy({ $0 >= 0 }) else {
+                throw .op(node: input.name, op: "input", reason: "input '\(input.name)' is given twice or has a negative dimension in \(input.shape)")
+            }
+            let count = input.shape.reduce(1, *)
+            values[input.name] = GraphTensor(shape: input.shape, floats: [Float](repeating: 0, count: count))
+            let ref = allocate(count)
+            refs[input.name] = ref
+            inputRefs.append(ref)
+        }
+        for node in nodes {
+            var inputs: [GraphTensor?] = []
+            for name in node.inputs {
+                guard !name.isEmpty else { inputs.append(nil); continue }
+                guard let value = values[name] else {
+                    throw .op(node: node.name, op: node.op, reason: "reads '\(name)', which nothing before it gives")
+                }
+                inputs.append(value)
+            }
+            let outs = try GraphOps.run(node.op, node: node.name, inputs: inputs, attributes: node.attributes, opset: opset,
+                                        outputCount: node.outputs.count)
+            for (name, value) in zip(node.outputs, outs) where !name.isEmpty { values[name] = value }
+            let dependent = !["Shape", "Size"].contains(node.op) && node.inputs.contains { !$0.isEmpty && !fixed.contains($0) }
+            guard dependent else {
+                for name in node.outputs where !name.isEmpty { fixed.insert(name) }
+                kernels[node.name] = "folded"
+                continue
+            }
+            for (name, value) in zip(node.outputs, outs) where !name.isEmpty && value.dtype != .float32 {
+                throw .unsupported(node: node.name, op: node.op,
+                                   reason: "output '\(name)' is \(value.dtype.rawValue) and depends on the inputs (a compiled graph computes floats only)")
+            }
+            try compile(node, inputs: inputs, outputs: outs)
+        }
+        for name in outputs {
+            guard let ref = ref(name) else {
+                throw .op(node: name, op: "output", reason: "output '\(name)' is not a float tensor of the graph")
+            }
+            outputRefs.append(ref)
+        }
+    }
+
+    private mutating func compile(_ node: GraphNode, inputs: [GraphTensor?], outputs: [GraphTensor]) throws(GraphError) {
+        let compiled: String?
+        switch node.op {
+        case _ where Self.movers.contains(node.op): compiled = try move(node, inputs, outputs)
+        case "Conv": compiled = try conv(node, inputs, outputs)
+        case "MatMul", "Gemm": compiled = try dense(node, inputs, outputs)
+        case "LSTM": compiled = try lstm(node, inputs, outputs)
+        case "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin": compiled = try reduce(node, inputs, outputs)
+        case "MaxPool", "AveragePool": compiled = try pool(node, inputs, outputs)
+        case _ where UnaryStep.Kind(rawValue: node.op) != nil: compiled = unary(node, inputs, outputs)
+        case _ where BinaryStep.Kind(rawValue: node.op) != nil: compiled = binary(node, inputs, outputs)
+        default: compiled = nil
+        }
+        if let compiled {
+            kernels[node.name] = compiled
+            return
+        }
+        var sources: [ReferenceStep.Source?] = []
+        for (name, value) in zip(node.inputs, inputs) {
+            guard let value else { sources.append(nil); continue }
+            if fixed.contains(name) {
+                sources.append(.constant(value))
+            } else if let ref = ref(name) {
+                sources.append(.stream(ref, value.shape))
+            } else {
+                throw .unsupported(node: node.name, op: node.op, reason: "input '\(name)' is not a float tensor")
+            }
+        }
+        var refs: [Ref?] = []
+        for (name, value) in zip(node.outputs, outputs) {
+            guard !name.isEmpty else { refs.append(nil); continue }
+            let ref = allocate(value.count)
+            self.refs[name] = ref
+            refs.append(ref)
+        }
+        steps.append(.reference(ReferenceStep(node: node, inputs: sources, outputs: refs)))
+        kernels[node.name] = "reference"
+    }
+
+    // MARK: Moves
+
+    /// An op that only moves values, run once with each float input's values numbered (then
+    /// numbered plus one half): an output value that moved along with the numbers is a copy of
+    /// the numbered element; one that stayed is a constant the op put there.
+    private mutating func move(_ node: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
+        if node.op == "Cast", outputs.first?.dtype != .float32 { return nil }
+        var sources: [(input: Int, base: Int, count: Int)] = []
+        var total = 0
+        for (i, t) in inputs.enumerated() {
+            guard let t, t.dtype == .float32 else { continue }
+            sources.append((i, total, t.count))
+            total += t.count
+        }
+        guard total < 1 << 21 else { return nil }
+        func numbered(_ half: Float) -> [GraphTensor?] {
+            var numbered = inputs
+            for s in sources {
+                let shape = inputs[s.input]!.shape
+                numbered[s.input] = GraphTensor(shape: shape, floats: (0..<s.count).map { Float(s.base + $0 + 1) + half })
+            }
+            return numbered
+        }
+        let first = try GraphOps.run(node.op, node: node.name, inputs: numbered(0), attributes: node.attributes, opset: opset,
+                                     outputCount: node.outputs.count)
+        let second = try GraphOps.run(node.op, node: node.name, inputs: numbered(0.5), attributes: node.attributes, opset: opset,
+                                      outputCount: node.outputs.count)
+        var refs: [Ref] = []
+        for s in sources {
+            guard let ref = ref(node.inputs[s.input]) else { return nil }
+            refs.append(ref)
+        }
+        var moved: [(output: String, count: Int, runs: [Run])] = []
+        for (j, name) in node.outputs.enumerated() where !name.isEmpty {
+            let (a, b) = (first[j].floats, second[j].floats)
+            guard a.count == outputs[j].count, b.count == a.count else { return nil }
+            var elements: [Run] = []
+            elements.reserveCapacity(a.count)
+            for e in a.indices {
+                if b[e] - a[e] == 0.5 {
+                    let id = Int(a[e]) - 1
+                    guard let s = sources.firstIndex(where: { id >= $0.base && id < $0.base + $0.count }) else { return nil }
+                    elements.append(Run(dst: e, source: s, src: id - sources[s].base, count: 1, fill: 0))
+                } else if a[e] == b[e] || (a[e].isNaN && b[e].isNaN) {
+                    elements.append(Run(dst: e, source: -1, src: 0, count: 1, fill: a[e]))
+                } else {
+                    return nil
+                }
+            }
+            moved.append((name, a.count, Run.joined(elements)))
+        }
+        var outs: [(Ref, [Run])] = []
+        var aliased = 0
+        for m in moved {
+            if m.runs.count == 1, let run = m.runs.first, run.source >= 0, run.count == m.count {
+                // One contiguous block of one input: the output is that block, in place.
+                let source = refs[run.source]
+                self.refs[m.output] = Ref(shared: source.shared, offset: source.offset + run.src, count: m.count)
+                aliased += 1
+                continue
+            }
+            let ref = allocate(m.count)
+            self.refs[m.output] = ref
+            outs.append((ref, m.runs))
+        }
+        if !outs.isEmpty { steps.append(.move(MoveStep(sources: refs, outputs: outs))) }
+        return outs.isEmpty ? "alias" : "copy"
+    }
+
+    // MARK: Products
+
+    private func node(_ g: GraphNode, _ inputs: [GraphTensor?]) -> Node {
+        Node(name: g.name, op: g.op, opset: opset, inputs: inputs, attributes: g.attributes, outputCount: g.outputs.count)
+    }
+
+    private mutating func conv(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
+        guard inputs.count >= 2, let x = inputs[0], let w = inputs[1], fixed.contains(g.inputs[1]), let xRef = ref(g.inputs[0]) else { return nil }
+        let bias = inputs.count > 2 ? inputs[2] : nil
+        if bias != nil, !fixed.contains(g.inputs[2]) { return nil }
+        let n = node(g, inputs)
+        let spatial = x.rank - 2
+        guard spatial == 1 || spatial == 2 else { return nil }
+        let kernel = Array(w.shape[2...])
+        let window = try Window(n, input: Array(x.shape[2...]), kernel: kernel, pooling: false, ceilMode: false)
+        let group = try n.int("group", default: 1)
+        let (items, channels, outChannels) = (x.shape[0], x.shape[1], w.shape[0])
+        let pw2 = PlaneWindow(spatial: Array(x.shape[2...]), kernel: kernel, window)
+        let (height, width, kh, kw, oh, ow) = (pw2.height, pw2.width, pw2.kh, pw2.kw, pw2.oh, pw2.ow)
+        let (sh, sw, dh, dw, ph, pw) = (pw2.sh, pw2.sw, pw2.dh, pw2.dw, pw2.ph, pw2.pw)
+        let groupIn = channels / group, groupOut = outChannels / group
+        let depth = groupIn * kh * kw, positions = oh * ow
+        guard depth > 0, positions > 0, groupOut > 0, items > 0, groupIn * height * width < Int(Int32.max) else { return nil }
+        // One item's and group's receptive fields [positions][depth], from its first input plane.
+        var fields = [Int32](repeating: -1, count: positions * depth)
+        for oy in 0..<oh {
+            for ox in 0..<ow {
+                for c in 0..<groupIn {
+                    for i in 0..<kh {
+                        for j in 0..<kw {
+                            let (iy, ix) = (oy * sh - ph + i * dh, ox * sw - pw + j * dw)
+                            let dst = ((oy * ow + ox) * groupIn + c) * kh * kw + i * kw + j
+                            if iy >= 0 && iy < height && ix >= 0 && ix < width { fields[dst] = Int32((c * height + iy) * width + ix) }
+                        }
+                    }
+                }
+            }
+        }
+        if group == 1, groupIn == 1, kh == 1, dw == 1, let (window, sign) = Self.dftBasis(w.floats, size: kw, rows: outChannels),
+           let fft = UnalignedRealFFT.make(size: kw) {
+            // The filters are a windowed DFT basis: one FFT per position instead of the product.
+            let y = allocate(outputs[0].count)
+            refs[g.outputs[0]] = y
+            steps.append(.fft(FFTConvStep(x: xRef, y: y, items: items, plane: height * width, positions: positions, window: window,
+                                          sign: sign, fields: fields, bias: bias?.floats, fft: fft)))
+            scratchSize = max(scratchSize, positions * kw + 2 * kw + 4)
+            return "FFT"
+        }
+        let packed = (0..<group).map { gi in
+            PackedMatrix(Array(w.floats[(gi * groupOut * depth)..<((gi + 1) * groupOut * depth)]), rows: groupOut, k: depth)
+        }
+        let biases = (0..<group).map { gi in bias.map { Array($0.floats[(gi * groupOut)..<((gi + 1) * groupOut)]) } }
+        let y = allocate(outputs[0].count)
+        refs[g.outputs[0]] = y
+        let step = ConvStep(x: xRef, y: y, items: items, channels: channels, outChannels: outChannels, plane: height * width,
+                            groups: group, groupIn: groupIn, groupOut: groupOut, depth: depth, positions: positions,
+                            fields: fields, packed: packed, bias: biases)
+        scratchSize = max(scratchSize, items * positions * (depth + groupOut))
+        steps.append(.conv(step))
+        return "packed product"
+    }
+
+    /// Whether filters W [rows][size] are a windowed real DFT: rows k < F = size / 2 + 1 are
+    /// window[n] cos(2 pi k n / size), rows F + k are sign window[n] sin(2 pi k n / size), to
+    /// within float rounding. Returns the window and the sign.
+    static func dftBasis(_ w: [Float], size: Int, rows: Int) -> (window: [Float], sign: Float)? {
+        let bins = size / 2 + 1
+        guard size >= 8, rows == 2 * bins, w.count == rows * size else { return nil }
+        let window = Array(w[0..<size])
+        let scale = window.map { Double(abs($0)) }.max() ?? 0
+        guard scale > 0, scale.isFinite else { return nil }
+        var correlation = 0.0
+        for n in 0..<size { correlation += Double(w[(bins + 1) * size + n]) * Double(window[n]) * sin(2 * Double.pi * Double(n) / Double(size)) }
+        let sign: Double = correlation < 0 ? -1 : 1
+        let tolerance = 1e-5 * scale
+        for k in 0..<bins {
+            for n in 0..<size {
+                let angle = 2 * Double.pi * Double((k * n) % size) / Double(size)
+                let c = Double(window[n]) * cos(angle), s = sign * Double(window[n]) * sin(angle)
+                guard abs(Double(w[k * size + n]) - c) <= tolerance, abs(Double(w[(bins + k) * size + n]) - s) <= tolerance else { return nil }
+            }
+        }
+        return (window, Float(sign))
+    }
+
+    /// MatMul by a constant 2-D matrix; Gemm with constant B, A not transposed, and a bias of one value per column.
+    private mutating func dense(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
+        guard inputs.count >= 2, let a = inputs[0], let b = inputs[1], fixed.contains(g.inputs[1]), b.rank == 2,
+              b.dtype == .float32, let aRef = ref(g.inputs[0]), a.rank >= 1 else { return nil }
+        let n = node(g, inputs)
+        var weight: [Float]  // [columns][k]
+        var bias: [Float]? = nil
+        let k: Int, columns: Int
+        if g.op == "MatMul" {
+            (k, columns) = (b.shape[0], b.shape[1])
+            guard a.shape.last == k else { return nil }
+            weight = transposed(b.floats, rows: k, columns: columns)
+        } else {
+            guard a.rank == 2, try n.int("transA", default: 0) == 0 else { return nil }
+            let transB = try n.int("transB", default: 0) != 0
+            (k, columns) = transB ? (b.shape[1], b.shape[0]) : (b.shape[0], b.shape[1])
+            guard a.shape[1] == k else { return nil }
+            weight = transB ? b.floats : transposed(b.floats, rows: k, columns: columns)
+            let alpha = try n.float("alpha", default: 1), beta = try n.float("beta", default: 1)
+            if alpha != 1 { weight = weight.map { $0 * alpha } }
+            if inputs.count > 2, let c = inputs[2] {
+                guard fixed.contains(g.inputs[2]), c.dtype == .float32 else { return nil }
+                if c.count == columns, c.shape.last == columns, c.shape.dropLast().allSatisfy({ $0 == 1 }) {
+                    bias = c.floats.map { $0 * beta }
+                } else if c.count == 1 {
+                    bias = [Float](repeating: c.floats[0] * beta, count: columns)
+                } else {
+                    return nil
+                }
+            }
+        }
+        let rows = a.count / max(k, 1)
+        guard k > 0, columns > 0, outputs[0].count == rows * columns else { return nil }
+        let y = allocate(outputs[0].count)
+        refs[g.outputs[0]] = y
+        steps.append(.dense(DenseStep(x: aRef, y: y, rows: rows, packed: PackedMatrix(weight, rows: columns, k: k), bias: bias)))
+        return "packed product"
+    }
+
+    private func transposed(_ m: [Float], rows: Int, columns: Int) -> [Float] {
+        var t = [Float](repeating: 0, count: m.count)
+        for r in 0..<rows { for c in 0..<columns { t[c * rows + r] = m[r * columns + c] } }
+        return t
+    }
+
+    /// LSTM forward, layout 0, default activations, no clip or peepholes, full sequences.
+    private mutating func lstm(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
+        guard inputs.count >= 3, let x = inputs[0], let w = inputs[1], let r = inputs[2], let xRef = ref(g.inputs[0]),
+              fixed.contains(g.inputs[1]), fixed.contains(g.inputs[2]), x.rank == 3, r.rank == 3 else { return nil }
+        let n = node(g, inputs)
+        guard try n.string("direction", default: "forward") == "forward", try n.int("layout", default: 0) == 0,
+              try n.float("clip") == nil, try n.int("input_forget", default: 0) == 0 else { return nil }
+        if let names = try n.strings("activations"), names.map({ $0.lowercased() }) != ["sigmoid", "tanh", "tanh"] { return nil }
+        func given(_ i: Int) -> Bool { i < inputs.count && inputs[i] != nil }
+        guard !given(4), !given(7) else { return nil }
+        if given(3), !fixed.contains(g.inputs[3]) { return nil }
+        let (steps, batch, inputSize, hidden) = (x.shape[0], x.shape[1], x.shape[2], r.shape[2])
+        guard w.shape == [1, 4 * hidden, inputSize], r.shape == [1, 4 * hidden, hidden], hidden > 0 else { return nil }
+        let b = given(3) ? inputs[3]!.floats : [Float](repeating: 0, count: 8 * hidden)
+        // Rows in the cell kernel's order i, f, g, o; ONNX's is i, o, f, c.
+        let onnxGate = [0, 2, 3, 1]
+        let k = inputSize + hidden
+        var weight = [Float](repeating: 0, count: 4 * hidden * k)
+        var bias = [Float](repeating: 0, count: 4 * hidden)
+        for q in 0..<4 {
+            for j in 0..<hidden {
+                let row = onnxGate[q] * hidden + j, dst = (q * hidden + j) * k
+                for i in 0..<inputSize { weight[dst + i] = w.floats[row * inputSize + i] }
+                for i in 0..<hidden { weight[dst + inputSize + i] = r.floats[row * hidden + i] }
+                bias[q * hidden + j] = b[row] + b[4 * hidden + row]
+            }
+        }
+        var h0: Ref?, c0: Ref?
+        if given(5) { guard let ref = ref(g.inputs[5]) else { return nil }; h0 = ref }
+        if given(6) { guard let ref = ref(g.inputs[6]) else { return nil }; c0 = ref }
+        var outs: [Ref?] = []
+        for (j, name) in g.outputs.enumerated() {
+            guard !name.isEmpty else { outs.append(nil); continue }
+            let ref = allocate(outputs[j].count)
+            refs[name] = ref
+            outs.append(ref)
+        }
+        while outs.count < 3 { outs.append(nil) }
+        let step = LSTMStep(x: xRef, h0: h0, c0: c0, y: outs[0], yh: outs[1], yc: outs[2], steps: steps, batch: batch,
+                            inputSize: inputSize, hidden: hidden, packed: PackedMatrix(weight, rows: 4 * hidden, k: k), bias: bias)
+        scratchSize = max(scratchSize, batch * (k + 4 * hidden + 2 * hidden))
+        self.steps.append(.lstm(step))
+        return "LSTM cell"
+    }
+
+    private mutating func reduce(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
+        guard let x = inputs.first ?? nil, x.dtype == .float32, let xRef = ref(g.inputs[0]),
+              let (layout, _) = try Reductions.reduction(node(g, inputs), shape: x.shape),
+              layout.starts.count == outputs[0].count, !layout.members.isEmpty else { return nil }
+        let y = allocate(outputs[0].count)
+        refs[g.outputs[0]] = y
+        steps.append(.reduce(ReduceStep(op: g.op, x: xRef, y: y, layout: layout)))
+        return "reduction"
+    }
+
+    /// MaxPool (without its Indices output) and AveragePool: each output's window as a list of
+    /// input positions, taken in the reference kernel's order.
+    private mutating func pool(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
+        guard g.outputs.count == 1 || g.outputs.dropFirst().allSatisfy(\.isEmpty), let x = inputs.first ?? nil,
+              let xRef = ref(g.inputs[0]), x.rank == 3 || x.rank == 4, let kernel = try node(g, inputs).ints("kernel_shape") else { return nil }
+        let n = node(g, inputs)
+        let ceilMode = try n.int("ceil_mode", default: 0) != 0
+        let window = try Window(n, input: Array(x.shape[2...]), kernel: kernel, pooling: true, ceilMode: ceilMode)
+        let includePad = try n.int("count_include_pad", default: 0) != 0
+        let pw2 = PlaneWindow(spatial: Array(x.shape[2...]), kernel: kernel, window)
+        let (height, width, kh, kw, oh, ow) = (pw2.height, pw2.width, pw2.kh, pw2.kw, pw2.oh, pw2.ow)
+        let (sh, sw, dh, dw, ph, pw, eh, ew) = (pw2.sh, pw2.sw, pw2.dh, pw2.dw, pw2.ph, pw2.pw, pw2.eh, pw2.ew)
+        let planes = x.shape[0] * x.shape[1]
+        guard planes * oh * ow == outputs[0].count, x.count < Int(Int32.max) else { return nil }
+        // One plane's windows; every plane is the same at another offset.
+        var starts: [Int32] = [0], members: [Int32] = [], divisors: [Float] = []
+        for oy in 0..<oh {
+            for ox in 0..<ow {
+                var padded = 0
+                for i in 0..<kh {
+                    let r = oy * sh - ph + i * dh
+                    guard r >= -ph, r < height + eh else { continue }
+                    for j in 0..<kw {
+                        let c = ox * sw - pw + j * dw
+                        guard c >= -pw, c < width + ew else { continue }
+                        padded += 1
+                        if r >= 0, r < height, c >= 0, c < width { members.append(Int32(r * width + c)) }
+                    }
+                }
+                let valid = members.count - Int(starts[starts.count - 1])
+                starts.append(Int32(members.count))
+                divisors.append(Float(includePad ? padded : valid))
+            }
+        }
+        let y = allocate(outputs[0].count)
+        refs[g.outputs[0]] = y
+        steps.append(.pool(PoolStep(max: g.op == "MaxPool", x: xRef, y: y, planes: planes, plane: height * width, starts: starts,
+                                    members: members, divisors: divisors)))
+        return "pooling"
+    }
+
+    // MARK: Element-wise
+
+    private mutating func unary(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) -> String? {
+        guard let kind = UnaryStep.Kind(rawValue: g.op), let x = inputs.first ?? nil, x.dtype == .float32,
+              let xRef = ref(g.inputs[0]) else { return nil }
+        var (alpha, beta): (Float, Float) = (0, 0)
+        var bounds: [Ref?] = [nil, nil]
+        switch kind {
+        case .leakyRelu:
+            guard case let .float(a) = g.attributes["alpha"] ?? .float(0.01) else { return nil }
+            alpha = a
+        case .clip:
+            // Bounds are inputs (opset 11 on): each a single value (fixed or computed), or omitted.
+            for i in [1, 2] where i < inputs.count {
+                guard let t = inputs[i] else { continue }
+                guard t.count == 1, t.dtype == .float32, let r = ref(g.inputs[i]) else { return nil }
+                bounds[i - 1] = r
+            }
+        default:
+            guard inputs.count == 1 else { return nil }
+        }
+        let y = allocate(outputs[0].count)
+        refs[g.outputs[0]] = y
+        steps.append(.unary(UnaryStep(kind: kind, x: xRef, y: y, alpha: alpha, beta: beta, low: bounds[0], high: bounds[1])))
+        return "element-wise"
+    }
+
+    private mutating func binary(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) -> String? {
+        guard var kind = BinaryStep.Kind(rawValue: g.op), inputs.count == 2, let a = inputs[0], let b = inputs[1],
+              a.dtype == .float32, b.dtype == .float32, outputs[0].dtype == .float32 else { return nil }
+        let shape = outputs[0].shape
+        if kind == .pow, fixed.contains(g.inputs[1]), b.scalarFloat == 2 { kind = .square }
+        guard let aRef = ref(g.inputs[0]), let bRef = ref(g.inputs[1]) else { return nil }
+        let y = allocate(outputs[0].count)
+        refs[g.outputs[0]] = y
+        steps.append(.binary(BinaryStep(kind: kind, a: aRef, b: bRef, y: y,
+                                        mapA: BinaryStep.map(a.shape, to: shape), mapB: BinaryStep.map(b.shape, to: shape))))
+        return "element-wise"
+    }
+}
+
+/// A copy of `count` values to `dst` from element `src` of source `source`, or (source -1)
+/// `count` copies of `fill`.
+struct Run: Sendable {
+    var dst: Int
+    var source: Int
+    var src: Int
+    var count: Int
+    var fill: Float
+
+    /// Single-element runs in output order joined where they continue each other.
+    static func joined(_ elements: [Run]) -> [Run] {
+        var runs: [Run] = []
+        for e in elements.sorted(by: { $0.dst < $1.dst }) {
+            if var last = runs.last, last.dst + last.count == e.dst, last.source == e.source,
+               e.source >= 0 ? last.src + last.count == e.src : last.fill.bitPattern == e.fill.bitPattern {
+                last.count += e.count
+                runs[runs.count - 1] = last
+            } else {
+                runs.append(e)
+            }
+        }
+        return runs
+    }
+
+    /// Applies the runs: sources[i] is source i's first value.
+    @inline(__always)
+    static func apply(_ runs: [Run], to y: UnsafeMutablePointer<Float>, from sources: (Int) -> UnsafePointer<Float>) {
+        for r in runs {
+            if r.count == 1 {
+                y[r.dst] = r.source < 0 ? r.fill : sources(r.source)[r.src]
+            } else if r.source < 0 {
+                (y + r.dst).update(repeating: r.fill, count: r.count)
+            } else {
+                (y + r.dst).update(from: sources(r.source) + r.src, count: r.count)
+            }
+        }
+    }
+}

@@ -1,0 +1,446 @@
+import CEarshotKernels
+import EarshotFeatures
+import Foundation
+
+/// One compiled node of a `GraphPlan`.
+enum Step: Sendable {
+    case move(MoveStep)
+    case conv(ConvStep)
+    case fft(FFTConvStep)
+    case reduce(ReduceStep)
+    case pool(PoolStep)
+    case dense(DenseStep)
+    case lstm(LSTMStep)
+    case unary(UnaryStep)
+    case binary(BinaryStep)
+    case reference(ReferenceStep)
+
+    func run(_ c: Context, opset: Int) throws(GraphError) {
+        switch self {
+        case let .move(s): s.run(c)
+        case let .conv(s): s.run(c)
+        case let .fft(s): s.run(c)
+        case let .reduce(s): s.run(c)
+        case let .pool(s): s.run(c)
+        case let .dense(s): s.run(c)
+        case let .lstm(s): s.run(c)
+        case let .unary(s): s.run(c)
+        case let .binary(s): s.run(c)
+        case let .reference(s): try s.run(c, opset: opset)
+        }
+    }
+}
+
+struct MoveStep: Sendable {
+    let sources: [GraphPlan.Ref]
+    let outputs: [(GraphPlan.Ref, [Run])]
+
+    func run(_ c: Context) {
+        for b in 0..<c.streams {
+            for (ref, runs) in outputs {
+                Run.apply(runs, to: c.write(ref, b)) { c.read(sources[$0], b) }
+            }
+        }
+    }
+}
+
+/// Conv: each item's and group's receptive fields as rows, then one packed product for every
+/// stream's rows, then the outputs into [N][C][positions].
+struct ConvStep: Sendable {
+    let x: GraphPlan.Ref
+    let y: GraphPlan.Ref
+    let items, channels, outChannels, plane, groups, groupIn, groupOut, depth, positions: Int
+    /// One item's and group's receptive fields [positions][depth]: the index of each value in
+    /// the group's input planes, -1 for padding (a zero).
+    let fields: [Int32]
+    let packed: [PackedMatrix]
+    let bias: [[Float]?]
+
+    func run(_ c: Context) {
+        let rows = c.streams * items * positions
+        let fieldRows = c.scratch, products = c.scratch + rows * depth
+        for g in 0..<groups {
+            for b in 0..<c.streams {
+                let input = c.read(x, b)
+                for item in 0..<items {
+                    gather(fields, from: input + (item * channels + g * groupIn) * plane, to: fieldRows + (b * items + item) * positions * depth)
+                }
+            }
+            if groups == 1, positions == 1, items == 1 {
+                // One output column per stream: straight into each stream's arena.
+                packed[0].product(fieldRows, ldx: depth, columns: c.streams, bias: bias[0], into: c.write(y, 0), ldy: c.stride)
+                continue
+            }
+            packed[g].product(fieldRows, ldx: depth, columns: rows, bias: bias[g], into: products, ldy: groupOut)
+            for b in 0..<c.streams {
+                let out = c.write(y, b)
+                for item in 0..<items {
+                    for p in 0..<positions {
+                        let row = products + ((b * items + item) * positions + p) * groupOut
+                        let column = out + (item * outChannels + g * groupOut) * positions + p
+                        for m in 0..<groupOut { column[m * positions] = row[m] }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A Conv whose filters are a windowed DFT basis ([cos rows; sign * sin rows], one input
+/// channel): each receptive field times the window, one real FFT, the real parts to the first
+/// half of the channels and the imaginary parts (signed as the filters are) to the second.
+struct FFTConvStep: Sendable {
+    let x: GraphPlan.Ref
+    let y: GraphPlan.Ref
+    let items, plane, positions: Int
+    let window: [Float]
+    let sign: Float
+    /// As ConvStep's.
+    let fields: [Int32]
+    let bias: [Float]?
+    let fft: UnalignedRealFFT
+
+    func run(_ c: Context) {
+        let size = fft.size, bins = size / 2 + 1
+        let rows = c.scratch, frame = rows + positions * size, spectrum = frame + size
+        // FFTW's imaginary parts are -sum x sin; the filters give sign * sum x sin.
+        let imaginary = -sign
+        window.withUnsafeBufferPointer { w in
+            for b in 0..<c.streams {
+                let input = c.read(x, b), out = c.write(y, b)
+                for item in 0..<items {
+                    gather(fields, from: input + item * plane, to: rows)
+                    let plane = out + item * 2 * bins * positions
+                    for p in 0..<positions {
+                        let row = rows + p * size
+                        for n in 0..<size { frame[n] = row[n] * w[n] }
+                        fft.execute(frame, spectrum)
+                        for k in 0..<bins {
+                            plane[k * positions + p] = spectrum[2 * k]
+                            plane[(bins + k) * positions + p] = imaginary * spectrum[2 * k + 1]
+                        }
+                    }
+                    if let bias {
+                        for ch in 0..<(2 * bins) { for p in 0..<positions { plane[ch * positions + p] += bias[ch] } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// y[e] = x[index[e]], or 0 where the index is -1.
+@inline(__always)
+func gather(_ index: [Int32], from x: UnsafePointer<Float>, to y: UnsafeMutablePointer<Float>) {
+    index.withUnsafeBufferPointer { idx in
+        if let first = idx.baseAddress { earshot_gather(first, x, y, idx.count) }
+    }
+}
+
+/// Rows of x [rows][k] times a constant matrix: y [rows][columns].
+struct DenseStep: Sendable {
+    let x: GraphPlan.Ref
+    let y: GraphPlan.Ref
+    let rows: Int
+    let packed: PackedMatrix
+    let bias: [Float]?
+
+    func run(_ c: Context) {
+        if rows == 1 {
+            packed.product(c.read(x, 0), ldx: c.stride, columns: c.streams, bias: bias, into: c.write(y, 0), ldy: c.stride)
+            return
+        }
+        for b in 0..<c.streams {
+            packed.product(c.read(x, b), ldx: packed.k, columns: rows, bias: bias, into: c.write(y, b), ldy: packed.rows)
+        }
+    }
+}
+
+/// LSTM over X [steps][batch][input]: per step, [x; h] of every stream and batch row times the
+/// packed [W | R] (gates i, f, g, o), then the cell kernel.
+struct LSTMStep: Sendable {
+    let x: GraphPlan.Ref
+    let h0: GraphPlan.Ref?
+    let c0: GraphPlan.Ref?
+    let y: GraphPlan.Ref?
+    let yh: GraphPlan.Ref?
+    let yc: GraphPlan.Ref?
+    let steps, batch, inputSize, hidden: Int
+    let packed: PackedMatrix
+    let bias: [Float]
+
+    func run(_ c: Context) {
+        let rows = c.streams * batch, k = inputSize + hidden, H = hidden
+        let xh = c.scratch, gates = xh + rows * k, hc = gates + rows * 4 * H
+        for b in 0..<c.streams {
+            for j in 0..<batch {
+                let row = hc + (b * batch + j) * 2 * H
+                if let h0 { row.update(from: c.read(h0, b) + j * H, count: H) } else { row.update(repeating: 0, count: H) }
+                if let c0 { (row + H).update(from: c.read(c0, b) + j * H, count: H) } else { (row + H).update(repeating: 0, count: H) }
+            }
+        }
+        for t in 0..<steps {
+            for b in 0..<c.streams {
+                let input = c.read(x, b) + t * batch * inputSize
+                for j in 0..<batch {
+                    let r = b * batch + j
+                    (xh + r * k).update(from: input + j * inputSize, count: inputSize)
+                    (xh + r * k + inputSize).update(from: hc + r * 2 * H, count: H)
+                }
+            }
+            packed.product(xh, ldx: k, columns: rows, bias: bias, into: gates, ldy: 4 * H)
+            for r in 0..<rows { earshot_lstm_cell(gates + r * 4 * H, H, hc + r * 2 * H, hc + r * 2 * H + H) }
+            if let y {
+                for b in 0..<c.streams {
+                    for j in 0..<batch { (c.write(y, b) + (t * batch + j) * H).update(from: hc + (b * batch + j) * 2 * H, count: H) }
+                }
+            }
+        }
+        for b in 0..<c.streams {
+            for j in 0..<batch {
+                let row = hc + (b * batch + j) * 2 * H
+                if let yh { (c.write(yh, b) + j * H).update(from: row, count: H) }
+                if let yc { (c.write(yc, b) + j * H).update(from: row + H, count: H) }
+            }
+        }
+    }
+}
+
+/// ReduceMean, ReduceSum, ReduceMax, ReduceMin: the reference kernel's loop on the arena.
+struct ReduceStep: Sendable {
+    let op: String
+    let x: GraphPlan.Ref
+    let y: GraphPlan.Ref
+    let layout: ReductionLayout
+
+    func run(_ c: Context) {
+        for b in 0..<c.streams { Reductions.reduceFloats(op, c.read(x, b), layout, into: c.write(y, b)) }
+    }
+}
+
+/// MaxPool and AveragePool over precomputed windows: output o of a plane takes the input
+/// positions members[starts[o]..<starts[o + 1]] of that plane.
+struct PoolStep: Sendable {
+    let max: Bool
+    let x: GraphPlan.Ref
+    let y: GraphPlan.Ref
+    let planes, plane: Int
+    let starts: [Int32]
+    let members: [Int32]
+    let divisors: [Float]
+
+    func run(_ c: Context) {
+        let outputs = divisors.count
+        starts.withUnsafeBufferPointer { st in
+            members.withUnsafeBufferPointer { mb in
+                for b in 0..<c.streams {
+                    let input = c.read(x, b), out = c.write(y, b)
+                    for p in 0..<planes {
+                        let v = input + p * plane, o = out + p * outputs
+                        for k in 0..<outputs {
+                            let (from, to) = (Int(st[k]), Int(st[k + 1]))
+                            if max {
+                                // As the reference: the first value, then any larger one.
+                                var best = -Float.greatestFiniteMagnitude
+                                for m in from..<to where m == from || v[Int(mb[m])] > best { best = v[Int(mb[m])] }
+                                o[k] = best
+                            } else {
+                                var sum: Float = 0
+                                for m in from..<to { sum += v[Int(mb[m])] }
+                                o[k] = divisors[k] > 0 && to > from ? sum / divisors[k] : 0
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+struct UnaryStep: Sendable {
+    enum Kind: String, Sendable {
+        case relu = "Relu", sigmoid = "Sigmoid", tanh = "Tanh", sqrt = "Sqrt", exp = "Exp", log = "Log", neg = "Neg"
+        case abs = "Abs", erf = "Erf", softplus = "Softplus", leakyRelu = "LeakyRelu", clip = "Clip"
+    }
+
+    let kind: Kind
+    let x: GraphPlan.Ref
+    let y: GraphPlan.Ref
+    /// LeakyRelu's slope.
+    let alpha: Float
+    let beta: Float
+    /// Clip's bounds (nil: none on that side).
+    let low: GraphPlan.Ref?
+    let high: GraphPlan.Ref?
+
+    func run(_ c: Context) {
+        let n = y.count
+        for b in 0..<c.streams {
+            let input = c.read(x, b), out = c.write(y, b)
+            switch kind {
+            case .relu: earshot_unary(Int32(EARSHOT_RELU), input, out, n)
+            case .sigmoid:
+                out.update(from: input, count: n)
+                earshot_sigmoid(out, n)
+            case .tanh:
+                out.update(from: input, count: n)
+                earshot_tanh(out, n)
+            case .sqrt: earshot_unary(Int32(EARSHOT_SQRT), input, out, n)
+            case .exp: for i in 0..<n { out[i] = Foundation.exp(input[i]) }
+            case .log: for i in 0..<n { out[i] = Foundation.log(input[i]) }
+            case .neg: earshot_unary(Int32(EARSHOT_NEG), input, out, n)
+            case .abs: earshot_unary(Int32(EARSHOT_ABS), input, out, n)
+            case .erf: for i in 0..<n { out[i] = Foundation.erf(input[i]) }
+            case .softplus: for i in 0..<n { out[i] = Foundation.log1p(Foundation.exp(input[i])) }
+            case .leakyRelu: for i in 0..<n { out[i] = input[i] < 0 ? alpha * input[i] : input[i] }
+            case .clip:
+                let lo = low.map { c.read($0, b)[0] } ?? -.infinity, hi = high.map { c.read($0, b)[0] } ?? .infinity
+                for i in 0..<n { out[i] = input[i].isNaN ? input[i] : Swift.min(Swift.max(input[i], lo), hi) }
+            }
+        }
+    }
+}
+
+struct BinaryStep: Sendable {
+    enum Kind: String, Sendable {
+        case add = "Add", sub = "Sub", mul = "Mul", div = "Div", max = "Max", min = "Min", pow = "Pow"
+        /// Pow by a fixed 2.
+        case square = "Square"
+    }
+
+    let kind: Kind
+    let a: GraphPlan.Ref
+    let b: GraphPlan.Ref
+    let y: GraphPlan.Ref
+    /// Per output element, the element of a (of b) it reads; nil when a (b) has the output's
+    /// shape. A one-value operand has a map of zeros.
+    let mapA: [Int32]?
+    let mapB: [Int32]?
+
+    /// nil when `shape` is the output's, else the broadcast index of every output element.
+    static func map(_ shape: [Int], to out: [Int]) -> [Int32]? {
+        if shape == out { return nil }
+        let total = out.reduce(1, *)
+        var strides = [Int](repeating: 0, count: out.count)
+        var step = 1
+        for d in Swift.stride(from: shape.count - 1, through: 0, by: -1) {
+            let od = out.count - shape.count + d
+            strides[od] = shape[d] == 1 ? 0 : step
+            step *= shape[d]
+        }
+        var map = [Int32](repeating: 0, count: total)
+        var index = [Int](repeating: 0, count: out.count)
+        for e in 0..<total {
+            var at = 0
+            for d in 0..<out.count { at += index[d] * strides[d] }
+            map[e] = Int32(at)
+            var d = out.count - 1
+            while d >= 0 {
+                index[d] += 1
+                if index[d] < out[d] { break }
+                index[d] = 0
+                d -= 1
+            }
+        }
+        return map
+    }
+
+    /// The C kernel's op for add, sub, mul, div and square.
+    private var kernelOp: Int32? {
+        switch kind {
+        case .add: return Int32(EARSHOT_ADD)
+        case .sub: return Int32(EARSHOT_SUB)
+        case .mul: return Int32(EARSHOT_MUL)
+        case .div: return Int32(EARSHOT_DIV)
+        case .square: return Int32(EARSHOT_SQUARE)
+        default: return nil
+        }
+    }
+
+    func run(_ c: Context) {
+        // Same shapes, or one operand a single value: the vectorized kernel.
+        if let op = kernelOp, (mapA == nil || a.count == 1), (mapB == nil || b.count == 1) {
+            for s in 0..<c.streams {
+                earshot_binary(op, c.read(a, s), mapA == nil ? 1 : 0, c.read(b, s), mapB == nil ? 1 : 0, c.write(y, s), y.count)
+            }
+            return
+        }
+        switch kind {
+        case .add: apply(c, +)
+        case .sub: apply(c, -)
+        case .mul: apply(c, *)
+        case .div: apply(c, /)
+        case .max: apply(c) { $0.isNaN || $1.isNaN ? .nan : Swift.max($0, $1) }
+        case .min: apply(c) { $0.isNaN || $1.isNaN ? .nan : Swift.min($0, $1) }
+        case .pow: apply(c) { Foundation.pow($0, $1) }
+        case .square: apply(c) { x, _ in x * x }
+        }
+    }
+
+    @inline(__always)
+    private func apply(_ c: Context, _ f: (Float, Float) -> Float) {
+        let n = y.count
+        for s in 0..<c.streams {
+            let pa = c.read(a, s), pb = c.read(b, s), out = c.write(y, s)
+            if mapA == nil && mapB == nil {
+                for i in 0..<n { out[i] = f(pa[i], pb[i]) }
+            } else if mapA == nil && b.count == 1 {
+                let v = pb[0]
+                for i in 0..<n { out[i] = f(pa[i], v) }
+            } else if mapB == nil && a.count == 1 {
+                let v = pa[0]
+                for i in 0..<n { out[i] = f(v, pb[i]) }
+            } else {
+                mapA.withUnsafeBufferPointerOrNil { ia in
+                    mapB.withUnsafeBufferPointerOrNil { ib in
+                        for i in 0..<n { out[i] = f(pa[ia.map { Int($0[i]) } ?? i], pb[ib.map { Int($0[i]) } ?? i]) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+extension Optional where Wrapped == [Int32] {
+    @inline(__always)
+    func withUnsafeBufferPointerOrNil<R>(_ body: (UnsafeBufferPointer<Int32>?) -> R) -> R {
+        switch self {
+        case let .some(array): return array.withUnsafeBufferPointer { body($0) }
+        case .none: return body(nil)
+        }
+    }
+}
+
+/// A node the plan runs on its reference kernel: its inputs as tensors, its outputs copied back.
+struct ReferenceStep: Sendable {
+    enum Source: Sendable {
+        case constant(GraphTensor)
+        case stream(GraphPlan.Ref, [Int])
+    }
+
+    let node: GraphNode
+    let inputs: [Source?]
+    let outputs: [GraphPlan.Ref?]
+
+    func run(_ c: Context, opset: Int) throws(GraphError) {
+        for b in 0..<c.streams {
+            let values: [GraphTensor?] = inputs.map { source in
+                switch source {
+                case nil: return nil
+                case let .constant(t)?: return t
+                case let .stream(ref, shape)?:
+                    return GraphTensor(shape: shape, floats: Array(UnsafeBufferPointer(start: c.read(ref, b), count: ref.count)))
+                }
+            }
+            let outs = try GraphOps.run(node.op, node: node.name, inputs: values, attributes: node.attributes, opset: opset,
+                                        outputCount: node.outputs.count)
+            for (ref, value) in zip(outputs, outs) {
+                guard let ref, ref.count > 0 else { continue }
+                guard value.floats.count == ref.count else {
+                    throw .op(node: node.name, op: node.op, reason: "gave \(value.floats.count) values where the plan holds \(ref.count)")
+                }
+                value.floats.withUnsafeBufferPointer { c.write(ref, b).update(from: $0.baseAddress!, count: ref.count) }
+            }
+        }
+    }
+}

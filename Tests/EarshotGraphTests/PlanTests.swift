@@ -1,0 +1,206 @@
+import EarshotGraph
+import Foundation
+import Testing
+
+/// One node compiled by `GraphPlan`, run against the same node on the reference kernels.
+struct PlanCase: Sendable, CustomTestStringConvertible {
+    let what: String
+    let op: String
+    /// Shapes of the inputs given at run time (named x0, x1, ...).
+    let dynamic: [[Int]]
+    /// Inputs fixed at build (weights, indices, shapes), in the node's input order after the dynamic ones.
+    var constants: [GraphTensor?] = []
+    var attributes: [String: GraphAttribute] = [:]
+    var outputs = 1
+    /// The node's inputs, when not the dynamic ones (x0, x1, ...) then the constants (k0, k1, ...).
+    var order: [String]? = nil
+    /// How the plan must run the node.
+    let kernel: String
+
+    var testDescription: String { "\(op): \(what)" }
+}
+
+private func values(_ count: Int, seed: Int) -> [Float] {
+    var s = UInt64(seed) &* 0x9E37_79B9_7F4A_7C15 &+ 1
+    return (0..<count).map { _ in
+        s = s &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return Float(Int64(bitPattern: s >> 11) % 2000) / 1000  // -2...2
+    }
+}
+
+private func weights(_ shape: [Int], seed: Int = 7) -> GraphTensor {
+    GraphTensor(shape: shape, floats: values(shape.reduce(1, *), seed: seed).map { $0 * 0.25 })
+}
+
+private func ints(_ v: [Int64]) -> GraphTensor { GraphTensor(shape: [v.count], integers: v) }
+
+/// Filters [2F][1][size] of a Hann-windowed real DFT: F cos rows, then F rows of -sin.
+private func dftFilters(size: Int) -> GraphTensor {
+    let bins = size / 2 + 1
+    var w = [Float](repeating: 0, count: 2 * bins * size)
+    for n in 0..<size {
+        let window = 0.5 - 0.5 * cos(2 * Double.pi * Double(n) / Double(size))
+        for k in 0..<bins {
+            let angle = 2 * Double.pi * Double(k * n) / Double(size)
+            w[k * size + n] = Float(window * cos(angle))
+            w[(bins + k) * size + n] = Float(-window * sin(angle))
+        }
+    }
+    return GraphTensor(shape: [2 * bins, 1, size], floats: w)
+}
+
+private let planCases: [PlanCase] = [
+    PlanCase(what: "1-D, stride 2, pads, dilation 2, bias", op: "Conv", dynamic: [[1, 3, 20]],
+             constants: [weights([5, 3, 3]), weights([5], seed: 3)],
+             attributes: ["strides": .ints([2]), "pads": .ints([1, 2]), "dilations": .ints([2])], kernel: "packed product"),
+    PlanCase(what: "2-D, groups 2, SAME_UPPER", op: "Conv", dynamic: [[2, 4, 7, 6]], constants: [weights([6, 2, 3, 3])],
+             attributes: ["group": .int(2), "auto_pad": .string("SAME_UPPER")], kernel: "packed product"),
+    PlanCase(what: "depthwise 2-D with stride", op: "Conv", dynamic: [[1, 3, 9, 9]], constants: [weights([3, 1, 3, 3]), weights([3])],
+             attributes: ["group": .int(3), "strides": .ints([2, 2]), "pads": .ints([1, 1, 1, 1])], kernel: "packed product"),
+    PlanCase(what: "1x1 on one position", op: "Conv", dynamic: [[1, 16, 1]], constants: [weights([8, 16, 1]), weights([8])],
+             kernel: "packed product"),
+    PlanCase(what: "filters that are a windowed DFT, stride 4, pads", op: "Conv", dynamic: [[2, 1, 40]], constants: [dftFilters(size: 16)],
+             attributes: ["strides": .ints([4]), "pads": .ints([8, 8])], kernel: "FFT"),
+    PlanCase(what: "3-D by a constant matrix", op: "MatMul", dynamic: [[2, 3, 5]], constants: [weights([5, 4])], kernel: "packed product"),
+    PlanCase(what: "transB, alpha, beta, a row bias", op: "Gemm", dynamic: [[3, 6]], constants: [weights([4, 6]), weights([1, 4])],
+             attributes: ["transB": .int(1), "alpha": .float(0.5), "beta": .float(2)], kernel: "packed product"),
+    PlanCase(what: "forward, two steps, batch 2, initial states", op: "LSTM", dynamic: [[2, 2, 5], [1, 2, 4], [1, 2, 4]],
+             constants: [weights([1, 16, 5]), weights([1, 16, 4], seed: 9), weights([1, 32], seed: 11)],
+             outputs: 3, order: ["x0", "k0", "k1", "k2", "", "x1", "x2"], kernel: "LSTM cell"),
+    PlanCase(what: "no initial states, Y only", op: "LSTM", dynamic: [[3, 1, 4]],
+             constants: [weights([1, 12, 4]), weights([1, 12, 3], seed: 5)], kernel: "LSTM cell"),
+    PlanCase(what: "reflect", op: "Pad", dynamic: [[2, 7]], constants: [ints([0, 3, 0, 2])],
+             attributes: ["mode": .string("reflect")], kernel: "copy"),
+    PlanCase(what: "a constant value", op: "Pad", dynamic: [[2, 3]], constants: [ints([1, 1, 0, 2]), GraphTensor(scalar: Float(0.75))],
+             kernel: "copy"),
+    PlanCase(what: "negative steps", op: "Slice", dynamic: [[4, 9]], constants: [ints([3, 8]), ints([0, 1]), ints([0, 1]), ints([-1, -3])],
+             kernel: "copy"),
+    PlanCase(what: "one contiguous block", op: "Slice", dynamic: [[1, 10, 4]], constants: [ints([2]), ints([6]), ints([1])], kernel: "alias"),
+    PlanCase(what: "3-D", op: "Transpose", dynamic: [[2, 3, 4]], attributes: ["perm": .ints([2, 0, 1])], kernel: "copy"),
+    PlanCase(what: "with a constant part", op: "Concat", dynamic: [[2, 3]], constants: [weights([2, 2])],
+             attributes: ["axis": .int(1)], kernel: "copy"),
+    PlanCase(what: "constant indices", op: "Gather", dynamic: [[5, 3]], constants: [ints([4, 0, 4])], attributes: ["axis": .int(0)],
+             kernel: "copy"),
+    PlanCase(what: "three contiguous parts", op: "Split", dynamic: [[6, 2]], constants: [ints([1, 2, 3])], outputs: 3, kernel: "alias"),
+    PlanCase(what: "columns", op: "Split", dynamic: [[3, 4]], constants: [ints([1, 3])], attributes: ["axis": .int(1)], outputs: 2,
+             kernel: "copy"),
+    PlanCase(what: "to a new shape", op: "Reshape", dynamic: [[2, 6]], constants: [ints([3, -1])], kernel: "alias"),
+    PlanCase(what: "broadcast", op: "Expand", dynamic: [[3, 1]], constants: [ints([2, 3, 4])], kernel: "copy"),
+    PlanCase(what: "rows and columns", op: "Tile", dynamic: [[2, 3]], constants: [ints([2, 2])], kernel: "copy"),
+    PlanCase(what: "two inputs, broadcast", op: "Add", dynamic: [[2, 1, 4], [3, 1]], kernel: "element-wise"),
+    PlanCase(what: "by a constant column", op: "Div", dynamic: [[2, 3]], constants: [weights([2, 1])], kernel: "element-wise"),
+    PlanCase(what: "squared", op: "Pow", dynamic: [[5]], constants: [GraphTensor(scalar: Float(2))], kernel: "element-wise"),
+    PlanCase(what: "by a tensor", op: "Pow", dynamic: [[4], [4]], kernel: "element-wise"),
+    PlanCase(what: "of two", op: "Max", dynamic: [[3, 2], [2]], kernel: "element-wise"),
+    PlanCase(what: "", op: "Sigmoid", dynamic: [[37]], kernel: "element-wise"),
+    PlanCase(what: "", op: "Tanh", dynamic: [[19]], kernel: "element-wise"),
+    PlanCase(what: "", op: "Relu", dynamic: [[9]], kernel: "element-wise"),
+    PlanCase(what: "slope", op: "LeakyRelu", dynamic: [[9]], attributes: ["alpha": .float(0.2)], kernel: "element-wise"),
+    PlanCase(what: "bounds", op: "Clip", dynamic: [[9]], constants: [GraphTensor(scalar: Float(-0.5)), GraphTensor(scalar: Float(1))],
+             kernel: "element-wise"),
+    PlanCase(what: "a bound computed from the input", op: "Clip", dynamic: [[9], [1]], kernel: "element-wise"),
+    PlanCase(what: "2-D, stride 2, ceil mode, pads", op: "MaxPool", dynamic: [[1, 2, 7, 6]],
+             attributes: ["kernel_shape": .ints([3, 2]), "strides": .ints([2, 2]), "pads": .ints([1, 0, 1, 1]), "ceil_mode": .int(1)],
+             kernel: "pooling"),
+    PlanCase(what: "1-D, pads counted", op: "AveragePool", dynamic: [[2, 3, 9]],
+             attributes: ["kernel_shape": .ints([3]), "pads": .ints([1, 1]), "count_include_pad": .int(1)], kernel: "pooling"),
+    PlanCase(what: "of the absolute value", op: "Sqrt", dynamic: [[9]], kernel: "element-wise"),
+    PlanCase(what: "over the last axis", op: "Softmax", dynamic: [[2, 5]], kernel: "reference"),
+    PlanCase(what: "keepdims", op: "ReduceMean", dynamic: [[2, 5]], attributes: ["axes": .ints([1])], kernel: "reduction"),
+    PlanCase(what: "axes as an input", op: "ReduceSum", dynamic: [[2, 3, 4]], constants: [ints([0, 2])], kernel: "reduction"),
+    PlanCase(what: "all axes", op: "ReduceMax", dynamic: [[3, 4]], attributes: ["keepdims": .int(0)], kernel: "reduction"),
+]
+
+@Suite("Compiled graphs: each kernel against the reference kernels")
+struct PlanTests {
+    /// The case as a one-node graph and its plan.
+    private func plan(_ c: PlanCase) throws -> (GraphPlan, [GraphNode], [String: GraphTensor]) {
+        var inputs: [String] = []
+        var constants: [String: GraphTensor] = [:]
+        for i in c.dynamic.indices { inputs.append("x\(i)") }
+        for (i, t) in c.constants.enumerated() {
+            guard let t else { inputs.append(""); continue }
+            constants["k\(i)"] = t
+            inputs.append("k\(i)")
+        }
+        // Sqrt of negative values is NaN on both sides; take it of |x| so the values compare.
+        if let order = c.order { inputs = order }
+        var nodes: [GraphNode] = []
+        if c.op == "Sqrt" {
+            nodes.append(GraphNode(op: "Abs", name: "abs", inputs: ["x0"], outputs: ["a0"]))
+            inputs[0] = "a0"
+        }
+        let outputs = (0..<c.outputs).map { "y\($0)" }
+        nodes.append(GraphNode(op: c.op, name: "node", inputs: inputs, outputs: outputs, attributes: c.attributes))
+        let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: c.dynamic.indices.map { ("x\($0)", c.dynamic[$0]) },
+                                 outputs: outputs, opset: 17)
+        return (plan, nodes, constants)
+    }
+
+    /// Runs `streams` streams of the plan, stream s with inputs seeded by s.
+    private func run(_ plan: GraphPlan, _ c: PlanCase, streams: Int, workspace: inout GraphWorkspace) throws -> [[[Float]]] {
+        var got = [[[Float]]](repeating: Array(repeating: [], count: c.outputs), count: streams)
+        try plan.run(streams: streams, workspace: &workspace, load: { s, i, buffer in
+            let v = values(buffer.count, seed: 100 * s + i)
+            for k in 0..<buffer.count { buffer[k] = v[k] }
+        }, store: { s, j, v in got[s][j] = Array(v) })
+        return got
+    }
+
+    @Test("The compiled node equals the reference kernel, and a batch of streams equals each stream alone", arguments: planCases)
+    func matchesReference(_ c: PlanCase) throws {
+        let (plan, nodes, constants) = try plan(c)
+        #expect(plan.kernels["node"] == c.kernel)
+        var ws = GraphWorkspace()
+        let batch = try run(plan, c, streams: 3, workspace: &ws)
+        for s in 0..<3 {
+            var values = constants
+            for (i, shape) in c.dynamic.enumerated() {
+                values["x\(i)"] = GraphTensor(shape: shape, floats: EarshotGraphTests.values(shape.reduce(1, *), seed: 100 * s + i))
+            }
+            for node in nodes {
+                let outs = try GraphOps.run(node.op, node: node.name, inputs: node.inputs.map { $0.isEmpty ? nil : values[$0] },
+                                            attributes: node.attributes, opset: 17, outputCount: node.outputs.count)
+                for (name, v) in zip(node.outputs, outs) { values[name] = v }
+            }
+            for j in 0..<c.outputs {
+                let expected = try #require(values["y\(j)"]).floats
+                #expect(batch[s][j].count == expected.count)
+                let worst = zip(expected, batch[s][j]).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 0
+                // Moves and reductions are exact; products and cells may sum in another order; an
+                // FFT is another algorithm altogether.
+                let tolerance: Float = ["copy", "alias", "reference", "reduction", "pooling"].contains(c.kernel) ? 0 : c.kernel == "FFT" ? 1e-5 : 2e-6
+                #expect(worst <= tolerance, "output \(j) of stream \(s): \(worst)")
+            }
+            // Alone, in a fresh workspace: the same bits as within the batch.
+            var fresh = GraphWorkspace()
+            let alone = try run(plan, c, streams: s + 1, workspace: &fresh)[s]
+            #expect(alone.map { $0.map(\.bitPattern) } == batch[s].map { $0.map(\.bitPattern) })
+        }
+    }
+
+    @Test("What the plan cannot compile: integers computed from the inputs, named")
+    func refusesDependentIntegers() {
+        let nodes = [GraphNode(op: "Greater", name: "compare", inputs: ["x", "k"], outputs: ["mask"]),
+                     GraphNode(op: "Where", name: "choose", inputs: ["mask", "x", "k"], outputs: ["y"])]
+        #expect {
+            _ = try GraphPlan(nodes: nodes, constants: ["k": GraphTensor(scalar: Float(0))], inputs: [("x", [4])], outputs: ["y"], opset: 17)
+        } throws: { error in
+            guard let e = error as? GraphError, case let .unsupported(node, op, reason) = e else { return false }
+            return node == "compare" && op == "Greater" && reason.contains("bool")
+        }
+    }
+
+    @Test("Nodes that do not depend on the inputs are computed once, at build")
+    func folds() throws {
+        let nodes = [GraphNode(op: "Mul", name: "scale", inputs: ["k", "k"], outputs: ["k2"]),
+                     GraphNode(op: "Add", name: "add", inputs: ["x", "k2"], outputs: ["y"])]
+        let plan = try GraphPlan(nodes: nodes, constants: ["k": GraphTensor(shape: [2], floats: [3, -1])], inputs: [("x", [2])],
+                                 outputs: ["y"], opset: 17)
+        #expect(plan.kernels == ["scale": "folded", "add": "element-wise"])
+        var ws = GraphWorkspace()
+        var y: [Float] = []
+        try plan.run(streams: 1, workspace: &ws, load: { _, _, b in b[0] = 1; b[1] = 2 }, store: { _, _, v in y = Array(v) })
+        #expect(y == [10, 3])
+    }
+}

@@ -1,0 +1,100 @@
+import Earshot
+import EarshotTestSupport
+import Foundation
+import Testing
+
+/// openWakeWord's ONNX models, imported and run by Earshot, against onnxruntime's outputs on the
+/// same inputs (tools/openwakeword_reference.py, from real audio). The models are not part of
+/// the repository (their licence does not allow it): scripts/fetch-test-models.sh fetches them,
+/// and the README's test command runs it.
+@Suite("ONNX import: openWakeWord's models against onnxruntime")
+struct OpenWakeWordImportTests {
+    static let folder = Repo.path("Tests/.models/openwakeword")
+
+    struct Missing: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "\(path) is missing: run scripts/fetch-test-models.sh (the README's test command does)" }
+    }
+
+    static func importModel(_ name: String, features: Bool, chunk: Int? = nil) throws -> Model {
+        let path = folder + "/\(name).onnx"
+        guard FileManager.default.fileExists(atPath: path) else { throw Missing(path: path) }
+        var options = OnnxImporter.Options()
+        options.frontEnd = features ? "features" : "samples"
+        options.chunkSamples = chunk
+        options.name = name
+        let (manifest, tensors) = try OnnxImporter.importModel(path: path, options: options)
+        return try Model(manifest: manifest, tensors: tensors, name: name)
+    }
+
+    static func cases(_ golden: [String: Any]) -> [(input: [Float], output: [Float])] {
+        (golden["cases"] as? [[String: Any]] ?? []).map {
+            (($0["input"] as? [Double] ?? []).map(Float.init), ($0["output"] as? [Double] ?? []).map(Float.init))
+        }
+    }
+
+    /// Runs each case from a fresh state; returns the largest difference relative to max(1, |reference|).
+    static func worst(_ model: Model, _ cases: [(input: [Float], output: [Float])]) throws -> Float {
+        var worst: Float = 0
+        for c in cases {
+            var state = model.makeState()
+            let got = try model.prediction(from: c.input, using: &state)
+            #expect(got.count == c.output.count)
+            for (a, b) in zip(got, c.output) { worst = max(worst, abs(a - b) / max(1, abs(b))) }
+        }
+        return worst
+    }
+
+    static func golden() throws -> [String: Any] { try Reference.json(Repo.path("Tests/EarshotTests/Goldens/openwakeword.json")) }
+
+    @Test("melspectrogram.onnx: 1760 samples to 8 frames of 32 log-mel values, compiled")
+    func melspectrogram() throws {
+        let model = try Self.importModel("melspectrogram", features: false, chunk: 1760)
+        let cases = Self.cases(try Self.golden()["melspectrogram"] as? [String: Any] ?? [:])
+        #expect(cases.count == 3)
+        #expect(model.description.execution?.hasPrefix("compiled") == true, "\(model.description.execution ?? "")")
+        let worst = try Self.worst(model, cases)
+        print("openWakeWord melspectrogram: max relative |diff| \(worst) against onnxruntime; \(model.description.execution ?? "")")
+        #expect(worst <= 1e-4)
+    }
+
+    @Test("embedding_model.onnx: a 76x32 window to 96 values, compiled")
+    func embedding() throws {
+        let model = try Self.importModel("embedding_model", features: true)
+        #expect(model.chunkSamples == 76 * 32)
+        let cases = Self.cases(try Self.golden()["embedding_model"] as? [String: Any] ?? [:])
+        #expect(cases.count == 3)
+        #expect(model.description.execution?.hasPrefix("compiled") == true, "\(model.description.execution ?? "")")
+        let worst = try Self.worst(model, cases)
+        print("openWakeWord embedding: max relative |diff| \(worst) against onnxruntime; \(model.description.execution ?? "")")
+        #expect(worst <= 1e-4)
+    }
+
+    @Test("Wake-word heads: a plain Gemm head (alexa) and one with a decomposed layer norm (hey_mycroft)",
+          arguments: ["alexa_v0.1", "hey_mycroft_v0.1"])
+    func head(_ name: String) throws {
+        let model = try Self.importModel(name, features: true)
+        #expect(model.chunkSamples == 16 * 96)
+        let heads = try Self.golden()["heads"] as? [String: Any] ?? [:]
+        let cases = Self.cases(heads[name] as? [String: Any] ?? [:])
+        #expect(cases.count == 2)
+        #expect(model.description.execution == "compiled", "\(model.description.execution ?? "")")
+        let worst = try Self.worst(model, cases)
+        print("openWakeWord \(name): max relative |diff| \(worst) against onnxruntime")
+        #expect(worst <= 1e-4)
+    }
+
+    @Test("hey_jarvis_v0.1: its If on a computed condition is refused, naming the node and what to do")
+    func dataDependentIf() throws {
+        let path = Self.folder + "/hey_jarvis_v0.1.onnx"
+        guard FileManager.default.fileExists(atPath: path) else { throw Missing(path: path) }
+        var options = OnnxImporter.Options()
+        options.frontEnd = "features"
+        #expect {
+            _ = try OnnxImporter.importModel(path: path, options: options)
+        } throws: { error in
+            guard let e = error as? OnnxImporter.ImportError, case let .node(_, _, op, reason, hint) = e else { return false }
+            return op == "If" && !reason.isEmpty && !hint.isEmpty
+        }
+    }
+}
