@@ -335,8 +335,11 @@ void earshot_gather(const int *index, const float *x, float *y, long n) {
 }
 
 CLONES
-void earshot_unary(int op, const float *x, float *y, long n) {
+void earshot_unary(int op, float alpha, const float *x, float *y, long n) {
     switch (op) {
+    case EARSHOT_LEAKY_RELU:
+        for (long i = 0; i < n; i++) y[i] = x[i] < 0 ? alpha * x[i] : x[i];
+        break;
     case EARSHOT_RELU:
         for (long i = 0; i < n; i++) y[i] = x[i] < 0 ? 0.0f : x[i];
         break;
@@ -366,6 +369,8 @@ void earshot_binary(int op, const float *a, long a_step, const float *b, long b_
     case EARSHOT_SUB: BINARY_LOOP(p - q) break;
     case EARSHOT_MUL: BINARY_LOOP(p * q) break;
     case EARSHOT_DIV: BINARY_LOOP(p / q) break;
+    case EARSHOT_MAX: BINARY_LOOP(p != p || q != q ? p + q : (p > q ? p : q)) break;
+    case EARSHOT_MIN: BINARY_LOOP(p != p || q != q ? p + q : (p < q ? p : q)) break;
     case EARSHOT_SQUARE:  // b is the exponent 2
         if (a_step) { for (long i = 0; i < n; i++) y[i] = a[i] * a[i]; }
         else { for (long i = 0; i < n; i++) y[i] = a[0] * a[0]; }
@@ -373,4 +378,64 @@ void earshot_binary(int op, const float *a, long a_step, const float *b, long b_
     default: break;
     }
 #undef BINARY_LOOP
+}
+
+// y [cols][rows] = the transpose of x [rows][cols], in 8 x 8 blocks.
+CLONES
+void earshot_transpose(const float *x, long rows, long cols, float *y) {
+    for (long r0 = 0; r0 < rows; r0 += 8) {
+        long r1 = r0 + 8 < rows ? r0 + 8 : rows;
+        for (long c0 = 0; c0 < cols; c0 += 8) {
+            long c1 = c0 + 8 < cols ? c0 + 8 : cols;
+            for (long c = c0; c < c1; c++)
+                for (long r = r0; r < r1; r++) y[c * rows + r] = x[r * cols + c];
+        }
+    }
+}
+
+// y[e] = x[index[e]] (0 where index[e] < 0) in blocks of 16: a block whose flag is set holds 16
+// consecutive indices and is one copy.
+CLONES
+void earshot_gather_blocks(const int *index, const unsigned char *contiguous, const float *x, float *y, long blocks) {
+    for (long q = 0; q < blocks; q++) {
+        const int *idx = index + q * 16;
+        float *out = y + q * 16;
+        if (contiguous[q]) {
+            const float *from = x + idx[0];
+            for (int l = 0; l < 16; l++) out[l] = from[l];
+        } else {
+            for (int l = 0; l < 16; l++) {
+                int i = idx[l];
+                float v = x[i < 0 ? 0 : i];
+                out[l] = i < 0 ? 0.0f : v;
+            }
+        }
+    }
+}
+
+// Pooling over windows given as lists: output k of each plane takes the plane's values at
+// members[starts[k]..<starts[k + 1]]: their maximum (the first, then any larger one), or their
+// sum over divisors[k] (0 for an empty window).
+CLONES
+void earshot_pool(int max, const float *x, long planes, long plane, const int *starts, const int *members,
+                  const float *divisors, long outputs, float *y) {
+    for (long p = 0; p < planes; p++) {
+        const float *v = x + p * plane;
+        float *o = y + p * outputs;
+        for (long k = 0; k < outputs; k++) {
+            int from = starts[k], to = starts[k + 1];
+            if (max) {
+                float best = -3.40282347e+38f;
+                for (int m = from; m < to; m++) {
+                    float e = v[members[m]];
+                    if (m == from || e > best) best = e;
+                }
+                o[k] = best;
+            } else {
+                float sum = 0;
+                for (int m = from; m < to; m++) sum += v[members[m]];
+                o[k] = divisors[k] > 0 && to > from ? sum / divisors[k] : 0.0f;
+            }
+        }
+    }
 }

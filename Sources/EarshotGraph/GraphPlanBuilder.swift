@@ -1,3 +1,4 @@
+import CEarshotKernels
 import EarshotFeatures
 import Foundation
 
@@ -255,9 +256,27 @@ struct Builder {
         let biases = (0..<group).map { gi in bias.map { Array($0.floats[(gi * groupOut)..<((gi + 1) * groupOut)]) } }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
+        var positionMajor: ConvStep.PositionMajor?
+        if group == 1, positions >= 64, earshot_packed_count(positions, depth) < 1 << 28 {
+            // The fields packed as the product packs a matrix: panel q, depth i, lane l holds
+            // position 16 q + l's value i.
+            let panels = (positions + 15) / 16
+            var index = [Int32](repeating: -1, count: panels * depth * 16)
+            for q in 0..<panels {
+                for i in 0..<depth {
+                    for l in 0..<16 where q * 16 + l < positions { index[(q * depth + i) * 16 + l] = fields[(q * 16 + l) * depth + i] }
+                }
+            }
+            let contiguous: [UInt8] = (0..<(panels * depth)).map { block in
+                let first = index[block * 16]
+                return first >= 0 && (1..<16).allSatisfy { index[block * 16 + $0] == first + Int32($0) } ? 1 : 0
+            }
+            positionMajor = .init(index: index, contiguous: contiguous, filters: w.floats, bias: bias?.floats)
+            scratchSize = max(scratchSize, panels * depth * 16)
+        }
         let step = ConvStep(x: xRef, y: y, items: items, channels: channels, outChannels: outChannels, plane: height * width,
                             groups: group, groupIn: groupIn, groupOut: groupOut, depth: depth, positions: positions,
-                            fields: fields, packed: packed, bias: biases)
+                            fields: fields, packed: packed, bias: biases, positionMajor: positionMajor)
         scratchSize = max(scratchSize, items * positions * (depth + groupOut))
         steps.append(.conv(step))
         return "packed product"
@@ -399,7 +418,7 @@ struct Builder {
         let (height, width, kh, kw, oh, ow) = (pw2.height, pw2.width, pw2.kh, pw2.kw, pw2.oh, pw2.ow)
         let (sh, sw, dh, dw, ph, pw, eh, ew) = (pw2.sh, pw2.sw, pw2.dh, pw2.dw, pw2.ph, pw2.pw, pw2.eh, pw2.ew)
         let planes = x.shape[0] * x.shape[1]
-        guard planes * oh * ow == outputs[0].count, x.count < Int(Int32.max) else { return nil }
+        guard oh * ow > 0, planes * oh * ow == outputs[0].count, x.count < Int(Int32.max) else { return nil }
         // One plane's windows; every plane is the same at another offset.
         var starts: [Int32] = [0], members: [Int32] = [], divisors: [Float] = []
         for oy in 0..<oh {

@@ -56,7 +56,46 @@ struct ConvStep: Sendable {
     let packed: [PackedMatrix]
     let bias: [[Float]?]
 
+    /// With many positions and one group: the receptive fields packed as the product's rows
+    /// (positions) straight from the input, and the filters as its columns, so that the product
+    /// lands in [C][positions] order with no transpose.
+    struct PositionMajor: Sendable {
+        /// The packed fields (panels of 16 positions by depth), as input indices (-1: zero).
+        let index: [Int32]
+        /// Per block of 16: whether its indices are consecutive.
+        let contiguous: [UInt8]
+        /// The filters [outChannels][depth].
+        let filters: [Float]
+        let bias: [Float]?
+    }
+
+    let positionMajor: PositionMajor?
+
     func run(_ c: Context) {
+        if let pm = positionMajor {
+            let packedRows = c.scratch
+            pm.index.withUnsafeBufferPointer { idx in
+                pm.contiguous.withUnsafeBufferPointer { flags in
+                    pm.filters.withUnsafeBufferPointer { w in
+                        for b in 0..<c.streams {
+                            let input = c.read(x, b), out = c.write(y, b)
+                            for item in 0..<items {
+                                earshot_gather_blocks(idx.baseAddress!, flags.baseAddress!, input + item * channels * plane, packedRows, flags.count)
+                                let o = out + item * outChannels * positions
+                                earshot_gemm_packed(packedRows, positions, depth, w.baseAddress!, depth, outChannels, nil, o, positions)
+                                if let bias = pm.bias {
+                                    for m in 0..<outChannels {
+                                        var v = bias[m]
+                                        earshot_binary(Int32(EARSHOT_ADD), o + m * positions, 1, &v, 0, o + m * positions, positions)
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            return
+        }
         let rows = c.streams * items * positions
         let fieldRows = c.scratch, products = c.scratch + rows * depth
         for g in 0..<groups {
@@ -72,14 +111,12 @@ struct ConvStep: Sendable {
                 continue
             }
             packed[g].product(fieldRows, ldx: depth, columns: rows, bias: bias[g], into: products, ldy: groupOut)
+            // [positions][groupOut] to the group's channels [groupOut][positions].
             for b in 0..<c.streams {
                 let out = c.write(y, b)
                 for item in 0..<items {
-                    for p in 0..<positions {
-                        let row = products + ((b * items + item) * positions + p) * groupOut
-                        let column = out + (item * outChannels + g * groupOut) * positions + p
-                        for m in 0..<groupOut { column[m * positions] = row[m] }
-                    }
+                    earshot_transpose(products + (b * items + item) * positions * groupOut, positions, groupOut,
+                                      out + (item * outChannels + g * groupOut) * positions)
                 }
             }
         }
@@ -230,26 +267,12 @@ struct PoolStep: Sendable {
     let divisors: [Float]
 
     func run(_ c: Context) {
-        let outputs = divisors.count
         starts.withUnsafeBufferPointer { st in
             members.withUnsafeBufferPointer { mb in
-                for b in 0..<c.streams {
-                    let input = c.read(x, b), out = c.write(y, b)
-                    for p in 0..<planes {
-                        let v = input + p * plane, o = out + p * outputs
-                        for k in 0..<outputs {
-                            let (from, to) = (Int(st[k]), Int(st[k + 1]))
-                            if max {
-                                // As the reference: the first value, then any larger one.
-                                var best = -Float.greatestFiniteMagnitude
-                                for m in from..<to where m == from || v[Int(mb[m])] > best { best = v[Int(mb[m])] }
-                                o[k] = best
-                            } else {
-                                var sum: Float = 0
-                                for m in from..<to { sum += v[Int(mb[m])] }
-                                o[k] = divisors[k] > 0 && to > from ? sum / divisors[k] : 0
-                            }
-                        }
+                divisors.withUnsafeBufferPointer { dv in
+                    for b in 0..<c.streams {
+                        earshot_pool(max ? 1 : 0, c.read(x, b), planes, plane, st.baseAddress!, mb.baseAddress ?? st.baseAddress!,
+                                     dv.baseAddress!, dv.count, c.write(y, b))
                     }
                 }
             }
@@ -278,21 +301,21 @@ struct UnaryStep: Sendable {
         for b in 0..<c.streams {
             let input = c.read(x, b), out = c.write(y, b)
             switch kind {
-            case .relu: earshot_unary(Int32(EARSHOT_RELU), input, out, n)
+            case .relu: earshot_unary(Int32(EARSHOT_RELU), 0, input, out, n)
             case .sigmoid:
                 out.update(from: input, count: n)
                 earshot_sigmoid(out, n)
             case .tanh:
                 out.update(from: input, count: n)
                 earshot_tanh(out, n)
-            case .sqrt: earshot_unary(Int32(EARSHOT_SQRT), input, out, n)
+            case .sqrt: earshot_unary(Int32(EARSHOT_SQRT), 0, input, out, n)
             case .exp: for i in 0..<n { out[i] = Foundation.exp(input[i]) }
             case .log: for i in 0..<n { out[i] = Foundation.log(input[i]) }
-            case .neg: earshot_unary(Int32(EARSHOT_NEG), input, out, n)
-            case .abs: earshot_unary(Int32(EARSHOT_ABS), input, out, n)
+            case .neg: earshot_unary(Int32(EARSHOT_NEG), 0, input, out, n)
+            case .abs: earshot_unary(Int32(EARSHOT_ABS), 0, input, out, n)
             case .erf: for i in 0..<n { out[i] = Foundation.erf(input[i]) }
             case .softplus: for i in 0..<n { out[i] = Foundation.log1p(Foundation.exp(input[i])) }
-            case .leakyRelu: for i in 0..<n { out[i] = input[i] < 0 ? alpha * input[i] : input[i] }
+            case .leakyRelu: earshot_unary(Int32(EARSHOT_LEAKY_RELU), alpha, input, out, n)
             case .clip:
                 let lo = low.map { c.read($0, b)[0] } ?? -.infinity, hi = high.map { c.read($0, b)[0] } ?? .infinity
                 for i in 0..<n { out[i] = input[i].isNaN ? input[i] : Swift.min(Swift.max(input[i], lo), hi) }
@@ -353,7 +376,9 @@ struct BinaryStep: Sendable {
         case .mul: return Int32(EARSHOT_MUL)
         case .div: return Int32(EARSHOT_DIV)
         case .square: return Int32(EARSHOT_SQUARE)
-        default: return nil
+        case .max: return Int32(EARSHOT_MAX)
+        case .min: return Int32(EARSHOT_MIN)
+        case .pow: return nil
         }
     }
 

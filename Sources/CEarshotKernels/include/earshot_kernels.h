@@ -61,15 +61,25 @@ void earshot_sparse_rows(const float *weights, const long *offsets, const long *
 
 #ifndef EARSHOT_KERNELS_GRAPH
 #define EARSHOT_KERNELS_GRAPH
-enum { EARSHOT_RELU = 1, EARSHOT_SQRT = 2, EARSHOT_NEG = 3, EARSHOT_ABS = 4 };
-enum { EARSHOT_ADD = 1, EARSHOT_SUB = 2, EARSHOT_MUL = 3, EARSHOT_DIV = 4, EARSHOT_SQUARE = 5 };
+enum { EARSHOT_RELU = 1, EARSHOT_SQRT = 2, EARSHOT_NEG = 3, EARSHOT_ABS = 4, EARSHOT_LEAKY_RELU = 5 };
+enum { EARSHOT_ADD = 1, EARSHOT_SUB = 2, EARSHOT_MUL = 3, EARSHOT_DIV = 4, EARSHOT_SQUARE = 5, EARSHOT_MAX = 6, EARSHOT_MIN = 7 };
 // y[e] = x[index[e]], or 0 where index[e] < 0.
 void earshot_gather(const int *index, const float *x, float *y, long n);
-// y = op(x) for the EARSHOT_RELU (NaN kept), _SQRT, _NEG, _ABS ops.
-void earshot_unary(int op, const float *x, float *y, long n);
+// y = op(x) for the EARSHOT_RELU (NaN kept), _SQRT, _NEG, _ABS and _LEAKY_RELU (slope alpha) ops.
+void earshot_unary(int op, float alpha, const float *x, float *y, long n);
 // y[i] = a[i * (a_step != 0)] op b[i * (b_step != 0)] for the EARSHOT_ADD, _SUB, _MUL, _DIV and
-// _SQUARE (a * a) ops: each operand is n values, or one value when its step is 0.
+// _SQUARE (a * a), _MAX and _MIN (NaN when either is NaN) ops: each operand is n values, or one
+// value when its step is 0.
 void earshot_binary(int op, const float *a, long a_step, const float *b, long b_step, float *y, long n);
+// y[e] = x[index[e]] (0 where index[e] < 0) for blocks of 16 values; block q is one copy of 16
+// consecutive values when contiguous[q] is set.
+void earshot_gather_blocks(const int *index, const unsigned char *contiguous, const float *x, float *y, long blocks);
+// MaxPool (max != 0) or AveragePool over windows listed per output: output k of each of `planes`
+// planes (of `plane` values in, `outputs` out) takes members[starts[k]..<starts[k + 1]].
+void earshot_pool(int max, const float *x, long planes, long plane, const int *starts, const int *members,
+                  const float *divisors, long outputs, float *y);
+// y [cols][rows] = the transpose of x [rows][cols].
+void earshot_transpose(const float *x, long rows, long cols, float *y);
 #endif
 // Keeps freed memory in the process's heap instead of returning large blocks to the system at
 // once: a program that runs batched model steps reallocates the same large buffers on every step,
