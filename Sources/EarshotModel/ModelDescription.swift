@@ -64,7 +64,7 @@ extension Model {
                 contextSamples: manifest.audio.contextSamples,
                 input: "\(chunkSamples) samples at \(sampleRate) Hz (\(Double(chunkSamples) * 1000 / Double(sampleRate)) ms) per step",
                 execution: execution,
-                frontEnd: "samples: '\(graph.spec.audioInput)' \(graph.spec.audioShape) per step (context and chunk); graph of \(graph.nodes.count) nodes, opset \(graph.spec.opset); state tensors \(states)",
+                frontEnd: "\(manifest.frontEnd.type): '\(graph.spec.audioInput)' \(graph.spec.audioShape) per step (context and chunk); graph of \(graph.nodes.count) nodes, opset \(graph.spec.opset); state tensors \(states.isEmpty ? "none" : states)",
                 outputActivation: manifest.outputs.activation, labels: labels, stateBytesPerStream: makeState().byteCount,
                 parameterCount: graph.parameterCount, storageBytes: weightsBytes,
                 layerCounts: Dictionary(infos.map { ($0.type, 1) }, uniquingKeysWith: +),

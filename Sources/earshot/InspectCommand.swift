@@ -15,6 +15,10 @@ enum InspectCommand {
             try out(String(decoding: try encoder.encode(d), as: UTF8.self))
             return
         }
+        // Many labels: the first few and how many.
+        let labels: String = d.labels.count <= 12
+            ? d.labels.joined(separator: ", ")
+            : d.labels.prefix(8).joined(separator: ", ") + ", ... (\(d.labels.count) labels)"
         var lines = [
             "\(d.name) \(d.version ?? "")  (\(model.path))",
             d.summary.map { "  \($0)" },
@@ -23,7 +27,7 @@ enum InspectCommand {
             "input:     \(d.input), \(d.contextSamples) samples of context",
             "front end: \(d.frontEnd)",
             d.execution.map { "runs:      \($0)" },
-            "outputs:   \(d.outputActivation) over \(d.labels.joined(separator: ", "))",
+            "outputs:   \(d.outputActivation) over \(labels)",
             "state:     \(d.stateBytesPerStream) bytes per stream",
             "weights:   \(d.parameterCount) parameters, \(d.storageBytes) bytes, hash \(d.contentHash)",
             "layers:    " + d.layerCounts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "),
