@@ -120,6 +120,17 @@ enum Elementwise {
 
     // MARK: Comparison and logic
 
+    /// The comparison op `op` (Equal, Greater, GreaterOrEqual, Less, LessOrEqual) on one type.
+    private static func comparison<T: Comparable>(_ op: String) -> (T, T) -> Bool {
+        switch op {
+        case "Equal": return (==)
+        case "Greater": return (>)
+        case "GreaterOrEqual": return (>=)
+        case "Less": return (<)
+        default: return (<=)
+        }
+    }
+
     static func compare(_ n: Node) throws(GraphError) -> [GraphTensor] {
         try n.expect(inputs: ["A", "B"], required: 2, attributes: [])
         let types: Set<GraphDType> = n.op == "Equal" ? [.float32, .int64, .bool] : [.float32, .int64]
@@ -131,24 +142,10 @@ enum Elementwise {
         let shape = try n.broadcast(a.shape, b.shape, "inputs A and B")
         let values: [Int64]
         if a.dtype == .float32 {
-            let f: (Float, Float) -> Bool
-            switch n.op {
-            case "Equal": f = (==)
-            case "Greater": f = (>)
-            case "GreaterOrEqual": f = (>=)
-            case "Less": f = (<)
-            default: f = (<=)
-            }
+            let f: (Float, Float) -> Bool = comparison(n.op)
             values = broadcastApply(a.floats, a.shape, b.floats, b.shape, to: shape) { f($0, $1) ? 1 : 0 }
         } else {
-            let f: (Int64, Int64) -> Bool
-            switch n.op {
-            case "Equal": f = (==)
-            case "Greater": f = (>)
-            case "GreaterOrEqual": f = (>=)
-            case "Less": f = (<)
-            default: f = (<=)
-            }
+            let f: (Int64, Int64) -> Bool = comparison(n.op)
             values = broadcastApply(a.integers, a.shape, b.integers, b.shape, to: shape) { f($0, $1) ? 1 : 0 }
         }
         return [GraphTensor(shape: shape, integers: values, dtype: .bool)]

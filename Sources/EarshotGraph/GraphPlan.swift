@@ -164,9 +164,13 @@ public struct GraphWorkspace: Sendable {
 }
 
 extension Array where Element == Float {
-    /// Grows or shrinks to `n` values, keeping capacity.
-    fileprivate mutating func setCount(_ n: Int) {
-        if count < n { append(contentsOf: repeatElement(0, count: n - count)) } else if count > n { removeLast(count - n) }
+    /// Grows (with zeros) or shrinks to `n` values, keeping the storage.
+    package mutating func setCount(_ n: Int) {
+        if count > n {
+            removeLast(count - n)
+        } else if count < n {
+            append(contentsOf: repeatElement(0, count: n - count))
+        }
     }
 }
 

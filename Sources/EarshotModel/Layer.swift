@@ -233,16 +233,6 @@ struct LayerScratch {
     var gates: [Float] = []
 }
 
-extension Array where Element == Float {
-    /// Grows (with zeros) or shrinks to `n` values, keeping the storage.
-    mutating func setCount(_ n: Int) {
-        if count > n {
-            removeLast(count - n)
-        } else if count < n {
-            append(contentsOf: repeatElement(0, count: n - count))
-        }
-    }
-}
 
 extension Layer.Activation {
     func apply(_ x: inout Activations) {
