@@ -16,8 +16,9 @@ let package = Package(
 
         .target(name: "EarshotAudio", dependencies: ["CSndFile", "CALSA", "CSoxr"]),
         .target(name: "EarshotFeatures", dependencies: ["CFFTW", "CEarshotKernels"]),
-        // Dense kernels in C, compiled per instruction set and chosen at run time.
-        .target(name: "CEarshotKernels"),
+        // Dense kernels in C, compiled per instruction set and chosen at run time. Math functions
+        // never set errno, so that loops of sqrtf vectorize (IEEE results are the same).
+        .target(name: "CEarshotKernels", cSettings: [.unsafeFlags(["-fno-math-errno"])]),
         .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph"]),
         .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotGraph"]),
         // Trains classifiers made of runtime layers, with the runtime's own features and products.

@@ -383,6 +383,23 @@ void earshot_binary(int op, const float *a, long a_step, const float *b, long b_
 // y [cols][rows] = the transpose of x [rows][cols], in 8 x 8 blocks.
 CLONES
 void earshot_transpose(const float *x, long rows, long cols, float *y) {
+    if (cols <= 16) {
+        // Few columns: each output row is one strided pass over the input.
+        for (long c = 0; c < cols; c++) {
+            const float *from = x + c;
+            float *to = y + c * rows;
+            for (long r = 0; r < rows; r++) to[r] = from[r * cols];
+        }
+        return;
+    }
+    if (rows <= 16) {
+        // Few rows: each input row is read once, contiguously.
+        for (long r = 0; r < rows; r++) {
+            const float *from = x + r * cols;
+            for (long c = 0; c < cols; c++) y[c * rows + r] = from[c];
+        }
+        return;
+    }
     for (long r0 = 0; r0 < rows; r0 += 8) {
         long r1 = r0 + 8 < rows ? r0 + 8 : rows;
         for (long c0 = 0; c0 < cols; c0 += 8) {

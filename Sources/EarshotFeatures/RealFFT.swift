@@ -92,13 +92,16 @@ final class RealFFT {
     }
 }
 
-/// A real FFT of one size on arrays of any alignment (FFTW_UNALIGNED, planned by estimate: the
-/// same bits in every process), for callers that keep their own buffers. Sendable: the plan is
-/// immutable once made, and FFTW's new-array execute is thread-safe.
-package struct UnalignedRealFFT: @unchecked Sendable {
+/// A real FFT of one size for callers that keep their own buffers, which must start on 64-byte
+/// boundaries (planned on FFTW's own aligned arrays, so its SIMD codelets serve; planned by
+/// estimate: the same bits in every process). Sendable: the plan is immutable once made, and
+/// FFTW's new-array execute is thread-safe.
+package struct AlignedRealFFT: @unchecked Sendable {
     package let size: Int
     private let plan: OpaquePointer
-    private static let plans = Locked<[Int: UnalignedRealFFT]>([:])
+    private static let plans = Locked<[Int: AlignedRealFFT]>([:])
+    /// The alignment, in floats, the arrays given to `execute` must have.
+    package static let alignment = 16
 
     private init(size: Int, plan: OpaquePointer) {
         self.size = size
@@ -106,23 +109,23 @@ package struct UnalignedRealFFT: @unchecked Sendable {
     }
 
     /// The transform of `size` points (made once per size, under the planner's lock).
-    package static func make(size: Int) -> UnalignedRealFFT? {
+    package static func make(size: Int) -> AlignedRealFFT? {
         guard size >= 2, size <= 1 << 24 else { return nil }
-        return plans.withLock { plans -> UnalignedRealFFT? in
+        return plans.withLock { plans -> AlignedRealFFT? in
             if let fft = plans[size] { return fft }
             guard let input = fftwf_alloc_real(size), let output = fftwf_alloc_complex(size / 2 + 1) else { return nil }
             defer { fftwf_free(input); fftwf_free(output) }
             // As FFTPlanCache: an estimated plan must not inherit measured wisdom.
             fftwf_forget_wisdom()
-            guard let plan = fftwf_plan_dft_r2c_1d(Int32(size), input, output, UInt32(FFTW_ESTIMATE | FFTW_UNALIGNED)) else { return nil }
-            let fft = UnalignedRealFFT(size: size, plan: plan)
+            guard let plan = fftwf_plan_dft_r2c_1d(Int32(size), input, output, UInt32(FFTW_ESTIMATE)) else { return nil }
+            let fft = AlignedRealFFT(size: size, plan: plan)
             plans[size] = fft
             return fft
         }
     }
 
-    /// `input` [size] to `output` [size / 2 + 1] complex values as (re, im) pairs; `input` is
-    /// kept (an out-of-place real-to-complex transform preserves its input).
+    /// `input` [size] to `output` [size / 2 + 1] complex values as (re, im) pairs, both 64-byte
+    /// aligned; `input` is kept (an out-of-place real-to-complex transform preserves its input).
     package func execute(_ input: UnsafeMutablePointer<Float>, _ output: UnsafeMutablePointer<Float>) {
         output.withMemoryRebound(to: fftwf_complex.self, capacity: size / 2 + 1) { fftwf_execute_dft_r2c(plan, input, $0) }
     }

@@ -54,7 +54,7 @@ public struct GraphPlan: Sendable {
 
     let inputRefs: [Ref]
     let outputRefs: [Ref]
-    let steps: [Step]
+    let steps: [any Step]
     /// Floats of one stream's arena (a multiple of 16, so each stream's arena stays aligned).
     let arenaSize: Int
     /// Scratch floats per stream the steps need at most.
@@ -108,7 +108,7 @@ public struct GraphPlan: Sendable {
                         }
                     }
                     let context = Context(arena: arena, stride: stride, shared: constants, scratch: scratch, streams: streams)
-                    for step in steps { try step.run(context, opset: opset) }
+                    for step in steps { try step.run(context) }
                     for b in 0..<streams {
                         for (j, ref) in outputRefs.enumerated() {
                             store(b, j, UnsafeBufferPointer(start: context.read(ref, b), count: ref.count))

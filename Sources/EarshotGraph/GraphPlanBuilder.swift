@@ -16,10 +16,12 @@ struct Builder {
     var shared: [Float] = []
     var arenaSize = 0
     var scratchSize = 0
-    var steps: [Step] = []
+    var steps: [any Step] = []
     var kernels: [String: String] = [:]
     var inputRefs: [Ref] = []
     var outputRefs: [Ref] = []
+    /// How many times each tensor is read: by nodes, and once more if it is an output.
+    var readers: [String: Int] = [:]
 
     /// The ops that only move values: compiled to copy runs.
     static let movers: Set<String> = [
@@ -52,6 +54,7 @@ struct Builder {
     mutating func build(nodes: [GraphNode], inputs: [(name: String, shape: [Int])], outputs: [String]) throws(GraphError) {
         values = constants
         fixed = Set(constants.keys)
+        for name in nodes.flatMap(\.inputs) + outputs where !name.isEmpty { readers[name, default: 0] += 1 }
         for input in inputs {
             guard values[input.name] == nil, input.shape.allSatisfy({ $0 >= 0 }) else {
                 throw .op(node: input.name, op: "input", reason: "input '\(input.name)' is given twice or has a negative dimension in \(input.shape)")
@@ -92,6 +95,29 @@ struct Builder {
             }
             outputRefs.append(ref)
         }
+        linkChannelsLast()
+    }
+
+    /// A Conv whose output only the next Conv reads, both with fields taken from the input
+    /// transposed to [plane][channels]: the first writes that layout and the second reads it as it
+    /// is, with no transposes between them.
+    private mutating func linkChannelsLast() {
+        func overlaps(_ a: Ref, _ b: Ref) -> Bool {
+            !a.shared && !b.shared && a.offset < b.offset + b.count && b.offset < a.offset + a.count
+        }
+        for i in steps.indices {
+            guard var first = steps[i] as? ConvStep, first.channelsLast != nil, first.groups == 1, first.items == 1,
+                  first.positionMajor == nil, !outputRefs.contains(where: { overlaps($0, first.y) }) else { continue }
+            let readers = steps.indices.filter { j in steps[j].reads.contains { overlaps($0, first.y) } }
+            // The same tensor, not a reshaped view of it.
+            guard readers.count == 1, var second = steps[readers[0]] as? ConvStep, second.x == first.y, second.channelsLast != nil,
+                  second.groups == 1, second.items == 1, second.positionMajor == nil, second.channels == first.outChannels,
+                  second.plane == first.positions else { continue }
+            first.outputChannelsLast = true
+            second.inputChannelsLast = true
+            steps[i] = first
+            steps[readers[0]] = second
+        }
     }
 
     private mutating func compile(_ node: GraphNode, inputs: [GraphTensor?], outputs: [GraphTensor]) throws(GraphError) {
@@ -129,7 +155,7 @@ struct Builder {
             self.refs[name] = ref
             refs.append(ref)
         }
-        steps.append(.reference(ReferenceStep(node: node, inputs: sources, outputs: refs)))
+        steps.append(ReferenceStep(node: node, inputs: sources, outputs: refs, opset: opset))
         kernels[node.name] = "reference"
     }
 
@@ -198,7 +224,7 @@ struct Builder {
             self.refs[m.output] = ref
             outs.append((ref, m.runs))
         }
-        if !outs.isEmpty { steps.append(.move(MoveStep(sources: refs, outputs: outs))) }
+        if !outs.isEmpty { steps.append(MoveStep(sources: refs, outputs: outs)) }
         return outs.isEmpty ? "alias" : "copy"
     }
 
@@ -241,17 +267,53 @@ struct Builder {
             }
         }
         if group == 1, groupIn == 1, kh == 1, dw == 1, let (window, sign) = Self.dftBasis(w.floats, size: kw, rows: outChannels),
-           let fft = UnalignedRealFFT.make(size: kw) {
+           let fft = AlignedRealFFT.make(size: kw) {
             // The filters are a windowed DFT basis: one FFT per position instead of the product.
             let y = allocate(outputs[0].count)
             refs[g.outputs[0]] = y
-            steps.append(.fft(FFTConvStep(x: xRef, y: y, items: items, plane: height * width, positions: positions, window: window,
-                                          sign: sign, fields: fields, bias: bias?.floats, fft: fft)))
-            scratchSize = max(scratchSize, positions * kw + 2 * kw + 4)
+            let starts = (0..<positions).map { p in fields[p * kw] }
+            let inPlace = (0..<positions).allSatisfy { p in starts[p] >= 0 && (0..<kw).allSatisfy { fields[p * kw + $0] == starts[p] + Int32($0) } }
+            steps.append(FFTConvStep(x: xRef, y: y, items: items, plane: height * width, positions: positions, window: window,
+                                     sign: sign, fields: fields, starts: inPlace ? starts.map { Int($0) } : nil, bias: bias?.floats, fft: fft))
+            scratchSize = max(scratchSize, positions * kw + 2 * kw + 4 + 2 * AlignedRealFFT.alignment)
             return "FFT"
         }
+        // One group: the fields as runs of the input transposed to [plane][channels], when they
+        // are long enough to beat a gather (filters then ordered [kernel row][kernel column][channel]).
+        var channelsLast: [Run]?
+        var filters = w.floats
+        if group == 1, positions < 64 {
+            var elements: [Run] = []
+            elements.reserveCapacity(positions * depth)
+            for oy in 0..<oh {
+                for ox in 0..<ow {
+                    for i in 0..<kh {
+                        for j in 0..<kw {
+                            let (iy, ix) = (oy * sh - ph + i * dh, ox * sw - pw + j * dw)
+                            let inside = iy >= 0 && iy < height && ix >= 0 && ix < width
+                            for c in 0..<channels {
+                                let dst = (oy * ow + ox) * depth + (i * kw + j) * channels + c
+                                elements.append(inside ? Run(dst: dst, source: 0, src: (iy * width + ix) * channels + c, count: 1, fill: 0)
+                                                       : Run(dst: dst, source: -1, src: 0, count: 1, fill: 0))
+                            }
+                        }
+                    }
+                }
+            }
+            let runs = Run.joined(elements)
+            if runs.count * 8 <= positions * depth {
+                channelsLast = runs
+                for o in 0..<outChannels {
+                    for c in 0..<channels {
+                        for i in 0..<kh {
+                            for j in 0..<kw { filters[o * depth + (i * kw + j) * channels + c] = w.floats[((o * channels + c) * kh + i) * kw + j] }
+                        }
+                    }
+                }
+            }
+        }
         let packed = (0..<group).map { gi in
-            PackedMatrix(Array(w.floats[(gi * groupOut * depth)..<((gi + 1) * groupOut * depth)]), rows: groupOut, k: depth)
+            PackedMatrix(Array(filters[(gi * groupOut * depth)..<((gi + 1) * groupOut * depth)]), rows: groupOut, k: depth)
         }
         let biases = (0..<group).map { gi in bias.map { Array($0.floats[(gi * groupOut)..<((gi + 1) * groupOut)]) } }
         let y = allocate(outputs[0].count)
@@ -272,13 +334,12 @@ struct Builder {
                 return first >= 0 && (1..<16).allSatisfy { index[block * 16 + $0] == first + Int32($0) } ? 1 : 0
             }
             positionMajor = .init(index: index, contiguous: contiguous, filters: w.floats, bias: bias?.floats)
-            scratchSize = max(scratchSize, panels * depth * 16)
         }
         let step = ConvStep(x: xRef, y: y, items: items, channels: channels, outChannels: outChannels, plane: height * width,
                             groups: group, groupIn: groupIn, groupOut: groupOut, depth: depth, positions: positions,
-                            fields: fields, packed: packed, bias: biases, positionMajor: positionMajor)
-        scratchSize = max(scratchSize, items * positions * (depth + groupOut))
-        steps.append(.conv(step))
+                            fields: fields, channelsLast: channelsLast, packed: packed, bias: biases, positionMajor: positionMajor)
+        scratchSize = max(scratchSize, step.scratch)
+        steps.append(step)
         return "packed product"
     }
 
@@ -340,7 +401,7 @@ struct Builder {
         guard k > 0, columns > 0, outputs[0].count == rows * columns else { return nil }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
-        steps.append(.dense(DenseStep(x: aRef, y: y, rows: rows, packed: PackedMatrix(weight, rows: columns, k: k), bias: bias)))
+        steps.append(DenseStep(x: aRef, y: y, rows: rows, packed: PackedMatrix(weight, rows: columns, k: k), bias: bias))
         return "packed product"
     }
 
@@ -391,7 +452,7 @@ struct Builder {
         let step = LSTMStep(x: xRef, h0: h0, c0: c0, y: outs[0], yh: outs[1], yc: outs[2], steps: steps, batch: batch,
                             inputSize: inputSize, hidden: hidden, packed: PackedMatrix(weight, rows: 4 * hidden, k: k), bias: bias)
         scratchSize = max(scratchSize, batch * (k + 4 * hidden + 2 * hidden))
-        self.steps.append(.lstm(step))
+        self.steps.append(step)
         return "LSTM cell"
     }
 
@@ -401,7 +462,7 @@ struct Builder {
               layout.starts.count == outputs[0].count, !layout.members.isEmpty else { return nil }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
-        steps.append(.reduce(ReduceStep(op: g.op, x: xRef, y: y, layout: layout)))
+        steps.append(ReduceStep(op: g.op, x: xRef, y: y, layout: layout))
         return "reduction"
     }
 
@@ -441,8 +502,8 @@ struct Builder {
         }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
-        steps.append(.pool(PoolStep(max: g.op == "MaxPool", x: xRef, y: y, planes: planes, plane: height * width, starts: starts,
-                                    members: members, divisors: divisors)))
+        steps.append(PoolStep(max: g.op == "MaxPool", x: xRef, y: y, planes: planes, plane: height * width, starts: starts,
+                                    members: members, divisors: divisors))
         return "pooling"
     }
 
@@ -452,6 +513,13 @@ struct Builder {
         guard let kind = UnaryStep.Kind(rawValue: g.op), let x = inputs.first ?? nil, x.dtype == .float32,
               let xRef = ref(g.inputs[0]) else { return nil }
         var (alpha, beta): (Float, Float) = (0, 0)
+        if kind == .relu, readers[g.inputs[0], default: 0] == 1, var conv = steps.last as? ConvStep, conv.y == xRef, !conv.relu {
+            // The only reader of a Conv's output, right after it: applied as the Conv writes.
+            conv.relu = true
+            steps[steps.count - 1] = conv
+            refs[g.outputs[0]] = xRef
+            return "with the Conv"
+        }
         var bounds: [Ref?] = [nil, nil]
         switch kind {
         case .leakyRelu:
@@ -469,7 +537,7 @@ struct Builder {
         }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
-        steps.append(.unary(UnaryStep(kind: kind, x: xRef, y: y, alpha: alpha, beta: beta, low: bounds[0], high: bounds[1])))
+        steps.append(UnaryStep(kind: kind, x: xRef, y: y, alpha: alpha, beta: beta, low: bounds[0], high: bounds[1]))
         return "element-wise"
     }
 
@@ -481,8 +549,8 @@ struct Builder {
         guard let aRef = ref(g.inputs[0]), let bRef = ref(g.inputs[1]) else { return nil }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
-        steps.append(.binary(BinaryStep(kind: kind, a: aRef, b: bRef, y: y,
-                                        mapA: BinaryStep.map(a.shape, to: shape), mapB: BinaryStep.map(b.shape, to: shape))))
+        steps.append(BinaryStep(kind: kind, a: aRef, b: bRef, y: y,
+                                        mapA: BinaryStep.map(a.shape, to: shape), mapB: BinaryStep.map(b.shape, to: shape)))
         return "element-wise"
     }
 }

@@ -2,38 +2,19 @@ import CEarshotKernels
 import EarshotFeatures
 import Foundation
 
-/// One compiled node of a `GraphPlan`.
-enum Step: Sendable {
-    case move(MoveStep)
-    case conv(ConvStep)
-    case fft(FFTConvStep)
-    case reduce(ReduceStep)
-    case pool(PoolStep)
-    case dense(DenseStep)
-    case lstm(LSTMStep)
-    case unary(UnaryStep)
-    case binary(BinaryStep)
-    case reference(ReferenceStep)
-
-    func run(_ c: Context, opset: Int) throws(GraphError) {
-        switch self {
-        case let .move(s): s.run(c)
-        case let .conv(s): s.run(c)
-        case let .fft(s): s.run(c)
-        case let .reduce(s): s.run(c)
-        case let .pool(s): s.run(c)
-        case let .dense(s): s.run(c)
-        case let .lstm(s): s.run(c)
-        case let .unary(s): s.run(c)
-        case let .binary(s): s.run(c)
-        case let .reference(s): try s.run(c, opset: opset)
-        }
-    }
+/// One compiled node of a `GraphPlan`. Steps are kept as existentials, so that running one
+/// opens it in place: no copy of its arrays, no reference counting in the loop.
+protocol Step: Sendable {
+    func run(_ c: Context) throws(GraphError)
+    /// The places the step reads.
+    var reads: [GraphPlan.Ref] { get }
 }
 
-struct MoveStep: Sendable {
+struct MoveStep: Step {
     let sources: [GraphPlan.Ref]
     let outputs: [(GraphPlan.Ref, [Run])]
+
+    var reads: [GraphPlan.Ref] { sources }
 
     func run(_ c: Context) {
         for b in 0..<c.streams {
@@ -45,16 +26,28 @@ struct MoveStep: Sendable {
 }
 
 /// Conv: each item's and group's receptive fields as rows, then one packed product for every
-/// stream's rows, then the outputs into [N][C][positions].
-struct ConvStep: Sendable {
+/// stream's rows, then the outputs into [N][C][positions], with the ReLU after it when fused.
+struct ConvStep: Step {
     let x: GraphPlan.Ref
     let y: GraphPlan.Ref
     let items, channels, outChannels, plane, groups, groupIn, groupOut, depth, positions: Int
     /// One item's and group's receptive fields [positions][depth]: the index of each value in
     /// the group's input planes, -1 for padding (a zero).
     let fields: [Int32]
+    /// One group only, fields of long runs: the input planes transposed to [plane][channels] once,
+    /// then each receptive field (depth ordered [kernel row][kernel column][channel], as the
+    /// packed filters are) is a few contiguous runs of it.
+    let channelsLast: [Run]?
     let packed: [PackedMatrix]
     let bias: [[Float]?]
+    /// A ReLU fused into the step (the graph's next node, the only reader of the output).
+    var relu = false
+    /// The input is already [plane][channels]: written so by the Conv before, its only reader.
+    var inputChannelsLast = false
+    /// The output is written [positions][outChannels], for the Conv after, its only reader.
+    var outputChannelsLast = false
+
+    var reads: [GraphPlan.Ref] { [x] }
 
     /// With many positions and one group: the receptive fields packed as the product's rows
     /// (positions) straight from the input, and the filters as its columns, so that the product
@@ -70,6 +63,16 @@ struct ConvStep: Sendable {
     }
 
     let positionMajor: PositionMajor?
+
+    /// Scratch floats per stream.
+    var scratch: Int {
+        if positionMajor != nil { return (positions + 15) / 16 * 16 * depth }
+        return items * positions * (depth + groupOut) + (channelsLast == nil ? 0 : channels * plane)
+    }
+
+    @inline(__always) private func activate(_ p: UnsafeMutablePointer<Float>, _ n: Int) {
+        if relu { earshot_unary(Int32(EARSHOT_RELU), 0, p, p, n) }
+    }
 
     func run(_ c: Context) {
         if let pm = positionMajor {
@@ -89,6 +92,7 @@ struct ConvStep: Sendable {
                                         earshot_binary(Int32(EARSHOT_ADD), o + m * positions, 1, &v, 0, o + m * positions, positions)
                                     }
                                 }
+                                activate(o, outChannels * positions)
                             }
                         }
                     }
@@ -97,26 +101,43 @@ struct ConvStep: Sendable {
             return
         }
         let rows = c.streams * items * positions
-        let fieldRows = c.scratch, products = c.scratch + rows * depth
+        let fieldRows = c.scratch, products = c.scratch + rows * depth, planes = products + rows * groupOut
         for g in 0..<groups {
             for b in 0..<c.streams {
                 let input = c.read(x, b)
                 for item in 0..<items {
-                    gather(fields, from: input + (item * channels + g * groupIn) * plane, to: fieldRows + (b * items + item) * positions * depth)
+                    let source = input + (item * channels + g * groupIn) * plane, rows = fieldRows + (b * items + item) * positions * depth
+                    if let runs = channelsLast {
+                        if !inputChannelsLast { earshot_transpose(source, channels, plane, planes) }
+                        let transposed = inputChannelsLast ? source : UnsafePointer(planes)
+                        Run.apply(runs, to: rows) { _ in transposed }
+                    } else {
+                        gather(fields, from: source, to: rows)
+                    }
                 }
             }
             if groups == 1, positions == 1, items == 1 {
                 // One output column per stream: straight into each stream's arena.
                 packed[0].product(fieldRows, ldx: depth, columns: c.streams, bias: bias[0], into: c.write(y, 0), ldy: c.stride)
+                for b in 0..<c.streams { activate(c.write(y, b), outChannels) }
                 continue
             }
             packed[g].product(fieldRows, ldx: depth, columns: rows, bias: bias[g], into: products, ldy: groupOut)
+            if outputChannelsLast {
+                for b in 0..<c.streams {
+                    let out = c.write(y, b)
+                    out.update(from: products + b * positions * outChannels, count: positions * outChannels)
+                    activate(out, positions * outChannels)
+                }
+                continue
+            }
             // [positions][groupOut] to the group's channels [groupOut][positions].
             for b in 0..<c.streams {
                 let out = c.write(y, b)
                 for item in 0..<items {
-                    earshot_transpose(products + (b * items + item) * positions * groupOut, positions, groupOut,
-                                      out + (item * outChannels + g * groupOut) * positions)
+                    let o = out + (item * outChannels + g * groupOut) * positions
+                    earshot_transpose(products + (b * items + item) * positions * groupOut, positions, groupOut, o)
+                    activate(o, groupOut * positions)
                 }
             }
         }
@@ -126,7 +147,7 @@ struct ConvStep: Sendable {
 /// A Conv whose filters are a windowed DFT basis ([cos rows; sign * sin rows], one input
 /// channel): each receptive field times the window, one real FFT, the real parts to the first
 /// half of the channels and the imaginary parts (signed as the filters are) to the second.
-struct FFTConvStep: Sendable {
+struct FFTConvStep: Step {
     let x: GraphPlan.Ref
     let y: GraphPlan.Ref
     let items, plane, positions: Int
@@ -134,36 +155,46 @@ struct FFTConvStep: Sendable {
     let sign: Float
     /// As ConvStep's.
     let fields: [Int32]
+    /// Where each position's frame starts in the input plane, when every frame is one
+    /// contiguous run of it (no padding): then the frames are read in place.
+    let starts: [Int]?
     let bias: [Float]?
-    let fft: UnalignedRealFFT
+    let fft: AlignedRealFFT
 
     func run(_ c: Context) {
         let size = fft.size, bins = size / 2 + 1
-        let rows = c.scratch, frame = rows + positions * size, spectrum = frame + size
+        let rows = c.scratch, frame = aligned(rows + positions * size), spectrum = aligned(frame + size)
         // FFTW's imaginary parts are -sum x sin; the filters give sign * sum x sin.
         let imaginary = -sign
         window.withUnsafeBufferPointer { w in
             for b in 0..<c.streams {
                 let input = c.read(x, b), out = c.write(y, b)
                 for item in 0..<items {
-                    gather(fields, from: input + item * plane, to: rows)
-                    let plane = out + item * 2 * bins * positions
+                    let itemInput = input + item * plane, spectra = out + item * 2 * bins * positions
+                    if starts == nil { gather(fields, from: itemInput, to: rows) }
                     for p in 0..<positions {
-                        let row = rows + p * size
-                        for n in 0..<size { frame[n] = row[n] * w[n] }
+                        let row = starts.map { itemInput + $0[p] } ?? UnsafePointer(rows + p * size)
+                        earshot_binary(Int32(EARSHOT_MUL), row, 1, w.baseAddress!, 1, frame, size)
                         fft.execute(frame, spectrum)
                         for k in 0..<bins {
-                            plane[k * positions + p] = spectrum[2 * k]
-                            plane[(bins + k) * positions + p] = imaginary * spectrum[2 * k + 1]
+                            spectra[k * positions + p] = spectrum[2 * k]
+                            spectra[(bins + k) * positions + p] = imaginary * spectrum[2 * k + 1]
                         }
                     }
                     if let bias {
-                        for ch in 0..<(2 * bins) { for p in 0..<positions { plane[ch * positions + p] += bias[ch] } }
+                        for ch in 0..<(2 * bins) { for p in 0..<positions { spectra[ch * positions + p] += bias[ch] } }
                     }
                 }
             }
         }
     }
+}
+
+/// The first place at or after `p` that starts on a 64-byte boundary.
+@inline(__always)
+func aligned(_ p: UnsafeMutablePointer<Float>) -> UnsafeMutablePointer<Float> {
+    let bytes = AlignedRealFFT.alignment * MemoryLayout<Float>.size
+    return p + (bytes - Int(bitPattern: p) % bytes) % bytes / MemoryLayout<Float>.size
 }
 
 /// y[e] = x[index[e]], or 0 where the index is -1.
@@ -175,7 +206,7 @@ func gather(_ index: [Int32], from x: UnsafePointer<Float>, to y: UnsafeMutableP
 }
 
 /// Rows of x [rows][k] times a constant matrix: y [rows][columns].
-struct DenseStep: Sendable {
+struct DenseStep: Step {
     let x: GraphPlan.Ref
     let y: GraphPlan.Ref
     let rows: Int
@@ -195,7 +226,7 @@ struct DenseStep: Sendable {
 
 /// LSTM over X [steps][batch][input]: per step, [x; h] of every stream and batch row times the
 /// packed [W | R] (gates i, f, g, o), then the cell kernel.
-struct LSTMStep: Sendable {
+struct LSTMStep: Step {
     let x: GraphPlan.Ref
     let h0: GraphPlan.Ref?
     let c0: GraphPlan.Ref?
@@ -244,7 +275,7 @@ struct LSTMStep: Sendable {
 }
 
 /// ReduceMean, ReduceSum, ReduceMax, ReduceMin: the reference kernel's loop on the arena.
-struct ReduceStep: Sendable {
+struct ReduceStep: Step {
     let op: String
     let x: GraphPlan.Ref
     let y: GraphPlan.Ref
@@ -257,7 +288,7 @@ struct ReduceStep: Sendable {
 
 /// MaxPool and AveragePool over precomputed windows: output o of a plane takes the input
 /// positions members[starts[o]..<starts[o + 1]] of that plane.
-struct PoolStep: Sendable {
+struct PoolStep: Step {
     let max: Bool
     let x: GraphPlan.Ref
     let y: GraphPlan.Ref
@@ -280,7 +311,7 @@ struct PoolStep: Sendable {
     }
 }
 
-struct UnaryStep: Sendable {
+struct UnaryStep: Step {
     enum Kind: String, Sendable {
         case relu = "Relu", sigmoid = "Sigmoid", tanh = "Tanh", sqrt = "Sqrt", exp = "Exp", log = "Log", neg = "Neg"
         case abs = "Abs", erf = "Erf", softplus = "Softplus", leakyRelu = "LeakyRelu", clip = "Clip"
@@ -324,7 +355,7 @@ struct UnaryStep: Sendable {
     }
 }
 
-struct BinaryStep: Sendable {
+struct BinaryStep: Step {
     enum Kind: String, Sendable {
         case add = "Add", sub = "Sub", mul = "Mul", div = "Div", max = "Max", min = "Min", pow = "Pow"
         /// Pow by a fixed 2.
@@ -437,7 +468,7 @@ extension Optional where Wrapped == [Int32] {
 }
 
 /// A node the plan runs on its reference kernel: its inputs as tensors, its outputs copied back.
-struct ReferenceStep: Sendable {
+struct ReferenceStep: Step {
     enum Source: Sendable {
         case constant(GraphTensor)
         case stream(GraphPlan.Ref, [Int])
@@ -446,8 +477,9 @@ struct ReferenceStep: Sendable {
     let node: GraphNode
     let inputs: [Source?]
     let outputs: [GraphPlan.Ref?]
+    let opset: Int
 
-    func run(_ c: Context, opset: Int) throws(GraphError) {
+    func run(_ c: Context) throws(GraphError) {
         for b in 0..<c.streams {
             let values: [GraphTensor?] = inputs.map { source in
                 switch source {
@@ -466,6 +498,23 @@ struct ReferenceStep: Sendable {
                 }
                 value.floats.withUnsafeBufferPointer { c.write(ref, b).update(from: $0.baseAddress!, count: ref.count) }
             }
+        }
+    }
+}
+
+extension FFTConvStep { var reads: [GraphPlan.Ref] { [x] } }
+extension DenseStep { var reads: [GraphPlan.Ref] { [x] } }
+extension LSTMStep { var reads: [GraphPlan.Ref] { [x] + [h0, c0].compactMap { $0 } } }
+extension ReduceStep { var reads: [GraphPlan.Ref] { [x] } }
+extension PoolStep { var reads: [GraphPlan.Ref] { [x] } }
+extension UnaryStep { var reads: [GraphPlan.Ref] { [x] + [low, high].compactMap { $0 } } }
+extension BinaryStep { var reads: [GraphPlan.Ref] { [a, b] } }
+
+extension ReferenceStep {
+    var reads: [GraphPlan.Ref] {
+        inputs.compactMap { source in
+            if case let .stream(ref, _)? = source { return ref }
+            return nil
         }
     }
 }
