@@ -56,14 +56,26 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
 // A tile of NP panels (16 NP rows) by NC columns: one running sum per output, each the same
 // chain acc = acc + w[r][i] * x[t][i] for i = 0, 1, ..., k - 1 from 0, then + bias[r]. The
 // order does not depend on the tile, so every output of a batch is what it is alone.
-static inline __attribute__((always_inline)) void tile(const float *wp, long k, const float *x, long ldx, const float *bias,
-                                                     long r0, long rows, float *y, long ldy, const int NP, const int NC) {
+// With `blocks` (indirect: `wp` is then not read), block (p, i) of the packed matrix is not
+// stored packed but found where it lies: base + blocks[p * k + i] when that is not negative, else
+// block -blocks[p * k + i] - 1 of `edges`.
+static inline __attribute__((always_inline)) void tile_from(const float *wp, const int *blocks, const float *base,
+                                                          const float *edges, long k, const float *x, long ldx,
+                                                          const float *bias, long r0, long rows, float *y, long ldy,
+                                                          const int NP, const int NC) {
     v16 acc[8][6];
     for (int p = 0; p < NP; p++)
         for (int c = 0; c < NC; c++) acc[p][c] = (v16){0};
     for (long i = 0; i < k; i++) {
         v16 w[8];
-        for (int p = 0; p < NP; p++) w[p] = load16(wp + (p * k + i) * 16);
+        for (int p = 0; p < NP; p++) {
+            if (blocks) {
+                int o = blocks[p * k + i];
+                w[p] = load16(o >= 0 ? base + o : edges + (long)(-o - 1) * 16);
+            } else {
+                w[p] = load16(wp + (p * k + i) * 16);
+            }
+        }
         for (int c = 0; c < NC; c++) {
             float xv = x[c * ldx + i];
             for (int p = 0; p < NP; p++) acc[p][c] = acc[p][c] + w[p] * xv;
@@ -85,21 +97,55 @@ static inline __attribute__((always_inline)) void tile(const float *wp, long k, 
     }
 }
 
+static inline __attribute__((always_inline)) void tile(const float *wp, long k, const float *x, long ldx, const float *bias,
+                                                     long r0, long rows, float *y, long ldy, const int NP, const int NC) {
+    tile_from(wp, 0, 0, 0, k, x, ldx, bias, r0, rows, y, ldy, NP, NC);
+}
+
+// One tile of NP panels by nc columns, from `wp` (packed) or, when `bp` is set, from the blocks
+// it lists (earshot_gemm_indirect).
 #define COLUMNS(NP, nc) do {                                                                   \
         switch (nc) {                                                                           \
-        case 1: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 1); break;                    \
-        case 2: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 2); break;                    \
-        case 3: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 3); break;                    \
-        case 4: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 4); break;                    \
-        case 5: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 5); break;                    \
-        default: tile(wp, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 6); break;                   \
+        case 1: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 1); break;   \
+        case 2: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 2); break;   \
+        case 3: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 3); break;   \
+        case 4: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 4); break;   \
+        case 5: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 5); break;   \
+        default: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 6); break;  \
         }                                                                                       \
     } while (0)
+
+// Many columns: tiles of four panels (64 rows) by six columns, 24 sums in registers; the
+// four panels stay in cache while every column passes over them. The matrix is `packed`, or the
+// blocks `blocks` lists (earshot_gemm_indirect).
+static inline __attribute__((always_inline)) void tiles(const float *packed, const int *blocks, const float *base,
+                                                      const float *edges, long rows, long k, const float *x, long ldx,
+                                                      long n, const float *bias, float *y, long ldy) {
+    long panels = (rows + 15) / 16;
+    for (long p0 = 0; p0 < panels; p0 += 4) {
+        const float *wp = packed ? packed + p0 * k * 16 : 0;
+        const int *bp = blocks ? blocks + p0 * k : 0;
+        long r0 = p0 * 16, np = panels - p0 < 4 ? panels - p0 : 4;
+        for (long t = 0; t < n; t += 6) {
+            long nc = n - t < 6 ? n - t : 6;
+            const float *xt = x + t * ldx;
+            float *yt = y + t * ldy;
+            switch (np) {
+            case 1: COLUMNS(1, nc); break;
+            case 2: COLUMNS(2, nc); break;
+            case 3: COLUMNS(3, nc); break;
+            default: COLUMNS(4, nc); break;
+            }
+        }
+    }
+}
 
 CLONES
 void earshot_gemm_packed(const float *packed, long rows, long k, const float *x, long ldx, long n, const float *bias,
                          float *y, long ldy) {
     long panels = (rows + 15) / 16;
+    const int *bp = 0;
+    const float *base = 0, *edges = 0;
     if (n <= 2) {
         // One or two columns (one stream): eight panels at a time, so that eight or sixteen
         // independent sums hide the latency of each multiply-add.
@@ -124,23 +170,13 @@ void earshot_gemm_packed(const float *packed, long rows, long k, const float *x,
         }
         return;
     }
-    // Many columns: tiles of four panels (64 rows) by six columns, 24 sums in registers; the
-    // four panels stay in cache while every column passes over them.
-    for (long p0 = 0; p0 < panels; p0 += 4) {
-        const float *wp = packed + p0 * k * 16;
-        long r0 = p0 * 16, np = panels - p0 < 4 ? panels - p0 : 4;
-        for (long t = 0; t < n; t += 6) {
-            long nc = n - t < 6 ? n - t : 6;
-            const float *xt = x + t * ldx;
-            float *yt = y + t * ldy;
-            switch (np) {
-            case 1: COLUMNS(1, nc); break;
-            case 2: COLUMNS(2, nc); break;
-            case 3: COLUMNS(3, nc); break;
-            default: COLUMNS(4, nc); break;
-            }
-        }
-    }
+    tiles(packed, 0, 0, 0, rows, k, x, ldx, n, bias, y, ldy);
+}
+
+CLONES
+void earshot_gemm_indirect(const int *blocks, const float *base, const float *edges, long rows, long k, const float *x,
+                           long ldx, long n, const float *bias, float *y, long ldy) {
+    tiles(0, blocks, base, edges, rows, k, x, ldx, n, bias, y, ldy);
 }
 
 CLONES
@@ -334,23 +370,28 @@ void earshot_gather(const int *index, const float *x, float *y, long n) {
     }
 }
 
+// Element-wise loops whose output may be their input itself (in place), never a shifted view of
+// it: no iteration reads what another writes, so they vectorize without a runtime overlap check
+// (which exact aliasing would fail, sending the loop to its scalar version).
+#define SAFE _Pragma("clang loop vectorize(assume_safety)")
+
 CLONES
 void earshot_unary(int op, float alpha, const float *x, float *y, long n) {
     switch (op) {
     case EARSHOT_LEAKY_RELU:
-        for (long i = 0; i < n; i++) y[i] = x[i] < 0 ? alpha * x[i] : x[i];
+        SAFE for (long i = 0; i < n; i++) y[i] = x[i] < 0 ? alpha * x[i] : x[i];
         break;
     case EARSHOT_RELU:
-        for (long i = 0; i < n; i++) y[i] = x[i] < 0 ? 0.0f : x[i];
+        SAFE for (long i = 0; i < n; i++) y[i] = x[i] < 0 ? 0.0f : x[i];
         break;
     case EARSHOT_SQRT:
-        for (long i = 0; i < n; i++) y[i] = __builtin_sqrtf(x[i]);
+        SAFE for (long i = 0; i < n; i++) y[i] = __builtin_sqrtf(x[i]);
         break;
     case EARSHOT_NEG:
-        for (long i = 0; i < n; i++) y[i] = -x[i];
+        SAFE for (long i = 0; i < n; i++) y[i] = -x[i];
         break;
     case EARSHOT_ABS:
-        for (long i = 0; i < n; i++) y[i] = __builtin_fabsf(x[i]);
+        SAFE for (long i = 0; i < n; i++) y[i] = __builtin_fabsf(x[i]);
         break;
     default:
         break;
@@ -360,10 +401,10 @@ void earshot_unary(int op, float alpha, const float *x, float *y, long n) {
 CLONES
 void earshot_binary(int op, const float *a, long a_step, const float *b, long b_step, float *y, long n) {
 #define BINARY_LOOP(expr)                                                                          \
-    if (a_step && b_step) { for (long i = 0; i < n; i++) { float p = a[i], q = b[i]; y[i] = (expr); } } \
-    else if (a_step) { float q = b[0]; for (long i = 0; i < n; i++) { float p = a[i]; y[i] = (expr); } } \
-    else if (b_step) { float p = a[0]; for (long i = 0; i < n; i++) { float q = b[i]; y[i] = (expr); } } \
-    else { float p = a[0], q = b[0]; for (long i = 0; i < n; i++) y[i] = (expr); }
+    if (a_step && b_step) { SAFE for (long i = 0; i < n; i++) { float p = a[i], q = b[i]; y[i] = (expr); } } \
+    else if (a_step) { float q = b[0]; SAFE for (long i = 0; i < n; i++) { float p = a[i]; y[i] = (expr); } } \
+    else if (b_step) { float p = a[0]; SAFE for (long i = 0; i < n; i++) { float q = b[i]; y[i] = (expr); } } \
+    else { float p = a[0], q = b[0]; SAFE for (long i = 0; i < n; i++) y[i] = (expr); }
     switch (op) {
     case EARSHOT_ADD: BINARY_LOOP(p + q) break;
     case EARSHOT_SUB: BINARY_LOOP(p - q) break;
@@ -372,8 +413,8 @@ void earshot_binary(int op, const float *a, long a_step, const float *b, long b_
     case EARSHOT_MAX: BINARY_LOOP(p != p || q != q ? p + q : (p > q ? p : q)) break;
     case EARSHOT_MIN: BINARY_LOOP(p != p || q != q ? p + q : (p < q ? p : q)) break;
     case EARSHOT_SQUARE:  // b is the exponent 2
-        if (a_step) { for (long i = 0; i < n; i++) y[i] = a[i] * a[i]; }
-        else { for (long i = 0; i < n; i++) y[i] = a[0] * a[0]; }
+        if (a_step) { SAFE for (long i = 0; i < n; i++) y[i] = a[i] * a[i]; }
+        else { SAFE for (long i = 0; i < n; i++) y[i] = a[0] * a[0]; }
         break;
     default: break;
     }
@@ -406,26 +447,6 @@ void earshot_transpose(const float *x, long rows, long cols, float *y) {
             long c1 = c0 + 8 < cols ? c0 + 8 : cols;
             for (long c = c0; c < c1; c++)
                 for (long r = r0; r < r1; r++) y[c * rows + r] = x[r * cols + c];
-        }
-    }
-}
-
-// y[e] = x[index[e]] (0 where index[e] < 0) in blocks of 16: a block whose flag is set holds 16
-// consecutive indices and is one copy.
-CLONES
-void earshot_gather_blocks(const int *index, const unsigned char *contiguous, const float *x, float *y, long blocks) {
-    for (long q = 0; q < blocks; q++) {
-        const int *idx = index + q * 16;
-        float *out = y + q * 16;
-        if (contiguous[q]) {
-            const float *from = x + idx[0];
-            for (int l = 0; l < 16; l++) out[l] = from[l];
-        } else {
-            for (int l = 0; l < 16; l++) {
-                int i = idx[l];
-                float v = x[i < 0 ? 0 : i];
-                out[l] = i < 0 ? 0.0f : v;
-            }
         }
     }
 }

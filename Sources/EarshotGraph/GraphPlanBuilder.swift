@@ -329,11 +329,19 @@ struct Builder {
                     for l in 0..<16 where q * 16 + l < positions { index[(q * depth + i) * 16 + l] = fields[(q * 16 + l) * depth + i] }
                 }
             }
-            let contiguous: [UInt8] = (0..<(panels * depth)).map { block in
+            // A block of 16 consecutive input values is read in place; the others (at the edges,
+            // padding) are gathered at each run.
+            var blocks = [Int32](repeating: 0, count: panels * depth), edges: [Int32] = []
+            for block in 0..<(panels * depth) {
                 let first = index[block * 16]
-                return first >= 0 && (1..<16).allSatisfy { index[block * 16 + $0] == first + Int32($0) } ? 1 : 0
+                if first >= 0 && (1..<16).allSatisfy({ index[block * 16 + $0] == first + Int32($0) }) {
+                    blocks[block] = first
+                } else {
+                    blocks[block] = -Int32(edges.count / 16) - 1
+                    edges += index[(block * 16)..<(block * 16 + 16)]
+                }
             }
-            positionMajor = .init(index: index, contiguous: contiguous, filters: w.floats, bias: bias?.floats)
+            positionMajor = .init(blocks: blocks, edges: edges, filters: w.floats, bias: bias?.floats)
         }
         let step = ConvStep(x: xRef, y: y, items: items, channels: channels, outChannels: outChannels, plane: height * width,
                             groups: group, groupIn: groupIn, groupOut: groupOut, depth: depth, positions: positions,
@@ -513,11 +521,11 @@ struct Builder {
         guard let kind = UnaryStep.Kind(rawValue: g.op), let x = inputs.first ?? nil, x.dtype == .float32,
               let xRef = ref(g.inputs[0]) else { return nil }
         var (alpha, beta): (Float, Float) = (0, 0)
-        if kind == .relu, readers[g.inputs[0], default: 0] == 1, var conv = steps.last as? ConvStep, conv.y == xRef, !conv.relu {
-            // The only reader of a Conv's output, right after it: applied as the Conv writes.
-            conv.relu = true
-            steps[steps.count - 1] = conv
-            refs[g.outputs[0]] = xRef
+        if kind == .relu, fuse(.unary(Int32(EARSHOT_RELU), alpha: 0), reading: g.inputs[0], as: xRef, into: g.outputs[0]) {
+            return "with the Conv"
+        }
+        if kind == .leakyRelu, case let .float(a) = g.attributes["alpha"] ?? .float(0.01),
+           fuse(.unary(Int32(EARSHOT_LEAKY_RELU), alpha: a), reading: g.inputs[0], as: xRef, into: g.outputs[0]) {
             return "with the Conv"
         }
         var bounds: [Ref?] = [nil, nil]
@@ -541,12 +549,28 @@ struct Builder {
         return "element-wise"
     }
 
+    /// Fuses an element-wise op into the Conv step just before it, when that Conv's output (or
+    /// what is fused into it so far) is this op's input and nothing else reads it: the op's output
+    /// is then the Conv's output, in place.
+    private mutating func fuse(_ op: ConvStep.Epilogue, reading name: String, as input: Ref, into output: String) -> Bool {
+        guard readers[name, default: 0] == 1, var conv = steps.last as? ConvStep, conv.y == input else { return false }
+        conv.epilogue.append(op)
+        steps[steps.count - 1] = conv
+        refs[output] = input
+        return true
+    }
+
     private mutating func binary(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) -> String? {
         guard var kind = BinaryStep.Kind(rawValue: g.op), inputs.count == 2, let a = inputs[0], let b = inputs[1],
               a.dtype == .float32, b.dtype == .float32, outputs[0].dtype == .float32 else { return nil }
         let shape = outputs[0].shape
         if kind == .pow, fixed.contains(g.inputs[1]), b.scalarFloat == 2 { kind = .square }
         guard let aRef = ref(g.inputs[0]), let bRef = ref(g.inputs[1]) else { return nil }
+        if let op: Int32 = kind == .max ? Int32(EARSHOT_MAX) : kind == .min ? Int32(EARSHOT_MIN) : nil, a.shape == shape,
+           fixed.contains(g.inputs[1]), let value = b.scalarFloat,
+           fuse(.binary(op, value), reading: g.inputs[0], as: aRef, into: g.outputs[0]) {
+            return "with the Conv"
+        }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
         steps.append(BinaryStep(kind: kind, a: aRef, b: bRef, y: y,

@@ -40,8 +40,16 @@ struct ConvStep: Step {
     let channelsLast: [Run]?
     let packed: [PackedMatrix]
     let bias: [[Float]?]
-    /// A ReLU fused into the step (the graph's next node, the only reader of the output).
-    var relu = false
+    /// Element-wise ops fused into the step, applied in order to its output (each the only
+    /// reader of the value before it).
+    var epilogue: [Epilogue] = []
+
+    /// An element-wise op on a Conv's output as it is written: earshot_unary's op (and alpha),
+    /// or earshot_binary's with a single constant second operand.
+    enum Epilogue: Sendable {
+        case unary(Int32, alpha: Float)
+        case binary(Int32, Float)
+    }
     /// The input is already [plane][channels]: written so by the Conv before, its only reader.
     var inputChannelsLast = false
     /// The output is written [positions][outChannels], for the Conv after, its only reader.
@@ -53,10 +61,11 @@ struct ConvStep: Step {
     /// (positions) straight from the input, and the filters as its columns, so that the product
     /// lands in [C][positions] order with no transpose.
     struct PositionMajor: Sendable {
-        /// The packed fields (panels of 16 positions by depth), as input indices (-1: zero).
-        let index: [Int32]
-        /// Per block of 16: whether its indices are consecutive.
-        let contiguous: [UInt8]
+        /// The fields as the product packs a matrix (panels of 16 positions by depth), per block of
+        /// 16: where it starts in the item's input, or (negative, -e - 1) edge block e.
+        let blocks: [Int32]
+        /// The edge blocks' values as input indices (-1: zero), 16 per block.
+        let edges: [Int32]
         /// The filters [outChannels][depth].
         let filters: [Float]
         let bias: [Float]?
@@ -66,34 +75,41 @@ struct ConvStep: Step {
 
     /// Scratch floats per stream.
     var scratch: Int {
-        if positionMajor != nil { return (positions + 15) / 16 * 16 * depth }
+        if let pm = positionMajor { return pm.edges.count + 16 }
         return items * positions * (depth + groupOut) + (channelsLast == nil ? 0 : channels * plane)
     }
 
     @inline(__always) private func activate(_ p: UnsafeMutablePointer<Float>, _ n: Int) {
-        if relu { earshot_unary(Int32(EARSHOT_RELU), 0, p, p, n) }
+        for op in epilogue {
+            switch op {
+            case let .unary(kind, alpha): earshot_unary(kind, alpha, p, p, n)
+            case let .binary(kind, value):
+                var v = value
+                earshot_binary(kind, p, 1, &v, 0, p, n)
+            }
+        }
     }
 
     func run(_ c: Context) {
         if let pm = positionMajor {
-            let packedRows = c.scratch
-            pm.index.withUnsafeBufferPointer { idx in
-                pm.contiguous.withUnsafeBufferPointer { flags in
-                    pm.filters.withUnsafeBufferPointer { w in
-                        for b in 0..<c.streams {
-                            let input = c.read(x, b), out = c.write(y, b)
-                            for item in 0..<items {
-                                earshot_gather_blocks(idx.baseAddress!, flags.baseAddress!, input + item * channels * plane, packedRows, flags.count)
-                                let o = out + item * outChannels * positions
-                                earshot_gemm_packed(packedRows, positions, depth, w.baseAddress!, depth, outChannels, nil, o, positions)
-                                if let bias = pm.bias {
-                                    for m in 0..<outChannels {
-                                        var v = bias[m]
-                                        earshot_binary(Int32(EARSHOT_ADD), o + m * positions, 1, &v, 0, o + m * positions, positions)
-                                    }
+            let edges = c.scratch
+            pm.blocks.withUnsafeBufferPointer { blocks in
+                pm.filters.withUnsafeBufferPointer { w in
+                    for b in 0..<c.streams {
+                        let input = c.read(x, b), out = c.write(y, b)
+                        for item in 0..<items {
+                            let itemInput = input + item * channels * plane
+                            gather(pm.edges, from: itemInput, to: edges)
+                            let o = out + item * outChannels * positions
+                            earshot_gemm_indirect(blocks.baseAddress!, itemInput, edges, positions, depth, w.baseAddress!, depth,
+                                                  outChannels, nil, o, positions)
+                            if let bias = pm.bias {
+                                for m in 0..<outChannels {
+                                    var v = bias[m]
+                                    earshot_binary(Int32(EARSHOT_ADD), o + m * positions, 1, &v, 0, o + m * positions, positions)
                                 }
-                                activate(o, outChannels * positions)
                             }
+                            activate(o, outChannels * positions)
                         }
                     }
                 }

@@ -236,6 +236,35 @@ struct PlanTests {
         }
     }
 
+    @Test("LeakyRelu, then Max with a constant, after a Conv over many positions: both within the Conv's step, as the reference computes them")
+    func fusesLeakyReluAndMax() throws {
+        let constants = ["w": weights([5, 3, 3, 3]), "b": weights([5], seed: 5), "floor": GraphTensor(scalar: Float(-0.1))]
+        let nodes = [GraphNode(op: "Conv", name: "conv", inputs: ["x", "w", "b"], outputs: ["c"], attributes: ["pads": .ints([1, 1, 1, 1])]),
+                     GraphNode(op: "LeakyRelu", name: "leaky", inputs: ["c"], outputs: ["l"], attributes: ["alpha": .float(0.2)]),
+                     GraphNode(op: "Max", name: "max", inputs: ["l", "floor"], outputs: ["y"])]
+        let shape = [1, 3, 12, 10]
+        let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", shape)], outputs: ["y"], opset: 17)
+        #expect(plan.kernels["leaky"] == "with the Conv" && plan.kernels["max"] == "with the Conv")
+        var ws = GraphWorkspace()
+        var batch: [[Float]] = [[], []]
+        try plan.run(streams: 2, workspace: &ws, load: { s, _, buffer in
+            let v = EarshotGraphTests.values(buffer.count, seed: 50 + s)
+            for k in 0..<buffer.count { buffer[k] = v[k] }
+        }, store: { s, _, v in batch[s] = Array(v) })
+        for s in 0..<2 {
+            var values = constants
+            values["x"] = GraphTensor(shape: shape, floats: EarshotGraphTests.values(shape.reduce(1, *), seed: 50 + s))
+            for node in nodes {
+                values[node.outputs[0]] = try GraphOps.run(node.op, node: node.name, inputs: node.inputs.map { values[$0] },
+                                                           attributes: node.attributes, opset: 17, outputCount: 1)[0]
+            }
+            let expected = try #require(values["y"]).floats
+            #expect(expected.contains(-0.1) && expected.contains { $0 > -0.1 && $0 < 0 } && expected.contains { $0 > 0 })
+            let worst = zip(expected, batch[s]).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 1
+            #expect(expected.count == batch[s].count && worst <= 2e-6, "stream \(s): \(worst)")
+        }
+    }
+
     @Test("Convs in a row (the first writes channels last for the second): equal to the reference kernels; a batch equals each stream alone",
           arguments: [false, true])
     func convChain(secondReaderOfFirst: Bool) throws {

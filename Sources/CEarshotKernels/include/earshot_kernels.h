@@ -19,6 +19,12 @@ void earshot_pack(const float *w, long rows, long k, float *packed);
 void earshot_gemm_packed(const float *packed, long rows, long k, const float *x, long ldx, long n, const float *bias,
                          float *y, long ldy);
 
+// earshot_gemm_packed on a matrix whose packed blocks of 16 values (panel p, column i) are not
+// copied into one array but read where they lie: base + blocks[p * k + i] when that is not
+// negative, else block -blocks[p * k + i] - 1 of `edges`. The same sums in the same order.
+void earshot_gemm_indirect(const int *blocks, const float *base, const float *edges, long rows, long k, const float *x,
+                           long ldx, long n, const float *bias, float *y, long ldy);
+
 // The index of the first NaN or infinite value of x[0..<n], or -1.
 long earshot_first_nonfinite(const float *x, long n);
 
@@ -66,14 +72,12 @@ enum { EARSHOT_ADD = 1, EARSHOT_SUB = 2, EARSHOT_MUL = 3, EARSHOT_DIV = 4, EARSH
 // y[e] = x[index[e]], or 0 where index[e] < 0.
 void earshot_gather(const int *index, const float *x, float *y, long n);
 // y = op(x) for the EARSHOT_RELU (NaN kept), _SQRT, _NEG, _ABS and _LEAKY_RELU (slope alpha) ops.
+// Here and in earshot_binary, y may be an input itself (in place), but never a shifted view of one.
 void earshot_unary(int op, float alpha, const float *x, float *y, long n);
 // y[i] = a[i * (a_step != 0)] op b[i * (b_step != 0)] for the EARSHOT_ADD, _SUB, _MUL, _DIV and
 // _SQUARE (a * a), _MAX and _MIN (NaN when either is NaN) ops: each operand is n values, or one
 // value when its step is 0.
 void earshot_binary(int op, const float *a, long a_step, const float *b, long b_step, float *y, long n);
-// y[e] = x[index[e]] (0 where index[e] < 0) for blocks of 16 values; block q is one copy of 16
-// consecutive values when contiguous[q] is set.
-void earshot_gather_blocks(const int *index, const unsigned char *contiguous, const float *x, float *y, long blocks);
 // MaxPool (max != 0) or AveragePool over windows listed per output: output k of each of `planes`
 // planes (of `plane` values in, `outputs` out) takes members[starts[k]..<starts[k + 1]].
 void earshot_pool(int max, const float *x, long planes, long plane, const int *starts, const int *members,
