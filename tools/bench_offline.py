@@ -55,7 +55,7 @@ SOURCE = ROOT / "AudioSamples" / "speech-noise-16k.wav"
 HOUR = CACHE / "hour-16k.wav"
 RATE = 16000
 SECONDS = 3600
-MODEL = CACHE / "wheel" / "silero_vad" / "data" / "silero_vad.onnx"
+MODEL = ROOT / "Models" / "sources" / "silero_vad.onnx"  # the silero-vad 6.2.3 wheel's file, bundled
 RUNNERS = ("earshot", "earshot_label_process", "sherpa_onnx_vad", "onnxruntime_loop")
 SEGMENT_LINE = re.compile(r"^\s*\d+(\.\d+)?\s+--\s+\d+(\.\d+)?\s*$")
 
@@ -195,8 +195,7 @@ def main() -> int:
     if "sherpa_onnx_vad" in wanted and not Path(sherpa).exists():
         raise SystemExit("sherpa-onnx-vad not found: pip install sherpa-onnx-bin into tools/.venv")
     if not args.model.exists():
-        raise SystemExit(f"{args.model}: missing (unpack the silero-vad 6.2.3 wheel into "
-                         f"{CACHE / 'wheel'})")
+        raise SystemExit(f"{args.model}: missing (Models/sources/silero_vad.onnx is the silero-vad 6.2.3 wheel's file)")
 
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     audio = hour_file()

@@ -11,6 +11,7 @@ Needs scripts/fetch-test-models.sh (the models) and `swift build -c release`.
     tools/.venv/bin/python tools/bench_openwakeword_ort.py [--earshot .build/release/earshot] [--rounds 5]
 """
 import argparse
+import json
 import os
 import re
 import statistics
@@ -57,9 +58,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--earshot", default=os.path.join(ROOT, ".build/release/earshot"))
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     work = tempfile.mkdtemp()
-    print(f"onnxruntime {ort.__version__}, one thread; earshot one stream, one thread; {args.rounds} alternating rounds")
+    results = {"version": ort.__version__, "rounds": args.rounds}
+    if not args.json:
+        print(f"onnxruntime {ort.__version__}, one thread; earshot one stream, one thread; {args.rounds} alternating rounds")
     for name, input_name, shape, flags in CASES:
         package = os.path.join(work, name)
         subprocess.run([args.earshot, "import", os.path.join(MODELS, name + ".onnx"), "--output", package] + flags,
@@ -69,7 +73,11 @@ def main():
             peer.append(ort_us(name, input_name, shape))
             ours.append(earshot_us(args.earshot, package))
         p, e = statistics.median(peer), statistics.median(ours)
-        print(f"{name:16s} onnxruntime {p:8.1f} us   earshot {e:8.1f} us   earshot {p / e:.2f}x faster")
+        results[name] = {"onnxruntime_us_median": p, "earshot_us_median": e, "ratio_onnxruntime_over_earshot": p / e}
+        if not args.json:
+            print(f"{name:16s} onnxruntime {p:8.1f} us   earshot {e:8.1f} us   earshot {p / e:.2f}x faster")
+    if args.json:
+        print(json.dumps(results))
 
 
 if __name__ == "__main__":
