@@ -312,9 +312,6 @@ struct Builder {
                 }
             }
         }
-        let packed = (0..<group).map { gi in
-            PackedMatrix(Array(filters[(gi * groupOut * depth)..<((gi + 1) * groupOut * depth)]), rows: groupOut, k: depth)
-        }
         let biases = (0..<group).map { gi in bias.map { Array($0.floats[(gi * groupOut)..<((gi + 1) * groupOut)]) } }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
@@ -343,9 +340,14 @@ struct Builder {
             }
             positionMajor = .init(blocks: blocks, edges: edges, filters: w.floats, bias: bias?.floats)
         }
+        // The packed filters serve the other paths; the position-major one reads them unpacked.
+        let packed = positionMajor != nil ? [] : (0..<group).map { gi in
+            PackedMatrix(Array(filters[(gi * groupOut * depth)..<((gi + 1) * groupOut * depth)]), rows: groupOut, k: depth)
+        }
         let step = ConvStep(x: xRef, y: y, items: items, channels: channels, outChannels: outChannels, plane: height * width,
                             groups: group, groupIn: groupIn, groupOut: groupOut, depth: depth, positions: positions,
-                            fields: fields, channelsLast: channelsLast, packed: packed, bias: biases, positionMajor: positionMajor)
+                            fields: positionMajor == nil && channelsLast == nil ? fields : [], channelsLast: channelsLast, packed: packed,
+                            bias: biases, positionMajor: positionMajor)
         scratchSize = max(scratchSize, step.scratch)
         steps.append(step)
         return "packed product"

@@ -32,7 +32,8 @@ struct ConvStep: Step {
     let y: GraphPlan.Ref
     let items, channels, outChannels, plane, groups, groupIn, groupOut, depth, positions: Int
     /// One item's and group's receptive fields [positions][depth]: the index of each value in
-    /// the group's input planes, -1 for padding (a zero).
+    /// the group's input planes, -1 for padding (a zero). Empty when the fields are taken
+    /// channels-last or position-major.
     let fields: [Int32]
     /// One group only, fields of long runs: the input planes transposed to [plane][channels] once,
     /// then each receptive field (depth ordered [kernel row][kernel column][channel], as the
