@@ -390,30 +390,7 @@ struct BinaryStep: Step {
 
     /// nil when `shape` is the output's, else the broadcast index of every output element.
     static func map(_ shape: [Int], to out: [Int]) -> [Int32]? {
-        if shape == out { return nil }
-        let total = out.reduce(1, *)
-        var strides = [Int](repeating: 0, count: out.count)
-        var step = 1
-        for d in Swift.stride(from: shape.count - 1, through: 0, by: -1) {
-            let od = out.count - shape.count + d
-            strides[od] = shape[d] == 1 ? 0 : step
-            step *= shape[d]
-        }
-        var map = [Int32](repeating: 0, count: total)
-        var index = [Int](repeating: 0, count: out.count)
-        for e in 0..<total {
-            var at = 0
-            for d in 0..<out.count { at += index[d] * strides[d] }
-            map[e] = Int32(at)
-            var d = out.count - 1
-            while d >= 0 {
-                index[d] += 1
-                if index[d] < out[d] { break }
-                index[d] = 0
-                d -= 1
-            }
-        }
-        return map
+        shape == out ? nil : broadcastOffsets(from: shape, to: out).map { Int32($0) }
     }
 
     /// The C kernel's op for add, sub, mul, div and square.
