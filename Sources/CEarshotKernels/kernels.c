@@ -288,13 +288,19 @@ void earshot_multiply(const float *a, const float *b, float *out, long n) {
 }
 
 CLONES
-void earshot_spectrum(const float *c, long bins, int magnitude, float *out) {
-    for (long k = 0; k < bins; k++) {
-        float re = c[2 * k], im = c[2 * k + 1];
-        out[k] = re * re + im * im;
-    }
+void earshot_spectrum(const float *c, long bins, int magnitude, float *out, long stride) {
+    // Squares and their sum rounded one by one, as separate element-wise ops would round them.
+#pragma clang fp contract(off)
     if (magnitude) {
-        for (long k = 0; k < bins; k++) out[k] = __builtin_sqrtf(out[k]);
+        for (long k = 0; k < bins; k++) {
+            float re = c[2 * k], im = c[2 * k + 1];
+            out[k * stride] = __builtin_sqrtf(re * re + im * im);
+        }
+    } else {
+        for (long k = 0; k < bins; k++) {
+            float re = c[2 * k], im = c[2 * k + 1];
+            out[k * stride] = re * re + im * im;
+        }
     }
 }
 

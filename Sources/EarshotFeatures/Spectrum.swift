@@ -50,6 +50,6 @@ public final class SpectrumAnalyzer {
         }
         fft.execute()
         let bins = UnsafeRawPointer(fft.output).assumingMemoryBound(to: Float.self)
-        earshot_spectrum(bins, fft.binCount, config.spectrum == .magnitude ? 1 : 0, spectrum.baseAddress!)
+        earshot_spectrum(bins, fft.binCount, config.spectrum == .magnitude ? 1 : 0, spectrum.baseAddress!, 1)
     }
 }

@@ -55,6 +55,8 @@ public struct GraphPlan: Sendable {
     let inputRefs: [Ref]
     let outputRefs: [Ref]
     let steps: [any Step]
+    /// The steps as they are run (see `StepRunner`).
+    let runners: [any StepRunner]
     /// Floats of one stream's arena (a multiple of 16, so each stream's arena stays aligned).
     let arenaSize: Int
     /// Scratch floats per stream the steps need at most.
@@ -80,6 +82,7 @@ public struct GraphPlan: Sendable {
         inputRefs = builder.inputRefs
         outputRefs = builder.outputRefs
         steps = builder.steps
+        runners = steps.map { $0.runner() }
         arenaSize = builder.arenaSize
         scratchSize = builder.scratchSize
         shared = builder.shared
@@ -93,27 +96,94 @@ public struct GraphPlan: Sendable {
     public func run(streams: Int, workspace ws: inout GraphWorkspace,
                     load: (_ stream: Int, _ input: Int, UnsafeMutableBufferPointer<Float>) -> Void,
                     store: (_ stream: Int, _ output: Int, UnsafeBufferPointer<Float>) -> Void) throws(GraphError) {
-        guard streams > 0 else { return }
-        ws.arena.setCount(max(streams * arenaSize, 16))  // never empty: its address is never nil
-        ws.scratch.setCount(streams * scratchSize + 16)
+        try run(count: streams, workspace: &ws) { arena, context throws(GraphError) in
+            for b in 0..<streams {
+                for (i, ref) in inputRefs.enumerated() { load(b, i, arena(b, ref)) }
+            }
+            try runSteps(where: { _ in true }, context(0, streams))
+            for b in 0..<streams {
+                for (j, ref) in outputRefs.enumerated() { store(b, j, UnsafeBufferPointer(arena(b, ref))) }
+            }
+        }
+    }
+
+    /// Runs `count` consecutive steps of one stream, whose inputs numbered in `carried` (its
+    /// state) are outputs of the step before: the steps that do not depend on them run once for
+    /// all `count` steps as a batch; the others go step by step. Step k's carried inputs are
+    /// loaded after step k - 1's outputs are stored, so `load` and `store` carry the state.
+    /// Equal, bit for bit, to `count` runs of one stream in turn.
+    public func runConsecutive(count: Int, carried: Set<Int>, workspace ws: inout GraphWorkspace,
+                               load: (_ step: Int, _ input: Int, UnsafeMutableBufferPointer<Float>) -> Void,
+                               store: (_ step: Int, _ output: Int, UnsafeBufferPointer<Float>) -> Void) throws(GraphError) {
+        try prepareConsecutive(count: count, carried: carried, workspace: &ws, load: load)
+        try finishConsecutive(count: count, carried: carried, workspace: &ws, load: load, store: store)
+    }
+
+    /// The first half of `runConsecutive`: the inputs not carried and the steps that do not
+    /// depend on them, into `ws`. It needs nothing of the steps before, so it may run ahead,
+    /// on another thread, with its own workspace.
+    public func prepareConsecutive(count: Int, carried: Set<Int>, workspace ws: inout GraphWorkspace,
+                                   load: (_ step: Int, _ input: Int, UnsafeMutableBufferPointer<Float>) -> Void) throws(GraphError) {
+        let dependent = dependence(on: carried)
+        try run(count: count, workspace: &ws) { arena, one throws(GraphError) in
+            for b in 0..<count {
+                for (i, ref) in inputRefs.enumerated() where !carried.contains(i) { load(b, i, arena(b, ref)) }
+            }
+            try runSteps(where: { !dependent[$0] }, one(0, count))
+        }
+    }
+
+    /// The second half of `runConsecutive`, on the workspace the first half filled: step by step,
+    /// the carried inputs, the steps that depend on them and the outputs.
+    public func finishConsecutive(count: Int, carried: Set<Int>, workspace ws: inout GraphWorkspace,
+                                  load: (_ step: Int, _ input: Int, UnsafeMutableBufferPointer<Float>) -> Void,
+                                  store: (_ step: Int, _ output: Int, UnsafeBufferPointer<Float>) -> Void) throws(GraphError) {
+        let dependent = dependence(on: carried)
+        try run(count: count, workspace: &ws) { arena, one throws(GraphError) in
+            for b in 0..<count {
+                for (i, ref) in inputRefs.enumerated() where carried.contains(i) { load(b, i, arena(b, ref)) }
+                try runSteps(where: { dependent[$0] }, one(b, 1))
+                for (j, ref) in outputRefs.enumerated() { store(b, j, UnsafeBufferPointer(arena(b, ref))) }
+            }
+        }
+    }
+
+    /// The steps `chosen` by index, in order, each through its runner: no copy of the step.
+    @inline(__always)
+    private func runSteps(where chosen: (Int) -> Bool, _ context: Context) throws(GraphError) {
+        for k in runners.indices where chosen(k) { try runners[k].run(context) }
+    }
+
+    /// Per step, whether it reads (through the steps before it) any of the inputs in `carried`.
+    func dependence(on carried: Set<Int>) -> [Bool] {
+        var tainted = carried.sorted().map { inputRefs[$0] }
+        return steps.map { step in
+            let depends = step.reads.contains { r in tainted.contains { !r.shared && r.offset < $0.offset + $0.count && $0.offset < r.offset + r.count } }
+            if depends { tainted += step.writes }
+            return depends
+        }
+    }
+
+    /// `body` with `count` arenas in `ws`: `arena(b, ref)` is ref's place in arena b (or in the
+    /// constants), `context(first, n)` the context of arenas first..<first + n.
+    private func run(count: Int, workspace ws: inout GraphWorkspace,
+                     _ body: (_ arena: (Int, Ref) -> UnsafeMutableBufferPointer<Float>, _ context: (Int, Int) -> Context) throws(GraphError) -> Void)
+        throws(GraphError) {
+        guard count > 0 else { return }
+        ws.arena.setCount(max(count * arenaSize, 16))  // never empty: its address is never nil
+        ws.scratch.setCount(count * scratchSize + 16)
         let stride = arenaSize
         try ws.arena.withUnsafeMutableBufferPointer { arenaBuffer throws(GraphError) in
             try ws.scratch.withUnsafeMutableBufferPointer { scratchBuffer throws(GraphError) in
                 try shared.withUnsafeBufferPointer { sharedBuffer throws(GraphError) in
                     let arena = arenaBuffer.baseAddress!, scratch = scratchBuffer.baseAddress!
                     let constants = sharedBuffer.baseAddress ?? UnsafePointer(scratch)
-                    for b in 0..<streams {
-                        for (i, ref) in inputRefs.enumerated() {
-                            load(b, i, UnsafeMutableBufferPointer(start: arena + b * stride + ref.offset, count: ref.count))
-                        }
-                    }
-                    let context = Context(arena: arena, stride: stride, shared: constants, scratch: scratch, streams: streams)
-                    for step in steps { try step.run(context) }
-                    for b in 0..<streams {
-                        for (j, ref) in outputRefs.enumerated() {
-                            store(b, j, UnsafeBufferPointer(start: context.read(ref, b), count: ref.count))
-                        }
-                    }
+                    try body({ b, ref in
+                        UnsafeMutableBufferPointer(start: ref.shared ? UnsafeMutablePointer(mutating: constants + ref.offset) : arena + b * stride + ref.offset,
+                                                   count: ref.count)
+                    }, { first, n in
+                        Context(arena: arena + first * stride, stride: stride, shared: constants, scratch: scratch, streams: n)
+                    })
                 }
             }
         }

@@ -22,6 +22,8 @@ struct Builder {
     var outputRefs: [Ref] = []
     /// How many times each tensor is read: by nodes, and once more if it is an output.
     var readers: [String: Int] = [:]
+    /// The node that gives each tensor.
+    var producers: [String: String] = [:]
 
     /// The ops that only move values: compiled to copy runs.
     static let movers: Set<String> = [
@@ -55,6 +57,7 @@ struct Builder {
         values = constants
         fixed = Set(constants.keys)
         for name in nodes.flatMap(\.inputs) + outputs where !name.isEmpty { readers[name, default: 0] += 1 }
+        for node in nodes { for name in node.outputs { producers[name] = node.name } }
         for input in inputs {
             guard values[input.name] == nil, input.shape.allSatisfy({ $0 >= 0 }) else {
                 throw .op(node: input.name, op: "input", reason: "input '\(input.name)' is given twice or has a negative dimension in \(input.shape)")
@@ -95,7 +98,54 @@ struct Builder {
             }
             outputRefs.append(ref)
         }
+        fuseSpectra()
         linkChannelsLast()
+    }
+
+    /// Steps that read any part of `ref` (a place in the arena).
+    private func readers(of ref: Ref) -> [Int] {
+        steps.indices.filter { j in steps[j].reads.contains { !$0.shared && !ref.shared && $0.offset < ref.offset + ref.count && ref.offset < $0.offset + $0.count } }
+    }
+
+    /// An FFT step whose real and imaginary halves are only squared and summed (and perhaps the
+    /// square root taken), as an exported STFT's power or magnitude is: the step writes that sum
+    /// itself, and the element-wise steps go.
+    private mutating func fuseSpectra() {
+        var removed = Set<Int>()
+        for i in steps.indices {
+            guard var fft = steps[i] as? FFTConvStep, fft.output == .filters, fft.items == 1, fft.bias == nil,
+                  !outputRefs.contains(where: { $0.offset == fft.y.offset && !$0.shared }) else { continue }
+            let half = fft.y.count / 2
+            let real = Ref(shared: false, offset: fft.y.offset, count: half), imaginary = Ref(shared: false, offset: fft.y.offset + half, count: half)
+            func square(of ref: Ref) -> Int? {
+                let r = readers(of: ref)
+                guard r.count == 1, let step = steps[r[0]] as? BinaryStep, step.kind == .square, step.a == ref, step.mapA == nil else { return nil }
+                return r[0]
+            }
+            guard readers(of: fft.y).count == 2, let re = square(of: real), let im = square(of: imaginary),
+                  let sq1 = steps[re] as? BinaryStep, let sq2 = steps[im] as? BinaryStep else { continue }
+            let sums = readers(of: sq1.y)
+            guard !outputRefs.contains(sq1.y), !outputRefs.contains(sq2.y), sums.count == 1, readers(of: sq2.y) == sums, let sum = steps[sums[0]] as? BinaryStep, sum.kind == .add,
+                  sum.mapA == nil, sum.mapB == nil, Set([sum.a.offset, sum.b.offset]) == Set([sq1.y.offset, sq2.y.offset]) else { continue }
+            var gone = [re, im, sums[0]]
+            fft.output = .power
+            fft.y = sum.y
+            let roots = readers(of: sum.y)
+            if !outputRefs.contains(sum.y), roots.count == 1, let root = steps[roots[0]] as? UnaryStep, root.kind == .sqrt, root.x == sum.y {
+                fft.output = .magnitude
+                fft.y = root.y
+                gone.append(roots[0])
+            }
+            for j in gone {
+                let y = (steps[j] as? BinaryStep)?.y ?? (steps[j] as? UnaryStep)?.y
+                for (tensor, ref) in refs where ref == y {
+                    if let node = producers[tensor], kernels[node] == "element-wise" { kernels[node] = "with the FFT" }
+                }
+            }
+            steps[i] = fft
+            removed.formUnion(gone)
+        }
+        steps = steps.indices.filter { !removed.contains($0) }.map { steps[$0] }
     }
 
     /// A Conv whose output only the next Conv reads, both with fields taken from the input
@@ -105,18 +155,32 @@ struct Builder {
         func overlaps(_ a: Ref, _ b: Ref) -> Bool {
             !a.shared && !b.shared && a.offset < b.offset + b.count && b.offset < a.offset + a.count
         }
-        for i in steps.indices {
-            guard var first = steps[i] as? ConvStep, first.channelsLast != nil, first.groups == 1, first.items == 1,
-                  first.positionMajor == nil, !outputRefs.contains(where: { overlaps($0, first.y) }) else { continue }
-            let readers = steps.indices.filter { j in steps[j].reads.contains { overlaps($0, first.y) } }
+        /// The Conv that is the only reader of `y` ([channels][plane]) and can take it channels-last.
+        func onlyReader(of y: Ref, channels: Int, plane: Int) -> Int? {
+            guard !outputRefs.contains(where: { overlaps($0, y) }) else { return nil }
+            let readers = steps.indices.filter { j in steps[j].reads.contains { overlaps($0, y) } }
             // The same tensor, not a reshaped view of it.
-            guard readers.count == 1, var second = steps[readers[0]] as? ConvStep, second.x == first.y, second.channelsLast != nil,
-                  second.groups == 1, second.items == 1, second.positionMajor == nil, second.channels == first.outChannels,
-                  second.plane == first.positions else { continue }
-            first.outputChannelsLast = true
-            second.inputChannelsLast = true
-            steps[i] = first
-            steps[readers[0]] = second
+            guard readers.count == 1, let second = steps[readers[0]] as? ConvStep, second.x == y, second.channelsLast != nil,
+                  second.groups == 1, second.items == 1, second.positionMajor == nil, second.channels == channels,
+                  second.plane == plane else { return nil }
+            return readers[0]
+        }
+        for i in steps.indices {
+            if var first = steps[i] as? ConvStep, first.channelsLast != nil, first.groups == 1, first.items == 1, first.positionMajor == nil,
+               let j = onlyReader(of: first.y, channels: first.outChannels, plane: first.positions), var second = steps[j] as? ConvStep {
+                first.outputChannelsLast = true
+                second.inputChannelsLast = true
+                steps[i] = first
+                steps[j] = second
+            }
+            // A power or magnitude spectrum: its rows (one per position) need no transpose.
+            if var fft = steps[i] as? FFTConvStep, fft.output != .filters, fft.items == 1,
+               let j = onlyReader(of: fft.y, channels: fft.fft.size / 2 + 1, plane: fft.positions), var second = steps[j] as? ConvStep {
+                fft.channelsLast = true
+                second.inputChannelsLast = true
+                steps[i] = fft
+                steps[j] = second
+            }
         }
     }
 
@@ -275,7 +339,7 @@ struct Builder {
             let inPlace = (0..<positions).allSatisfy { p in starts[p] >= 0 && (0..<kw).allSatisfy { fields[p * kw + $0] == starts[p] + Int32($0) } }
             steps.append(FFTConvStep(x: xRef, y: y, items: items, plane: height * width, positions: positions, window: window,
                                      sign: sign, fields: fields, starts: inPlace ? starts.map { Int($0) } : nil, bias: bias?.floats, fft: fft))
-            scratchSize = max(scratchSize, positions * kw + 2 * kw + 4 + 2 * AlignedRealFFT.alignment)
+            scratchSize = max(scratchSize, positions * kw + 2 * kw + 4 + 2 * AlignedRealFFT.alignment + positions * (kw / 2 + 1))
             return "FFT"
         }
         // One group: the fields as runs of the input transposed to [plane][channels], when they
@@ -437,20 +501,24 @@ struct Builder {
         let b = given(3) ? inputs[3]!.floats : [Float](repeating: 0, count: 8 * hidden)
         // Rows in the cell kernel's order i, f, g, o; ONNX's is i, o, f, c.
         let onnxGate = [0, 2, 3, 1]
-        let k = inputSize + hidden
-        var weight = [Float](repeating: 0, count: 4 * hidden * k)
+        var input = [Float](repeating: 0, count: 4 * hidden * inputSize)
+        var recurrent = [Float](repeating: 0, count: 4 * hidden * hidden)
         var bias = [Float](repeating: 0, count: 4 * hidden)
         for q in 0..<4 {
             for j in 0..<hidden {
-                let row = onnxGate[q] * hidden + j, dst = (q * hidden + j) * k
-                for i in 0..<inputSize { weight[dst + i] = w.floats[row * inputSize + i] }
-                for i in 0..<hidden { weight[dst + inputSize + i] = r.floats[row * hidden + i] }
-                bias[q * hidden + j] = b[row] + b[4 * hidden + row]
+                let row = onnxGate[q] * hidden + j, dst = q * hidden + j
+                for i in 0..<inputSize { input[dst * inputSize + i] = w.floats[row * inputSize + i] }
+                for i in 0..<hidden { recurrent[dst * hidden + i] = r.floats[row * hidden + i] }
+                bias[dst] = b[row] + b[4 * hidden + row]
             }
         }
         var h0: Ref?, c0: Ref?
         if given(5) { guard let ref = ref(g.inputs[5]) else { return nil }; h0 = ref }
         if given(6) { guard let ref = ref(g.inputs[6]) else { return nil }; c0 = ref }
+        // The input products of every step and batch row, [steps][batch][4 * hidden].
+        let products = allocate(steps * batch * 4 * hidden)
+        self.steps.append(DenseStep(x: xRef, y: products, rows: steps * batch, packed: PackedMatrix(input, rows: 4 * hidden, k: inputSize),
+                                    bias: bias))
         var outs: [Ref?] = []
         for (j, name) in g.outputs.enumerated() {
             guard !name.isEmpty else { outs.append(nil); continue }
@@ -459,9 +527,9 @@ struct Builder {
             outs.append(ref)
         }
         while outs.count < 3 { outs.append(nil) }
-        let step = LSTMStep(x: xRef, h0: h0, c0: c0, y: outs[0], yh: outs[1], yc: outs[2], steps: steps, batch: batch,
-                            inputSize: inputSize, hidden: hidden, packed: PackedMatrix(weight, rows: 4 * hidden, k: k), bias: bias)
-        scratchSize = max(scratchSize, batch * (k + 4 * hidden + 2 * hidden))
+        let step = LSTMStep(inputProducts: products, h0: h0, c0: c0, y: outs[0], yh: outs[1], yc: outs[2], steps: steps, batch: batch,
+                            hidden: hidden, recurrent: PackedMatrix(recurrent, rows: 4 * hidden, k: hidden))
+        scratchSize = max(scratchSize, batch * (4 * hidden + 2 * hidden))
         self.steps.append(step)
         return "LSTM cell"
     }

@@ -8,6 +8,24 @@ protocol Step: Sendable {
     func run(_ c: Context) throws(GraphError)
     /// The places the step reads.
     var reads: [GraphPlan.Ref] { get }
+    /// The places the step writes.
+    var writes: [GraphPlan.Ref] { get }
+}
+
+extension Step {
+    func runner() -> any StepRunner { Runner(step: self) }
+}
+
+/// A step in a class: a call through a class existential borrows it, where a call on a struct
+/// existential held in an array copies it out first (retaining every array it holds).
+protocol StepRunner: AnyObject, Sendable {
+    func run(_ c: Context) throws(GraphError)
+}
+
+private final class Runner<S: Step>: StepRunner {
+    let step: S
+    init(step: S) { self.step = step }
+    func run(_ c: Context) throws(GraphError) { try step.run(c) }
 }
 
 struct MoveStep: Step {
@@ -165,8 +183,15 @@ struct ConvStep: Step {
 /// channel): each receptive field times the window, one real FFT, the real parts to the first
 /// half of the channels and the imaginary parts (signed as the filters are) to the second.
 struct FFTConvStep: Step {
+    /// What the step writes: the filters' outputs (real parts, then imaginary), or per bin the
+    /// power re² + im² or the magnitude √(re² + im²), as the element-wise ops after it would.
+    enum Output: Sendable { case filters, power, magnitude }
+
     let x: GraphPlan.Ref
-    let y: GraphPlan.Ref
+    var y: GraphPlan.Ref
+    var output = Output.filters
+    /// A power or magnitude spectrum written [positions][bins], for the Conv after, its only reader.
+    var channelsLast = false
     let items, plane, positions: Int
     let window: [Float]
     let sign: Float
@@ -181,6 +206,8 @@ struct FFTConvStep: Step {
     func run(_ c: Context) {
         let size = fft.size, bins = size / 2 + 1
         let rows = c.scratch, frame = aligned(rows + positions * size), spectrum = aligned(frame + size)
+        // Power or magnitude: per position a row of bins, then all rows transposed at once.
+        let powers = spectrum + size + 2
         // FFTW's imaginary parts are -sum x sin; the filters give sign * sum x sin.
         let imaginary = -sign
         window.withUnsafeBufferPointer { w in
@@ -193,11 +220,17 @@ struct FFTConvStep: Step {
                         let row = starts.map { itemInput + $0[p] } ?? UnsafePointer(rows + p * size)
                         earshot_binary(Int32(EARSHOT_MUL), row, 1, w.baseAddress!, 1, frame, size)
                         fft.execute(frame, spectrum)
-                        for k in 0..<bins {
-                            spectra[k * positions + p] = spectrum[2 * k]
-                            spectra[(bins + k) * positions + p] = imaginary * spectrum[2 * k + 1]
+                        switch output {
+                        case .filters:
+                            for k in 0..<bins {
+                                spectra[k * positions + p] = spectrum[2 * k]
+                                spectra[(bins + k) * positions + p] = imaginary * spectrum[2 * k + 1]
+                            }
+                        case .power, .magnitude:
+                            earshot_spectrum(spectrum, bins, output == .magnitude ? 1 : 0, (channelsLast ? spectra : powers) + p * bins, 1)
                         }
                     }
+                    if output != .filters && !channelsLast { earshot_transpose(powers, positions, bins, spectra) }
                     if let bias {
                         for ch in 0..<(2 * bins) { for p in 0..<positions { spectra[ch * positions + p] += bias[ch] } }
                     }
@@ -241,22 +274,25 @@ struct DenseStep: Step {
     }
 }
 
-/// LSTM over X [steps][batch][input]: per step, [x; h] of every stream and batch row times the
-/// packed [W | R] (gates i, f, g, o), then the cell kernel.
+/// LSTM over X [steps][batch][input], given its input products W x + b for every step and
+/// batch row (`inputProducts`, [steps][batch][4 * hidden], gates i, f, g, o, by a DenseStep
+/// before it): per step, R h of every stream and batch row in one packed product, the input
+/// products added, then the cell kernel. The input products do not wait for the state, so
+/// consecutive steps of a stream take them all at once.
 struct LSTMStep: Step {
-    let x: GraphPlan.Ref
+    let inputProducts: GraphPlan.Ref
     let h0: GraphPlan.Ref?
     let c0: GraphPlan.Ref?
     let y: GraphPlan.Ref?
     let yh: GraphPlan.Ref?
     let yc: GraphPlan.Ref?
-    let steps, batch, inputSize, hidden: Int
-    let packed: PackedMatrix
-    let bias: [Float]
+    let steps, batch, hidden: Int
+    /// R [4 * hidden][hidden].
+    let recurrent: PackedMatrix
 
     func run(_ c: Context) {
-        let rows = c.streams * batch, k = inputSize + hidden, H = hidden
-        let xh = c.scratch, gates = xh + rows * k, hc = gates + rows * 4 * H
+        let rows = c.streams * batch, H = hidden, G = 4 * H
+        let gates = c.scratch, hc = gates + rows * G
         for b in 0..<c.streams {
             for j in 0..<batch {
                 let row = hc + (b * batch + j) * 2 * H
@@ -265,16 +301,15 @@ struct LSTMStep: Step {
             }
         }
         for t in 0..<steps {
+            recurrent.product(hc, ldx: 2 * H, columns: rows, bias: nil, into: gates, ldy: G)
             for b in 0..<c.streams {
-                let input = c.read(x, b) + t * batch * inputSize
+                let products = c.read(inputProducts, b) + t * batch * G
                 for j in 0..<batch {
                     let r = b * batch + j
-                    (xh + r * k).update(from: input + j * inputSize, count: inputSize)
-                    (xh + r * k + inputSize).update(from: hc + r * 2 * H, count: H)
+                    earshot_binary(Int32(EARSHOT_ADD), products + j * G, 1, gates + r * G, 1, gates + r * G, G)
+                    earshot_lstm_cell(gates + r * G, H, hc + r * 2 * H, hc + r * 2 * H + H)
                 }
             }
-            packed.product(xh, ldx: k, columns: rows, bias: bias, into: gates, ldy: 4 * H)
-            for r in 0..<rows { earshot_lstm_cell(gates + r * 4 * H, H, hc + r * 2 * H, hc + r * 2 * H + H) }
             if let y {
                 for b in 0..<c.streams {
                     for j in 0..<batch { (c.write(y, b) + (t * batch + j) * H).update(from: hc + (b * batch + j) * 2 * H, count: H) }
@@ -496,15 +531,39 @@ struct ReferenceStep: Step {
     }
 }
 
-extension FFTConvStep { var reads: [GraphPlan.Ref] { [x] } }
-extension DenseStep { var reads: [GraphPlan.Ref] { [x] } }
-extension LSTMStep { var reads: [GraphPlan.Ref] { [x] + [h0, c0].compactMap { $0 } } }
-extension ReduceStep { var reads: [GraphPlan.Ref] { [x] } }
-extension PoolStep { var reads: [GraphPlan.Ref] { [x] } }
-extension UnaryStep { var reads: [GraphPlan.Ref] { [x] + [low, high].compactMap { $0 } } }
-extension BinaryStep { var reads: [GraphPlan.Ref] { [a, b] } }
+extension MoveStep { var writes: [GraphPlan.Ref] { outputs.map(\.0) } }
+extension ConvStep { var writes: [GraphPlan.Ref] { [y] } }
+extension FFTConvStep {
+    var reads: [GraphPlan.Ref] { [x] }
+    var writes: [GraphPlan.Ref] { [y] }
+}
+extension DenseStep {
+    var reads: [GraphPlan.Ref] { [x] }
+    var writes: [GraphPlan.Ref] { [y] }
+}
+extension LSTMStep {
+    var reads: [GraphPlan.Ref] { [inputProducts] + [h0, c0].compactMap { $0 } }
+    var writes: [GraphPlan.Ref] { [y, yh, yc].compactMap { $0 } }
+}
+extension ReduceStep {
+    var reads: [GraphPlan.Ref] { [x] }
+    var writes: [GraphPlan.Ref] { [y] }
+}
+extension PoolStep {
+    var reads: [GraphPlan.Ref] { [x] }
+    var writes: [GraphPlan.Ref] { [y] }
+}
+extension UnaryStep {
+    var reads: [GraphPlan.Ref] { [x] + [low, high].compactMap { $0 } }
+    var writes: [GraphPlan.Ref] { [y] }
+}
+extension BinaryStep {
+    var reads: [GraphPlan.Ref] { [a, b] }
+    var writes: [GraphPlan.Ref] { [y] }
+}
 
 extension ReferenceStep {
+    var writes: [GraphPlan.Ref] { outputs.compactMap { $0 } }
     var reads: [GraphPlan.Ref] {
         inputs.compactMap { source in
             if case let .stream(ref, _)? = source { return ref }

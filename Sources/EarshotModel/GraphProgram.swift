@@ -155,6 +155,55 @@ struct GraphProgram: Sendable {
         }
     }
 
+    /// Steps one stream `count` times in a row: step k's audio input is filled by
+    /// `audio(k, buffer)`; the stream's state tensors are at `carry`, read and replaced step by
+    /// step; step k's scores go to `scores + k * scoreCount`. Equal, bit for bit, to `count`
+    /// calls of `run(streams: 1, ...)`; the part of the graph that does not depend on the state
+    /// runs once for all the steps (`prepareConsecutive`, which may run ahead on another thread
+    /// with its own workspace), the rest step by step (`finishConsecutive`).
+    func runConsecutive(count: Int, workspace: inout GraphWorkspace, audio: (Int, UnsafeMutableBufferPointer<Float>) -> Void,
+                        carry: UnsafeMutablePointer<Float>, scores: UnsafeMutablePointer<Float>) throws(ModelError) {
+        try prepareConsecutive(count: count, workspace: &workspace, audio: audio)
+        try finishConsecutive(count: count, workspace: &workspace, audio: audio, carry: carry, scores: scores)
+    }
+
+    /// The state inputs of the plan: every input after the audio.
+    private var carried: Set<Int> { Set(stateOffsets.indices.map { $0 + 1 }) }
+
+    func prepareConsecutive(count: Int, workspace: inout GraphWorkspace,
+                            audio: (Int, UnsafeMutableBufferPointer<Float>) -> Void) throws(ModelError) {
+        guard let plan else { return }
+        do {
+            try plan.prepareConsecutive(count: count, carried: carried, workspace: &workspace) { k, i, buffer in
+                if i == 0 { audio(k, buffer) }
+            }
+        } catch {
+            throw .layer(path: path, layer: error.node, reason: "\(error)")
+        }
+    }
+
+    func finishConsecutive(count: Int, workspace: inout GraphWorkspace, audio: (Int, UnsafeMutableBufferPointer<Float>) -> Void,
+                           carry: UnsafeMutablePointer<Float>, scores: UnsafeMutablePointer<Float>) throws(ModelError) {
+        guard let plan else {
+            for k in 0..<count {
+                try run(streams: 1, workspace: &workspace, audio: { _, buffer in audio(k, buffer) }, carries: carry,
+                        scores: scores + k * scoreCount)
+            }
+            return
+        }
+        let n = scoreCount, offsets = stateOffsets
+        do {
+            try plan.finishConsecutive(count: count, carried: carried, workspace: &workspace, load: { _, i, buffer in
+                if i > 0, let start = buffer.baseAddress { start.update(from: carry + offsets[i - 1], count: buffer.count) }
+            }, store: { k, j, values in
+                guard let start = values.baseAddress else { return }
+                (j == 0 ? scores + k * n : carry + offsets[j - 1]).update(from: start, count: values.count)
+            })
+        } catch {
+            throw .layer(path: path, layer: error.node, reason: "\(error)")
+        }
+    }
+
     /// One step of one stream: `audio` is context + chunk; `states` the stream's state tensors,
     /// read and then replaced by the step's state outputs. Returns the scores.
     func interpretedStep(audio: [Float], states: UnsafeMutableBufferPointer<Float>) throws(ModelError) -> [Float] {

@@ -28,6 +28,8 @@ public final class Model: Sendable {
     public let fftPlanning: FFTPlanning
     /// Workspaces not in use, taken by one step at a time (`withWorkspace`).
     private let workspaces = Locked<[WorkspaceBox]>([])
+    /// Workspaces of graph tiles run ahead (`predictions(forConsecutive:)`), kept for the next.
+    private let tileWorkspaces = Locked<[GraphWorkspace]>([])
     /// Per layer: where its carry starts in the state.
     let stateOffsets: [Int]
     let stateCount: Int
@@ -357,11 +359,8 @@ public final class Model: Sendable {
     private func graphForward(_ graph: GraphProgram, streams: Int, block: (Int) -> [Float], context: (Int) -> [Float],
                               carries: UnsafeMutablePointer<Float>, scores: UnsafeMutablePointer<Float>,
                               workspace ws: inout Workspace) throws(ModelError) {
-        try graph.run(streams: streams, workspace: &ws.graph, audio: { b, buffer in
-            let c = context(b), x = block(b)
-            for i in c.indices { buffer[i] = c[i] }
-            for i in x.indices { buffer[c.count + i] = x[i] }
-        }, carries: carries, scores: scores)
+        try graph.run(streams: streams, workspace: &ws.graph, audio: { b, buffer in Self.fill(buffer, context(b), block(b)) },
+                      carries: carries, scores: scores)
     }
 
     /// Streams in one pass through the network: enough for matrix products, few enough that
@@ -376,12 +375,6 @@ public final class Model: Sendable {
         for block in blocks { try check(block, stream) }
         // Work on a copy: the stream's state changes only when every block has gone through.
         var state = stream
-        if graph != nil {
-            var out: [[Float]] = []
-            for block in blocks { out.append(try prediction(from: block, using: &state)) }
-            stream = state
-            return out
-        }
         guard !blocks.isEmpty else { return [] }
         let c = manifest.audio.contextSamples
         var contexts: [[Float]] = []
@@ -390,6 +383,13 @@ public final class Model: Sendable {
         for block in blocks {
             contexts.append(context)
             context = Self.nextContext(context, block, count: c)
+        }
+        if let graph {
+            let scores = try graphConsecutive(graph, blocks, contexts: contexts, carry: &state.carry)
+            state.context = context
+            state.steps = min(state.steps &+ blocks.count, ModelState.maxSteps)
+            stream = state
+            return scores
         }
         let firstStateful = layers.firstIndex { $0.stateCount > 0 } ?? layers.count
         let recurrent = firstStateful < layers.count ? layers[firstStateful].recurrent : nil
@@ -406,7 +406,7 @@ public final class Model: Sendable {
             // products); this thread prepares windows too when the next one is not ready.
             let ranges = stride(from: 0, to: blocks.count, by: window).map { $0..<min($0 + window, blocks.count) }
             let windowContexts = contexts
-            let windows = WindowPipeline(count: ranges.count) { w in
+            let windows = WindowPipeline<Prepared>(count: ranges.count) { w in
                 let prefix = self.prefix(blocks[ranges[w]], contexts: windowContexts[ranges[w]], layers: firstStateful)
                 return prefix.map { x in
                     let first = firstStateful < self.layers.count ? self.layers[firstStateful].recurrent : nil
@@ -423,6 +423,55 @@ public final class Model: Sendable {
         state.steps = min(state.steps &+ blocks.count, ModelState.maxSteps)  // saturates; never traps
         stream = state
         return scores
+    }
+
+    /// Consecutive blocks of one stream through the graph, `batchTile` blocks at a time: the part
+    /// that does not depend on the state runs once per tile.
+    private func graphConsecutive(_ graph: GraphProgram, _ blocks: [[Float]], contexts: [[Float]],
+                                  carry: inout [Float]) throws(ModelError) -> [[Float]] {
+        let n = labels.count, tile = Self.batchTile
+        let ranges = stride(from: 0, to: blocks.count, by: tile).map { $0..<min($0 + tile, blocks.count) }
+        var flat = [Float](repeating: 0, count: blocks.count * n)
+        @Sendable func audio(_ range: Range<Int>) -> (Int, UnsafeMutableBufferPointer<Float>) -> Void {
+            { k, buffer in Self.fill(buffer, contexts[range.lowerBound + k], blocks[range.lowerBound + k]) }
+        }
+        // A long run: while this thread takes tile w through the steps that need the state, a
+        // helper thread prepares the next tiles (the steps that do not). Workspaces go back to a
+        // pool when a tile is done, so their memory is reused, not allocated tile after tile.
+        let pool = tileWorkspaces
+        let pipeline = ranges.count >= 2 ? WindowPipeline<GraphWorkspace>(count: ranges.count) { w in
+            Result { () throws(ModelError) -> GraphWorkspace in
+                var ws = pool.withLock { $0.popLast() } ?? GraphWorkspace()
+                try graph.prepareConsecutive(count: ranges[w].count, workspace: &ws, audio: audio(ranges[w]))
+                return ws
+            }
+        } : nil
+        defer { pipeline?.stop() }
+        carry.append(0)  // never empty, so its address is never nil
+        defer { carry.removeLast() }
+        try carry.withUnsafeMutableBufferPointer { c throws(ModelError) in
+            try flat.withUnsafeMutableBufferPointer { out throws(ModelError) in
+                for (w, range) in ranges.enumerated() {
+                    var ws = GraphWorkspace()
+                    if let pipeline {
+                        ws = try pipeline.take(w).get()
+                    } else {
+                        try graph.prepareConsecutive(count: range.count, workspace: &ws, audio: audio(range))
+                    }
+                    try graph.finishConsecutive(count: range.count, workspace: &ws, audio: audio(range), carry: c.baseAddress!,
+                                                scores: out.baseAddress! + range.lowerBound * n)
+                    pool.withLock { [ws] in $0.append(ws) }
+                }
+            }
+        }
+        return (0..<blocks.count).map { Array(flat[($0 * n)..<(($0 + 1) * n)]) }
+    }
+
+    /// A graph's audio input: the context, then the block.
+    private static func fill(_ buffer: UnsafeMutableBufferPointer<Float>, _ context: [Float], _ block: [Float]) {
+        guard let start = buffer.baseAddress else { return }
+        context.withUnsafeBufferPointer { if let p = $0.baseAddress { start.update(from: p, count: context.count) } }
+        block.withUnsafeBufferPointer { if let p = $0.baseAddress { (start + context.count).update(from: p, count: block.count) } }
     }
 
     /// The layers from `first` on, for consecutive blocks of one stream already through the
@@ -700,8 +749,8 @@ struct Prepared: Sendable {
 /// The windows of a long run, each prepared once, in order of claim, by a helper thread or by
 /// the thread taking them (when the window it needs is not ready, it prepares the next
 /// unclaimed one instead of waiting). At most `lookahead` windows are claimed and not yet taken.
-private final class WindowPipeline: Sendable {
-    private let prepare: @Sendable (Int) -> Result<Prepared, ModelError>
+private final class WindowPipeline<Value: Sendable>: Sendable {
+    private let prepare: @Sendable (Int) -> Result<Value, ModelError>
     private let count: Int
     private struct Claims {
         /// The next window nobody has claimed.
@@ -714,14 +763,14 @@ private final class WindowPipeline: Sendable {
         var helperStarted = false
     }
     private let claims = Locked(Claims())
-    private let results: Locked<[Result<Prepared, ModelError>?]>
+    private let results: Locked<[Result<Value, ModelError>?]>
     private let ready: [DispatchSemaphore]
     /// Windows that may still be claimed before one is taken.
     private let room: DispatchSemaphore
     private let helperDone = DispatchSemaphore(value: 0)
-    static let lookahead = 3
+    static var lookahead: Int { 3 }
 
-    init(count: Int, prepare: @escaping @Sendable (Int) -> Result<Prepared, ModelError>) {
+    init(count: Int, prepare: @escaping @Sendable (Int) -> Result<Value, ModelError>) {
         self.prepare = prepare
         self.count = count
         results = Locked(Array(repeating: nil, count: count))
@@ -758,7 +807,7 @@ private final class WindowPipeline: Sendable {
     }
 
     /// Window w's preparation (windows are taken in order).
-    func take(_ w: Int) -> Result<Prepared, ModelError> {
+    func take(_ w: Int) -> Result<Value, ModelError> {
         // Not ready: prepare what nobody has claimed yet, while there is room.
         while results.withLock({ $0[w] == nil }), room.wait(timeout: .now()) == .success {
             guard let next = claim() else {

@@ -38,16 +38,6 @@ func makeStatefulModel(seed: UInt64) throws -> Model {
     return try Model(contentsOf: folder)
 }
 
-/// `blocks` through `predictions(forConsecutive:)` in runs of random length (1...maxRun), in order.
-func inRandomRuns(_ blocks: [[Float]], maxRun: Int, model: Model, state: inout ModelState,
-                  random: inout SeededRandom) throws -> [[Float]] {
-    var out: [[Float]] = []
-    for size in random.chunkSizes(total: blocks.count, maxChunk: maxRun) {
-        out += try model.predictions(forConsecutive: Array(blocks[out.count..<(out.count + size)]), using: &state)
-    }
-    return out
-}
-
 @Suite("One stream's consecutive blocks and many streams' blocks, on a model with state in several layers")
 struct ConsecutiveTests {
     @Test("Consecutive blocks in one call, and a batch of streams, equal one block at a time, bit for bit")

@@ -93,6 +93,24 @@ struct SileroImportTests {
         #expect(rest == Array(alone[6..<steps]))
     }
 
+    @Test("Consecutive blocks of a graph (the state-free part batched, tiles run ahead on another thread) equal one block at a time")
+    func consecutive() throws {
+        let model = try #require(Imported.silero16k)
+        var random = SeededRandom.fromEnvironment()
+        // The sample's speech and pauses, so that the state matters: the scores cross the threshold.
+        let audio = try AudioFile.readMono(path: Repo.path("AudioSamples/speech-noise-16k.wav")).samples
+        let blocks = (0..<200).map { t in Array(audio[(t * 512)..<((t + 1) * 512)]) }
+        var one = model.makeState()
+        let sequential = try blocks.map { try model.prediction(from: $0, using: &one) }
+        #expect(Set(sequential.map { $0[0] > 0.5 }).count == 2)
+        var whole = model.makeState()
+        #expect(try model.predictions(forConsecutive: blocks, using: &whole) == sequential)
+        #expect(whole == one)
+        var runs = model.makeState()
+        #expect(try inRandomRuns(blocks, maxRun: 90, model: model, state: &runs, random: &random) == sequential, "seed \(random.seed)")
+        #expect(runs == one)
+    }
+
     @Test("Inputs the importer cannot place are errors that say what to do")
     func interfaceErrors() throws {
         var options = OnnxImporter.Options()

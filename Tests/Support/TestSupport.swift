@@ -1,3 +1,4 @@
+import EarshotModel
 import EarshotTraining
 import Foundation
 
@@ -158,4 +159,14 @@ public func editedPackage(_ package: String = "Models/silero-vad", _ edit: (inou
     try JSONSerialization.data(withJSONObject: manifest).write(to: folder.appendingPathComponent("model.json"))
     try FileManager.default.copyItem(at: source.appendingPathComponent("weights.safetensors"), to: folder.appendingPathComponent("weights.safetensors"))
     return folder
+}
+
+/// `blocks` through `predictions(forConsecutive:)` in runs of random length (1...maxRun), in order.
+public func inRandomRuns(_ blocks: [[Float]], maxRun: Int, model: Model, state: inout ModelState,
+                  random: inout SeededRandom) throws -> [[Float]] {
+    var out: [[Float]] = []
+    for size in random.chunkSizes(total: blocks.count, maxChunk: maxRun) {
+        out += try model.predictions(forConsecutive: Array(blocks[out.count..<(out.count + size)]), using: &state)
+    }
+    return out
 }

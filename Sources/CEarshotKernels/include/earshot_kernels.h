@@ -50,8 +50,9 @@ void earshot_tanh(float *x, long n);
 // out[i] = a[i] * b[i]
 void earshot_multiply(const float *a, const float *b, float *out, long n);
 
-// From interleaved complex bins (re, im): out[k] = re^2 + im^2, or its square root when magnitude != 0.
-void earshot_spectrum(const float *complex_bins, long bins, int magnitude, float *out);
+// From interleaved complex bins (re, im): out[k * stride] = re^2 + im^2 (each product and the sum
+// rounded on its own, never fused), or its square root when magnitude != 0.
+void earshot_spectrum(const float *complex_bins, long bins, int magnitude, float *out, long stride);
 
 // x[i] = scale * ln(max(x[i] + offset, floor)) - shift (floor >= the smallest normal float);
 // returns the largest result.
