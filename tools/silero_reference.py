@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Reference speech probabilities for the Silero VAD packages, from onnxruntime.
 
-Runs the original silero_vad.onnx (from the silero-vad 6.2.3 wheel, see
-tools/convert_silero.py) on one thread and streams it the way silero-vad's own
+Runs the original silero_vad.onnx (Models/sources/silero_vad.onnx, from the
+silero-vad 6.2.3 wheel; its sha256 is checked) on one thread and streams it the way silero-vad's own
 OnnxWrapper / get_speech_timestamps do:
 
   * the audio is cut into chunks of 512 samples (16 kHz) or 256 (8 kHz); a
@@ -34,9 +34,10 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import convert_silero  # noqa: E402
+SOURCE = ROOT / "Models" / "sources" / "silero_vad.onnx"
+VERSION = "6.2.3"
+ONNX_MEMBER = "silero_vad/data/silero_vad.onnx"
+ONNX_SHA256 = "1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3"
 
 GOLDENS = ROOT / "Tests" / "EarshotModelTests" / "Goldens"
 
@@ -58,7 +59,11 @@ PARTIAL_NOTE = ("The audio is cut into chunks of chunkSamples; a last partial ch
 
 
 def onnx_model_bytes() -> bytes:
-    model, _ = convert_silero.read_wheel(convert_silero.fetch_wheel(None))
+    import hashlib
+    model = SOURCE.read_bytes()
+    digest = hashlib.sha256(model).hexdigest()
+    if digest != ONNX_SHA256:
+        raise SystemExit(f"{SOURCE}: sha256 {digest}, expected {ONNX_SHA256} (silero-vad {VERSION})")
     return model
 
 
@@ -114,8 +119,7 @@ def write_golden(case: dict, probs: np.ndarray, n_samples: int) -> Path:
         "generator": "tools/silero_reference.py",
         "onnxruntime": ort.__version__,
         "model": case["model"],
-        "source": f"PyPI silero-vad {convert_silero.VERSION}, {convert_silero.ONNX_MEMBER} "
-                  f"(sha256 {convert_silero.ONNX_SHA256})",
+        "source": f"PyPI silero-vad {VERSION}, {ONNX_MEMBER} (sha256 {ONNX_SHA256})",
         "audio": case["audio"],
         "sampleRate": case["rate"],
         "samples": int(n_samples),

@@ -30,6 +30,7 @@ public struct OnnxImporter {
         public var frontEnd = "samples"
         public var labels: [String] = []
         public var name = "imported"
+        public var version = "1"
         public var decision: ModelManifest.Decision?
         public var description: String?
         public var author: String?
@@ -236,7 +237,7 @@ public struct OnnxImporter {
             throw interface("\(labels.count) labels for \(scoreCount) scores", "give --labels with \(scoreCount) names")
         }
         var manifest = ModelManifest(
-            name: options.name, version: "1", description: options.description, author: options.author, license: options.license,
+            name: options.name, version: options.version, description: options.description, author: options.author, license: options.license,
             source: options.source ?? "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (\(model.producerName) \(model.producerVersion), opset \(opset))",
             audio: .init(sampleRate: options.sampleRate, chunkSamples: chunk, contextSamples: context),
             frontEnd: .init(type: features ? "features" : "samples", nFFT: 0, hopLength: 0), network: [],

@@ -9,6 +9,10 @@ enum ImportCommand {
                        [--front-end samples|features]
                        [--name NAME] [--description TEXT] [--author TEXT] [--license TEXT] [--source TEXT]
                        [--threshold X] [--min-speech MS] [--min-silence MS] [--pad MS] [--max-speech S]
+                       [--manifest FILE.json]
+          --manifest: a JSON object of what the package's model.json should say beside the graph:
+          name, version, description, author, license, source, labels, decision (as in model.json);
+          a flag given on the command line wins over the file.
         """
 
     static func run(_ words: [String]) throws {
@@ -27,7 +31,7 @@ enum ImportCommand {
             rest.append(word)
             i += 1
         }
-        let args = try Arguments(rest, valued: ["output", "input", "score", "rate", "chunk", "context", "labels", "name", "description",
+        let args = try Arguments(rest, valued: ["output", "input", "score", "rate", "chunk", "context", "labels", "name", "description", "manifest",
                                                 "front-end", "author", "license", "source", "threshold", "min-speech", "min-silence", "pad", "max-speech"],
                                  switches: ["force"], command: "import")
         guard args.positionals.count == 1, let source = args.positionals.first else {
@@ -62,13 +66,15 @@ enum ImportCommand {
             throw UsageError("--front-end \(frontEnd): expected samples (a block of audio) or features (a block of features you compute)")
         }
         options.frontEnd = frontEnd
-        options.labels = args.string("labels").map { $0.split(separator: ",").map(String.init) } ?? []
-        options.name = args.string("name") ?? URL(fileURLWithPath: output).lastPathComponent
-        options.description = args.string("description")
-        options.author = args.string("author")
-        options.license = args.string("license")
-        options.source = args.string("source")
-        var decision = ModelManifest.Decision()
+        let sidecar = try args.string("manifest").map { path in try ImportSidecar.read(path: path) } ?? ImportSidecar()
+        options.labels = args.string("labels").map { $0.split(separator: ",").map(String.init) } ?? sidecar.labels ?? []
+        options.name = args.string("name") ?? sidecar.name ?? URL(fileURLWithPath: output).lastPathComponent
+        options.version = sidecar.version ?? "1"
+        options.description = args.string("description") ?? sidecar.description
+        options.author = args.string("author") ?? sidecar.author
+        options.license = args.string("license") ?? sidecar.license
+        options.source = args.string("source") ?? sidecar.source
+        var decision = sidecar.decision ?? ModelManifest.Decision()
         if args.string("threshold") != nil { decision.threshold = try args.double("threshold", default: 0.5, range: 0...1) }
         if args.string("min-speech") != nil { decision.minSegmentMs = try args.double("min-speech", default: 250, range: 0...3_600_000) }
         if args.string("min-silence") != nil { decision.minSilenceMs = try args.double("min-silence", default: 100, range: 0...3_600_000) }
@@ -84,5 +90,33 @@ enum ImportCommand {
         try out("\(manifest.name): \(graph?.nodes.count ?? 0) nodes (\(Set(graph?.nodes.map(\.op) ?? []).sorted().joined(separator: " "))), "
                 + "\(graph?.states.count ?? 0) state tensors (\(model.makeState().byteCount) bytes per stream), "
                 + "\(tensors.values.reduce(0) { $0 + $1.values.count }) parameters; written to \(output)")
+    }
+}
+
+/// What `--manifest FILE.json` may say. Unknown keys are refused, so a misspelt one is not
+/// silently dropped.
+struct ImportSidecar: Decodable {
+    var name, version, description, author, license, source: String?
+    var labels: [String]?
+    var decision: ModelManifest.Decision?
+
+    init() {}
+
+    static func read(path: String) throws -> ImportSidecar {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw UsageError("--manifest \(path): cannot read the file")
+        }
+        let known: Set<String> = ["name", "version", "description", "author", "license", "source", "labels", "decision"]
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw UsageError("--manifest \(path): not a JSON object")
+        }
+        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+            throw UsageError("--manifest \(path): unknown key '\(unknown)'", hint: "known keys: \(known.sorted().joined(separator: ", "))")
+        }
+        do {
+            return try JSONDecoder().decode(ImportSidecar.self, from: data)
+        } catch {
+            throw UsageError("--manifest \(path): \(error)")
+        }
     }
 }

@@ -101,10 +101,10 @@ struct ModelLoadingTests {
 
     @Test("The description states sizes, counts and costs")
     func description() throws {
-        let model = try Model(contentsOf: Repo.root.appendingPathComponent("Models/silero-vad"))
+        let model = try Model(contentsOf: Repo.root.appendingPathComponent("Tests/Fixtures/silero-vad-layers"))
         let d = model.description
         #expect(d.stateBytesPerStream == (64 + 2 * 128) * 4)
-        #expect(d.parameterCount == 243_585)  // every stored tensor's values (tools/convert_silero.py)
+        #expect(d.parameterCount == 243_585)  // every stored tensor's values
         #expect(d.layerCounts == ["conv1d": 5, "relu": 5, "lstm": 1])
         // conv 129->128 k3 over 4 steps + 128->64 k3 s2 (2) + 64->64 s2 (1) + 64->128 (1) + LSTM + 1x1 out
         #expect(d.multiplyAddsPerStep == 4 * 128 * 129 * 3 + 2 * 64 * 128 * 3 + 64 * 64 * 3 + 128 * 64 * 3 + 4 * 128 * 256 + 128)

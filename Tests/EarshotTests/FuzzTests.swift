@@ -162,7 +162,7 @@ struct FuzzTests {
 
     @Test("The package loader: mutated model.json and safetensors load and run, or are refused with a ModelError")
     func packageLoader() throws {
-        let silero = Repo.root.appendingPathComponent("Models/silero-vad")
+        let silero = Repo.root.appendingPathComponent("Tests/Fixtures/silero-vad-layers")
         let manifestData = try Data(contentsOf: silero.appendingPathComponent("model.json"))
         let manifest = try JSONSerialization.jsonObject(with: manifestData)
         let weights = Array(try Data(contentsOf: silero.appendingPathComponent("weights.safetensors")))

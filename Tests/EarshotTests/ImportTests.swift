@@ -56,7 +56,17 @@ struct SileroImportTests {
         #expect(worst <= 1e-4, "max |diff| \(worst) against onnxruntime at \(rate) Hz")
     }
 
-    @Test("Segments equal the converted Models/silero-vad's, and the state is the LSTM's two tensors")
+    @Test("The shipped Silero packages are what earshot import makes of Models/sources (scripts/import-models.sh)", arguments: [16000, 8000])
+    func shipped(rate: Int) throws {
+        let shipped = try Model(contentsOf: Repo.root.appendingPathComponent(rate == 16000 ? "Models/silero-vad" : "Models/silero-vad-8k"))
+        let imported = try Imported.silero(rate: rate)
+        #expect(shipped.contentHash == imported.contentHash)
+        #expect(shipped.manifest.graph == imported.manifest.graph)
+        #expect(shipped.manifest.audio == imported.manifest.audio)
+        #expect(shipped.manifest.decision?.negativeThreshold == 0.35)
+    }
+
+    @Test("Segments equal the shipped Models/silero-vad's, and the state is the LSTM's two tensors")
     func segments() async throws {
         let model = try #require(Imported.silero16k)
         #expect(model.makeState().byteCount == (64 + 2 * 128) * 4)

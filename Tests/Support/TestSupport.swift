@@ -151,7 +151,7 @@ public enum FilePCM {
 
 /// A copy of a model package (by default the bundled Silero VAD) in a fresh temporary folder,
 /// its model.json changed by `edit`: hostile manifests for tests.
-public func editedPackage(_ package: String = "Models/silero-vad", _ edit: (inout [String: Any]) -> Void) throws -> URL {
+public func editedPackage(_ package: String = "Tests/Fixtures/silero-vad-layers", _ edit: (inout [String: Any]) -> Void) throws -> URL {
     let source = Repo.root.appendingPathComponent(package)
     let folder = try Repo.temporaryFolder()
     var manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: source.appendingPathComponent("model.json"))) as? [String: Any] ?? [:]
