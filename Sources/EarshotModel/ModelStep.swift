@@ -1,0 +1,117 @@
+import CEarshotKernels
+import EarshotFeatures
+import EarshotGraph
+import Foundation
+
+/// One step of one stream or of a batch of streams.
+extension Model {
+    /// Advances one stream by one step: `block` is `chunkSamples` new samples at `sampleRate`.
+    /// Returns one score per label.
+    public func prediction(from block: [Float], using state: inout ModelState) throws(ModelError) -> [Float] {
+        var scores: [Float] = []
+        try prediction(from: block, using: &state, into: &scores)
+        return scores
+    }
+
+    /// As `prediction(from:using:)`, writing the scores into `scores` (one per label): with the
+    /// same array from step to step, a step allocates no memory at all.
+    public func prediction(from block: [Float], using state: inout ModelState, into scores: inout [Float]) throws(ModelError) {
+        try check(block, state)
+        scores.setCount(labels.count)
+        if let graph {
+            let context = state.context
+            try withWorkspace { ws throws(ModelError) in
+                // The carry in the workspace (never empty, so its address is never nil).
+                var carry: [Float] = []
+                swap(&carry, &ws.carries)
+                defer { swap(&carry, &ws.carries) }
+                carry.removeAll(keepingCapacity: true)
+                carry.append(contentsOf: state.carry)
+                carry.append(0)
+                try carry.withUnsafeMutableBufferPointer { c throws(ModelError) in
+                    try scores.withUnsafeMutableBufferPointer { s throws(ModelError) in
+                        try graphForward(graph, streams: 1, block: { _ in block }, context: { _ in context }, carries: c.baseAddress!,
+                                         scores: s.baseAddress!, workspace: &ws)
+                    }
+                }
+                for i in state.carry.indices { state.carry[i] = carry[i] }
+            }
+            Self.advance(&state, by: block)
+            return
+        }
+        try withWorkspace { ws in
+            forwardOne(block, context: state.context, carry: &state.carry, scores: &scores, workspace: &ws)
+        }
+        Self.advance(&state, by: block)
+    }
+
+    func forwardOne(_ block: [Float], context: [Float], carry: inout [Float], scores: inout [Float], workspace ws: inout Workspace) {
+        carry.withUnsafeMutableBufferPointer { c in
+            scores.withUnsafeMutableBufferPointer { s in
+                forward(streams: 1, block: { _ in block }, context: { _ in context }, carries: c.baseAddress!,
+                        scores: s.baseAddress!, workspace: &ws)
+            }
+        }
+    }
+
+    /// Advances many streams by one step each, `blocks[i]` with `states[i]`, in one batched pass:
+    /// each layer runs once for all of them (one matrix product, not one per stream). Equal,
+    /// bit for bit, to calling `prediction(from:using:)` for each.
+    public func predictions(from blocks: [[Float]], using states: inout [ModelState]) throws(ModelError) -> [[Float]] {
+        var flat: [Float] = []
+        try predictions(from: blocks, using: &states, into: &flat)
+        let n = labels.count
+        return (0..<blocks.count).map { Array(flat[($0 * n)..<(($0 + 1) * n)]) }
+    }
+
+    /// As `predictions(from:using:)`, writing stream i's scores at `scores[i * labels.count...]`:
+    /// with the same arrays from step to step, a step allocates no memory at all. The streams go
+    /// through the network `batchTile` at a time, so that a tile's activations stay in cache.
+    public func predictions(from blocks: [[Float]], using states: inout [ModelState], into scores: inout [Float]) throws(ModelError) {
+        guard blocks.count == states.count else { throw .batchSize(blocks: blocks.count, states: states.count) }
+        for i in blocks.indices { try check(blocks[i], states[i]) }
+        let n = labels.count, S = stateCount
+        scores.setCount(blocks.count * n)
+        try withWorkspace { ws throws(ModelError) in
+            var carries: [Float] = []
+            swap(&carries, &ws.carries)
+            defer { swap(&carries, &ws.carries) }
+            for start in stride(from: 0, to: blocks.count, by: Self.batchTile) {
+                let count = min(Self.batchTile, blocks.count - start)
+                carries.setCount(max(count * S, 1))
+                try carries.withUnsafeMutableBufferPointer { c throws(ModelError) in
+                    // The tile's carries side by side: [count][stateCount].
+                    for b in 0..<count {
+                        states[start + b].carry.withUnsafeBufferPointer { (c.baseAddress! + b * S).update(from: $0.baseAddress!, count: S) }
+                    }
+                    try scores.withUnsafeMutableBufferPointer { out throws(ModelError) in
+                        if let graph {
+                            try graphForward(graph, streams: count, block: { blocks[start + $0] }, context: { states[start + $0].context },
+                                             carries: c.baseAddress!, scores: out.baseAddress! + start * n, workspace: &ws)
+                        } else {
+                            forward(streams: count, block: { blocks[start + $0] }, context: { states[start + $0].context },
+                                    carries: c.baseAddress!, scores: out.baseAddress! + start * n, workspace: &ws)
+                        }
+                    }
+                    for b in 0..<count {
+                        states[start + b].carry.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: c.baseAddress! + b * S, count: S) }
+                    }
+                }
+            }
+        }
+        for i in states.indices { Self.advance(&states[i], by: blocks[i]) }
+    }
+
+    /// Streams through the graph, one step each: stream b's audio input is its context
+    /// `context(b)` then its new samples `block(b)`; carries and scores as in `forward`.
+    func graphForward(_ graph: GraphProgram, streams: Int, block: (Int) -> [Float], context: (Int) -> [Float],
+                              carries: UnsafeMutablePointer<Float>, scores: UnsafeMutablePointer<Float>,
+                              workspace ws: inout Workspace) throws(ModelError) {
+        try graph.run(streams: streams, workspace: &ws.graph, audio: { b, buffer in Self.fill(buffer, context(b), block(b)) },
+                      carries: carries, scores: scores)
+    }
+
+    /// Streams in one pass through the network: enough for matrix products, few enough that
+    /// their activations stay in a core's cache.
+    static let batchTile = 64
+}
