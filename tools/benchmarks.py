@@ -40,17 +40,13 @@ def main():
                          "--model-dir", "Models/silero-vad", "--repeat", "9", "--json"])
     silero8 = run_json([PY, "tools/bench_silero_ort.py", "--audio", "AudioSamples/speech-8k.wav",
                         "--model-dir", "Models/silero-vad-8k", "--repeat", "9", "--json"])
-    # The same Silero file imported with `earshot import` (a compiled graph), and openWakeWord's
-    # models (fetched by scripts/fetch-test-models.sh) against onnxruntime.
-    imported = ROOT / ".build/benchmarks/silero-vad-imported"
-    subprocess.run([EARSHOT, "import", "Models/sources/silero_vad.onnx", "--set", "sr=16000", "--state", "state=stateN",
-                    "--context", "64", "--chunk", "512", "--labels", "speech", "--output", str(imported), "--force"],
-                   cwd=ROOT, check=True, capture_output=True)
-    silero_imported = run_json([PY, "tools/bench_silero_ort.py", "--audio", "AudioSamples/speech-noise-16k.wav",
-                                "--model-dir", str(imported), "--repeat", "9", "--json"])
+    # The same network as a chain of layers (the format the package had before `earshot import`
+    # made it), for the before/after.
+    silero_layers = run_json([PY, "tools/bench_silero_ort.py", "--audio", "AudioSamples/speech-noise-16k.wav",
+                              "--model-dir", "Tests/Fixtures/silero-vad-layers", "--repeat", "9", "--json"])
     openwakeword = run_json([PY, "tools/bench_openwakeword_ort.py", "--rounds", "5", "--json"])
-    imported_streams = run_json([EARSHOT, "bench", "streams", "--model", str(imported), "--ticks", "100",
-                                 "--counts", "3000,6000,8000,10000,12000", "--json"])
+    layers_streams = run_json([EARSHOT, "bench", "streams", "--model", "Tests/Fixtures/silero-vad-layers", "--ticks", "100",
+                               "--counts", "3000,6000,8000,10000,12000", "--json"])
     offline = run_json([PY, "tools/bench_offline.py", "--repeat", "3", "--json"])
     thousand = run_json([EARSHOT, "bench", "streams", "--ticks", "20", "--counts", "1000", "--json"])
     streams = run_json([EARSHOT, "bench", "streams", "--ticks", "200",
@@ -78,12 +74,15 @@ def main():
         "",
         "## One stream: Silero VAD v6, one thread, microseconds per chunk",
         "",
-        "The same blocks, chunk by chunk with context and state carried; onnxruntime with one intra- and one inter-op thread.",
+        "The same blocks, chunk by chunk with context and state carried; onnxruntime with one intra- and one inter-op thread. "
+        "The packages are `silero_vad.onnx` imported by `earshot import` (compiled graphs); the last row is the same "
+        "network as a chain of layers, the format the bundled package had before.",
         "",
         "| model | onnxruntime | earshot | ratio |",
         "|---|---|---|---|",
     ]
-    for name, r in (("silero-vad (16 kHz, 512 samples)", silero16), ("silero-vad-8k (8 kHz, 256 samples)", silero8)):
+    for name, r in (("silero-vad (16 kHz, 512 samples)", silero16), ("silero-vad-8k (8 kHz, 256 samples)", silero8),
+                    ("the same 16 kHz network as a layer chain", silero_layers)):
         lines.append(f"| {name} | {r['us_per_chunk_median']:.1f} us ({r['x_realtime']:.0f}x rt) | "
                      f"{r['earshot_us_per_chunk_median']:.1f} us ({r['earshot_x_realtime']:.0f}x rt) | "
                      f"**{r['ratio_onnxruntime_over_earshot']:.2f}x** |")
@@ -91,16 +90,14 @@ def main():
         "",
         f"onnxruntime {silero16['version']}.",
         "",
-        "## Imported graphs (`earshot import`), one thread",
+        "## openWakeWord's graphs (`earshot import`), one thread",
         "",
         "Each `.onnx` file imported as it is and run as a compiled graph (`GraphPlan`); onnxruntime runs the same file "
-        "with one thread. Silero: the same blocks as above. openWakeWord: microseconds per call on the inputs "
-        "openWakeWord gives each model (1760 samples; a 76x32 mel window).",
+        "with one thread. Microseconds per call on the inputs openWakeWord gives each model (1760 samples; a 76x32 "
+        "mel window).",
         "",
         "| model | onnxruntime | earshot | ratio |",
         "|---|---|---|---|",
-        f"| silero_vad.onnx imported (16 kHz) | {silero_imported['us_per_chunk_median']:.1f} us | "
-        f"{silero_imported['earshot_us_per_chunk_median']:.1f} us | **{silero_imported['ratio_onnxruntime_over_earshot']:.2f}x** |",
     ]
     for name in ("melspectrogram", "embedding_model"):
         r = openwakeword[name]
@@ -108,9 +105,9 @@ def main():
                      f"**{r['ratio_onnxruntime_over_earshot']:.2f}x** |")
     lines += [
         "",
-        "The imported Silero at real-time pace (as below), "
-        + ", ".join(f"{r['streams']} streams: p99 {r['tick_p99_ms']:.1f} ms" for r in imported_streams["results"])
-        + f"; largest count that keeps up: **{imported_streams['max_streams_keeping_up']}**.",
+        "The layer-chain Silero at real-time pace (as below, for the before/after), "
+        + ", ".join(f"{r['streams']} streams: p99 {r['tick_p99_ms']:.1f} ms" for r in layers_streams["results"])
+        + f"; largest count that keeps up: **{layers_streams['max_streams_keeping_up']}**.",
         "",
         "## One hour of audio, end to end (`earshot label`: decode, resample, features, model, label logic)",
         "",
