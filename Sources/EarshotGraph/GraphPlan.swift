@@ -42,6 +42,11 @@ public struct GraphPlan: Sendable {
         var shared: Bool
         var offset: Int
         var count: Int
+
+        /// Whether the two share a place in the arena (constants never do).
+        func overlaps(_ other: Ref) -> Bool {
+            !shared && !other.shared && offset < other.offset + other.count && other.offset < offset + count
+        }
     }
 
     public let inputNames: [String]
@@ -107,42 +112,51 @@ public struct GraphPlan: Sendable {
         }
     }
 
-    /// Runs `count` consecutive steps of one stream, whose inputs numbered in `carried` (its
-    /// state) are outputs of the step before: the steps that do not depend on them run once for
-    /// all `count` steps as a batch; the others go step by step. Step k's carried inputs are
-    /// loaded after step k - 1's outputs are stored, so `load` and `store` carry the state.
-    /// Equal, bit for bit, to `count` runs of one stream in turn.
-    public func runConsecutive(count: Int, carried: Set<Int>, workspace ws: inout GraphWorkspace,
-                               load: (_ step: Int, _ input: Int, UnsafeMutableBufferPointer<Float>) -> Void,
-                               store: (_ step: Int, _ output: Int, UnsafeBufferPointer<Float>) -> Void) throws(GraphError) {
-        try prepareConsecutive(count: count, carried: carried, workspace: &ws, load: load)
-        try finishConsecutive(count: count, carried: carried, workspace: &ws, load: load, store: store)
+    /// How `count` consecutive steps of one stream run, when the inputs numbered in `carried`
+    /// (its state) are outputs of the step before: the steps that do not depend on them
+    /// (`dependent` false) run once for all `count` steps as a batch (`prepareConsecutive`); the
+    /// others go step by step (`finishConsecutive`). Equal, bit for bit, to `count` runs of one
+    /// stream in turn.
+    public struct Consecutive: Sendable {
+        let carried: Set<Int>
+        /// Per step, whether it reads (through the steps before it) a carried input.
+        let dependent: [Bool]
     }
 
-    /// The first half of `runConsecutive`: the inputs not carried and the steps that do not
+    /// The split of the steps for consecutive runs that carry the inputs numbered in `carried`.
+    public func consecutive(carrying carried: Set<Int>) -> Consecutive {
+        var tainted = carried.sorted().map { inputRefs[$0] }
+        let dependent = steps.map { step in
+            let depends = step.reads.contains { r in tainted.contains { r.overlaps($0) } }
+            if depends { tainted += step.writes }
+            return depends
+        }
+        return Consecutive(carried: carried, dependent: dependent)
+    }
+
+    /// The first half of a consecutive run: the inputs not carried and the steps that do not
     /// depend on them, into `ws`. It needs nothing of the steps before, so it may run ahead,
     /// on another thread, with its own workspace.
-    public func prepareConsecutive(count: Int, carried: Set<Int>, workspace ws: inout GraphWorkspace,
+    public func prepareConsecutive(_ split: Consecutive, count: Int, workspace ws: inout GraphWorkspace,
                                    load: (_ step: Int, _ input: Int, UnsafeMutableBufferPointer<Float>) -> Void) throws(GraphError) {
-        let dependent = dependence(on: carried)
         try run(count: count, workspace: &ws) { arena, one throws(GraphError) in
             for b in 0..<count {
-                for (i, ref) in inputRefs.enumerated() where !carried.contains(i) { load(b, i, arena(b, ref)) }
+                for (i, ref) in inputRefs.enumerated() where !split.carried.contains(i) { load(b, i, arena(b, ref)) }
             }
-            try runSteps(where: { !dependent[$0] }, one(0, count))
+            try runSteps(where: { !split.dependent[$0] }, one(0, count))
         }
     }
 
-    /// The second half of `runConsecutive`, on the workspace the first half filled: step by step,
-    /// the carried inputs, the steps that depend on them and the outputs.
-    public func finishConsecutive(count: Int, carried: Set<Int>, workspace ws: inout GraphWorkspace,
+    /// The second half, on the workspace the first half filled: step by step, the carried inputs
+    /// (step k's loaded after step k - 1's outputs are stored, so `load` and `store` carry the
+    /// state), the steps that depend on them and the outputs.
+    public func finishConsecutive(_ split: Consecutive, count: Int, workspace ws: inout GraphWorkspace,
                                   load: (_ step: Int, _ input: Int, UnsafeMutableBufferPointer<Float>) -> Void,
                                   store: (_ step: Int, _ output: Int, UnsafeBufferPointer<Float>) -> Void) throws(GraphError) {
-        let dependent = dependence(on: carried)
         try run(count: count, workspace: &ws) { arena, one throws(GraphError) in
             for b in 0..<count {
-                for (i, ref) in inputRefs.enumerated() where carried.contains(i) { load(b, i, arena(b, ref)) }
-                try runSteps(where: { dependent[$0] }, one(b, 1))
+                for (i, ref) in inputRefs.enumerated() where split.carried.contains(i) { load(b, i, arena(b, ref)) }
+                try runSteps(where: { split.dependent[$0] }, one(b, 1))
                 for (j, ref) in outputRefs.enumerated() { store(b, j, UnsafeBufferPointer(arena(b, ref))) }
             }
         }
@@ -152,16 +166,6 @@ public struct GraphPlan: Sendable {
     @inline(__always)
     private func runSteps(where chosen: (Int) -> Bool, _ context: Context) throws(GraphError) {
         for k in runners.indices where chosen(k) { try runners[k].run(context) }
-    }
-
-    /// Per step, whether it reads (through the steps before it) any of the inputs in `carried`.
-    func dependence(on carried: Set<Int>) -> [Bool] {
-        var tainted = carried.sorted().map { inputRefs[$0] }
-        return steps.map { step in
-            let depends = step.reads.contains { r in tainted.contains { !r.shared && r.offset < $0.offset + $0.count && $0.offset < r.offset + r.count } }
-            if depends { tainted += step.writes }
-            return depends
-        }
     }
 
     /// `body` with `count` arenas in `ws`: `arena(b, ref)` is ref's place in arena b (or in the

@@ -102,10 +102,13 @@ struct Builder {
         linkChannelsLast()
     }
 
-    /// Steps that read any part of `ref` (a place in the arena).
-    private func readers(of ref: Ref) -> [Int] {
-        steps.indices.filter { j in steps[j].reads.contains { !$0.shared && !ref.shared && $0.offset < ref.offset + ref.count && ref.offset < $0.offset + $0.count } }
+    /// The steps that read any part of `ref` (a place in the arena).
+    private func steps(reading ref: Ref) -> [Int] {
+        steps.indices.filter { j in steps[j].reads.contains { $0.overlaps(ref) } }
     }
+
+    /// Whether a graph output is read from any part of `ref`.
+    private func isOutput(_ ref: Ref) -> Bool { outputRefs.contains { $0.overlaps(ref) } }
 
     /// An FFT step whose real and imaginary halves are only squared and summed (and perhaps the
     /// square root taken), as an exported STFT's power or magnitude is: the step writes that sum
@@ -114,24 +117,24 @@ struct Builder {
         var removed = Set<Int>()
         for i in steps.indices {
             guard var fft = steps[i] as? FFTConvStep, fft.output == .filters, fft.items == 1, fft.bias == nil,
-                  !outputRefs.contains(where: { $0.offset == fft.y.offset && !$0.shared }) else { continue }
+                  !isOutput(fft.y) else { continue }
             let half = fft.y.count / 2
             let real = Ref(shared: false, offset: fft.y.offset, count: half), imaginary = Ref(shared: false, offset: fft.y.offset + half, count: half)
             func square(of ref: Ref) -> Int? {
-                let r = readers(of: ref)
+                let r = steps(reading: ref)
                 guard r.count == 1, let step = steps[r[0]] as? BinaryStep, step.kind == .square, step.a == ref, step.mapA == nil else { return nil }
                 return r[0]
             }
-            guard readers(of: fft.y).count == 2, let re = square(of: real), let im = square(of: imaginary),
+            guard steps(reading: fft.y).count == 2, let re = square(of: real), let im = square(of: imaginary),
                   let sq1 = steps[re] as? BinaryStep, let sq2 = steps[im] as? BinaryStep else { continue }
-            let sums = readers(of: sq1.y)
-            guard !outputRefs.contains(sq1.y), !outputRefs.contains(sq2.y), sums.count == 1, readers(of: sq2.y) == sums, let sum = steps[sums[0]] as? BinaryStep, sum.kind == .add,
+            let sums = steps(reading: sq1.y)
+            guard !isOutput(sq1.y), !isOutput(sq2.y), sums.count == 1, steps(reading: sq2.y) == sums, let sum = steps[sums[0]] as? BinaryStep, sum.kind == .add,
                   sum.mapA == nil, sum.mapB == nil, Set([sum.a.offset, sum.b.offset]) == Set([sq1.y.offset, sq2.y.offset]) else { continue }
             var gone = [re, im, sums[0]]
             fft.output = .power
             fft.y = sum.y
-            let roots = readers(of: sum.y)
-            if !outputRefs.contains(sum.y), roots.count == 1, let root = steps[roots[0]] as? UnaryStep, root.kind == .sqrt, root.x == sum.y {
+            let roots = steps(reading: sum.y)
+            if !isOutput(sum.y), roots.count == 1, let root = steps[roots[0]] as? UnaryStep, root.kind == .sqrt, root.x == sum.y {
                 fft.output = .magnitude
                 fft.y = root.y
                 gone.append(roots[0])
@@ -152,13 +155,10 @@ struct Builder {
     /// transposed to [plane][channels]: the first writes that layout and the second reads it as it
     /// is, with no transposes between them.
     private mutating func linkChannelsLast() {
-        func overlaps(_ a: Ref, _ b: Ref) -> Bool {
-            !a.shared && !b.shared && a.offset < b.offset + b.count && b.offset < a.offset + a.count
-        }
         /// The Conv that is the only reader of `y` ([channels][plane]) and can take it channels-last.
         func onlyReader(of y: Ref, channels: Int, plane: Int) -> Int? {
-            guard !outputRefs.contains(where: { overlaps($0, y) }) else { return nil }
-            let readers = steps.indices.filter { j in steps[j].reads.contains { overlaps($0, y) } }
+            guard !isOutput(y) else { return nil }
+            let readers = steps(reading: y)
             // The same tensor, not a reshaped view of it.
             guard readers.count == 1, let second = steps[readers[0]] as? ConvStep, second.x == y, second.channelsLast != nil,
                   second.groups == 1, second.items == 1, second.positionMajor == nil, second.channels == channels,

@@ -13,6 +13,9 @@ struct GraphProgram: Sendable {
     let constants: [String: GraphTensor]
     let nodes: [GraphNode]
     private(set) var plan: GraphPlan?
+    /// The plan split for consecutive steps of one stream: the state inputs (every input after
+    /// the audio) carried.
+    private(set) var consecutive: GraphPlan.Consecutive?
     /// Why the graph runs on the reference kernels (nil when it runs compiled).
     private(set) var interpreted: String?
     /// Floats per state tensor, in `spec.states` order.
@@ -99,6 +102,7 @@ struct GraphProgram: Sendable {
         self.parameterCount = parameters
         self.scoreCount = 0
         self.plan = nil
+        self.consecutive = nil
         self.interpreted = "not compiled yet"
         // A dry step on silence: every node's shapes fit, the states keep their shapes, and
         // the score count is known before any audio is seen.
@@ -114,6 +118,7 @@ struct GraphProgram: Sendable {
             let counts = plan.outputShapes.map { $0.reduce(1, *) }
             if counts == [scores.count] + sizes {
                 self.plan = plan
+                self.consecutive = plan.consecutive(carrying: Set(sizes.indices.map { $0 + 1 }))
                 self.interpreted = nil
             } else {
                 self.interpreted = "the compiled graph's outputs hold \(counts) values; the states and scores \([scores.count] + sizes)"
@@ -155,26 +160,18 @@ struct GraphProgram: Sendable {
         }
     }
 
-    /// Steps one stream `count` times in a row: step k's audio input is filled by
+    /// Steps one stream `count` times in a row, in two halves (see `GraphPlan.Consecutive`):
+    /// `prepareConsecutive` runs the part of the graph that does not depend on the state once for
+    /// all the steps (it may run ahead on another thread, with its own workspace);
+    /// `finishConsecutive` the rest, step by step. Step k's audio input is filled by
     /// `audio(k, buffer)`; the stream's state tensors are at `carry`, read and replaced step by
     /// step; step k's scores go to `scores + k * scoreCount`. Equal, bit for bit, to `count`
-    /// calls of `run(streams: 1, ...)`; the part of the graph that does not depend on the state
-    /// runs once for all the steps (`prepareConsecutive`, which may run ahead on another thread
-    /// with its own workspace), the rest step by step (`finishConsecutive`).
-    func runConsecutive(count: Int, workspace: inout GraphWorkspace, audio: (Int, UnsafeMutableBufferPointer<Float>) -> Void,
-                        carry: UnsafeMutablePointer<Float>, scores: UnsafeMutablePointer<Float>) throws(ModelError) {
-        try prepareConsecutive(count: count, workspace: &workspace, audio: audio)
-        try finishConsecutive(count: count, workspace: &workspace, audio: audio, carry: carry, scores: scores)
-    }
-
-    /// The state inputs of the plan: every input after the audio.
-    private var carried: Set<Int> { Set(stateOffsets.indices.map { $0 + 1 }) }
-
+    /// calls of `run(streams: 1, ...)`.
     func prepareConsecutive(count: Int, workspace: inout GraphWorkspace,
                             audio: (Int, UnsafeMutableBufferPointer<Float>) -> Void) throws(ModelError) {
-        guard let plan else { return }
+        guard let plan, let consecutive else { return }
         do {
-            try plan.prepareConsecutive(count: count, carried: carried, workspace: &workspace) { k, i, buffer in
+            try plan.prepareConsecutive(consecutive, count: count, workspace: &workspace) { k, i, buffer in
                 if i == 0 { audio(k, buffer) }
             }
         } catch {
@@ -184,7 +181,7 @@ struct GraphProgram: Sendable {
 
     func finishConsecutive(count: Int, workspace: inout GraphWorkspace, audio: (Int, UnsafeMutableBufferPointer<Float>) -> Void,
                            carry: UnsafeMutablePointer<Float>, scores: UnsafeMutablePointer<Float>) throws(ModelError) {
-        guard let plan else {
+        guard let plan, let consecutive else {
             for k in 0..<count {
                 try run(streams: 1, workspace: &workspace, audio: { _, buffer in audio(k, buffer) }, carries: carry,
                         scores: scores + k * scoreCount)
@@ -193,7 +190,7 @@ struct GraphProgram: Sendable {
         }
         let n = scoreCount, offsets = stateOffsets
         do {
-            try plan.finishConsecutive(count: count, carried: carried, workspace: &workspace, load: { _, i, buffer in
+            try plan.finishConsecutive(consecutive, count: count, workspace: &workspace, load: { _, i, buffer in
                 if i > 0, let start = buffer.baseAddress { start.update(from: carry + offsets[i - 1], count: buffer.count) }
             }, store: { k, j, values in
                 guard let start = values.baseAddress else { return }

@@ -66,7 +66,7 @@ extension Model {
     /// Consecutive blocks of one stream through the graph, `batchTile` blocks at a time: the part
     /// that does not depend on the state runs once per tile.
     func graphConsecutive(_ graph: GraphProgram, _ blocks: [[Float]], contexts: [[Float]],
-                                  carry: inout [Float]) throws(ModelError) -> [[Float]] {
+                          carry: inout [Float]) throws(ModelError) -> [[Float]] {
         let n = labels.count, tile = Self.batchTile
         let ranges = stride(from: 0, to: blocks.count, by: tile).map { $0..<min($0 + tile, blocks.count) }
         var flat = [Float](repeating: 0, count: blocks.count * n)
@@ -90,10 +90,11 @@ extension Model {
         try carry.withUnsafeMutableBufferPointer { c throws(ModelError) in
             try flat.withUnsafeMutableBufferPointer { out throws(ModelError) in
                 for (w, range) in ranges.enumerated() {
-                    var ws = GraphWorkspace()
+                    var ws: GraphWorkspace
                     if let pipeline {
                         ws = try pipeline.take(w).get()
                     } else {
+                        ws = pool.withLock { $0.popLast() } ?? GraphWorkspace()
                         try graph.prepareConsecutive(count: range.count, workspace: &ws, audio: audio(range))
                     }
                     try graph.finishConsecutive(count: range.count, workspace: &ws, audio: audio(range), carry: c.baseAddress!,

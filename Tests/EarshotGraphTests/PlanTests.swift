@@ -265,6 +265,56 @@ struct PlanTests {
         }
     }
 
+    @Test("An STFT's power (Pow, Pow, Add) or magnitude (and Sqrt) is computed by the FFT step, written channels-last when a Conv reads it: as the reference computes them",
+          arguments: [(false, false), (true, false), (false, true), (true, true)])
+    func fusesSpectrum(magnitude: Bool, convAfter: Bool) throws {
+        let constants = ["w": dftFilters(size: 16), "two": GraphTensor(scalar: Float(2)), "axis": ints([1]),
+                         "s0": ints([0]), "e0": ints([9]), "s1": ints([9]), "e1": ints([18]), "w2": weights([3, 9, 3], seed: 11)]
+        var nodes = [GraphNode(op: "Conv", name: "stft", inputs: ["x", "w"], outputs: ["c"], attributes: ["strides": .ints([4])]),
+                     GraphNode(op: "Slice", name: "real", inputs: ["c", "s0", "e0", "axis"], outputs: ["re"]),
+                     GraphNode(op: "Slice", name: "imaginary", inputs: ["c", "s1", "e1", "axis"], outputs: ["im"]),
+                     GraphNode(op: "Pow", name: "re2", inputs: ["re", "two"], outputs: ["p"]),
+                     GraphNode(op: "Pow", name: "im2", inputs: ["im", "two"], outputs: ["q"]),
+                     GraphNode(op: "Add", name: "power", inputs: ["p", "q"], outputs: ["s"])]
+        var last = "s"
+        if magnitude {
+            nodes.append(GraphNode(op: "Sqrt", name: "magnitude", inputs: ["s"], outputs: ["m"]))
+            last = "m"
+        }
+        if convAfter {
+            nodes.append(GraphNode(op: "Conv", name: "conv", inputs: [last, "w2"], outputs: ["y"], attributes: ["pads": .ints([1, 1])]))
+            last = "y"
+        }
+        let shape = [1, 1, 40]
+        let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", shape)], outputs: [last], opset: 17)
+        #expect(plan.kernels["stft"] == "FFT")
+        for name in ["re2", "im2", "power"] + (magnitude ? ["magnitude"] : []) { #expect(plan.kernels[name] == "with the FFT", "\(name)") }
+        func run(streams: Int) throws -> [[Float]] {
+            var ws = GraphWorkspace()
+            var got = [[Float]](repeating: [], count: streams)
+            try plan.run(streams: streams, workspace: &ws, load: { s, _, buffer in
+                let v = EarshotGraphTests.values(buffer.count, seed: 70 + s)
+                for k in 0..<buffer.count { buffer[k] = v[k] }
+            }, store: { s, _, v in got[s] = Array(v) })
+            return got
+        }
+        let batch = try run(streams: 2)
+        for s in 0..<2 {
+            var values = constants
+            values["x"] = GraphTensor(shape: shape, floats: EarshotGraphTests.values(40, seed: 70 + s))
+            for node in nodes {
+                values[node.outputs[0]] = try GraphOps.run(node.op, node: node.name, inputs: node.inputs.map { values[$0] },
+                                                           attributes: node.attributes, opset: 17, outputCount: 1)[0]
+            }
+            let expected = try #require(values[last]).floats
+            #expect(expected.count == (convAfter ? 3 : 9) * 7 && batch[s].count == expected.count)
+            // The FFT is another algorithm than the Conv's sums: close, not equal.
+            let worst = zip(expected, batch[s]).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 1
+            #expect(worst <= 1e-5, "stream \(s): \(worst)")
+            #expect(try run(streams: s + 1)[s].map(\.bitPattern) == batch[s].map(\.bitPattern))
+        }
+    }
+
     @Test("Convs in a row (the first writes channels last for the second): equal to the reference kernels; a batch equals each stream alone",
           arguments: [false, true])
     func convChain(secondReaderOfFirst: Bool) throws {
