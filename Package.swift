@@ -20,11 +20,13 @@ let package = Package(
         // never set errno, so that loops of sqrtf vectorize (IEEE results are the same).
         .target(name: "CEarshotKernels", cSettings: [.unsafeFlags(["-fno-math-errno"])]),
         .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph"]),
-        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotGraph"]),
+        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotTFLite", "EarshotGraph"]),
         // Trains classifiers made of runtime layers, with the runtime's own features and products.
         .target(name: "EarshotTraining", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph"]),
         // ONNX files read in Swift: the protobuf wire format and ONNX's messages (onnx.proto).
         .target(name: "EarshotONNX"),
+        // TFLite files read in Swift: FlatBuffers and TFLite's schema (schema.fbs).
+        .target(name: "EarshotTFLite"),
         // Graphs of ops over N-D tensors, with ONNX's semantics: the reference kernels.
         // Optimized in every configuration: its loops are what a graph step runs, and a debug
         // build of them would make the tests that run imported models over whole files crawl.

@@ -3,3 +3,4 @@
 @_exported import EarshotModel
 @_exported import EarshotGraph
 @_exported import EarshotONNX
+@_exported import EarshotTFLite

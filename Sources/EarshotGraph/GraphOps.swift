@@ -22,6 +22,8 @@ public enum GraphOps {
         "MaxPool", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "Range", "ReduceMax", "ReduceMean", "ReduceMin",
         "ReduceSum", "Relu", "Reshape", "Shape", "Sigmoid", "Size", "Slice", "Softmax", "Softplus", "Split", "Sqrt",
         "Squeeze", "Sub", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where",
+        // TFLite's integer kernels (Quantized.swift).
+        "Quantize", "TFLiteConv2D", "TFLiteDepthwiseConv2D", "TFLiteFullyConnected", "TFLiteLookup",
     ]
 
     /// Runs one ONNX op.
@@ -98,6 +100,10 @@ public enum GraphOps {
         case "MatMul": return try MatrixOps.matMul(n)
         case "LSTM": return try Recurrent.lstm(n)
         case "GRU": return try Recurrent.gru(n)
+        case "TFLiteConv2D", "TFLiteDepthwiseConv2D": return try Quantized.conv(n)
+        case "TFLiteFullyConnected": return try Quantized.fullyConnected(n)
+        case "TFLiteLookup": return try Quantized.lookup(n)
+        case "Quantize": return try Quantized.quantize(n)
         default: throw n.unsupported("no kernel for op type '\(n.op)'")
         }
     }

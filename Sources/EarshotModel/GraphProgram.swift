@@ -28,6 +28,8 @@ struct GraphProgram: Sendable {
     /// Where each state tensor starts in a stream's state.
     let stateOffsets: [Int]
     let stateCount: Int
+    /// A fresh stream's state tensors, concatenated (zeros unless a state names its first values).
+    let initialState: [Float]
 
     init(spec: GraphSpec, tensors: [String: Tensor], path: String, blockSamples: Int) throws(ModelError) {
         self.spec = spec
@@ -75,25 +77,28 @@ struct GraphProgram: Sendable {
                 used.insert(input)
             }
             for output in n.outputs where !output.isEmpty { try introduce(output, by: "node '\(n.name)'") }
-            var attributes: [String: GraphAttribute] = [:]
-            for (key, value) in n.attributes ?? [:] {
-                switch value {
-                case let .int(v): attributes[key] = .int(v)
-                case let .float(v): attributes[key] = .float(Float(v))
-                case let .string(v): attributes[key] = .string(v)
-                case let .ints(v): attributes[key] = .ints(v)
-                case let .floats(v): attributes[key] = .floats(v.map { Float($0) })
-                case let .strings(v): attributes[key] = .strings(v)
-                }
-            }
+            let attributes = (n.attributes ?? [:]).mapValues(\.graphAttribute)
             nodes.append(GraphNode(op: n.op, name: n.name, inputs: n.inputs, outputs: n.outputs, attributes: attributes))
         }
         guard known.contains(spec.scoreOutput) else { throw fail("the score output '\(spec.scoreOutput)' is not produced") }
         for s in spec.states where !known.contains(s.output) {
             throw fail("state '\(s.input)': its output '\(s.output)' is not produced")
         }
+        var initial: [Float] = []
+        for (s, size) in zip(spec.states, sizes) {
+            guard let name = s.initial else {
+                initial += [Float](repeating: 0, count: size)
+                continue
+            }
+            guard let t = tensors[name], t.values.count == size else {
+                throw fail("state '\(s.input)': its first values '\(name)' are not a weight tensor of \(size) values")
+            }
+            initial += t.values
+            used.insert(name)
+        }
         let unused = Set(tensors.keys).subtracting(used)
         guard unused.isEmpty else { throw .unusedTensors(path: path, names: unused.sorted()) }
+        self.initialState = initial
         self.constants = constants
         self.nodes = nodes
         self.stateSizes = sizes
@@ -106,7 +111,7 @@ struct GraphProgram: Sendable {
         self.interpreted = "not compiled yet"
         // A dry step on silence: every node's shapes fit, the states keep their shapes, and
         // the score count is known before any audio is seen.
-        var state = [Float](repeating: 0, count: sizes.reduce(0, +))
+        var state = initial
         let scores = try state.withUnsafeMutableBufferPointer { s throws(ModelError) in
             try interpretedStep(audio: [Float](repeating: 0, count: blockSamples), states: s)
         }
@@ -243,7 +248,9 @@ extension GraphProgram {
     func nodeInfo(blockSamples: Int) -> [(name: String, op: String, input: [Int], output: [Int], parameters: Int, multiplyAdds: Int)] {
         var values = constants
         values[spec.audioInput] = GraphTensor(shape: spec.audioShape, floats: [Float](repeating: 0, count: blockSamples))
-        for (i, s) in spec.states.enumerated() { values[s.input] = GraphTensor(shape: s.shape, floats: [Float](repeating: 0, count: stateSizes[i])) }
+        for (i, s) in spec.states.enumerated() {
+            values[s.input] = GraphTensor(shape: s.shape, floats: Array(initialState[stateOffsets[i]..<(stateOffsets[i] + stateSizes[i])]))
+        }
         var infos: [(name: String, op: String, input: [Int], output: [Int], parameters: Int, multiplyAdds: Int)] = []
         for node in nodes {
             let inputs = node.inputs.map { $0.isEmpty ? nil : values[$0] }
@@ -257,7 +264,9 @@ extension GraphProgram {
             let w = inputs.count > 1 ? inputs[1]?.shape ?? [] : []
             var macs = 0
             switch node.op {
-            case "Conv": macs = y.reduce(1, *) * w.dropFirst().reduce(1, *)
+            case "Conv", "TFLiteConv2D": macs = y.reduce(1, *) * w.dropFirst().reduce(1, *)
+            case "TFLiteDepthwiseConv2D": macs = y.reduce(1, *) * w.dropFirst().dropLast().reduce(1, *)
+            case "TFLiteFullyConnected": macs = y.reduce(1, *) * (w.count == 2 ? w[1] : 0)
             case "Gemm", "MatMul": macs = y.reduce(1, *) * (w.count >= 2 ? (node.op == "Gemm" && node.attributes["transB"] == .int(1) ? w[w.count - 1] : w[w.count - 2]) : 1)
             case "LSTM", "GRU":
                 let gates = node.op == "LSTM" ? 4 : 3

@@ -1,3 +1,5 @@
+import EarshotGraph
+
 /// A model's network as a graph of ops over named N-D tensors (ONNX's op semantics), as
 /// `earshot import` writes it into model.json. Float constants are tensors of
 /// weights.safetensors (named by the node inputs that use them); small integer constants
@@ -13,7 +15,8 @@ public struct GraphSpec: Codable, Sendable, Equatable {
     public var audioShape: [Int]
     /// The tensor whose values are the step's scores (one per label).
     public var scoreOutput: String
-    /// State tensors: read at the start of a step, written at its end; zeros at stream start.
+    /// State tensors: read at the start of a step, written at its end; zeros at stream start
+    /// unless a state names its first values.
     public var states: [StateSpec]
     /// Integer constants by name (float constants live in weights.safetensors).
     public var constants: [String: IntegerConstant]
@@ -36,11 +39,15 @@ public struct GraphSpec: Codable, Sendable, Equatable {
         /// The tensor a step writes, which the next step reads as `input` (ONNX: an output).
         public var output: String
         public var shape: [Int]
+        /// The weight tensor holding the state's values at stream start (as TFLite's variables
+        /// take theirs from an init subgraph); zeros when nil.
+        public var initial: String?
 
-        public init(input: String, output: String, shape: [Int]) {
+        public init(input: String, output: String, shape: [Int], initial: String? = nil) {
             self.input = input
             self.output = output
             self.shape = shape
+            self.initial = initial
         }
     }
 
@@ -85,6 +92,18 @@ public struct GraphSpec: Codable, Sendable, Equatable {
         case strings([String])
 
         private enum Keys: String, CodingKey { case float, floats }
+
+        /// The attribute as the kernels take it.
+        public var graphAttribute: GraphAttribute {
+            switch self {
+            case let .int(v): return .int(v)
+            case let .float(v): return .float(Float(v))
+            case let .string(v): return .string(v)
+            case let .ints(v): return .ints(v)
+            case let .floats(v): return .floats(v.map { Float($0) })
+            case let .strings(v): return .strings(v)
+            }
+        }
 
         public init(from decoder: Decoder) throws {
             if let c = try? decoder.singleValueContainer() {

@@ -241,10 +241,10 @@ public final class Model: Sendable {
         }
     }
 
-    /// A fresh stream: zero context and zero carries.
+    /// A fresh stream: zero context, and zero carries (or the first values a graph's states name).
     public func makeState() -> ModelState {
         ModelState(modelHash: contentHash, context: [Float](repeating: 0, count: manifest.audio.contextSamples),
-                   carry: [Float](repeating: 0, count: stateCount), steps: 0)
+                   carry: graph?.initialState ?? [Float](repeating: 0, count: stateCount), steps: 0)
     }
 
     /// A state from `ModelState.serialized()` bytes; they must come from this model.
