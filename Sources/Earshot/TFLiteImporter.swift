@@ -44,6 +44,32 @@ public struct TFLiteImporter {
         return try importer.build(options)
     }
 
+    /// What a microWakeWord JSON config (NAME.json beside NAME.tflite) says of its model.
+    public struct MicroWakeWordConfig: Sendable, Equatable {
+        public var wakeWord: String
+        public var probabilityCutoff: Double
+        /// How many of the latest outputs are averaged before the cutoff.
+        public var slidingWindowSize: Int
+        public var author: String?
+        public var languages: [String]
+
+        /// Reads NAME.json beside `path` (NAME.tflite); nil when there is none or it is not a
+        /// microWakeWord config.
+        public init?(beside path: String) {
+            let json = URL(fileURLWithPath: path).deletingPathExtension().appendingPathExtension("json")
+            guard let data = FileManager.default.contents(atPath: json.path),
+                  let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+                  let micro = object["micro"] as? [String: Any], let word = object["wake_word"] as? String,
+                  let cutoff = micro["probability_cutoff"] as? Double, (0...1).contains(cutoff),
+                  let window = micro["sliding_window_size"] as? Int, (1...1000).contains(window) else { return nil }
+            wakeWord = word
+            probabilityCutoff = cutoff
+            slidingWindowSize = window
+            author = object["author"] as? String
+            languages = object["trained_languages"] as? [String] ?? []
+        }
+    }
+
     private init(path: String, model: TFLiteModel) {
         self.path = path
         self.model = model
@@ -178,7 +204,9 @@ public struct TFLiteImporter {
     // MARK: Operators
 
     private mutating func read(_ op: TFLiteOperator, index: Int, graph: TFLiteSubgraph) throws(ImportError) {
-        let label = op.outputs.first.map { graph.tensors[$0].name } ?? "operator \(index)"
+        // TFLite names a fused op's output after every op fused into it, joined by ';': the first names it.
+        let label = op.outputs.first.map { String(graph.tensors[$0].name.split(separator: ";").first ?? "") }.flatMap { $0.isEmpty ? nil : $0 }
+            ?? "operator \(index)"
         let path = self.path
         let fail = { (reason: String, hint: String) -> ImportError in
             .node(path: path, node: "operator \(index) '\(label)'", op: op.name, reason: reason, hint: hint)
@@ -232,7 +260,7 @@ public struct TFLiteImporter {
             try readInit(model.subgraphs[sub], index: sub)
         case "VAR_HANDLE":
             guard case let .varHandle(container, shared) = op.options, let out = op.outputs.first else { throw fail("no variable name", "the file is damaged") }
-            handles[out] = container + "/" + shared
+            handles[out] = container.isEmpty ? shared : container + "/" + shared
         case "READ_VARIABLE":
             let key = try variable(op.inputs.first, fail)
             let out = try outputTensor()
@@ -392,7 +420,7 @@ public struct TFLiteImporter {
             switch op.name {
             case "VAR_HANDLE":
                 guard case let .varHandle(container, shared) = op.options, let out = op.outputs.first else { throw fail("no variable name") }
-                local[out] = container + "/" + shared
+                local[out] = container.isEmpty ? shared : container + "/" + shared
             case "ASSIGN_VARIABLE":
                 guard op.inputs.count == 2, let key = local[op.inputs[0]], op.inputs[1] >= 0 else { throw fail("no variable or value") }
                 let t = sub.tensors[op.inputs[1]]

@@ -193,12 +193,15 @@ public struct GraphPlan: Sendable {
         }
     }
 
-    /// One run on random inputs against the reference kernels.
+    /// One run on random inputs against the reference kernels. A graph of TFLite's integer
+    /// kernels takes whole numbers in the int8 range (its states hold quantized values).
     private func check(nodes: [GraphNode], constants: [String: GraphTensor]) throws(GraphError) {
         var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        let integers = nodes.contains { $0.op.hasPrefix("TFLite") }
         func random() -> Float {
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Float(Int64(bitPattern: seed >> 11) % 2001 - 1000) / 2000  // -0.5...0.5
+            let r = Int64(bitPattern: seed >> 11)
+            return integers ? Float(r % 256 - 128) : Float(r % 2001 - 1000) / 2000  // -128...127; -0.5...0.5
         }
         let given = inputShapes.map { shape in (0..<shape.reduce(1, *)).map { _ in random() } }
         var values = constants

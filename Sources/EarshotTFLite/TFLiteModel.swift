@@ -188,8 +188,8 @@ public struct TFLiteSubgraph: Sendable, Equatable {
             guard dims.count <= TFLiteModel.maxDimensions else { throw .limit(path: fb.path, what: "\(where_): \(dims.count) dimensions", limit: TFLiteModel.maxDimensions) }
             guard dims.allSatisfy({ $0 >= 0 }) else { throw fb.fail(where_, table.position, "a negative dimension in \(dims)") }
             let shape = dims.map(Int.init)
-            guard shape.reduce(1, { $0.multipliedReportingOverflow(by: $1).overflow ? Int.max : $0 * $1 }) <= 1 << 28 else {
-                throw .limit(path: fb.path, what: "\(where_): shape \(shape)", limit: 1 << 28)
+            guard shape.reduce(1, { $0.multipliedReportingOverflow(by: $1).overflow ? Int.max : $0 * $1 }) <= 1 << 24 else {
+                throw .limit(path: fb.path, what: "\(where_): shape \(shape)", limit: 1 << 24)
             }
             let typeNumber = Int(try table.i8(1))
             guard let type = TFLiteType(rawValue: typeNumber) else { throw fb.fail(where_, table.position, "unknown tensor type \(typeNumber)") }

@@ -1,10 +1,10 @@
 import Earshot
 import Foundation
 
-/// `earshot import MODEL.onnx --output FOLDER`: an ONNX model as an Earshot package.
+/// `earshot import MODEL.onnx|MODEL.tflite --output FOLDER`: an ONNX or TFLite model as an Earshot package.
 enum ImportCommand {
     static let usage = """
-        earshot import MODEL.onnx --output FOLDER [--force] [--set NAME=VALUE ...] [--state IN=OUT ...]
+        earshot import MODEL.onnx|MODEL.tflite --output FOLDER [--force] [--set NAME=VALUE ...] [--state IN=OUT ...]
                        [--input NAME] [--score NAME] [--rate HZ] [--chunk N] [--context N] [--labels A,B,...]
                        [--front-end samples|features]
                        [--name NAME] [--description TEXT] [--author TEXT] [--license TEXT] [--source TEXT]
@@ -13,6 +13,8 @@ enum ImportCommand {
           --manifest: a JSON object of what the package's model.json should say beside the graph:
           name, version, description, author, license, source, labels, decision (as in model.json);
           a flag given on the command line wins over the file.
+          A .tflite model beside a microWakeWord JSON config (NAME.json) takes its wake word as the
+          label, its probability cutoff as the threshold, and its author.
         """
 
     static func run(_ words: [String]) throws {
@@ -35,7 +37,7 @@ enum ImportCommand {
                                                 "front-end", "author", "license", "source", "threshold", "min-speech", "min-silence", "pad", "max-speech"],
                                  switches: ["force"], command: "import")
         guard args.positionals.count == 1, let source = args.positionals.first else {
-            throw UsageError("import takes one .onnx file", hint: usage)
+            throw UsageError("import takes one .onnx or .tflite file", hint: usage)
         }
         guard let output = args.string("output") else { throw UsageError("import needs --output FOLDER (e.g. Models/my-model)", hint: usage) }
         if FileManager.default.fileExists(atPath: output) && !args.flag("force") {
@@ -82,7 +84,20 @@ enum ImportCommand {
         if args.string("max-speech") != nil { decision.maxSegmentSeconds = try args.double("max-speech", default: 0, range: 0.1...86400) }
         options.decision = decision == ModelManifest.Decision() ? nil : decision
 
-        let (manifest, tensors) = try OnnxImporter.importModel(path: source, options: options)
+        let tflite = source.lowercased().hasSuffix(".tflite")
+        if tflite, let config = TFLiteImporter.MicroWakeWordConfig(beside: source) {
+            if options.labels.isEmpty { options.labels = [config.wakeWord] }
+            if options.author == nil { options.author = config.author }
+            if options.description == nil {
+                options.description = "microWakeWord model for the wake phrase '\(config.wakeWord)'"
+                    + (config.languages.isEmpty ? "" : " (trained on \(config.languages.joined(separator: ", ")))")
+            }
+            var d = options.decision ?? ModelManifest.Decision()
+            if d.threshold == nil { d.threshold = config.probabilityCutoff }
+            options.decision = d
+        }
+        let (manifest, tensors) = tflite ? try TFLiteImporter.importModel(path: source, options: options)
+            : try OnnxImporter.importModel(path: source, options: options)
         // Loaded as any package is (every check of a package on disk) before it is written.
         let model = try Model(manifest: manifest, tensors: tensors, name: output)
         try Model.write(manifest: manifest, tensors: tensors, to: URL(fileURLWithPath: output), replacing: args.flag("force"))
