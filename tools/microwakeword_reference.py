@@ -22,6 +22,7 @@ Needs tools/setup_venv.sh, espeak-ng and sox. Run from the repository root:
 import ctypes
 import hashlib
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -107,6 +108,25 @@ def run_library(name: str, frames: np.ndarray, stride: int):
     return outputs
 
 
+REFRACTORY_SECONDS = 2.0  # Earshot's default: a wake word is not detected twice within 2 s
+
+
+def detections(outputs, cutoff, window, stride):
+    """Steps where pymicro-wakeword's rule fires: the mean of the latest `window` probabilities
+    (once there are that many) above the cutoff, then quiet for the refractory time."""
+    steps_per_second = 16000 / (160 * stride)
+    rest = int(np.ceil(REFRACTORY_SECONDS * steps_per_second))
+    found, quiet_until = [], 0
+    for s in range(len(outputs)):
+        if s + 1 < window or s < quiet_until:
+            continue
+        mean = statistics.mean(o / 256 for o in outputs[s + 1 - window:s + 1])
+        if mean > cutoff:
+            found.append(s)
+            quiet_until = s + 1 + rest
+    return found
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     wav = OUT / "wake-words.wav"
@@ -133,10 +153,14 @@ def main():
             "sliding_window_size": config["micro"]["sliding_window_size"],
             "reference": reference,
             "library": library,
+            "refractory_seconds": REFRACTORY_SECONDS,
+            "detections": detections(reference, config["micro"]["probability_cutoff"], config["micro"]["sliding_window_size"], stride),
+            "library_detections": detections(library, config["micro"]["probability_cutoff"], config["micro"]["sliding_window_size"], stride),
         }
         (OUT / f"{name}.json").write_text(json.dumps(record) + "\n")
         print(f"{name}: {len(reference)} steps, max {max(reference)}, library differs in {differing} steps "
-              f"(max |diff| {max(abs(a - b) for a, b in zip(reference, library))})")
+              f"(max |diff| {max(abs(a - b) for a, b in zip(reference, library))}); detections at steps {record['detections']} "
+              f"(library: {record['library_detections']})")
     print(f"{len(frames)} frames, {len(audio) / 16000:.2f} s")
 
 

@@ -20,6 +20,8 @@ struct ChannelPipeline {
     /// Source samples received.
     private(set) var sourceSamples = 0
     private var trackers: [(label: Int, tracker: SegmentTracker)]
+    /// Per label, when the model detects events rather than segments (trackers is then empty).
+    private var detectors: [(label: Int, tracker: DetectionTracker)]
     /// Per label: cumulative scores by step from step `sumBase` on (for segment confidence),
     /// trimmed to what open segments may still need.
     private var sums: [[Double]]
@@ -40,8 +42,13 @@ struct ChannelPipeline {
             }
         }
         let labels = model.labels
-        trackers = labels.indices.filter { labels[$0] != options.backgroundLabel }.map {
-            ($0, SegmentTracker(options: options, sampleRate: model.sampleRate, stepSamples: model.chunkSamples))
+        let events = labels.indices.filter { labels[$0] != options.backgroundLabel }
+        if options.detectionWindow != nil {
+            trackers = []
+            detectors = events.map { ($0, DetectionTracker(options: options, sampleRate: model.sampleRate, stepSamples: model.chunkSamples)) }
+        } else {
+            trackers = events.map { ($0, SegmentTracker(options: options, sampleRate: model.sampleRate, stepSamples: model.chunkSamples)) }
+            detectors = []
         }
         sums = labels.map { _ in [0] }
     }
@@ -138,6 +145,14 @@ struct ChannelPipeline {
             // threshold is the least confidence a winner needs); the duration rules apply alike.
             let p = softmax ? (label == winner ? Double(scores[label]) : 0.0) : Double(scores[label])
             events += trackers[k].tracker.add(p).map { segmentEvent($0, label: label) }
+        }
+        for k in detectors.indices {
+            let label = detectors[k].label
+            let p = softmax ? (label == winner ? Double(scores[label]) : 0.0) : Double(scores[label])
+            if let mean = detectors[k].tracker.add(p) {
+                events.append(.detected(Detection(channel: channel, label: model.labels[label], sample: source(min((step + 1) * n, modelSamples)),
+                                                  sampleRate: sourceRate, score: Float(mean))))
+            }
         }
         trimSums()
         return events

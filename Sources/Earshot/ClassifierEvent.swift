@@ -23,6 +23,28 @@ public struct Segment: Sendable, Equatable, Codable {
     public var endSeconds: Double { Double(end) / Double(sampleRate) }
 }
 
+/// An event without extent on one channel: a wake word heard, at the end of the step that
+/// decided it.
+public struct Detection: Sendable, Equatable, Codable {
+    public var channel: Int
+    public var label: String
+    /// Where it was decided, in samples of the source's clock.
+    public var sample: Int
+    public var sampleRate: Int
+    /// The score that decided it (the mean over the detection window).
+    public var score: Float
+
+    public init(channel: Int, label: String, sample: Int, sampleRate: Int, score: Float) {
+        self.channel = channel
+        self.label = label
+        self.sample = sample
+        self.sampleRate = sampleRate
+        self.score = score
+    }
+
+    public var seconds: Double { Double(sample) / Double(sampleRate) }
+}
+
 /// One model step's scores on one channel.
 public struct StepScores: Sendable, Equatable {
     public var channel: Int
@@ -42,6 +64,8 @@ public enum ClassifierEvent: Sendable, Equatable {
     case started(Segment)
     /// A segment is complete: its bounds are final.
     case ended(Segment)
+    /// A label detected (models whose decision has a detection window: wake words).
+    case detected(Detection)
     /// A live source outran the model: `samples` of the oldest audio of `channel` were dropped
     /// (`total` so far).
     case dropped(channel: Int, samples: Int, total: Int)
@@ -52,6 +76,7 @@ public enum ClassifierEvent: Sendable, Equatable {
         switch self {
         case let .scores(s): return s.channel
         case let .started(s), let .ended(s): return s.channel
+        case let .detected(d): return d.channel
         case let .dropped(channel, _, _), let .failed(channel, _): return channel
         }
     }

@@ -26,6 +26,11 @@ public struct LabelOptions: Sendable, Equatable {
     public var backgroundLabel: String?
     /// Emit every step's scores as events as well.
     public var includeScores = false
+    /// Detections instead of segments: a label is detected when the mean of its latest
+    /// `detectionWindow` scores is above `threshold` (nil: segments).
+    public var detectionWindow: Int?
+    /// After a detection, the same label waits this long before it can be detected again (ms).
+    public var refractoryMs: Double = 2000
 
     public init() {}
 
@@ -42,6 +47,8 @@ public struct LabelOptions: Sendable, Equatable {
         if let v = d.minSilenceAtMaxSegmentMs { minSilenceAtMaxSegmentMs = v }
         if let v = d.splitAtLongestSilence { splitAtLongestSilence = v }
         backgroundLabel = d.backgroundLabel
+        detectionWindow = d.detectionWindow
+        if let v = d.refractoryMs { refractoryMs = v }
     }
 
     public var effectiveNegativeThreshold: Double { negativeThreshold ?? max(threshold - 0.15, 0.01) }
@@ -55,6 +62,12 @@ public struct LabelOptions: Sendable, Equatable {
         for (name, v) in [("minSegmentMs", minSegmentMs), ("minSilenceMs", minSilenceMs), ("padMs", padMs),
                           ("minSilenceAtMaxSegmentMs", minSilenceAtMaxSegmentMs)] where !Limits.durationRangeMs.contains(v) {
             throw .invalidOption(name: name, value: "\(v)", expected: "\(Int(Limits.durationRangeMs.lowerBound))...\(Int(Limits.durationRangeMs.upperBound)) ms")
+        }
+        if let w = detectionWindow, !Limits.detectionWindowRange.contains(w) {
+            throw .invalidOption(name: "detectionWindow", value: "\(w)", expected: "\(Limits.detectionWindowRange.lowerBound)...\(Limits.detectionWindowRange.upperBound) steps")
+        }
+        guard Limits.durationRangeMs.contains(refractoryMs) else {
+            throw .invalidOption(name: "refractoryMs", value: "\(refractoryMs)", expected: "\(Int(Limits.durationRangeMs.lowerBound))...\(Int(Limits.durationRangeMs.upperBound)) ms")
         }
         if let m = maxSegmentSeconds, !Limits.maxSegmentRangeSeconds.contains(m) {
             throw .invalidOption(name: "maxSegmentSeconds", value: "\(m)",

@@ -35,6 +35,28 @@ public enum SegmentFormat: String, Sendable, CaseIterable {
         }
     }
 
+    /// A detection as a line: text `00:00:05.310  Okay Nabu  0.97`, jsonl {"file","channel",
+    /// "label","time","score"}, csv and audacity with start = end, rttm with no duration.
+    public func line(_ d: Detection, file: String, multiChannel: Bool) -> String {
+        let time = String(format: "%.3f", d.seconds), score = String(format: "%.4f", d.score)
+        switch self {
+        case .text:
+            return "\(multiChannel ? "ch\(d.channel)  " : "")\(Self.clock(d.seconds))  \(d.label)  \(String(format: "%.2f", d.score))"
+        case .jsonl:
+            return "{\"file\":\(Self.quoted(file)),\"channel\":\(d.channel),\"label\":\(Self.quoted(d.label)),\"time\":\(time),\"score\":\(score)}"
+        case .csv:
+            return "\(Self.csvField(file)),\(d.channel),\(Self.csvField(d.label)),\(time),\(time),\(score)"
+        case .audacity:
+            return "\(String(format: "%.6f", d.seconds))\t\(String(format: "%.6f", d.seconds))\t\(d.label)"
+        case .rttm:
+            let name = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent.replacingOccurrences(of: " ", with: "_")
+            return "SPEAKER \(name) \(d.channel + 1) \(time) 0.000 <NA> <NA> \(d.label) <NA> <NA>"
+        }
+    }
+
+    /// A label as a JSON string.
+    public static func quotedLabel(_ s: String) -> String { quoted(s) }
+
     /// One step's scores as a JSON line (jsonl with --scores).
     public static func scoresLine(_ s: StepScores, labels: [String], file: String) -> String {
         let pairs = zip(labels, s.scores).map { "\(quoted($0)):\(String(format: "%.4f", $1))" }.joined(separator: ",")

@@ -113,6 +113,12 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var splitAtLongestSilence: Bool?
         /// Softmax models: the label that is not an event (e.g. "_silence_").
         public var backgroundLabel: String?
+        /// Wake words and other events without extent: a label is detected when the mean of
+        /// its latest `detectionWindow` scores is above `threshold` (microWakeWord's
+        /// sliding_window_size and probability_cutoff). Set, the model gives detections, not segments.
+        public var detectionWindow: Int?
+        /// After a detection, the same label is not detected again for this long (ms).
+        public var refractoryMs: Double?
 
         public init(threshold: Double? = nil, minSegmentMs: Double? = nil, minSilenceMs: Double? = nil, padMs: Double? = nil,
                     backgroundLabel: String? = nil) {
@@ -127,6 +133,8 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public static let scoreRange: ClosedRange<Double> = 0...1
         /// Durations in ms: up to a day.
         public static let durationRangeMs: ClosedRange<Double> = 0...86_400_000
+        /// Steps a detection averages.
+        public static let detectionWindowRange: ClosedRange<Int> = 1...10_000
         /// The longest segment before a split, in seconds: 1 ms to a day.
         public static let maxSegmentRangeSeconds: ClosedRange<Double> = 0.001...86_400
 
@@ -141,6 +149,12 @@ public struct ModelManifest: Codable, Sendable, Equatable {
             }
             if let v = maxSegmentSeconds, !Self.maxSegmentRangeSeconds.contains(v) {
                 return ("maxSegmentSeconds", v, "\(Self.maxSegmentRangeSeconds.lowerBound)...\(Int(Self.maxSegmentRangeSeconds.upperBound)) s")
+            }
+            if let w = detectionWindow, !Self.detectionWindowRange.contains(w) {
+                return ("detectionWindow", Double(w), "\(Self.detectionWindowRange.lowerBound)...\(Self.detectionWindowRange.upperBound) steps")
+            }
+            if let v = refractoryMs, !Self.durationRangeMs.contains(v) {
+                return ("refractoryMs", v, "\(Int(Self.durationRangeMs.lowerBound))...\(Int(Self.durationRangeMs.upperBound)) ms")
             }
             return nil
         }

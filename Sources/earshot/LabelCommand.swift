@@ -170,6 +170,8 @@ extension LabelCommand {
                 switch event {
                 case let .ended(segment):
                     try output.write(format.line(segment, file: file, multiChannel: multiChannel))
+                case let .detected(detection):
+                    try output.write(format.line(detection, file: file, multiChannel: multiChannel))
                 case let .scores(step) where format == .jsonl || format == .text:
                     try output.write(format == .jsonl ? SegmentFormat.scoresLine(step, labels: model.labels, file: file)
                                      : "\(SegmentFormat.clock(Double(step.start) / Double(step.sampleRate)))  "

@@ -131,6 +131,10 @@ final class LiveView: @unchecked Sendable {
             case let .ended(s):
                 current[s.channel] = "-"
                 lines.append(line("ended", s, latency))
+            case let .detected(d):
+                let lat = latency.map { ",\"latencyMs\":\($0)" } ?? ""
+                lines.append(json ? "{\"event\":\"detected\",\"channel\":\(d.channel),\"label\":\(SegmentFormat.quotedLabel(d.label)),\"time\":\(String(format: "%.3f", d.seconds)),\"score\":\(String(format: "%.4f", d.score))\(lat)}"
+                             : "\(current.count > 1 ? "ch\(d.channel)  " : "")\(SegmentFormat.clock(d.seconds))  detected  \(d.label)  \(String(format: "%.2f", d.score))")
             case let .dropped(channel, samples, total):
                 dropped[channel] = total
                 lines.append(json ? "{\"event\":\"dropped\",\"channel\":\(channel),\"samples\":\(samples),\"total\":\(total)}"

@@ -54,4 +54,28 @@ struct MicroWakeWordTests {
         #expect(differing == 0)
         #expect(outputs.max() ?? 0 > 200 || name == "hey_jarvis", "the recording holds the phrase")
     }
+
+    @Test("Detections through a stream equal pymicro-wakeword's rule on the reference outputs", arguments: models)
+    func detections(_ name: String) async throws {
+        let model = try Self.importModel(name)
+        let (frames, _, _, frameStride) = try Self.reference(name)
+        let golden = try Reference.json(Repo.path("\(Self.goldens)/\(name).json"))
+        let expected = golden["detections"] as? [Int] ?? [-1]
+        var options = LabelOptions(model: model)
+        options.threshold = golden["probability_cutoff"] as? Double ?? 2
+        options.detectionWindow = golden["sliding_window_size"] as? Int
+        // The features package steps 120 values at the model's 16 kHz: 2 s of audio is 67 of its steps.
+        options.refractoryMs = (golden["refractory_seconds"] as? Double ?? 0) * 1000 * Double(model.chunkSamples) / Double(160 * frameStride)
+        let stream = try StreamClassifier(model: model, sourceSampleRate: model.sampleRate, options: options)
+        let chunks = stride(from: 0, to: frames.count, by: 1000).map { Array(frames[$0..<min($0 + 1000, frames.count)]) }
+        var found: [Int] = []
+        for try await event in stream.events(for: chunks.async) {
+            if case let .detected(d) = event {
+                #expect(d.label == name && d.score > Float(options.threshold))
+                found.append(d.sample / model.chunkSamples - 1)
+            }
+        }
+        print("microWakeWord \(name): detections at steps \(found); the reference's \(expected)")
+        #expect(found == expected)
+    }
 }

@@ -139,6 +139,7 @@ extension ClassifierEvent {
         case var .scores(s): s.channel = channel; return .scores(s)
         case var .started(s): s.channel = channel; return .started(s)
         case var .ended(s): s.channel = channel; return .ended(s)
+        case var .detected(d): d.channel = channel; return .detected(d)
         case let .dropped(_, samples, total): return .dropped(channel: channel, samples: samples, total: total)
         case let .failed(_, error): return .failed(channel: channel, error: error)
         }
