@@ -195,6 +195,8 @@ struct Builder {
         case "MaxPool", "AveragePool": compiled = try pool(node, inputs, outputs)
         case _ where UnaryStep.Kind(rawValue: node.op) != nil: compiled = unary(node, inputs, outputs)
         case _ where BinaryStep.Kind(rawValue: node.op) != nil: compiled = binary(node, inputs, outputs)
+        case "TFLiteConv2D", "TFLiteDepthwiseConv2D", "TFLiteFullyConnected", "TFLiteLookup", "Quantize":
+            compiled = try quantized(node, inputs, outputs)
         default: compiled = nil
         }
         if let compiled {

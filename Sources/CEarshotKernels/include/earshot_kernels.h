@@ -91,3 +91,16 @@ void earshot_transpose(const float *x, long rows, long cols, float *y);
 // and would otherwise take fresh, zeroed pages each time. A process-wide setting (glibc mallopt):
 // for programs to call at start-up, not for libraries.
 void earshot_keep_freed_memory(void);
+
+// TFLite's int8 kernels as its reference kernels compute them, over tensors held as floats
+// (whole numbers). A convolution (or fully connected layer) of `groups` groups: for each group g
+// and position p, the K inputs x[fields[(g * positions + p) * k + i]] (-1: padding, which adds
+// nothing) plus `input_offset` meet the int16 weights w[o][0..k) of each output channel o of the
+// group (outputs g * per_group ... ); acc + bias[o] is requantized with multiplier[o] and
+// shift[o] (MultiplyByQuantizedMultiplier), offset, clamped to [lo, hi] and written to
+// y[p * groups * per_group + o]. `col` is room for k int16 values.
+void earshot_qconv(const float *x, const int *fields, long groups, long positions, long k, const short *w, long per_group,
+                   const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
+                   short *col, float *y);
+// TFLite's MultiplyByQuantizedMultiplier (doubling high multiply, rounding shift).
+int earshot_requantize(int acc, int multiplier, int shift);

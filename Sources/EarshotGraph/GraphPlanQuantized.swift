@@ -1,0 +1,172 @@
+import CEarshotKernels
+
+/// TFLite's integer kernels compiled for a plan: a convolution, depthwise convolution or fully
+/// connected layer as receptive fields (input indices, found once) and int16 weights, run by
+/// `earshot_qconv` with the reference kernels' requantization; a lookup table and the feature
+/// quantizer element by element. Every output is what the reference kernels give.
+struct QuantizedProductStep: Step {
+    let x: GraphPlan.Ref
+    let y: GraphPlan.Ref
+    let fields: [Int32]
+    let groups, positions, k, perGroup: Int
+    let weights: [Int16]
+    let bias, multipliers, shifts: [Int32]
+    let inputOffset, outputOffset, low, high: Int32
+
+    var reads: [GraphPlan.Ref] { [x] }
+    var writes: [GraphPlan.Ref] { [y] }
+
+    func run(_ c: Context) {
+        withUnsafeTemporaryAllocation(of: Int16.self, capacity: max(k, 1)) { col in
+            fields.withUnsafeBufferPointer { f in
+                weights.withUnsafeBufferPointer { w in
+                    bias.withUnsafeBufferPointer { b in
+                        multipliers.withUnsafeBufferPointer { m in
+                            shifts.withUnsafeBufferPointer { s in
+                                for stream in 0..<c.streams {
+                                    earshot_qconv(c.read(x, stream), f.baseAddress!, groups, positions, k, w.baseAddress!, perGroup,
+                                                  b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
+                                                  col.baseAddress!, c.write(y, stream))
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `TFLiteLookup`: each value (a whole number) replaced by its table entry.
+struct LookupStep: Step {
+    let x: GraphPlan.Ref
+    let y: GraphPlan.Ref
+    let table: [Float]
+    let low: Int
+
+    var reads: [GraphPlan.Ref] { [x] }
+    var writes: [GraphPlan.Ref] { [y] }
+
+    func run(_ c: Context) {
+        let n = y.count, lo = Float(low)
+        table.withUnsafeBufferPointer { t in
+            for b in 0..<c.streams {
+                let input = c.read(x, b), out = c.write(y, b)
+                for i in 0..<n {
+                    let v = input[i] - lo
+                    out[i] = t[v >= 0 && v <= 255 ? Int(v) : (v > 255 ? 255 : 0)]
+                }
+            }
+        }
+    }
+}
+
+/// `Quantize`: features to the model's input integers.
+struct QuantizeStep: Step {
+    let x: GraphPlan.Ref
+    let y: GraphPlan.Ref
+    let scale, zero: Double
+    let low, high: Float
+
+    var reads: [GraphPlan.Ref] { [x] }
+    var writes: [GraphPlan.Ref] { [y] }
+
+    func run(_ c: Context) {
+        for b in 0..<c.streams {
+            let input = c.read(x, b), out = c.write(y, b)
+            for i in 0..<y.count { out[i] = Quantized.quantize(input[i], scale: scale, zero: zero, low: low, high: high) }
+        }
+    }
+}
+
+extension Builder {
+    /// Compiles TFLite's integer ops; nil when the node's weights or inputs do not allow it
+    /// (then it runs on the reference kernel).
+    mutating func quantized(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
+        guard let x = inputs.first ?? nil, x.dtype == .float32, !fixed.contains(g.inputs[0]), let xRef = ref(g.inputs[0]),
+              outputs.count == 1 else { return nil }
+        let n = Node(name: g.name, op: g.op, opset: opset, inputs: inputs, attributes: g.attributes, outputCount: 1)
+        switch g.op {
+        case "TFLiteLookup":
+            guard let table = try n.ints("table"), table.count == 256, let low = try n.int("low") else { return nil }
+            let y = allocate(outputs[0].count)
+            refs[g.outputs[0]] = y
+            steps.append(LookupStep(x: xRef, y: y, table: table.map(Float.init), low: low))
+            return "table"
+        case "Quantize":
+            guard let scale = try n.float("scale") else { return nil }
+            let y = allocate(outputs[0].count)
+            refs[g.outputs[0]] = y
+            steps.append(QuantizeStep(x: xRef, y: y, scale: Double(scale), zero: Double(try n.int("zero_point", default: 0)),
+                                      low: Float(try n.int("min", default: -128)), high: Float(try n.int("max", default: 127))))
+            return "element-wise"
+        default:
+            return try quantizedProduct(g, n, x: x, xRef: xRef, inputs: inputs, output: outputs[0])
+        }
+    }
+
+    private mutating func quantizedProduct(_ g: GraphNode, _ n: Node, x: GraphTensor, xRef: GraphPlan.Ref, inputs: [GraphTensor?],
+                                           output: GraphTensor) throws(GraphError) -> String? {
+        guard inputs.count >= 2, let w = inputs[1], fixed.contains(g.inputs[1]), w.dtype == .float32 else { return nil }
+        if inputs.count > 2, inputs[2] != nil, !fixed.contains(g.inputs[2]) { return nil }
+        let depthwise = g.op == "TFLiteDepthwiseConv2D", dense = g.op == "TFLiteFullyConnected"
+        let outChannels = dense ? w.shape[0] : (depthwise ? w.shape[3] : w.shape[0])
+        let q = try Quantized.Requantization(n, channels: outChannels)
+        let bias = try Quantized.bias(n, index: 2, channels: outChannels)
+        var weightsOffset: Int32 = 0
+        if dense { weightsOffset = Int32(clamping: try n.int("weights_offset", default: 0)) }
+        guard w.floats.allSatisfy({ $0.rounded() == $0 && abs($0 + Float(weightsOffset)) <= 32767 }) else { return nil }
+        var fields: [Int32] = [], weights: [Int16] = []
+        let groups: Int, positions: Int, k: Int, perGroup: Int
+        if dense {
+            (groups, perGroup, k) = (1, outChannels, w.shape[1])
+            positions = x.count / k
+            fields = (0..<(positions * k)).map { Int32($0) }
+            weights = w.floats.map { Int16($0 + Float(weightsOffset)) }
+        } else {
+            guard x.rank == 4, w.rank == 4 else { return nil }
+            let (batch, height, width, channels) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
+            let (kh, kw) = (w.shape[1], w.shape[2])
+            let strides = try n.ints("strides") ?? [1, 1], dilations = try n.ints("dilations") ?? [1, 1], pads = try n.ints("pads") ?? [0, 0, 0, 0]
+            guard output.rank == 4, strides.count == 2, dilations.count == 2, pads.count == 4 else { return nil }
+            let (oh, ow) = (output.shape[1], output.shape[2])
+            let depth = depthwise ? 1 : w.shape[3]
+            groups = depthwise ? channels : channels / depth
+            perGroup = outChannels / groups
+            positions = batch * oh * ow
+            k = kh * kw * depth
+            guard groups * positions * k <= 1 << 24 else { return nil }
+            fields.reserveCapacity(groups * positions * k)
+            for group in 0..<groups {
+                for b in 0..<batch {
+                    for oy in 0..<oh {
+                        for ox in 0..<ow {
+                            for fy in 0..<kh {
+                                for fx in 0..<kw {
+                                    let iy = oy * strides[0] - pads[0] + fy * dilations[0], ix = ox * strides[1] - pads[1] + fx * dilations[1]
+                                    let inside = iy >= 0 && iy < height && ix >= 0 && ix < width
+                                    for c in 0..<depth {
+                                        fields.append(inside ? Int32(((b * height + iy) * width + ix) * channels + group * depth + c) : -1)
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if depthwise {
+                // [1, kh, kw, O] to [O][kh * kw].
+                weights = (0..<(outChannels * k)).map { i in Int16(w.floats[(i % k) * outChannels + i / k]) }
+            } else {
+                weights = w.floats.map { Int16($0) }
+            }
+        }
+        guard positions * outChannels == output.count, weights.count == outChannels * k else { return nil }
+        let y = allocate(output.count)
+        refs[g.outputs[0]] = y
+        steps.append(QuantizedProductStep(x: xRef, y: y, fields: fields, groups: groups, positions: positions, k: k, perGroup: perGroup,
+                                          weights: weights, bias: bias, multipliers: q.multipliers, shifts: q.shifts.map { Int32($0) },
+                                          inputOffset: q.inputOffset, outputOffset: q.outputOffset, low: q.low, high: q.high))
+        return "int8 product"
+    }
+}
