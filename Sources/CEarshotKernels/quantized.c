@@ -36,33 +36,59 @@ int earshot_requantize(int acc, int multiplier, int shift) {
 
 // Sums of int16 products, wrapping as int32 (each product fits; the sum wraps as TFLite's
 // int32 accumulator would): the loop vectorizes to multiply-adds of pairs.
-CLONES
-static int32_t dot16(const short *a, const short *b, long n) {
+static inline __attribute__((always_inline)) int32_t dot16(const short *a, const short *b, long n) {
     uint32_t s = 0;
     for (long i = 0; i < n; i++) s += (uint32_t)((int32_t)a[i] * (int32_t)b[i]);
     return (int32_t)s;
 }
 
-// A value held as a float, as an int16 (whole numbers in range are exact; others are clamped).
-static inline int as_int16(float v) {
-    if (!(v > -32768.0f)) return v != v ? 0 : -32768;
-    if (v > 32767.0f) return 32767;
-    return (int)v;
-}
+// A value held as a float, as an int16 (whole numbers in range are exact; others are clamped,
+// NaN taken as the lowest).
+static inline int as_int16(float v) { return (int)__builtin_fminf(__builtin_fmaxf(v, -32768.0f), 32767.0f); }
 
-void earshot_qconv(const float *x, const int *fields, long groups, long positions, long k, const short *w, long per_group,
+CLONES
+void earshot_qconv(const float *x, long count, const int *fields, long groups, long positions, long k, const short *w, long per_group,
                    const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
-                   short *col, float *y) {
+                   short *scratch, float *y) {
+    short *xi = scratch, *col = scratch + count + 1;
+    for (long j = 0; j < count; j++) xi[j] = (short)(as_int16(x[j]) + input_offset);
+    xi[count] = 0;  // padding adds nothing
     long outputs = groups * per_group;
     for (long g = 0; g < groups; g++) {
         for (long p = 0; p < positions; p++) {
             const int *f = fields + (g * positions + p) * k;
-            for (long i = 0; i < k; i++) col[i] = f[i] < 0 ? 0 : (short)(as_int16(x[f[i]]) + input_offset);
+            for (long i = 0; i < k; i++) col[i] = xi[f[i]];
             for (long j = 0; j < per_group; j++) {
                 long o = g * per_group + j;
                 int32_t acc = (int32_t)((uint32_t)dot16(w + o * k, col, k) + (uint32_t)bias[o]);
                 int32_t v = (int32_t)((uint32_t)earshot_requantize(acc, multiplier[o], shift[o]) + (uint32_t)output_offset);
                 y[p * outputs + o] = (float)(v < lo ? lo : (v > hi ? hi : v));
+            }
+        }
+    }
+}
+
+CLONES
+void earshot_qdepthwise(const float *x, long count, const int *taps, long positions, long k, long channels, const short *w,
+                        const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
+                        short *scratch, float *y) {
+    short *xi = scratch;
+    for (long j = 0; j < count; j++) xi[j] = (short)(as_int16(x[j]) + input_offset);
+    for (long p = 0; p < positions; p++) {
+        const int *t = taps + p * k;
+        for (long c0 = 0; c0 < channels; c0 += 64) {
+            long n = channels - c0 < 64 ? channels - c0 : 64;
+            uint32_t acc[64];
+            for (long c = 0; c < n; c++) acc[c] = (uint32_t)bias[c0 + c];
+            for (long i = 0; i < k; i++) {
+                if (t[i] >= count) continue;  // padding adds nothing
+                const short *in = xi + t[i] + c0, *wi = w + i * channels + c0;
+                for (long c = 0; c < n; c++) acc[c] += (uint32_t)((int32_t)wi[c] * (int32_t)in[c]);
+            }
+            for (long c = 0; c < n; c++) {
+                long o = c0 + c;
+                int32_t v = (int32_t)((uint32_t)earshot_requantize((int32_t)acc[c], multiplier[o], shift[o]) + (uint32_t)output_offset);
+                y[p * channels + o] = (float)(v < lo ? lo : (v > hi ? hi : v));
             }
         }
     }

@@ -12,21 +12,44 @@ struct QuantizedProductStep: Step {
     let weights: [Int16]
     let bias, multipliers, shifts: [Int32]
     let inputOffset, outputOffset, low, high: Int32
+    /// A depthwise convolution whose taps are the same for every channel: `fields` holds the
+    /// taps of channel 0 and `weights` is [k][channels].
+    let channelTaps: Bool
 
     var reads: [GraphPlan.Ref] { [x] }
     var writes: [GraphPlan.Ref] { [y] }
 
     func run(_ c: Context) {
-        withUnsafeTemporaryAllocation(of: Int16.self, capacity: max(k, 1)) { col in
+        if channelTaps {
+            withUnsafeTemporaryAllocation(of: Int16.self, capacity: x.count + 1) { scratch in
+                fields.withUnsafeBufferPointer { f in
+                    weights.withUnsafeBufferPointer { w in
+                        bias.withUnsafeBufferPointer { b in
+                            multipliers.withUnsafeBufferPointer { m in
+                                shifts.withUnsafeBufferPointer { s in
+                                    for stream in 0..<c.streams {
+                                        earshot_qdepthwise(c.read(x, stream), x.count, f.baseAddress!, positions, k, groups, w.baseAddress!,
+                                                           b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
+                                                           scratch.baseAddress!, c.write(y, stream))
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            return
+        }
+        withUnsafeTemporaryAllocation(of: Int16.self, capacity: x.count + 1 + k) { scratch in
             fields.withUnsafeBufferPointer { f in
                 weights.withUnsafeBufferPointer { w in
                     bias.withUnsafeBufferPointer { b in
                         multipliers.withUnsafeBufferPointer { m in
                             shifts.withUnsafeBufferPointer { s in
                                 for stream in 0..<c.streams {
-                                    earshot_qconv(c.read(x, stream), f.baseAddress!, groups, positions, k, w.baseAddress!, perGroup,
+                                    earshot_qconv(c.read(x, stream), x.count, f.baseAddress!, groups, positions, k, w.baseAddress!, perGroup,
                                                   b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
-                                                  col.baseAddress!, c.write(y, stream))
+                                                  scratch.baseAddress!, c.write(y, stream))
                                 }
                             }
                         }
@@ -117,11 +140,13 @@ extension Builder {
         if dense { weightsOffset = Int32(clamping: try n.int("weights_offset", default: 0)) }
         guard w.floats.allSatisfy({ $0.rounded() == $0 && abs($0 + Float(weightsOffset)) <= 32767 }) else { return nil }
         var fields: [Int32] = [], weights: [Int16] = []
+        var channelTaps = false
         let groups: Int, positions: Int, k: Int, perGroup: Int
         if dense {
             (groups, perGroup, k) = (1, outChannels, w.shape[1])
             positions = x.count / k
             fields = (0..<(positions * k)).map { Int32($0) }
+            guard x.count == positions * k else { return nil }
             weights = w.floats.map { Int16($0 + Float(weightsOffset)) }
         } else {
             guard x.rank == 4, w.rank == 4 else { return nil }
@@ -146,7 +171,7 @@ extension Builder {
                                     let iy = oy * strides[0] - pads[0] + fy * dilations[0], ix = ox * strides[1] - pads[1] + fx * dilations[1]
                                     let inside = iy >= 0 && iy < height && ix >= 0 && ix < width
                                     for c in 0..<depth {
-                                        fields.append(inside ? Int32(((b * height + iy) * width + ix) * channels + group * depth + c) : -1)
+                                        fields.append(Int32(inside ? ((b * height + iy) * width + ix) * channels + group * depth + c : x.count))
                                     }
                                 }
                             }
@@ -154,7 +179,17 @@ extension Builder {
                     }
                 }
             }
-            if depthwise {
+            if depthwise && perGroup == 1 && (0..<groups).allSatisfy({ group in
+                (0..<(positions * k)).allSatisfy { i in
+                    let base = fields[i], f = fields[group * positions * k + i]
+                    return base == Int32(x.count) ? f == base : f == base + Int32(group)
+                }
+            }) {
+                // The taps of channel 0 serve every channel; the weights stay [kh * kw][O].
+                fields = Array(fields[0..<(positions * k)])
+                weights = w.floats.map { Int16($0) }
+                channelTaps = true
+            } else if depthwise {
                 // [1, kh, kw, O] to [O][kh * kw].
                 weights = (0..<(outChannels * k)).map { i in Int16(w.floats[(i % k) * outChannels + i / k]) }
             } else {
@@ -166,7 +201,8 @@ extension Builder {
         refs[g.outputs[0]] = y
         steps.append(QuantizedProductStep(x: xRef, y: y, fields: fields, groups: groups, positions: positions, k: k, perGroup: perGroup,
                                           weights: weights, bias: bias, multipliers: q.multipliers, shifts: q.shifts.map { Int32($0) },
-                                          inputOffset: q.inputOffset, outputOffset: q.outputOffset, low: q.low, high: q.high))
-        return "int8 product"
+                                          inputOffset: q.inputOffset, outputOffset: q.outputOffset, low: q.low, high: q.high,
+                                          channelTaps: channelTaps))
+        return channelTaps ? "int8 depthwise" : "int8 product"
     }
 }

@@ -93,14 +93,21 @@ void earshot_transpose(const float *x, long rows, long cols, float *y);
 void earshot_keep_freed_memory(void);
 
 // TFLite's int8 kernels as its reference kernels compute them, over tensors held as floats
-// (whole numbers). A convolution (or fully connected layer) of `groups` groups: for each group g
-// and position p, the K inputs x[fields[(g * positions + p) * k + i]] (-1: padding, which adds
-// nothing) plus `input_offset` meet the int16 weights w[o][0..k) of each output channel o of the
-// group (outputs g * per_group ... ); acc + bias[o] is requantized with multiplier[o] and
-// shift[o] (MultiplyByQuantizedMultiplier), offset, clamped to [lo, hi] and written to
-// y[p * groups * per_group + o]. `col` is room for k int16 values.
-void earshot_qconv(const float *x, const int *fields, long groups, long positions, long k, const short *w, long per_group,
+// (whole numbers). A convolution (or fully connected layer) of `groups` groups: the input's
+// `count` values plus `input_offset` as int16; for each group g and position p, the K of them at
+// fields[(g * positions + p) * k + i] (the index `count` stands for padding, which adds nothing)
+// meet the int16 weights w[o][0..k) of each output channel o of the group (outputs
+// g * per_group ...); acc + bias[o] is requantized with multiplier[o] and shift[o]
+// (MultiplyByQuantizedMultiplier), offset, clamped to [lo, hi] and written to
+// y[p * groups * per_group + o]. `scratch` is room for count + 1 + k int16 values.
+void earshot_qconv(const float *x, long count, const int *fields, long groups, long positions, long k, const short *w, long per_group,
                    const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
-                   short *col, float *y);
+                   short *scratch, float *y);
+// A depthwise convolution of multiplier 1 whose taps are the same for every channel: at position
+// p, tap i reads channel c at taps[p * k + i] + c (an index >= count is padding); the weights are
+// [k][channels]. Otherwise as earshot_qconv; `scratch` is room for count int16 values.
+void earshot_qdepthwise(const float *x, long count, const int *taps, long positions, long k, long channels, const short *w,
+                        const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
+                        short *scratch, float *y);
 // TFLite's MultiplyByQuantizedMultiplier (doubling high multiply, rounding shift).
 int earshot_requantize(int acc, int multiplier, int shift);
