@@ -1,0 +1,59 @@
+import EarshotAudio
+import EarshotFeatures
+import EarshotTestSupport
+import Foundation
+import Testing
+
+/// TensorFlow Lite Micro's audio front end against pymicro-features (what pymicro-wakeword feeds
+/// microWakeWord's models): every value of every frame equal, on a recording of speech and on
+/// signals at the front end's edges (tools/microfrontend_reference.py, tools/microwakeword_reference.py).
+@Suite("TFLite Micro's audio front end against pymicro-features")
+struct MicroFrontendTests {
+    static func littleEndian<T: FixedWidthInteger>(_ path: String, as: T.Type) throws -> [T] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return data.withUnsafeBytes { raw in
+            (0..<(data.count / MemoryLayout<T>.size)).map { T(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * MemoryLayout<T>.size, as: T.self)) }
+        }
+    }
+
+    /// Frames of `samples` as pymicro-features makes them: one per 160 new samples once 480 are in.
+    static func frames(_ samples: [Int16]) -> [UInt16] {
+        var noise = [UInt32](repeating: 0, count: MicroFrontend.channels)
+        var out: [UInt16] = []
+        var frame = [UInt16](repeating: 0, count: MicroFrontend.channels)
+        var start = 0
+        while start + MicroFrontend.windowSamples <= samples.count {
+            samples.withUnsafeBufferPointer { s in
+                MicroFrontend.frame(s.baseAddress! + start, noise: &noise, into: &frame)
+            }
+            out += frame
+            start += MicroFrontend.stepSamples
+        }
+        return out
+    }
+
+    @Test("Edge signals: silence, full-scale square and sine, noise, tiny noise, a jump in level, a chirp",
+          arguments: ["silence", "square", "sine", "noise", "tiny", "jump", "chirp"])
+    func edges(_ name: String) throws {
+        let folder = Repo.path("Tests/EarshotFeaturesTests/Goldens/microfrontend")
+        let samples = try Self.littleEndian("\(folder)/\(name).s16", as: Int16.self)
+        let expected = try Self.littleEndian("\(folder)/\(name).u16", as: UInt16.self)
+        let got = Self.frames(samples)
+        #expect(got.count == expected.count && expected.count == 98 * 40)
+        let differing = zip(got, expected).filter { $0 != $1 }.count
+        #expect(differing == 0, "\(name): \(differing) of \(expected.count) values differ")
+    }
+
+    @Test("A recording of speech and wake phrases: the features microWakeWord's reference run took")
+    func recording() throws {
+        let goldens = Repo.path("Tests/EarshotTests/Goldens/microwakeword")
+        let (audio, rate) = try AudioFile.readMono(path: goldens + "/wake-words.wav")
+        #expect(rate == 16000)
+        let samples = audio.map { Int16(($0 * 32768).rounded()) }
+        let expected = try Reference.float32(goldens + "/features.f32")
+        let got = Self.frames(samples).map { Float($0) * MicroFrontend.featureScale }
+        #expect(got.count == expected.count && expected.count > 60_000)
+        let differing = zip(got, expected).filter { $0 != $1 }.count
+        #expect(differing == 0, "\(differing) of \(expected.count) values differ")
+    }
+}
