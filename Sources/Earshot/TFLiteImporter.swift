@@ -88,8 +88,36 @@ public struct TFLiteImporter {
         }
         let input = graph.tensors[inputs[0]]
         let shape = input.shape.map { max($0, 1) }
-        let featuresName = unique("features")
+        let microFrontend = options.frontEnd == "microfrontend"
+        let audioName = unique(microFrontend ? "samples" : "features")
+        var audioShape = shape
+        var featuresName = audioName
         var step = GraphTensor(shape: shape, floats: [Float](repeating: 0, count: shape.reduce(1, *)))
+        // TFLite Micro's audio front end: audio in, its frames grouped as the model takes them.
+        var frontEndStates: [GraphSpec.StateSpec] = []
+        var startedName = ""
+        if microFrontend {
+            let channels = MicroFrontend.channels
+            guard shape.count == 3, shape[0] == 1, shape[2] == channels, shape[1] >= 3 else {
+                throw interface("input '\(input.name)' has shape \(shape)", "the microfrontend front end feeds models that take [1, frames, 40] with 3 or more frames a step")
+            }
+            let stride = shape[1]
+            audioShape = [1, MicroFrontend.windowSamples - MicroFrontend.stepSamples + MicroFrontend.stepSamples * stride]
+            var names: [String] = [audioName]
+            var outs: [String] = []
+            for (base, size) in [("front end noise", 2 * channels), ("front end pending", (stride - 2) * channels), ("front end started", 1)] {
+                let name = unique(base), next = unique("\(base) (next)")
+                frontEndStates.append(.init(input: name, output: next, shape: [1, size], initial: weight("\(base) (first values)", GraphTensor(shape: [1, size], floats: [Float](repeating: 0, count: size)))))
+                names.append(name)
+                outs.append(next)
+            }
+            startedName = names[3]
+            featuresName = unique("features")
+            let zeros = { (n: Int) in GraphTensor(shape: [1, n], floats: [Float](repeating: 0, count: n)) }
+            step = try runAll("MicroFrontend", name: "front end", inputs: [zeros(audioShape[1]), zeros(2 * channels), zeros((stride - 2) * channels), zeros(1)],
+                              attributes: [:], op: "front end", outputs: 4)[0]
+            nodes.append(.init(op: "MicroFrontend", name: "front end", inputs: names, outputs: [featuresName] + outs))
+        }
         switch input.type {
         case .float32:
             values[inputs[0]] = Value(name: featuresName, tensor: step, constant: false)
@@ -134,18 +162,42 @@ public struct TFLiteImporter {
             let name = weight("\(v.key) (first values)", first)
             states.append(.init(input: v.input, output: v.current, shape: v.shape, initial: name))
         }
-        let spec = GraphSpec(opset: 13, audioInput: featuresName, audioShape: shape, scoreOutput: score.name, states: states,
+        if microFrontend {
+            // The front end's first step has no group of frames: the model's states stay at their
+            // first values and the score is 0 (state = first + started × (next - first)).
+            let started = GraphTensor(shape: [1], floats: [0])
+            for i in states.indices {
+                guard let first = states[i].initial, let t = tensors[first] else { continue }
+                let firstValues = GraphTensor(shape: t.shape, floats: t.values)
+                let delta = unique("\(states[i].output) - first"), gated = unique("\(delta) × started"), next = unique("\(states[i].output) (gated)")
+                let d = try run("Sub", name: delta, inputs: [firstValues, firstValues], op: "front end")
+                let m = try run("Mul", name: gated, inputs: [d, started], op: "front end")
+                _ = try run("Add", name: next, inputs: [m, firstValues], op: "front end")
+                nodes.append(.init(op: "Sub", name: delta, inputs: [states[i].output, first], outputs: [delta]))
+                nodes.append(.init(op: "Mul", name: gated, inputs: [delta, startedName], outputs: [gated]))
+                nodes.append(.init(op: "Add", name: next, inputs: [gated, first], outputs: [next]))
+                states[i].output = next
+            }
+            let gatedScore = unique("score (gated)")
+            _ = try run("Mul", name: gatedScore, inputs: [score.tensor, started], op: "front end")
+            nodes.append(.init(op: "Mul", name: gatedScore, inputs: [score.name, startedName], outputs: [gatedScore]))
+            score.name = gatedScore
+            states = frontEndStates + states
+        }
+        let spec = GraphSpec(opset: 13, audioInput: audioName, audioShape: audioShape, scoreOutput: score.name, states: states,
                              constants: constants, nodes: prune(nodes, keeping: [score.name] + states.map(\.output)))
         let count = score.tensor.count
         var labels = options.labels
         if labels.isEmpty { labels = count == 1 ? [options.name] : (0..<count).map { "class\($0)" } }
         guard labels.count == count else { throw interface("\(labels.count) labels for \(count) scores", "give --labels with \(count) names") }
         let block = shape.reduce(1, *)
+        let context = microFrontend ? MicroFrontend.windowSamples - MicroFrontend.stepSamples : 0
         var manifest = ModelManifest(
             name: options.name, version: options.version, description: options.description, author: options.author, license: options.license,
             source: options.source ?? "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (TFLite schema \(model.version))",
-            audio: .init(sampleRate: options.sampleRate, chunkSamples: block, contextSamples: 0),
-            frontEnd: .init(type: "features", nFFT: 0, hopLength: 0), network: [],
+            audio: .init(sampleRate: microFrontend ? MicroFrontend.sampleRate : options.sampleRate,
+                         chunkSamples: microFrontend ? audioShape[1] - context : block, contextSamples: context),
+            frontEnd: .init(type: microFrontend ? "samples" : "features", nFFT: 0, hopLength: 0), network: [],
             outputs: .init(activation: "none", labels: labels), decision: options.decision)
         manifest.graph = spec
         let used = Set(spec.nodes.flatMap(\.inputs)).union(states.compactMap(\.initial))

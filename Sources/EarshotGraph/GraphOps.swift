@@ -24,6 +24,8 @@ public enum GraphOps {
         "Squeeze", "Sub", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where",
         // TFLite's integer kernels (Quantized.swift).
         "Quantize", "TFLiteConv2D", "TFLiteDepthwiseConv2D", "TFLiteFullyConnected", "TFLiteLookup",
+        // TFLite Micro's audio front end (MicroFrontendOp.swift).
+        "MicroFrontend",
     ]
 
     /// Runs one ONNX op.
@@ -104,6 +106,7 @@ public enum GraphOps {
         case "TFLiteFullyConnected": return try Quantized.fullyConnected(n)
         case "TFLiteLookup": return try Quantized.lookup(n)
         case "Quantize": return try Quantized.quantize(n)
+        case "MicroFrontend": return try MicroFrontendOp.run(n)
         default: throw n.unsupported("no kernel for op type '\(n.op)'")
         }
     }

@@ -197,6 +197,7 @@ struct Builder {
         case _ where BinaryStep.Kind(rawValue: node.op) != nil: compiled = binary(node, inputs, outputs)
         case "TFLiteConv2D", "TFLiteDepthwiseConv2D", "TFLiteFullyConnected", "TFLiteLookup", "Quantize":
             compiled = try quantized(node, inputs, outputs)
+        case "MicroFrontend": compiled = microFrontend(node, inputs, outputs)
         default: compiled = nil
         }
         if let compiled {

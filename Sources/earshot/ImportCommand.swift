@@ -6,7 +6,7 @@ enum ImportCommand {
     static let usage = """
         earshot import MODEL.onnx|MODEL.tflite --output FOLDER [--force] [--set NAME=VALUE ...] [--state IN=OUT ...]
                        [--input NAME] [--score NAME] [--rate HZ] [--chunk N] [--context N] [--labels A,B,...]
-                       [--front-end samples|features]
+                       [--front-end samples|features|microfrontend]
                        [--name NAME] [--description TEXT] [--author TEXT] [--license TEXT] [--source TEXT]
                        [--threshold X] [--min-speech MS] [--min-silence MS] [--pad MS] [--max-speech S]
                        [--manifest FILE.json]
@@ -14,7 +14,8 @@ enum ImportCommand {
           name, version, description, author, license, source, labels, decision (as in model.json);
           a flag given on the command line wins over the file.
           A .tflite model beside a microWakeWord JSON config (NAME.json) takes its wake word as the
-          label, its probability cutoff as the threshold, and its author.
+          label, its probability cutoff and sliding window as the detection rule, its author, and
+          TFLite Micro's audio front end (--front-end microfrontend): the package takes 16 kHz audio.
         """
 
     static func run(_ words: [String]) throws {
@@ -64,8 +65,9 @@ enum ImportCommand {
         if args.string("chunk") != nil { options.chunkSamples = try args.int("chunk", default: 0, range: 1...(1 << 24)) }
         options.contextSamples = try args.int("context", default: 0, range: 0...(1 << 24))
         let frontEnd = args.string("front-end") ?? "samples"
-        guard ["samples", "features"].contains(frontEnd) else {
-            throw UsageError("--front-end \(frontEnd): expected samples (a block of audio) or features (a block of features you compute)")
+        guard ["samples", "features", "microfrontend"].contains(frontEnd) else {
+            throw UsageError("--front-end \(frontEnd): expected samples (a block of audio), features (a block of features you compute) "
+                             + "or microfrontend (TFLite Micro's audio front end, for microWakeWord models)")
         }
         options.frontEnd = frontEnd
         let sidecar = try args.string("manifest").map { path in try ImportSidecar.read(path: path) } ?? ImportSidecar()
@@ -94,7 +96,9 @@ enum ImportCommand {
             }
             var d = options.decision ?? ModelManifest.Decision()
             if d.threshold == nil { d.threshold = config.probabilityCutoff }
+            if d.detectionWindow == nil { d.detectionWindow = config.slidingWindowSize }
             options.decision = d
+            if args.string("front-end") == nil { options.frontEnd = "microfrontend" }
         }
         let (manifest, tensors) = tflite ? try TFLiteImporter.importModel(path: source, options: options)
             : try OnnxImporter.importModel(path: source, options: options)

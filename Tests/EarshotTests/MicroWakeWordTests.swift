@@ -12,9 +12,10 @@ struct MicroWakeWordTests {
     static let models = ["okay_nabu", "hey_jarvis", "alexa", "hey_mycroft"]
     static let goldens = "Tests/EarshotTests/Goldens/microwakeword"
 
-    static func importModel(_ name: String) throws -> Model {
+    static func importModel(_ name: String, frontEnd: String = "features") throws -> Model {
         var options = OnnxImporter.Options()
         options.name = name
+        options.frontEnd = frontEnd
         let (manifest, tensors) = try TFLiteImporter.importModel(path: Repo.path("Models/sources/microwakeword/\(name).tflite"), options: options)
         return try Model(manifest: manifest, tensors: tensors, name: name)
     }
@@ -77,5 +78,89 @@ struct MicroWakeWordTests {
         }
         print("microWakeWord \(name): detections at steps \(found); the reference's \(expected)")
         #expect(found == expected)
+    }
+
+    /// The recording as 16 kHz samples.
+    static func recording() throws -> [Float] {
+        let (audio, rate) = try AudioFile.readMono(path: Repo.path("\(goldens)/wake-words.wav"))
+        #expect(rate == 16000)
+        return audio
+    }
+
+    static func blocks(of audio: [Float], _ model: Model) -> [[Float]] {
+        let n = model.chunkSamples
+        return (0..<(audio.count / n)).map { Array(audio[($0 * n)..<(($0 + 1) * n)]) }
+    }
+
+    @Test("From audio, with TFLite Micro's front end in the package: step s gives the reference's output of step s - 1",
+          arguments: models)
+    func fromAudio(_ name: String) throws {
+        let model = try Self.importModel(name, frontEnd: "microfrontend")
+        #expect(model.chunkSamples == 480 && model.sampleRate == 16000)
+        let (_, reference, _, _) = try Self.reference(name)
+        var state = model.makeState()
+        var outputs: [Int] = []
+        for block in Self.blocks(of: try Self.recording(), model) {
+            outputs.append(Int((try model.prediction(from: block, using: &state)[0] * 256).rounded()))
+        }
+        #expect(outputs.first == 0)
+        let differing = zip(outputs.dropFirst(), reference).filter { $0 != $1 }.count
+        print("microWakeWord \(name) from audio: \(outputs.count) steps, \(differing) differ from the reference; \(model.description.execution ?? "")")
+        #expect(differing == 0 && outputs.count - 1 >= reference.count - 1, "every group the audio holds")
+    }
+
+    @Test("Batched = alone, and a state restored mid-stream = the uninterrupted stream, bit for bit")
+    func batchedAndRestored() throws {
+        let model = try Self.importModel("okay_nabu", frontEnd: "microfrontend")
+        let audio = try Self.recording()
+        // Three streams: the recording from 0, from 1.3 s and from 7.1 s.
+        let streams = [0, 20_800, 113_600].map { Self.blocks(of: Array(audio[$0...]), model) }
+        let steps = streams.map(\.count).min() ?? 0
+        var alone: [[Float]] = []
+        for s in streams {
+            var state = model.makeState()
+            alone.append(try (0..<steps).map { try model.prediction(from: s[$0], using: &state)[0] })
+        }
+        var states = streams.map { _ in model.makeState() }
+        var batched: [[Float]] = streams.map { _ in [] }
+        for t in 0..<steps {
+            let scores = try model.predictions(from: streams.map { $0[t] }, using: &states)
+            for k in streams.indices { batched[k].append(scores[k][0]) }
+        }
+        #expect(batched == alone)
+        // Serialized after step 150 and restored: the rest as if never stopped.
+        var state = model.makeState()
+        for t in 0..<150 { _ = try model.prediction(from: streams[0][t], using: &state) }
+        var restored = try model.restoreState(state.serialized())
+        let rest = try (150..<steps).map { try model.prediction(from: streams[0][$0], using: &restored)[0] }
+        #expect(rest == Array(alone[0][150...]))
+        // Reset is fresh.
+        var fresh = model.makeState()
+        #expect(try model.prediction(from: streams[0][0], using: &fresh)[0] == alone[0][0])
+    }
+
+    @Test("Any chunking of the audio gives the detections of the whole")
+    func chunking() async throws {
+        let model = try Self.importModel("okay_nabu", frontEnd: "microfrontend")
+        var options = LabelOptions(model: model)
+        options.threshold = 0.85
+        options.detectionWindow = 5
+        let audio = try Self.recording()
+        func detections(_ chunks: [[Float]]) async throws -> [Detection] {
+            let stream = try StreamClassifier(model: model, sourceSampleRate: 16000, options: options)
+            var found: [Detection] = []
+            for try await event in stream.events(for: chunks.async) { if case let .detected(d) = event { found.append(d) } }
+            return found
+        }
+        let whole = try await detections([audio])
+        var random = SeededRandom.fromEnvironment()
+        var chunks: [[Float]] = []
+        var at = 0
+        for size in random.chunkSizes(total: audio.count, maxChunk: 3000) {
+            chunks.append(Array(audio[at..<(at + size)]))
+            at += size
+        }
+        #expect(whole.map(\.sample) == [51 * 480, 537 * 480], "seed \(random.seed)")
+        #expect(try await detections(chunks) == whole, "seed \(random.seed)")
     }
 }

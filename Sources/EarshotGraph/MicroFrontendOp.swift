@@ -1,0 +1,124 @@
+import EarshotFeatures
+
+/// `MicroFrontend` (samples, noise, pending, started) → (features, noise, pending, started):
+/// TensorFlow Lite Micro's audio front end as a graph op, its state in state tensors, grouping
+/// frames as pymicro-wakeword groups them for a model that takes `stride` frames per step.
+///
+/// A step's samples are 320 of context then 160 × stride new ones (audio in [-1, 1], taken as
+/// int16); frame j reads the 480 from 160 j. pymicro-wakeword's first frame is the stream's first
+/// 480 samples and its model steps on frames [stride g, stride (g + 1)), so the frames of a step
+/// are its group's last two and the next group's first stride - 2 (kept in `pending` [stride - 2,
+/// 40]). The features of step s are group s - 1: the first step (started 0) has no group, only
+/// real frames (from the third on) update the noise estimates, and its features are zeros (the
+/// importer holds the model's state at its first values on that step). `noise` keeps each
+/// channel's 32-bit estimate as two 16-bit halves [80].
+enum MicroFrontendOp {
+    static func strides(samples: Int) -> Int? {
+        let extra = samples - (MicroFrontend.windowSamples - MicroFrontend.stepSamples)
+        guard extra > 0, extra % MicroFrontend.stepSamples == 0, extra / MicroFrontend.stepSamples >= 2 else { return nil }
+        return extra / MicroFrontend.stepSamples
+    }
+
+    /// One stream's step, on raw pointers (the reference kernel and the compiled step share it).
+    static func step(samples: UnsafePointer<Float>, count: Int, noise: UnsafePointer<Float>, pending: UnsafePointer<Float>, started: Float,
+                     features: UnsafeMutablePointer<Float>, noiseOut: UnsafeMutablePointer<Float>, pendingOut: UnsafeMutablePointer<Float>,
+                     startedOut: UnsafeMutablePointer<Float>) {
+        guard let stride = strides(samples: count) else { return }
+        let channels = MicroFrontend.channels
+        withUnsafeTemporaryAllocation(of: Int16.self, capacity: count) { pcm in
+            for i in 0..<count {
+                let v = (samples[i] * 32768).rounded()
+                pcm[i] = v.isNaN ? 0 : Int16(Swift.min(Swift.max(v, -32768), 32767))
+            }
+            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: channels) { estimate in
+                for c in 0..<channels {
+                    let hi = UInt32(Swift.min(Swift.max(noise[2 * c].isNaN ? 0 : noise[2 * c], 0), 65535))
+                    let lo = UInt32(Swift.min(Swift.max(noise[2 * c + 1].isNaN ? 0 : noise[2 * c + 1], 0), 65535))
+                    estimate[c] = hi << 16 | lo
+                }
+                withUnsafeTemporaryAllocation(of: UInt16.self, capacity: channels * stride) { frames in
+                    let first = started != 0 ? 0 : 2  // before the stream's third frame, the context is not audio
+                    for j in first..<stride {
+                        MicroFrontend.frame(pcm.baseAddress! + j * MicroFrontend.stepSamples, noise: estimate.baseAddress!,
+                                            into: frames.baseAddress! + j * channels)
+                    }
+                    let kept = (stride - 2) * channels
+                    if started != 0 {
+                        features.update(from: pending, count: kept)
+                        for i in 0..<(2 * channels) { features[kept + i] = Float(frames[i]) * MicroFrontend.featureScale }
+                    } else {
+                        features.update(repeating: 0, count: stride * channels)
+                    }
+                    for i in 0..<kept { pendingOut[i] = Float(frames[2 * channels + i]) * MicroFrontend.featureScale }
+                }
+                for c in 0..<channels {
+                    noiseOut[2 * c] = Float(estimate[c] >> 16)
+                    noiseOut[2 * c + 1] = Float(estimate[c] & 0xFFFF)
+                }
+            }
+        }
+        startedOut.pointee = 1
+    }
+
+    /// The reference kernel.
+    static func run(_ n: Node) throws(GraphError) -> [GraphTensor] {
+        try n.expect(inputs: ["samples", "noise", "pending", "started"], required: 4, attributes: [])
+        let x = try n.input(0, "samples", [.float32]), noise = try n.input(1, "noise", [.float32])
+        let pending = try n.input(2, "pending", [.float32]), started = try n.input(3, "started", [.float32])
+        guard let stride = strides(samples: x.count) else {
+            throw n.error("samples hold \(x.count) values; the front end takes 320 of context and 160 × stride (2 or more) new ones")
+        }
+        let channels = MicroFrontend.channels
+        guard noise.count == 2 * channels, pending.count == (stride - 2) * channels, started.count == 1 else {
+            throw n.error("noise \(noise.shape), pending \(pending.shape) and started \(started.shape) must hold \(2 * channels), "
+                          + "\((stride - 2) * channels) and 1 values")
+        }
+        var features = [Float](repeating: 0, count: stride * channels)
+        var noiseOut = [Float](repeating: 0, count: 2 * channels), pendingOut = [Float](repeating: 0, count: pending.count)
+        var startedOut: Float = 0
+        x.floats.withUnsafeBufferPointer { s in
+            noise.floats.withUnsafeBufferPointer { nz in
+                pending.floats.withUnsafeBufferPointer { p in
+                    step(samples: s.baseAddress!, count: s.count, noise: nz.baseAddress!, pending: p.baseAddress ?? nz.baseAddress!,
+                         started: started.floats[0], features: &features, noiseOut: &noiseOut, pendingOut: &pendingOut, startedOut: &startedOut)
+                }
+            }
+        }
+        return [GraphTensor(shape: [1, stride, channels], floats: features), GraphTensor(shape: noise.shape, floats: noiseOut),
+                GraphTensor(shape: pending.shape, floats: pendingOut), GraphTensor(shape: started.shape, floats: [startedOut])]
+    }
+}
+
+/// The compiled step of `MicroFrontend`.
+struct MicroFrontendStep: Step {
+    let samples, noise, pending, started: GraphPlan.Ref
+    let features, noiseOut, pendingOut, startedOut: GraphPlan.Ref
+
+    var reads: [GraphPlan.Ref] { [samples, noise, pending, started] }
+    var writes: [GraphPlan.Ref] { [features, noiseOut, pendingOut, startedOut] }
+
+    func run(_ c: Context) {
+        for b in 0..<c.streams {
+            MicroFrontendOp.step(samples: c.read(samples, b), count: samples.count, noise: c.read(noise, b), pending: c.read(pending, b),
+                                 started: c.read(started, b)[0], features: c.write(features, b), noiseOut: c.write(noiseOut, b),
+                                 pendingOut: c.write(pendingOut, b), startedOut: c.write(startedOut, b))
+        }
+    }
+}
+
+extension Builder {
+    mutating func microFrontend(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) -> String? {
+        guard inputs.count == 4, outputs.count == 4, g.outputs.count == 4, g.outputs.allSatisfy({ !$0.isEmpty }) else { return nil }
+        var r: [GraphPlan.Ref] = []
+        for name in g.inputs {
+            guard let ref = ref(name) else { return nil }
+            r.append(ref)
+        }
+        // Outputs get places of their own: a state's next value never overwrites what a step still reads.
+        let o = outputs.map { allocate($0.count) }
+        for (name, ref) in zip(g.outputs, o) { refs[name] = ref }
+        steps.append(MicroFrontendStep(samples: r[0], noise: r[1], pending: r[2], started: r[3], features: o[0], noiseOut: o[1],
+                                       pendingOut: o[2], startedOut: o[3]))
+        return "front end"
+    }
+}
