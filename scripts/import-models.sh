@@ -15,3 +15,12 @@ if [ -z "$binary" ]; then swift build -c release --product earshot >/dev/null; b
   --manifest Models/sources/silero-vad-8k.json --output Models/silero-vad-8k --force
 cp Models/sources/LICENSE-silero-vad Models/silero-vad/LICENSE
 cp Models/sources/LICENSE-silero-vad Models/silero-vad-8k/LICENSE
+
+# microWakeWord's wake-word models (pymicro-wakeword 2.5.0, Apache-2.0): each .tflite with its JSON
+# config beside it gives the wake phrase, the detection rule and TFLite Micro's audio front end.
+for m in okay_nabu hey_jarvis alexa hey_mycroft; do
+  name=${m//_/-}
+  "$binary" import "Models/sources/microwakeword/$m.tflite" --output "Models/$name" --force --license Apache-2.0 \
+    --source "microWakeWord $m.tflite, from pymicro-wakeword 2.5.0 (PyPI)"
+  cp Models/sources/microwakeword/LICENSE "Models/$name/LICENSE"
+done

@@ -163,4 +163,20 @@ struct MicroWakeWordTests {
         #expect(whole.map(\.sample) == [51 * 480, 537 * 480], "seed \(random.seed)")
         #expect(try await detections(chunks) == whole, "seed \(random.seed)")
     }
+
+    @Test("The shipped wake-word packages are what earshot import makes of Models/sources/microwakeword (scripts/import-models.sh)",
+          arguments: models)
+    func shipped(_ name: String) throws {
+        let folder = name.replacingOccurrences(of: "_", with: "-")
+        let shipped = try Model(contentsOf: Repo.root.appendingPathComponent("Models/\(folder)"))
+        let imported = try Self.importModel(name, frontEnd: "microfrontend")
+        #expect(shipped.contentHash == imported.contentHash)
+        #expect(shipped.manifest.graph == imported.manifest.graph)
+        #expect(shipped.manifest.audio == imported.manifest.audio)
+        let config = try #require(TFLiteImporter.MicroWakeWordConfig(beside: Repo.path("Models/sources/microwakeword/\(name).tflite")))
+        #expect(shipped.labels == [config.wakeWord])
+        #expect(shipped.manifest.decision?.threshold == config.probabilityCutoff)
+        #expect(shipped.manifest.decision?.detectionWindow == config.slidingWindowSize)
+        #expect(shipped.manifest.license == "Apache-2.0")
+    }
 }
