@@ -49,9 +49,11 @@ enum EarshotCommand {
           earshot evaluate --model NAME|PATH --stream FILE --truth CSV [--ignore LABEL,...] [--format text|json]
               Keyword spotting over a long recording as listen runs it: words found, false alarms
               per hour, delay after each word (truth: start,end,label in seconds).
-          earshot import MODEL.onnx --output FOLDER [--set NAME=VALUE] [--state IN=OUT] [--context N] [--labels A,B]
-              An ONNX model as an Earshot package: fixed inputs folded, If branches chosen, states
-              paired (found by name when not given), every op run once on silence before writing.
+          earshot import MODEL.onnx|MODEL.tflite --output FOLDER [--set NAME=VALUE] [--state IN=OUT] [--context N] [--labels A,B]
+              An ONNX or TFLite model as an Earshot package: fixed inputs folded, If branches chosen, states
+              paired (found by name when not given), every op run once on silence before writing. An int8
+              .tflite runs bit for bit as TFLite's reference kernels; a microWakeWord model (its JSON
+              config beside it) takes audio and detects its wake word (label --model okay-nabu).
           earshot help
 
         exit codes: 0 done, 1 a file/model/device failed, 64 usage, 73 cannot create the output,
