@@ -346,13 +346,16 @@ public struct OnnxImporter {
             case .graph, .graphs, .tensors: throw fail("attribute '\(key)' holds graphs or tensor lists", "only If takes subgraphs")
             }
         }
+        guard GraphOps.onnxOps.contains(node.opType) else {
+            throw fail("not supported: no kernel for op type '\(node.opType)'", "the runtime's ops: \(GraphOps.onnxOps.sorted().joined(separator: " "))")
+        }
         let outputs: [GraphTensor]
         do {
             outputs = try GraphOps.run(node.opType, node: label, inputs: inputs, attributes: attributes, opset: opset,
                                        outputCount: node.outputs.count)
         } catch {
             if case .unsupported = error {
-                throw fail("not supported: \(error.reason)", "the runtime's ops: \(GraphOps.supportedOps.sorted().joined(separator: " "))")
+                throw fail("not supported: \(error.reason)", "the runtime's ops: \(GraphOps.onnxOps.sorted().joined(separator: " "))")
             }
             throw fail(error.reason, "check the model's shapes and the --set values")
         }

@@ -491,7 +491,7 @@ public struct TFLiteImporter {
     private func quantization(_ input: TFLiteTensor, _ output: TFLiteTensor, _ fail: (String, String) -> ImportError) throws(ImportError) -> (Affine, Affine) {
         func one(_ t: TFLiteTensor) throws(ImportError) -> Affine {
             guard t.type == .int8 || t.type == .uint8, let q = t.quantization, q.scales.count == 1, q.scales[0] > 0, q.scales[0].isFinite,
-                  let z = Int(exactly: q.zeroPoints.first ?? 0), abs(z) <= 255 else {
+                  let z = Int(exactly: q.zeroPoints.first ?? 0), (-255...255).contains(z) else {
                 throw fail("'\(t.name)' is \(t.type), not an 8-bit tensor quantized per tensor", "import int8 models")
             }
             return Affine(scale: q.scales[0], zero: z)

@@ -14,18 +14,23 @@ public enum GraphOps {
     /// The most outputs a node may declare.
     public static let maxOutputCount = 1 << 16
 
-    /// The ops `run` knows.
-    public static let supportedOps: Set<String> = [
+    /// The ops `run` knows: ONNX's, and Earshot's integer ops and front end.
+    public static let supportedOps: Set<String> = onnxOps.union(integerOps)
+
+    /// TFLite's integer kernels (Quantized.swift) and TFLite Micro's audio front end
+    /// (MicroFrontendOp.swift): ops of Earshot's own, which only `TFLiteImporter` emits.
+    public static let integerOps: Set<String> = [
+        "Quantize", "TFLiteConv2D", "TFLiteDepthwiseConv2D", "TFLiteFullyConnected", "TFLiteLookup", "MicroFrontend",
+    ]
+
+    /// The ONNX ops `run` knows, with ONNX's semantics.
+    public static let onnxOps: Set<String> = [
         "Abs", "Add", "And", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat", "ConstantOfShape", "Conv",
         "Div", "Equal", "Erf", "Exp", "Expand", "Flatten", "GRU", "Gather", "Gemm", "Greater", "GreaterOrEqual",
         "Identity", "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "MatMul", "Max",
         "MaxPool", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "Range", "ReduceMax", "ReduceMean", "ReduceMin",
         "ReduceSum", "Relu", "Reshape", "Shape", "Sigmoid", "Size", "Slice", "Softmax", "Softplus", "Split", "Sqrt",
         "Squeeze", "Sub", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where",
-        // TFLite's integer kernels (Quantized.swift).
-        "Quantize", "TFLiteConv2D", "TFLiteDepthwiseConv2D", "TFLiteFullyConnected", "TFLiteLookup",
-        // TFLite Micro's audio front end (MicroFrontendOp.swift).
-        "MicroFrontend",
     ]
 
     /// Runs one ONNX op.

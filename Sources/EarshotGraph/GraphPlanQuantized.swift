@@ -137,7 +137,11 @@ extension Builder {
         let q = try Quantized.Requantization(n, channels: outChannels)
         let bias = try Quantized.bias(n, index: 2, channels: outChannels)
         var weightsOffset: Int32 = 0
-        if dense { weightsOffset = Int32(clamping: try n.int("weights_offset", default: 0)) }
+        if dense {
+            let offset = try n.int("weights_offset", default: 0)
+            guard Quantized.Requantization.bound.contains(offset) else { return nil }
+            weightsOffset = Int32(offset)
+        }
         guard w.floats.allSatisfy({ $0.rounded() == $0 && abs($0 + Float(weightsOffset)) <= 32767 }) else { return nil }
         var fields: [Int32] = [], weights: [Int16] = []
         var channelTaps = false

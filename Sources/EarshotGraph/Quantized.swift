@@ -73,10 +73,13 @@ public enum Quantized {
         var low: Int32
         var high: Int32
 
+        /// Offsets and activation bounds: far past any 8- or 16-bit value, far from overflow.
+        static let bound = -(1 << 16)...(1 << 16)
+
         init(_ n: Node, channels: Int) throws(GraphError) {
             func int32(_ name: String) throws(GraphError) -> Int32 {
                 guard let v = try n.int(name) else { throw n.error("attribute '\(name)' is missing") }
-                guard let i = Int32(exactly: v), abs(v) <= 1 << 16 else { throw n.error("attribute '\(name)' \(v) is out of range") }
+                guard let i = Int32(exactly: v), Self.bound.contains(v) else { throw n.error("attribute '\(name)' \(v) is out of range") }
                 return i
             }
             inputOffset = try int32("input_offset")
@@ -92,7 +95,7 @@ public enum Quantized {
             }
             multipliers = (0..<channels).map { Int32(m[m.count == 1 ? 0 : $0]) }
             shifts = (0..<channels).map { s[s.count == 1 ? 0 : $0] }
-            guard let range = try n.ints("activation"), range.count == 2, range[0] <= range[1], abs(range[0]) <= 1 << 16, abs(range[1]) <= 1 << 16 else {
+            guard let range = try n.ints("activation"), range.count == 2, range[0] <= range[1], Self.bound.contains(range[0]), Self.bound.contains(range[1]) else {
                 throw n.error("attribute 'activation' must be [min, max]")
             }
             low = Int32(range[0])
@@ -141,8 +144,9 @@ public enum Quantized {
         let outChannels = depthwise ? f.shape[3] : f.shape[0]
         let multiplier = depthwise ? try n.int("depth_multiplier", default: 1) : 1
         let filterDepth = depthwise ? 1 : f.shape[3]
+        guard channels >= 1, outChannels >= 1 else { throw n.error("x \(x.shape) and filter \(f.shape) need channels") }
         if depthwise {
-            guard f.shape[0] == 1, multiplier >= 1, channels * multiplier == outChannels else {
+            guard f.shape[0] == 1, (1...(1 << 16)).contains(multiplier), channels * multiplier == outChannels else {
                 throw n.error("depthwise filter \(f.shape) with multiplier \(multiplier) does not fit \(channels) input channels")
             }
         } else {
@@ -209,8 +213,9 @@ public enum Quantized {
         let (outputs, depth) = (w.shape[0], w.shape[1])
         let rows = x.count / depth
         let q = try Requantization(n, channels: outputs)
-        let weightsOffset = Int32(try n.int("weights_offset", default: 0))
-        guard abs(weightsOffset) <= 1 << 16 else { throw n.error("attribute 'weights_offset' is out of range") }
+        let offset = try n.int("weights_offset", default: 0)
+        guard Requantization.bound.contains(offset) else { throw n.error("attribute 'weights_offset' is out of range") }
+        let weightsOffset = Int32(offset)
         let input = try integers(x, "x", n), weights = try integers(w, "weights", n)
         let bias = try bias(n, index: 2, channels: outputs)
         var out = [Float](repeating: 0, count: try n.count([rows, outputs], "output"))
@@ -229,7 +234,7 @@ public enum Quantized {
     static func lookup(_ n: Node) throws(GraphError) -> [GraphTensor] {
         try n.expect(inputs: ["x"], required: 1, attributes: ["table", "low"])
         let x = try n.input(0, "x", [.float32])
-        guard let table = try n.ints("table"), table.count == 256, let low = try n.int("low"), abs(low) <= 1 << 16 else {
+        guard let table = try n.ints("table"), table.count == 256, let low = try n.int("low"), Requantization.bound.contains(low) else {
             throw n.error("attributes 'table' (256 values) and 'low' are needed")
         }
         let values = table.map(Float.init)

@@ -5,9 +5,20 @@ enum LabelCommand {
     static let audioExtensions: Set<String> = ["wav", "flac", "ogg", "oga", "opus", "aif", "aiff", "aifc", "au", "snd", "caf", "w64", "rf64", "mp3", "voc"]
 
     /// The label options of `earshot label` and `earshot listen`: the model's defaults, overridden.
-    static func options(_ args: Arguments, model: Model) throws(UsageError) -> LabelOptions {
+    static func options(_ args: Arguments, model: Model, name: String? = nil) throws(UsageError) -> LabelOptions {
         var options = LabelOptions(model: model)
-        if args.string("threshold") != nil { options.threshold = try args.double("threshold", default: 0.5, range: 0...1) }
+        if let text = args.string("threshold"), text.contains("=") {
+            // Per model: --threshold okay-nabu=0.9,hey-jarvis=0.95
+            for pair in text.split(separator: ",") {
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2, let value = Double(parts[1]), (0...1).contains(value) else {
+                    throw UsageError("--threshold \(text): expected X or MODEL=X,... with X in 0...1")
+                }
+                if parts[0] == name || parts[0] == model.name { options.threshold = value }
+            }
+        } else if args.string("threshold") != nil {
+            options.threshold = try args.double("threshold", default: 0.5, range: 0...1)
+        }
         if args.string("min-speech") != nil { options.minSegmentMs = try args.double("min-speech", default: 250, range: 0...3_600_000) }
         if args.string("min-silence") != nil { options.minSilenceMs = try args.double("min-silence", default: 100, range: 0...3_600_000) }
         if args.string("pad") != nil { options.padMs = try args.double("pad", default: 30, range: 0...60000) }
@@ -17,7 +28,7 @@ enum LabelCommand {
         return options
     }
 
-    static let labelOptionNames: Set<String> = ["model", "threshold", "min-speech", "min-silence", "pad", "max-speech"]
+    static let labelOptionNames: Set<String> = ["model", "threshold", "min-speech", "min-silence", "pad", "max-speech", "gate"]
 
     /// Files named, and audio files found in folders named (sorted), in order.
     static func inputs(_ paths: [String]) -> [String] {
@@ -48,8 +59,23 @@ enum LabelCommand {
         guard let channels = FileLabeler.Channels(rawValue: channelsName) else {
             throw UsageError("--channels \(channelsName): expected mix or each")
         }
-        let model = try Model(contentsOf: try ModelLocator.find(args.string("model") ?? ModelLocator.defaultModel))
-        let labeler = FileLabeler(model: model, options: try options(args, model: model), channels: channels)
+        // --model a,b,c: each model labels the audio with its own state; --gate NAME keeps only the
+        // detections its segments overlap.
+        var names = (args.string("model") ?? ModelLocator.defaultModel).split(separator: ",").map(String.init)
+        guard !names.isEmpty, names.allSatisfy({ !$0.isEmpty }) else { throw UsageError("--model: expected NAME or NAME,NAME,...") }
+        let gateName = args.string("gate")
+        let showGate = gateName.map { names.contains($0) } ?? true
+        if let gateName, !names.contains(gateName) { names.append(gateName) }
+        var labelers: [FileLabeler] = []
+        for name in names {
+            let m = try Model(contentsOf: try ModelLocator.find(name))
+            labelers.append(FileLabeler(model: m, options: try options(args, model: m, name: name), channels: channels))
+        }
+        let labeler = labelers[0], model = labeler.model
+        let multi = labelers.count > 1 ? MultiLabeler(labelers: labelers, gate: gateName.flatMap { names.firstIndex(of: $0) }, showGate: showGate) : nil
+        if multi != nil && args.flag("scores") {
+            throw UsageError("--scores takes one model", hint: "label with each model on its own to see its scores")
+        }
         let files = inputs(args.positionals)
         if let outputPath, let target = FileIdentity(path: outputPath),
            let input = files.first(where: { FileIdentity(path: $0) == target }) {
@@ -83,7 +109,10 @@ enum LabelCommand {
                 if showProgress { ProgressBar.clear() }
             }
         } else {
-            failures = try await labelInParallel(files, labeler: labeler, context: context, showProgress: showProgress)
+            failures = try await labelInParallel(files, context: context, showProgress: showProgress) { file, progress in
+                if let multi { return try await multi.label(path: file) }
+                return try await labeler.label(path: file, progress: progress)
+            }
         }
         try output.commit()
         if files.isEmpty { printError("earshot: no audio files in \(args.positionals.joined(separator: " "))") }
@@ -92,7 +121,8 @@ enum LabelCommand {
 
     /// Files labelled in parallel, as many at once as there are cores, and written in the
     /// order given. Returns how many failed.
-    static func labelInParallel(_ files: [String], labeler: FileLabeler, context: Context, showProgress: Bool) async throws -> Int {
+    static func labelInParallel(_ files: [String], context: Context, showProgress: Bool,
+                                label: @escaping @Sendable (String, @escaping @Sendable (Double) -> Void) async throws -> FileLabeler.Result) async throws -> Int {
         let width = max(1, ProcessInfo.processInfo.activeProcessorCount)
         typealias Outcome = (index: Int, result: Result<FileLabeler.Result, Error>)
         var pending: [Int: Result<FileLabeler.Result, Error>] = [:]
@@ -124,7 +154,7 @@ enum LabelCommand {
                         let progress: @Sendable (Double) -> Void = { fraction in
                             if showProgress && files.count == 1 { ProgressBar.draw(fraction, label: file) }
                         }
-                        let result = try await labeler.label(path: file, progress: progress)
+                        let result = try await label(file, progress)
                         return (position, .success(result))
                     } catch {
                         return (position, .failure(error))

@@ -52,18 +52,71 @@ struct RobustnessTests {
         }
     }
 
+    /// A call to bend: an op's inputs, attributes, opset and output count.
+    struct Call {
+        var name: String
+        var inputs: [GraphTensor?]
+        var attributes: [String: GraphAttribute]
+        var opset = 13
+        var outputCount: Int?
+    }
+
+    /// Calls of Earshot's integer ops and front end, as TFLiteImporter emits them.
+    static func integerCalls(_ op: String) -> [Call] {
+        var random = SeededRandom(seed: 5)
+        func ints(_ shape: [Int], _ range: ClosedRange<Int>) -> GraphTensor {
+            GraphTensor(shape: shape, floats: (0..<shape.reduce(1, *)).map { _ in Float(Int.random(in: range, using: &random)) })
+        }
+        let requant: [String: GraphAttribute] = ["input_offset": .int(128), "output_offset": .int(-128), "multipliers": .ints([1_500_000_000, 1_200_000_000]),
+                                                 "shifts": .ints([-7, -8]), "activation": .ints([-128, 127])]
+        switch op {
+        case "TFLiteConv2D":
+            return [Call(name: "conv", inputs: [ints([1, 5, 1, 3], -128...127), ints([2, 3, 1, 3], -127...127), GraphTensor(shape: [2], integers: [100, -50])],
+                         attributes: requant.merging(["strides": .ints([1, 1]), "dilations": .ints([1, 1]), "pads": .ints([1, 0, 1, 0])]) { $1 })]
+        case "TFLiteDepthwiseConv2D":
+            return [Call(name: "depthwise", inputs: [ints([1, 5, 1, 2], -128...127), ints([1, 3, 1, 2], -127...127), GraphTensor(shape: [2], integers: [7, 9])],
+                         attributes: requant.merging(["strides": .ints([1, 1]), "dilations": .ints([2, 1]), "pads": .ints([0, 0, 0, 0]), "depth_multiplier": .int(1)]) { $1 })]
+        case "TFLiteFullyConnected":
+            return [Call(name: "dense", inputs: [ints([1, 6], -128...127), ints([2, 6], -127...127), GraphTensor(shape: [2], integers: [1, 2])],
+                         attributes: requant.merging(["weights_offset": .int(0)]) { $1 })]
+        case "TFLiteLookup":
+            return [Call(name: "lookup", inputs: [ints([1, 8], -128...127)], attributes: ["table": .ints((0..<256).map { Int64($0 / 2) - 64 }), "low": .int(-128)])]
+        case "Quantize":
+            return [Call(name: "quantize", inputs: [GraphTensor(shape: [1, 3, 4], floats: (0..<12).map { Float($0) * 0.7 })],
+                         attributes: ["scale": .float(0.1), "zero_point": .int(-128), "min": .int(-128), "max": .int(127)])]
+        case "MicroFrontend":
+            let samples = GraphTensor(shape: [1, 800], floats: (0..<800).map { _ in Float.random(in: -1...1, using: &random) })
+            return [0, 1].map { started in
+                Call(name: "front end", inputs: [samples, ints([1, 80], 0...65535), ints([1, 40], 0...600), GraphTensor(shape: [1], floats: [Float(started)])],
+                     attributes: [:], outputCount: 4)
+            }
+        default:
+            return []
+        }
+    }
+
+    static func calls(_ op: String) throws -> [Call] {
+        if GraphOps.integerOps.contains(op) { return integerCalls(op) }
+        return try GoldenCase.all.filter { $0.op == op }.map { c in
+            Call(name: c.name, inputs: try c.inputs.map { try $0?.tensor() }, attributes: c.attributes.mapValues(\.value), opset: c.opset,
+                 outputCount: c.outputCount ?? c.outputs.count)
+        }
+    }
+
     @Test("Bent reference calls give outputs or typed errors", arguments: GraphOps.supportedOps.sorted())
     func bent(_ op: String) throws {
-        let cases = GoldenCase.all.filter { $0.op == op }
+        let cases = try Self.calls(op)
         try #require(!cases.isEmpty)
+        // The unbent calls run.
+        for c in cases { _ = try GraphOps.run(op, node: c.name, inputs: c.inputs, attributes: c.attributes, opset: c.opset, outputCount: c.outputCount) }
         let seed = op.utf8.reduce(UInt64(1469598103934665603)) { ($0 ^ UInt64($1)) &* 1099511628211 }
         var random = SeededRandom(seed: seed)
         for trial in 0..<120 {
             let c = cases[trial % cases.count]
-            var inputs = try c.inputs.map { try $0?.tensor() }
-            var attributes = c.attributes.mapValues(\.value)
+            var inputs = c.inputs
+            var attributes = c.attributes
             var opset = c.opset
-            var outputCount: Int? = c.outputCount ?? c.outputs.count
+            var outputCount: Int? = c.outputCount
             for _ in 0..<Int.random(in: 1...3, using: &random) {
                 switch Int.random(in: 0..<7, using: &random) {
                 case 0 where !inputs.isEmpty:

@@ -179,4 +179,34 @@ struct MicroWakeWordTests {
         #expect(shipped.manifest.decision?.detectionWindow == config.slidingWindowSize)
         #expect(shipped.manifest.license == "Apache-2.0")
     }
+
+    @Test("Several models on one file: events merged in time order; a VAD gate keeps the detections speech overlaps")
+    func severalModels() async throws {
+        let path = Repo.path("\(Self.goldens)/wake-words.wav")
+        let wake = try Model(contentsOf: Repo.root.appendingPathComponent("Models/okay-nabu"))
+        let vad = try Model(contentsOf: Repo.root.appendingPathComponent("Models/silero-vad"))
+        let labelers = [FileLabeler(model: wake), FileLabeler(model: vad)]
+        let merged = try await MultiLabeler(labelers: labelers).label(path: path).events
+        let alone = try await labelers[0].label(path: path).events
+        let detections = merged.compactMap { if case let .detected(d) = $0 { return d } else { return nil } }
+        #expect(detections.map(\.sample) == alone.compactMap { if case let .detected(d) = $0 { return d.sample } else { return nil } })
+        #expect(detections.count == 2)
+        let segments = merged.compactMap { if case let .ended(s) = $0 { return s } else { return nil } }
+        #expect(segments.count >= 7)
+        let times = merged.compactMap { e -> Double? in
+            switch e {
+            case let .ended(s): return s.startSeconds
+            case let .detected(d): return d.seconds
+            default: return nil
+            }
+        }
+        #expect(times == times.sorted())
+        // Gated by the VAD (not shown): each "okay nabu" ends within a second after speech.
+        let gated = try await MultiLabeler(labelers: labelers, gate: 1, showGate: false).label(path: path).events
+        #expect(gated.allSatisfy { if case .detected = $0 { return true } else { return false } })
+        #expect(gated.count == 2)
+        // With no time before the detection allowed, speech has ended by then: nothing counts.
+        let strict = try await MultiLabeler(labelers: labelers, gate: 1, showGate: false, gateSeconds: 0).label(path: path).events
+        #expect(strict.isEmpty)
+    }
 }
