@@ -27,7 +27,7 @@ enum MicroFrontendOp {
         let channels = MicroFrontend.channels
         withUnsafeTemporaryAllocation(of: Int16.self, capacity: count) { pcm in
             for i in 0..<count {
-                let v = (samples[i] * 32768).rounded()
+                let v = (samples[i] * 32768).rounded(.toNearestOrEven)
                 pcm[i] = v.isNaN ? 0 : Int16(Swift.min(Swift.max(v, -32768), 32767))
             }
             withUnsafeTemporaryAllocation(of: UInt32.self, capacity: channels) { estimate in

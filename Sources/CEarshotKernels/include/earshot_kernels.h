@@ -111,3 +111,7 @@ void earshot_qdepthwise(const float *x, long count, const int *taps, long positi
                         short *scratch, float *y);
 // TFLite's MultiplyByQuantizedMultiplier (doubling high multiply, rounding shift).
 int earshot_requantize(int acc, int multiplier, int shift);
+
+// One frame of TensorFlow Lite Micro's audio front end (pymicro-features' configuration): 480
+// int16 samples at 16 kHz to 40 16-bit values, updating the 40 noise estimates.
+void earshot_microfrontend_frame(const short *samples, unsigned *noise, unsigned short *out);
