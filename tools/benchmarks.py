@@ -45,6 +45,9 @@ def main():
     silero_layers = run_json([PY, "tools/bench_silero_ort.py", "--audio", "AudioSamples/speech-noise-16k.wav",
                               "--model-dir", "Tests/Fixtures/silero-vad-layers", "--repeat", "9", "--json"])
     openwakeword = run_json([PY, "tools/bench_openwakeword_ort.py", "--rounds", "5", "--json"])
+    microwakeword = run_json([PY, "tools/bench_microwakeword.py", "--rounds", "5", "--json"])
+    wake_streams = run_json([EARSHOT, "bench", "streams", "--model", "okay-nabu", "--ticks", "100",
+                             "--counts", "250,500,1000,1500,2000", "--json"])
     layers_streams = run_json([EARSHOT, "bench", "streams", "--model", "Tests/Fixtures/silero-vad-layers", "--ticks", "100",
                                "--counts", "3000,6000,8000,10000,12000", "--json"])
     offline = run_json([PY, "tools/bench_offline.py", "--repeat", "3", "--json"])
@@ -53,6 +56,8 @@ def main():
                         "--counts", "1000,2000,3000,4000,6000,8000,10000,12000,14000", "--json"])
     allocations = subprocess.run(["bash", "tools/count_allocations.sh"], cwd=ROOT, check=True, capture_output=True,
                                  text=True).stdout.strip().splitlines()[-1]
+    wake_allocations = subprocess.run(["bash", "tools/count_allocations.sh", "okay-nabu"], cwd=ROOT, check=True,
+                                      capture_output=True, text=True).stdout.strip().splitlines()[-1]
 
     lines = [
         "# Benchmarks",
@@ -104,6 +109,26 @@ def main():
         lines.append(f"| openWakeWord {name}.onnx | {r['onnxruntime_us_median']:.1f} us | {r['earshot_us_median']:.1f} us | "
                      f"**{r['ratio_onnxruntime_over_earshot']:.2f}x** |")
     lines += [
+        "",
+        "## microWakeWord's models (`earshot import` of the `.tflite`), one thread, microseconds per 10 ms of audio",
+        "",
+        "`tools/bench_microwakeword.py`: pymicro-wakeword's TFLite C library (its optimized kernels) and pymicro-features "
+        "against Earshot's packages, whose outputs equal TFLite's reference kernels. \"Model step\": one step (3 frames, "
+        "30 ms) of the model alone, divided by 3; Earshot runs the model imported with `--front-end features`. "
+        "\"Front end + model\": what a stream costs, pymicro-features' frame (through its Python call) plus a third of a "
+        "step, against the shipped package (TFLite Micro's front end inside).",
+        "",
+        "| model | TFLite model step | earshot model step | ratio | pymicro-features + TFLite | earshot package | ratio |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for m in microwakeword:
+        lines.append(f"| {m['model']} | {m['tflite_model']:.2f} us | {m['earshot_model']:.2f} us | **{m['model_ratio']:.2f}x** | "
+                     f"{m['pymicro_stream']:.2f} us | {m['earshot_stream']:.2f} us | **{m['stream_ratio']:.2f}x** |")
+    lines += [
+        "",
+        "okay-nabu at real-time pace (a 30 ms tick, every stream one step): "
+        + ", ".join(f"{r['streams']} streams: p99 {r['tick_p99_ms']:.1f} ms" for r in wake_streams["results"])
+        + f"; largest count that keeps up: **{wake_streams['max_streams_keeping_up']}**. {wake_allocations}.",
         "",
         "The layer-chain Silero at real-time pace (as below, for the before/after), "
         + ", ".join(f"{r['streams']} streams: p99 {r['tick_p99_ms']:.1f} ms" for r in layers_streams["results"])

@@ -28,6 +28,11 @@ enum InspectCommand {
             "front end: \(d.frontEnd)",
             d.execution.map { "runs:      \($0)" },
             "outputs:   \(d.outputActivation) over \(labels)",
+            model.manifest.decision?.detectionWindow.map { window in
+                let options = LabelOptions(model: model)
+                return "decides:   a detection when the mean of the latest \(window) scores is above \(options.threshold), "
+                    + "then none for \(Int(options.refractoryMs)) ms"
+            },
             "state:     \(d.stateBytesPerStream) bytes per stream",
             "weights:   \(d.parameterCount) parameters, \(d.storageBytes) bytes, hash \(d.contentHash)",
             "layers:    " + d.layerCounts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "),
