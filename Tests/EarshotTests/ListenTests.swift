@@ -113,6 +113,24 @@ struct ListenCommandTests {
         #expect(result.err.contains("583984 frames captured, 0 dropped"))
     }
 
+    @Test("listen --model okay-nabu detects the wake phrase live as label finds it in the file")
+    func listenWakeWord() throws {
+        let wav = Repo.path("Tests/EarshotTests/Goldens/microwakeword/wake-words.wav")
+        let (audio, _) = try AudioFile.readMono(path: wav)
+        let config = try Repo.temporaryFolder().appendingPathComponent("alsa.conf").path
+        try FilePCM.configuration(name: "earshot_wake", samples: audio).write(toFile: config, atomically: true, encoding: .utf8)
+        let seconds = String(format: "%.3f", Double(audio.count) / 16000 - 0.001)
+        let live = try runEarshot(["listen", "--device", "earshot_wake", "--model", "okay-nabu", "--duration", seconds,
+                                   "--buffer-seconds", "60", "--format", "jsonl"], environment: ["ALSA_CONFIG_PATH": config])
+        #expect(live.status == 0, "\(live.err)")
+        let detected = live.out.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["event"] as? String == "detected" }
+        let file = try runEarshot(["label", "--model", "okay-nabu", "--format", "jsonl", wav])
+        let labelled = file.out.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(detected.map { $0["time"] as? Double ?? -1 } == labelled.map { $0["time"] as? Double ?? -2 })
+        #expect(detected.map { $0["label"] as? String } == ["Okay Nabu", "Okay Nabu"])
+    }
+
     @Test("Ctrl-C stops listening cleanly: open segments are closed, exit code 0")
     func interrupt() throws {
         let config = try Self.configFile(name: "earshot_sigint")
