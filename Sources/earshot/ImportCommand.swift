@@ -6,7 +6,7 @@ enum ImportCommand {
     static let usage = """
         earshot import MODEL.onnx|MODEL.tflite --output FOLDER [--force] [--set NAME=VALUE ...] [--state IN=OUT ...]
                        [--input NAME] [--score NAME] [--rate HZ] [--chunk N] [--context N] [--labels A,B,...]
-                       [--front-end samples|features|microfrontend]
+                       [--front-end samples|features|microfrontend|openwakeword] [--melspectrogram FILE] [--embedding FILE]
                        [--name NAME] [--description TEXT] [--author TEXT] [--license TEXT] [--source TEXT]
                        [--threshold X] [--min-speech MS] [--min-silence MS] [--pad MS] [--max-speech S]
                        [--manifest FILE.json]
@@ -16,6 +16,8 @@ enum ImportCommand {
           A .tflite model beside a microWakeWord JSON config (NAME.json) takes its wake word as the
           label, its probability cutoff and sliding window as the detection rule, its author, and
           TFLite Micro's audio front end (--front-end microfrontend): the package takes 16 kHz audio.
+          --front-end openwakeword: an openWakeWord head (.onnx) with the melspectrogram and embedding
+          models beside it (or named by --melspectrogram and --embedding), run over time as one package.
         """
 
     static func run(_ words: [String]) throws {
@@ -35,7 +37,8 @@ enum ImportCommand {
             i += 1
         }
         let args = try Arguments(rest, valued: ["output", "input", "score", "rate", "chunk", "context", "labels", "name", "description", "manifest",
-                                                "front-end", "author", "license", "source", "threshold", "min-speech", "min-silence", "pad", "max-speech"],
+                                                "front-end", "author", "license", "source", "threshold", "min-speech", "min-silence", "pad", "max-speech",
+                                                "melspectrogram", "embedding"],
                                  switches: ["force"], command: "import")
         guard args.positionals.count == 1, let source = args.positionals.first else {
             throw UsageError("import takes one .onnx or .tflite file", hint: usage)
@@ -65,9 +68,10 @@ enum ImportCommand {
         if args.string("chunk") != nil { options.chunkSamples = try args.int("chunk", default: 0, range: 1...(1 << 24)) }
         options.contextSamples = try args.int("context", default: 0, range: 0...(1 << 24))
         let frontEnd = args.string("front-end") ?? "samples"
-        guard ["samples", "features", "microfrontend"].contains(frontEnd) else {
-            throw UsageError("--front-end \(frontEnd): expected samples (a block of audio), features (a block of features you compute) "
-                             + "or microfrontend (TFLite Micro's audio front end, for microWakeWord models)")
+        guard ["samples", "features", "microfrontend", "openwakeword"].contains(frontEnd) else {
+            throw UsageError("--front-end \(frontEnd): expected samples (a block of audio), features (a block of features you compute), "
+                             + "microfrontend (TFLite Micro's audio front end, for microWakeWord models) or openwakeword (an openWakeWord "
+                             + "head with its melspectrogram and embedding models)")
         }
         options.frontEnd = frontEnd
         let sidecar = try args.string("manifest").map { path in try ImportSidecar.read(path: path) } ?? ImportSidecar()
@@ -101,6 +105,9 @@ enum ImportCommand {
             if args.string("front-end") == nil { options.frontEnd = "microfrontend" }
         }
         let (manifest, tensors) = tflite ? try TFLiteImporter.importModel(path: source, options: options)
+            : frontEnd == "openwakeword"
+            ? try OpenWakeWordImporter.importModel(head: source, melspectrogram: args.string("melspectrogram"), embedding: args.string("embedding"),
+                                                   options: options)
             : try OnnxImporter.importModel(path: source, options: options)
         // Loaded as any package is (every check of a package on disk) before it is written.
         let model = try Model(manifest: manifest, tensors: tensors, name: output)

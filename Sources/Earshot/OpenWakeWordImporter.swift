@@ -1,0 +1,147 @@
+import EarshotGraph
+import EarshotModel
+import Foundation
+
+/// openWakeWord's three ONNX graphs as one package that takes 16 kHz audio, run over time as
+/// openWakeWord's Model runs them: every 1280 samples (80 ms) the melspectrogram model on those
+/// and the 480 before (8 frames, as x / 10 + 2), the embedding model on the latest 76 frames, and
+/// the head on the latest 16 embeddings; its first five scores are 0. The frame and embedding
+/// windows are state tensors (frames start as ones, as openWakeWord's do; embeddings as zeros,
+/// where openWakeWord starts from the embeddings of random noise, so the two agree from the 16th
+/// step on). The three rates meet at one step of 1280 samples, so one graph runs them.
+public enum OpenWakeWordImporter {
+    public typealias ImportError = OnnxImporter.ImportError
+
+    public static let chunkSamples = 1280
+    public static let contextSamples = 480
+    static let frames = 76, mels = 32, embeddings = 16, embeddingSize = 96, framesPerStep = 8
+
+    /// The melspectrogram and embedding models beside `head` (melspectrogram.onnx, embedding_model.onnx).
+    public static func importModel(head: String, melspectrogram: String? = nil, embedding: String? = nil,
+                                   options: OnnxImporter.Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+        let folder = URL(fileURLWithPath: head).deletingLastPathComponent()
+        let melPath = melspectrogram ?? folder.appendingPathComponent("melspectrogram.onnx").path
+        let embeddingPath = embedding ?? folder.appendingPathComponent("embedding_model.onnx").path
+        var melOptions = OnnxImporter.Options()
+        melOptions.chunkSamples = chunkSamples + contextSamples
+        var featureOptions = OnnxImporter.Options()
+        featureOptions.frontEnd = "features"
+        let mel = try OnnxImporter.importModel(path: melPath, options: melOptions)
+        let emb = try OnnxImporter.importModel(path: embeddingPath, options: featureOptions)
+        let top = try OnnxImporter.importModel(path: head, options: featureOptions)
+        var c = Composer()
+        guard let melGraph = mel.manifest.graph, let embGraph = emb.manifest.graph, let headGraph = top.manifest.graph else {
+            throw .interface(path: head, reason: "an openWakeWord model did not import as a graph", hint: "import each with earshot import to see why")
+        }
+        func expect(_ graph: GraphSpec, _ shape: [Int], _ path: String, _ what: String) throws(ImportError) {
+            guard graph.audioShape.reduce(1, *) == shape.reduce(1, *), graph.states.isEmpty else {
+                throw .interface(path: path, reason: "\(what) takes \(graph.audioShape)", hint: "openWakeWord's \(what) takes \(shape) and has no state")
+            }
+        }
+        try expect(melGraph, [1, chunkSamples + contextSamples], melPath, "the melspectrogram model")
+        try expect(embGraph, [1, frames, mels, 1], embeddingPath, "the embedding model")
+        try expect(headGraph, [1, embeddings, embeddingSize], head, "the wake-word head")
+
+        // Audio in [-1, 1] to the int16 scale openWakeWord feeds its melspectrogram model.
+        let scale = c.weight("int16 scale", [1], [32768])
+        c.node("Mul", "samples as int16", ["samples", scale], ["samples (int16)"])
+        let melOut = c.add(melGraph, tensors: mel.tensors, prefix: "mel/", input: "samples (int16)")
+        let ten = c.weight("mel / 10", [1], [10]), two = c.weight("mel + 2", [1], [2])
+        c.node("Div", "mel / 10", [melOut, ten], ["mel scaled"])
+        c.node("Add", "mel + 2", ["mel scaled", two], ["mel frames"])
+        // The window of the latest 76 frames.
+        let newFrames = c.reshape("mel frames", [framesPerStep, mels])
+        c.node("Concat", "frames window", ["frames", newFrames], ["frames + new"], ["axis": .int(0)])
+        c.slice("frames + new", from: framesPerStep, to: frames + framesPerStep, into: "frames (next)")
+        let window = c.reshape("frames (next)", [1, frames, mels, 1])
+        let embOut = c.add(embGraph, tensors: emb.tensors, prefix: "embedding/", input: window)
+        // The window of the latest 16 embeddings.
+        let newEmbedding = c.reshape(embOut, [1, embeddingSize])
+        c.node("Concat", "embeddings window", ["embeddings", newEmbedding], ["embeddings + new"], ["axis": .int(0)])
+        c.slice("embeddings + new", from: 1, to: embeddings + 1, into: "embeddings (next)")
+        let features = c.reshape("embeddings (next)", [1, embeddings, embeddingSize])
+        let score = c.add(headGraph, tensors: top.tensors, prefix: "head/", input: features)
+        // openWakeWord's first five scores are 0: a step count (saturating at 5) gates the score.
+        let one = c.weight("one", [1], [1]), four = c.weight("four", [1], [4]), five = c.weight("five", [1], [5]), zero = c.weight("zero", [1], [0])
+        c.node("Add", "steps + 1", ["steps", one], ["steps + 1"])
+        c.node("Min", "steps (next)", ["steps + 1", five], ["steps (next)"])
+        c.node("Sub", "steps - 4", ["steps", four], ["steps - 4"])
+        c.node("Max", "after 5", ["steps - 4", zero], ["after 5 (0 or more)"])
+        c.node("Min", "gate", ["after 5 (0 or more)", one], ["gate"])
+        c.node("Mul", "score", [score, "gate"], ["score"])
+
+        let states: [GraphSpec.StateSpec] = [
+            .init(input: "frames", output: "frames (next)", shape: [frames, mels],
+                  initial: c.weight("frames (first values)", [frames, mels], [Float](repeating: 1, count: frames * mels))),
+            .init(input: "embeddings", output: "embeddings (next)", shape: [embeddings, embeddingSize],
+                  initial: c.weight("embeddings (first values)", [embeddings, embeddingSize], [Float](repeating: 0, count: embeddings * embeddingSize))),
+            .init(input: "steps", output: "steps (next)", shape: [1], initial: c.weight("steps (first values)", [1], [0])),
+        ]
+        let spec = GraphSpec(opset: max(melGraph.opset, embGraph.opset, headGraph.opset), audioInput: "samples",
+                             audioShape: [1, chunkSamples + contextSamples], scoreOutput: "score", states: states,
+                             constants: c.constants, nodes: c.nodes)
+        var labels = options.labels
+        if labels.isEmpty { labels = [options.name] }
+        var manifest = ModelManifest(
+            name: options.name, version: options.version, description: options.description, author: options.author, license: options.license,
+            source: options.source ?? "earshot import of openWakeWord's \(URL(fileURLWithPath: head).lastPathComponent) with its melspectrogram and embedding models",
+            audio: .init(sampleRate: 16000, chunkSamples: chunkSamples, contextSamples: contextSamples),
+            frontEnd: .init(type: "samples", nFFT: 0, hopLength: 0), network: [],
+            outputs: .init(activation: "none", labels: labels), decision: options.decision ?? .init(threshold: 0.5))
+        if manifest.decision?.detectionWindow == nil { manifest.decision?.detectionWindow = 1 }
+        manifest.graph = spec
+        return (manifest, c.tensors)
+    }
+
+    /// Builds one graph out of several.
+    struct Composer {
+        var nodes: [GraphSpec.NodeSpec] = []
+        var tensors: [String: Tensor] = [:]
+        var constants: [String: GraphSpec.IntegerConstant] = [:]
+
+        mutating func node(_ op: String, _ name: String, _ inputs: [String], _ outputs: [String],
+                           _ attributes: [String: GraphSpec.AttributeValue]? = nil) {
+            nodes.append(.init(op: op, name: name, inputs: inputs, outputs: outputs, attributes: attributes))
+        }
+
+        mutating func weight(_ name: String, _ shape: [Int], _ values: [Float]) -> String {
+            tensors[name] = Tensor(shape: shape, values: values)
+            return name
+        }
+
+        mutating func reshape(_ x: String, _ shape: [Int]) -> String {
+            let s = "\(x) shape \(shape)"
+            constants[s] = .init(shape: [shape.count], values: shape.map(Int64.init))
+            node("Reshape", "\(x) as \(shape)", [x, s], ["\(x) \(shape)"])
+            return "\(x) \(shape)"
+        }
+
+        /// Rows [from, to) of a 2-D tensor.
+        mutating func slice(_ x: String, from: Int, to: Int, into y: String) {
+            let s = "\(y) starts", e = "\(y) ends", a = "\(y) axes"
+            constants[s] = .init(shape: [1], values: [Int64(from)])
+            constants[e] = .init(shape: [1], values: [Int64(to)])
+            constants[a] = .init(shape: [1], values: [0])
+            node("Slice", y, [x, s, e, a], [y])
+        }
+
+        /// A graph's nodes with every tensor name prefixed, its audio input read from `input`;
+        /// the name of its score output.
+        mutating func add(_ g: GraphSpec, tensors t: [String: Tensor], prefix: String, input: String) -> String {
+            func rename(_ name: String) -> String { name.isEmpty ? "" : (name == g.audioInput ? input : prefix + name) }
+            for (k, v) in t { tensors[prefix + k] = v }
+            for (k, v) in g.constants { constants[prefix + k] = v }
+            if g.audioShape.count > 0 {
+                // The caller's tensor may have another shape of the same size: reshape it.
+                let shaped = "\(input) for \(prefix)"
+                constants["\(shaped) shape"] = .init(shape: [g.audioShape.count], values: g.audioShape.map(Int64.init))
+                node("Reshape", shaped, [input, "\(shaped) shape"], [shaped])
+                for n in g.nodes {
+                    nodes.append(.init(op: n.op, name: prefix + n.name, inputs: n.inputs.map { $0 == g.audioInput ? shaped : rename($0) },
+                                       outputs: n.outputs.map(rename), attributes: n.attributes))
+                }
+            }
+            return rename(g.scoreOutput)
+        }
+    }
+}
