@@ -7,13 +7,67 @@ import Foundation
 /// was captured they were delivered. Audio lost on the way (the device overran, or the queue
 /// dropped the oldest chunks) is reported as `.dropped` and stands as silence in the stream, so
 /// that segment times keep to the capture's clock.
+///
+/// Several models can listen to one capture (`init(models:gate:showGate:)`): each has a session
+/// of its own, and their events come out together. A gate model (a voice activity detector)
+/// keeps only the detections of the others that come while it hears speech or within
+/// `gateSeconds` after, as openWakeWord's VAD threshold does.
 public struct LiveLabeler: Sendable {
     public let model: Model
     public var options: LabelOptions
+    /// Every model listening, the first being `model`, each with its options.
+    public let models: [(model: Model, options: LabelOptions)]
+    public let gate: Int?
+    public let showGate: Bool
+    public var gateSeconds: Double = 1
 
     public init(model: Model, options: LabelOptions? = nil) {
+        let options = options ?? LabelOptions(model: model)
+        self.models = [(model, options)]
         self.model = model
-        self.options = options ?? LabelOptions(model: model)
+        self.options = options
+        self.gate = nil
+        self.showGate = true
+    }
+
+    /// Several models on one capture; `gate` indexes `models`.
+    public init(models: [(model: Model, options: LabelOptions)], gate: Int? = nil, showGate: Bool = true) throws(StreamError) {
+        guard !models.isEmpty else { throw .invalidOption(name: "models", value: "none", expected: "at least one model") }
+        self.models = models
+        self.model = models[0].model
+        self.options = models[0].options
+        self.gate = gate.flatMap { models.indices.contains($0) ? $0 : nil }
+        self.showGate = showGate
+    }
+
+    /// Per channel, what the gate heard: whether speech is open, and where the last ended.
+    private struct GateState {
+        var open = false
+        var lastEnd = -Double.infinity
+    }
+
+    /// The events of all sessions for one chunk: the gate's first (it decides the others'
+    /// detections), then the others in order.
+    private func merge(_ perModel: [[ClassifierEvent]], gates: inout [GateState]) -> [ClassifierEvent] {
+        guard let gate else { return perModel.flatMap { $0 } }
+        for event in perModel[gate] {
+            switch event {
+            case let .started(s): gates[s.channel].open = true
+            case let .ended(s):
+                gates[s.channel].open = false
+                gates[s.channel].lastEnd = max(gates[s.channel].lastEnd, s.endSeconds)
+            default: break
+            }
+        }
+        var out = showGate ? perModel[gate] : []
+        for (k, events) in perModel.enumerated() where k != gate {
+            out += events.filter { event in
+                guard case let .detected(d) = event else { return true }
+                let g = gates[d.channel]
+                return g.open || g.lastEnd >= d.seconds - gateSeconds
+            }
+        }
+        return out
     }
 
     /// One delivery: the events completed by a captured chunk (or by the end of capture).
@@ -44,8 +98,13 @@ public struct LiveLabeler: Sendable {
     /// are closed and delivered all the same).
     public func run(_ capture: ALSACapture, deliver: (Delivery) -> Void) async throws -> Summary {
         let channels = capture.settings.channels
-        let session = try Session(model: model, channelCount: channels, sourceSampleRate: capture.settings.sampleRate,
-                                  options: options, kinds: Array(repeating: .live, count: channels))
+        var sessions: [Session] = []
+        for m in models {
+            sessions.append(try Session(model: m.model, channelCount: channels, sourceSampleRate: capture.settings.sampleRate,
+                                        options: m.options, kinds: Array(repeating: .live, count: channels)))
+        }
+        let session = sessions[0]
+        var gates = [GateState](repeating: GateState(), count: channels)
         var summary = Summary()
         var reportedDrops = 0
         var nextFrame = 0
@@ -67,14 +126,18 @@ public struct LiveLabeler: Sendable {
                     let silence = [Float](repeating: 0, count: min(gap, Self.silencePieceFrames))
                     while gap > 0 {
                         let piece = min(gap, silence.count)
-                        events += await session.process(Array(repeating: piece == silence.count ? silence : Array(silence[..<piece]),
-                                                              count: channels))
+                        let input = Array(repeating: piece == silence.count ? silence : Array(silence[..<piece]), count: channels)
+                        var perModel: [[ClassifierEvent]] = []
+                        for s in sessions { perModel.append(await s.process(input)) }
+                        events += merge(perModel, gates: &gates)
                         gap -= piece
                     }
                 }
                 nextFrame = chunk.firstFrame + chunk.frames
                 let perChannel = (0..<channels).map { chunk.channel($0) }
-                events += await session.process(perChannel)
+                var perModel: [[ClassifierEvent]] = []
+                for s in sessions { perModel.append(await s.process(perChannel)) }
+                events += merge(perModel, gates: &gates)
                 summary.frames += chunk.frames
                 let latency = ContinuousClock.now - chunk.capturedAt
                 if !events.isEmpty { summary.latencies.add(latency) }
@@ -90,7 +153,9 @@ public struct LiveLabeler: Sendable {
         if dropped > reportedDrops {
             for k in 0..<channels { tail.append(try await session.reportDropped(dropped - reportedDrops, channel: k)) }
         }
-        tail += await session.finish()
+        var perModel: [[ClassifierEvent]] = []
+        for s in sessions { perModel.append(await s.finish()) }
+        tail += merge(perModel, gates: &gates)
         deliver(Delivery(events: tail, latency: nil, levels: Array(repeating: -.infinity, count: channels)))
         summary.droppedFrames = dropped
         summary.overruns = capture.overruns

@@ -8,10 +8,12 @@ enum EarshotCommand {
         earshot: stateful audio models on Linux
 
         usage:
-          earshot label [--model NAME|PATH] [--format text|jsonl|csv|audacity|rttm] [--channels mix|each]
-                        [--scores] [--threshold X] [--min-speech MS] [--min-silence MS] [--pad MS]
-                        [--max-speech S] [--output FILE|-] FILE|FOLDER...
-              Labelled segments of audio files (default model: silero-vad, voice activity).
+          earshot label [--model NAME|PATH[,NAME...]] [--gate NAME] [--format text|jsonl|csv|audacity|rttm]
+                        [--channels mix|each] [--scores] [--threshold X|NAME=X,...] [--min-speech MS] [--min-silence MS]
+                        [--pad MS] [--max-speech S] [--output FILE|-] FILE|FOLDER...
+              Labelled segments of audio files (default model: silero-vad, voice activity), or the
+              detections of a wake-word model (okay-nabu, hey-jarvis, alexa, hey-mycroft). Several
+              models: their events in time order; --gate keeps detections with speech before them.
               Text on a terminal, JSON lines in a pipe. Exit 1 if any file failed. --output is
               written whole or not at all (a temporary file renamed into place).
           earshot features FILE [--channel N] [--mels N] [--n-fft N] [--hop N] [--mfcc N] [--json]
@@ -20,7 +22,7 @@ enum EarshotCommand {
           earshot bench features [--seconds S] [--repeat N] [--audio FILE] [--json]
               Log-mel throughput on one thread, in times real time.
           earshot listen [--device NAME] [--rate HZ] [--channels N] [--sample-format s16|s32|float]
-                         [--model NAME|PATH] [--format text|jsonl] [--latency-ms MS]
+                         [--model NAME|PATH[,NAME...]] [--gate NAME] [--format text|jsonl] [--latency-ms MS]
                          [--duration SECONDS] [--buffer-seconds S] [--verbose] [label options as in earshot label]
               Live classification from an ALSA capture device; Ctrl-C stops (open segments are closed).
               On a terminal a live line per channel; in a pipe one line per event.

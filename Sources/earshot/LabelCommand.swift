@@ -28,6 +28,18 @@ enum LabelCommand {
         return options
     }
 
+    /// The models of --model NAME[,NAME...] and --gate NAME (added when not among them), loaded;
+    /// the gate's index, and whether its own events are shown (it was asked for with --model).
+    static func models(_ args: Arguments) throws -> (names: [String], models: [Model], gate: Int?, showGate: Bool) {
+        var names = (args.string("model") ?? ModelLocator.defaultModel).split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        guard !names.isEmpty, names.allSatisfy({ !$0.isEmpty }) else { throw UsageError("--model: expected NAME or NAME,NAME,...") }
+        let gateName = args.string("gate")
+        let showGate = gateName.map { names.contains($0) } ?? true
+        if let gateName, !names.contains(gateName) { names.append(gateName) }
+        let models = try names.map { try Model(contentsOf: try ModelLocator.find($0)) }
+        return (names, models, gateName.flatMap { names.firstIndex(of: $0) }, showGate)
+    }
+
     static let labelOptionNames: Set<String> = ["model", "threshold", "min-speech", "min-silence", "pad", "max-speech", "gate"]
 
     /// Files named, and audio files found in folders named (sorted), in order.
@@ -61,18 +73,13 @@ enum LabelCommand {
         }
         // --model a,b,c: each model labels the audio with its own state; --gate NAME keeps only the
         // detections its segments overlap.
-        var names = (args.string("model") ?? ModelLocator.defaultModel).split(separator: ",").map(String.init)
-        guard !names.isEmpty, names.allSatisfy({ !$0.isEmpty }) else { throw UsageError("--model: expected NAME or NAME,NAME,...") }
-        let gateName = args.string("gate")
-        let showGate = gateName.map { names.contains($0) } ?? true
-        if let gateName, !names.contains(gateName) { names.append(gateName) }
+        let chosen = try models(args)
         var labelers: [FileLabeler] = []
-        for name in names {
-            let m = try Model(contentsOf: try ModelLocator.find(name))
+        for (name, m) in zip(chosen.names, chosen.models) {
             labelers.append(FileLabeler(model: m, options: try options(args, model: m, name: name), channels: channels))
         }
         let labeler = labelers[0], model = labeler.model
-        let multi = labelers.count > 1 ? MultiLabeler(labelers: labelers, gate: gateName.flatMap { names.firstIndex(of: $0) }, showGate: showGate) : nil
+        let multi = labelers.count > 1 ? MultiLabeler(labelers: labelers, gate: chosen.gate, showGate: chosen.showGate) : nil
         if multi != nil && args.flag("scores") {
             throw UsageError("--scores takes one model", hint: "label with each model on its own to see its scores")
         }

@@ -8,11 +8,18 @@ enum ListenCommand {
         guard args.positionals.isEmpty else {
             throw UsageError("listen takes no files (it captures from --device)", hint: "earshot listen --device default")
         }
-        let model = try Model(contentsOf: try ModelLocator.find(args.string("model") ?? ModelLocator.defaultModel))
-        var options = try LabelCommand.options(args, model: model)
-        let printScores = options.includeScores
+        // --model a,b,c and --gate NAME as in label.
+        let chosen = try LabelCommand.models(args)
+        let printScores = args.flag("scores")
+        if printScores && chosen.models.count > 1 { throw UsageError("--scores takes one model", hint: "listen with each model on its own to see its scores") }
         let interactive = isatty(STDOUT_FILENO) != 0
-        options.includeScores = printScores || interactive  // the live view shows each step's score
+        var listening: [(model: Model, options: LabelOptions)] = []
+        for (name, m) in zip(chosen.names, chosen.models) {
+            var o = try LabelCommand.options(args, model: m, name: name)
+            o.includeScores = printScores || interactive  // the live view shows each step's score
+            listening.append((m, o))
+        }
+        let model = listening[0].model
         let formatName = args.string("format") ?? (interactive ? "text" : "jsonl")
         guard formatName == "text" || formatName == "jsonl" else {
             throw UsageError("--format \(formatName): expected text or jsonl")
@@ -42,7 +49,7 @@ enum ListenCommand {
         }
         let view = LiveView(model: model, channels: settings.channels, interactive: interactive && formatName == "text",
                             json: formatName == "jsonl", printScores: printScores)
-        let labeler = LiveLabeler(model: model, options: options)
+        let labeler = try LiveLabeler(models: listening, gate: chosen.gate, showGate: chosen.showGate)
         // Ctrl-C, SIGTERM (a service manager's stop) and SIGHUP (the terminal went away) stop
         // capture alike; open segments are then closed and printed, and the exit code is 0.
         let work = Task { try await labeler.run(capture) { view.show($0) } }

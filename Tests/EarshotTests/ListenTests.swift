@@ -129,6 +129,14 @@ struct ListenCommandTests {
         let labelled = file.out.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         #expect(detected.map { $0["time"] as? Double ?? -1 } == labelled.map { $0["time"] as? Double ?? -2 })
         #expect(detected.map { $0["label"] as? String } == ["Okay Nabu", "Okay Nabu"])
+        // Two wake words and a VAD gate on one capture: the detections speech overlaps, no segments.
+        let gated = try runEarshot(["listen", "--device", "earshot_wake", "--model", "okay-nabu,alexa", "--gate", "silero-vad",
+                                    "--duration", seconds, "--buffer-seconds", "60", "--format", "jsonl"],
+                                   environment: ["ALSA_CONFIG_PATH": config])
+        #expect(gated.status == 0, "\(gated.err)")
+        let events = gated.out.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(events.compactMap { $0["label"] as? String } == ["Okay Nabu", "Alexa", "Okay Nabu"])
+        #expect(events.allSatisfy { $0["event"] as? String == "detected" })
     }
 
     @Test("Ctrl-C stops listening cleanly: open segments are closed, exit code 0")
