@@ -53,8 +53,16 @@ public enum OpenWakeWordImporter {
         let newFrames = c.reshape("mel frames", [framesPerStep, mels])
         c.node("Concat", "frames window", ["frames", newFrames], ["frames + new"], ["axis": .int(0)])
         c.slice("frames + new", from: framesPerStep, to: frames + framesPerStep, into: "frames (next)")
-        let window = c.reshape("frames (next)", [1, frames, mels, 1])
-        let embOut = c.add(embGraph, tensors: emb.tensors, prefix: "embedding/", input: window)
+        var streamStates: [GraphSpec.StateSpec] = []
+        let embOut: String
+        if let incremental = try? c.addIncremental(embGraph, tensors: emb.tensors, prefix: "embedding/", window: "frames (next)",
+                                                    newRows: framesPerStep, states: &streamStates) {
+            embOut = incremental
+        } else {
+            streamStates = []
+            let window = c.reshape("frames (next)", [1, frames, mels, 1])
+            embOut = c.add(embGraph, tensors: emb.tensors, prefix: "embedding/", input: window)
+        }
         // The window of the latest 16 embeddings.
         let newEmbedding = c.reshape(embOut, [1, embeddingSize])
         c.node("Concat", "embeddings window", ["embeddings", newEmbedding], ["embeddings + new"], ["axis": .int(0)])
@@ -76,7 +84,7 @@ public enum OpenWakeWordImporter {
             .init(input: "embeddings", output: "embeddings (next)", shape: [embeddings, embeddingSize],
                   initial: c.weight("embeddings (first values)", [embeddings, embeddingSize], [Float](repeating: 0, count: embeddings * embeddingSize))),
             .init(input: "steps", output: "steps (next)", shape: [1], initial: c.weight("steps (first values)", [1], [0])),
-        ]
+        ] + streamStates
         let spec = GraphSpec(opset: max(melGraph.opset, embGraph.opset, headGraph.opset), audioInput: "samples",
                              audioShape: [1, chunkSamples + contextSamples], scoreOutput: "score", states: states,
                              constants: c.constants, nodes: c.nodes)
@@ -123,6 +131,104 @@ public enum OpenWakeWordImporter {
             constants[e] = .init(shape: [1], values: [Int64(to)])
             constants[a] = .init(shape: [1], values: [0])
             node("Slice", y, [x, s, e, a], [y])
+        }
+
+        struct NotIncremental: Error {}
+
+        /// The embedding model run on the new rows only: its window of frames slides by `newRows`
+        /// each step, and each of its ops (convolutions valid in time with stride 1, max-pooling
+        /// that does not overlap in time, element-wise ops) maps a window that slides by n rows to
+        /// one that slides by n (or n / stride), so every layer's output of a step is the previous
+        /// step's shifted, and only its new rows need computing. Each convolution whose time
+        /// kernel is k keeps the k - 1 rows of its input before the new ones as a state tensor,
+        /// whose first values are those rows when the graph runs on the window's first values
+        /// (all ones), so the step gives what the whole graph gives on the whole window. Throws
+        /// `NotIncremental` for a graph of another shape (then the caller runs it whole).
+        mutating func addIncremental(_ g: GraphSpec, tensors t: [String: Tensor], prefix: String, window: String, newRows: Int,
+                                     states: inout [GraphSpec.StateSpec]) throws -> String {
+            guard g.nodes.count >= 3, g.nodes.first?.op == "Reshape", g.nodes.last?.op == "Reshape", g.audioShape == [1, 76, 32, 1] else { throw NotIncremental() }
+            // The whole graph on the window's first values (ones), for every tensor's shape and the caches' first values.
+            var values: [String: GraphTensor] = [:]
+            for (k, v) in t { values[k] = GraphTensor(shape: v.shape, floats: v.values) }
+            for (k, v) in g.constants { values[k] = GraphTensor(shape: v.shape, integers: v.values, dtype: v.dtype == "bool" ? .bool : .int64) }
+            values[g.audioInput] = GraphTensor(shape: g.audioShape, floats: [Float](repeating: 1, count: g.audioShape.reduce(1, *)))
+            for n in g.nodes {
+                let outs = try GraphOps.run(n.op, node: n.name, inputs: n.inputs.map { $0.isEmpty ? nil : values[$0] },
+                                            attributes: (n.attributes ?? [:]).mapValues(\.graphAttribute), opset: g.opset, outputCount: n.outputs.count)
+                for (name, v) in zip(n.outputs, outs) { values[name] = v }
+            }
+            let body = g.nodes.dropFirst().dropLast()
+            var chain = g.nodes[0].outputs[0]  // the tensor the next node reads
+            guard let first = values[chain], first.rank == 4, first.shape[2] == 76 else { throw NotIncremental() }
+            var n = newRows, rows = 76
+            var current = ""  // the new rows of `chain`, once sliced
+            var k = 0
+            for layer in body {
+                guard layer.inputs.first == chain, layer.outputs.count == 1, let x = values[chain], x.rank == 4 else { throw NotIncremental() }
+                let a = layer.attributes ?? [:]
+                func ints(_ key: String) -> [Int64]? { if case let .ints(v)? = a[key] { return v } else { return nil } }
+                let out = prefix + layer.outputs[0]
+                switch layer.op {
+                case "Conv":
+                    guard let kernel = ints("kernel_shape"), kernel.count == 2, (ints("strides") ?? [1, 1])[0] == 1,
+                          (ints("dilations") ?? [1, 1])[0] == 1, let pads = Optional(ints("pads") ?? [0, 0, 0, 0]), pads.count == 4,
+                          pads[0] == 0, pads[2] == 0, a["auto_pad"] == nil || a["auto_pad"] == .string("NOTSET") else { throw NotIncremental() }
+                    let kt = Int(kernel[0])
+                    var recent: String
+                    if current.isEmpty {
+                        // The first layer reads the window itself: its last n + k - 1 rows.
+                        let sliced = "\(prefix)window rows"
+                        slice(window, from: rows - (n + kt - 1), to: rows, into: sliced)
+                        recent = reshape(sliced, [1, 1, n + kt - 1, x.shape[3]])
+                    } else if kt > 1 {
+                        let cache = "\(prefix)cache \(k)", next = "\(prefix)cache \(k) (next)"
+                        k += 1
+                        recent = "\(prefix)\(layer.name) rows"
+                        node("Concat", recent, [cache, current], [recent], ["axis": .int(2)])
+                        let s = "\(next) starts", e = "\(next) ends", ax = "\(next) axes"
+                        constants[s] = .init(shape: [1], values: [Int64(n)])
+                        constants[e] = .init(shape: [1], values: [Int64(n + kt - 1)])
+                        constants[ax] = .init(shape: [1], values: [2])
+                        node("Slice", next, [recent, s, e, ax], [next])
+                        // First values: the kt - 1 rows before the last of the input on the window's first values.
+                        let (c, h, w) = (x.shape[1], x.shape[2], x.shape[3])
+                        var firstValues: [Float] = []
+                        for ch in 0..<c { for r in (h - (kt - 1))..<h { for col in 0..<w { firstValues.append(x.floats[(ch * h + r) * w + col]) } } }
+                        states.append(.init(input: cache, output: next, shape: [1, c, kt - 1, w],
+                                            initial: weight("\(cache) (first values)", [1, c, kt - 1, w], firstValues)))
+                    } else {
+                        recent = current
+                    }
+                    for input in layer.inputs.dropFirst() where !input.isEmpty {
+                        if let w = t[input] { tensors[prefix + input] = w }
+                    }
+                    layer.inputs.count > 2
+                        ? node("Conv", prefix + layer.name, [recent] + layer.inputs.dropFirst().map { prefix + $0 }, [out], a)
+                        : node("Conv", prefix + layer.name, [recent, prefix + layer.inputs[1]], [out], a)
+                    rows -= kt - 1
+                case "LeakyRelu":
+                    guard !current.isEmpty else { throw NotIncremental() }
+                    node("LeakyRelu", prefix + layer.name, [current], [out], a)
+                case "Max", "Min":
+                    guard !current.isEmpty, layer.inputs.count == 2, let constant = t[layer.inputs[1]], constant.values.count == 1 else { throw NotIncremental() }
+                    tensors[prefix + layer.inputs[1]] = constant
+                    node(layer.op, prefix + layer.name, [current, prefix + layer.inputs[1]], [out], a)
+                case "MaxPool":
+                    guard !current.isEmpty, let kernel = ints("kernel_shape"), kernel.count == 2, let strides = ints("strides"), strides.count == 2,
+                          kernel[0] == strides[0], (ints("pads") ?? [0, 0, 0, 0]).allSatisfy({ $0 == 0 }) else { throw NotIncremental() }
+                    let st = Int(strides[0])
+                    guard n % st == 0, rows % st == 0 else { throw NotIncremental() }
+                    node("MaxPool", prefix + layer.name, [current], [out], a)
+                    n /= st
+                    rows /= st
+                default:
+                    throw NotIncremental()
+                }
+                chain = layer.outputs[0]
+                current = out
+            }
+            guard let last = g.nodes.last, last.inputs.first == chain, n == 1, rows == 1 else { throw NotIncremental() }
+            return current
         }
 
         /// A graph's nodes with every tensor name prefixed, its audio input read from `input`;
