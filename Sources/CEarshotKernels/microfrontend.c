@@ -25,53 +25,61 @@ static inline int bit_length(uint32_t x) { return x ? 32 - __builtin_clz(x) : 0;
 // Base-4 digit reversal of 0..255.
 static inline int reverse4(int n) { return (n >> 6) | ((n >> 4) & 3) << 2 | ((n >> 2) & 3) << 4 | (n & 3) << 6; }
 
+// One radix-4 stage over the 256 values (zr, zi: int16 values held in int32 so that the loops
+// vectorize): groups of 4 m from `base`, butterfly k of a group with the stage's twiddles.
+#define S16I(v) ((int32_t)(int16_t)(int32_t)(v))
+#define MULR(ar, ai, br, bi) S16I(ROUND15((uint32_t)((ar) * (br)) - (uint32_t)((ai) * (bi))))
+#define MULI(ar, ai, br, bi) S16I(ROUND15((uint32_t)((ar) * (bi)) + (uint32_t)((ai) * (br))))
+static inline __attribute__((always_inline)) void butterflies(int32_t *restrict zr, int32_t *restrict zi, int base, int m,
+                                                              const int *t1r, const int *t1i, const int *t2r, const int *t2i,
+                                                              const int *t3r, const int *t3i) {
+    for (int k = 0; k < m; k++) {
+        int i0 = base + k, i1 = i0 + m, i2 = i0 + 2 * m, i3 = i0 + 3 * m;
+        // C_FIXDIV by 4: a multiply by 8191, rounded.
+        int32_t a0r = S16I(ROUND15(zr[i0] * 8191)), a0i = S16I(ROUND15(zi[i0] * 8191));
+        int32_t a1r = S16I(ROUND15(zr[i1] * 8191)), a1i = S16I(ROUND15(zi[i1] * 8191));
+        int32_t a2r = S16I(ROUND15(zr[i2] * 8191)), a2i = S16I(ROUND15(zi[i2] * 8191));
+        int32_t a3r = S16I(ROUND15(zr[i3] * 8191)), a3i = S16I(ROUND15(zi[i3] * 8191));
+        int32_t s0r = MULR(a1r, a1i, t1r[k], t1i[k]), s0i = MULI(a1r, a1i, t1r[k], t1i[k]);
+        int32_t s1r = MULR(a2r, a2i, t2r[k], t2i[k]), s1i = MULI(a2r, a2i, t2r[k], t2i[k]);
+        int32_t s2r = MULR(a3r, a3i, t3r[k], t3i[k]), s2i = MULI(a3r, a3i, t3r[k], t3i[k]);
+        int32_t s5r = S16I(a0r - s1r), s5i = S16I(a0i - s1i);
+        int32_t t0r = S16I(a0r + s1r), t0i = S16I(a0i + s1i);
+        int32_t s3r = S16I(s0r + s2r), s3i = S16I(s0i + s2i);
+        int32_t s4r = S16I(s0r - s2r), s4i = S16I(s0i - s2i);
+        zr[i2] = S16I(t0r - s3r); zi[i2] = S16I(t0i - s3i);
+        zr[i0] = S16I(t0r + s3r); zi[i0] = S16I(t0i + s3i);
+        zr[i1] = S16I(s5r + s4i); zi[i1] = S16I(s5i - s4r);
+        zr[i3] = S16I(s5r - s4i); zi[i3] = S16I(s5i + s4r);
+    }
+}
+
 // kissfft's int16 real FFT of 512 points (a 256-point complex radix-4 transform, then the real
 // split): bins 0...256 into re, im.
 static inline __attribute__((always_inline)) void real_fft(const int16_t *x, int16_t *re, int16_t *im) {
-    int16_t zr[256], zi[256];
+    int32_t zr[256], zi[256];
     for (int n = 0; n < 256; n++) {
         int m = reverse4(n);
         zr[n] = x[2 * m];
         zi[n] = x[2 * m + 1];
     }
-    for (int m = 1; m < 256; m *= 4) {
-        int fs = 64 / m;
-        for (int base = 0; base < 256; base += 4 * m) {
-            for (int k = 0; k < m; k++) {
-                int i0 = base + k, i1 = i0 + m, i2 = i0 + 2 * m, i3 = i0 + 3 * m;
-                // C_FIXDIV by 4: a multiply by 8191, rounded.
-                int16_t a0r = S16(ROUND15(zr[i0] * 8191)), a0i = S16(ROUND15(zi[i0] * 8191));
-                int16_t a1r = S16(ROUND15(zr[i1] * 8191)), a1i = S16(ROUND15(zi[i1] * 8191));
-                int16_t a2r = S16(ROUND15(zr[i2] * 8191)), a2i = S16(ROUND15(zi[i2] * 8191));
-                int16_t a3r = S16(ROUND15(zr[i3] * 8191)), a3i = S16(ROUND15(zi[i3] * 8191));
-                int t1 = k * fs, t2 = 2 * k * fs, t3 = 3 * k * fs;
-                int16_t s0r = S16(ROUND15((uint32_t)(a1r * mf_twiddle_r[t1]) - (uint32_t)(a1i * mf_twiddle_i[t1])));
-                int16_t s0i = S16(ROUND15((uint32_t)(a1r * mf_twiddle_i[t1]) + (uint32_t)(a1i * mf_twiddle_r[t1])));
-                int16_t s1r = S16(ROUND15((uint32_t)(a2r * mf_twiddle_r[t2]) - (uint32_t)(a2i * mf_twiddle_i[t2])));
-                int16_t s1i = S16(ROUND15((uint32_t)(a2r * mf_twiddle_i[t2]) + (uint32_t)(a2i * mf_twiddle_r[t2])));
-                int16_t s2r = S16(ROUND15((uint32_t)(a3r * mf_twiddle_r[t3]) - (uint32_t)(a3i * mf_twiddle_i[t3])));
-                int16_t s2i = S16(ROUND15((uint32_t)(a3r * mf_twiddle_i[t3]) + (uint32_t)(a3i * mf_twiddle_r[t3])));
-                int16_t s5r = S16(a0r - s1r), s5i = S16(a0i - s1i);
-                int16_t t0r = S16(a0r + s1r), t0i = S16(a0i + s1i);
-                int16_t s3r = S16(s0r + s2r), s3i = S16(s0i + s2i);
-                int16_t s4r = S16(s0r - s2r), s4i = S16(s0i - s2i);
-                zr[i2] = S16(t0r - s3r); zi[i2] = S16(t0i - s3i);
-                zr[i0] = S16(t0r + s3r); zi[i0] = S16(t0i + s3i);
-                zr[i1] = S16(s5r + s4i); zi[i1] = S16(s5i - s4r);
-                zr[i3] = S16(s5r - s4i); zi[i3] = S16(s5i + s4r);
-            }
-        }
-    }
+    for (int base = 0; base < 256; base += 4)
+        butterflies(zr, zi, base, 1, mf_stage1_t1r, mf_stage1_t1i, mf_stage1_t2r, mf_stage1_t2i, mf_stage1_t3r, mf_stage1_t3i);
+    for (int base = 0; base < 256; base += 16)
+        butterflies(zr, zi, base, 4, mf_stage4_t1r, mf_stage4_t1i, mf_stage4_t2r, mf_stage4_t2i, mf_stage4_t3r, mf_stage4_t3i);
+    for (int base = 0; base < 256; base += 64)
+        butterflies(zr, zi, base, 16, mf_stage16_t1r, mf_stage16_t1i, mf_stage16_t2r, mf_stage16_t2i, mf_stage16_t3r, mf_stage16_t3i);
+    butterflies(zr, zi, 0, 64, mf_stage64_t1r, mf_stage64_t1i, mf_stage64_t2r, mf_stage64_t2i, mf_stage64_t3r, mf_stage64_t3i);
     // The real split: C_FIXDIV by 2 (a multiply by 16383), the split twiddles, halves.
-    int16_t dr = S16(ROUND15(zr[0] * 16383)), di = S16(ROUND15(zi[0] * 16383));
+    int32_t dr = S16I(ROUND15(zr[0] * 16383)), di = S16I(ROUND15(zi[0] * 16383));
     re[0] = S16(dr + di); im[0] = 0;
     re[256] = S16(dr - di); im[256] = 0;
     for (int k = 1; k <= 128; k++) {
-        int16_t pr = S16(ROUND15(zr[k] * 16383)), pi = S16(ROUND15(zi[k] * 16383));
-        int16_t qr = S16(ROUND15(zr[256 - k] * 16383)), qi = S16(ROUND15(S16(-zi[256 - k]) * 16383));
-        int16_t f1r = S16(pr + qr), f1i = S16(pi + qi), f2r = S16(pr - qr), f2i = S16(pi - qi);
-        int16_t tr = S16(ROUND15((uint32_t)(f2r * mf_split_r[k - 1]) - (uint32_t)(f2i * mf_split_i[k - 1])));
-        int16_t ti = S16(ROUND15((uint32_t)(f2r * mf_split_i[k - 1]) + (uint32_t)(f2i * mf_split_r[k - 1])));
+        int32_t pr = S16I(ROUND15(zr[k] * 16383)), pi = S16I(ROUND15(zi[k] * 16383));
+        int32_t qr = S16I(ROUND15(zr[256 - k] * 16383)), qi = S16I(ROUND15(S16I(-zi[256 - k]) * 16383));
+        int32_t f1r = S16I(pr + qr), f1i = S16I(pi + qi), f2r = S16I(pr - qr), f2i = S16I(pi - qi);
+        int32_t tr = MULR(f2r, f2i, mf_split_r[k - 1], mf_split_i[k - 1]);
+        int32_t ti = MULI(f2r, f2i, mf_split_r[k - 1], mf_split_i[k - 1]);
         re[k] = S16((f1r + tr) >> 1);
         im[k] = S16((f1i + ti) >> 1);
         re[256 - k] = S16((f1r - tr) >> 1);
@@ -120,12 +128,12 @@ static inline __attribute__((always_inline)) uint16_t fixed_log(uint32_t v) {
 CLONES
 void earshot_microfrontend_frame(const short *samples, unsigned *noise, unsigned short *out) {
     int16_t x[512];
+    for (int i = 0; i < 480; i++) x[i] = S16((samples[i] * mf_window[i]) >> 12);
+    // The largest magnitude, as the front end takes it: -32768 negated stays -32768.
     int16_t largest = 0;
     for (int i = 0; i < 480; i++) {
-        int16_t w = S16((samples[i] * mf_window[i]) >> 12);
-        x[i] = w;
-        int16_t a = w < 0 ? S16(-w) : w;
-        if (a > largest) largest = a;
+        int16_t a = x[i] == -32768 ? -32768 : (x[i] < 0 ? (int16_t)-x[i] : x[i]);
+        largest = a > largest ? a : largest;
     }
     int shift = 15 - bit_length((uint16_t)largest);
     for (int i = 0; i < 480; i++) x[i] = S16((uint32_t)(uint16_t)x[i] << shift);
@@ -152,5 +160,14 @@ void earshot_microfrontend_frame(const short *samples, unsigned *noise, unsigned
         uint32_t snr = (uint32_t)(((uint64_t)v * gain) >> 6);
         v = snr < 8192 ? (snr * snr) >> 20 : (snr >> 6) - 64;
         out[c] = fixed_log(v);
+    }
+}
+
+CLONES
+void earshot_pcm16(const float *x, long n, short *out) {
+    for (long i = 0; i < n; i++) {
+        float v = __builtin_rintf(x[i] * 32768.0f);
+        v = __builtin_fminf(__builtin_fmaxf(v, -32768.0f), 32767.0f);  // NaN becomes -32768
+        out[i] = (short)(int)v;
     }
 }

@@ -1,3 +1,4 @@
+import CEarshotKernels
 import EarshotFeatures
 
 /// `MicroFrontend` (samples, noise, pending, started) → (features, noise, pending, started):
@@ -26,10 +27,7 @@ enum MicroFrontendOp {
         guard let stride = strides(samples: count) else { return }
         let channels = MicroFrontend.channels
         withUnsafeTemporaryAllocation(of: Int16.self, capacity: count) { pcm in
-            for i in 0..<count {
-                let v = (samples[i] * 32768).rounded(.toNearestOrEven)
-                pcm[i] = v.isNaN ? 0 : Int16(Swift.min(Swift.max(v, -32768), 32767))
-            }
+            earshot_pcm16(samples, count, pcm.baseAddress!)
             withUnsafeTemporaryAllocation(of: UInt32.self, capacity: channels) { estimate in
                 for c in 0..<channels {
                     let hi = UInt32(Swift.min(Swift.max(noise[2 * c].isNaN ? 0 : noise[2 * c], 0), 65535))

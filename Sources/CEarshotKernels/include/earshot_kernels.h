@@ -115,3 +115,5 @@ int earshot_requantize(int acc, int multiplier, int shift);
 // One frame of TensorFlow Lite Micro's audio front end (pymicro-features' configuration): 480
 // int16 samples at 16 kHz to 40 16-bit values, updating the 40 noise estimates.
 void earshot_microfrontend_frame(const short *samples, unsigned *noise, unsigned short *out);
+// Audio in [-1, 1] as int16: x * 32768 rounded to the nearest (halves to even) and clamped.
+void earshot_pcm16(const float *x, long n, short *out);
