@@ -64,6 +64,8 @@ public struct GraphPlan: Sendable {
     let runners: [any StepRunner]
     /// Floats of one stream's arena (a multiple of 16, so each stream's arena stays aligned).
     let arenaSize: Int
+    /// Floats of one stream's arena.
+    public var arenaFloats: Int { arenaSize }
     /// Scratch floats per stream the steps need at most.
     let scratchSize: Int
     let shared: [Float]

@@ -76,8 +76,9 @@ extension Model {
             var carries: [Float] = []
             swap(&carries, &ws.carries)
             defer { swap(&carries, &ws.carries) }
-            for start in stride(from: 0, to: blocks.count, by: Self.batchTile) {
-                let count = min(Self.batchTile, blocks.count - start)
+            let tile = streamsPerPass
+            for start in stride(from: 0, to: blocks.count, by: tile) {
+                let count = min(tile, blocks.count - start)
                 carries.setCount(max(count * S, 1))
                 try carries.withUnsafeMutableBufferPointer { c throws(ModelError) in
                     // The tile's carries side by side: [count][stateCount].
@@ -114,4 +115,14 @@ extension Model {
     /// Streams in one pass through the network: enough for matrix products, few enough that
     /// their activations stay in a core's cache.
     static let batchTile = 64
+
+    /// Streams per pass of a batched step: `batchTile`, or fewer when that many arenas of a graph
+    /// would not stay in a core's cache and its weights are too few to be worth sharing that
+    /// widely (a small int8 wake-word model with a large arena of activations, say).
+    public var streamsPerPass: Int {
+        guard let plan = graph?.plan else { return Self.batchTile }
+        let arenaBytes = plan.arenaFloats * 4
+        guard arenaBytes * Self.batchTile > 2 << 20, weightsBytes < 1 << 20 else { return Self.batchTile }
+        return max(1, min(Self.batchTile, (2 << 20) / max(arenaBytes, 1)))
+    }
 }

@@ -179,11 +179,12 @@ extension BenchCommand {
         if args.flag("json") {
             try out(jsonLine(["runtime": "earshot", "benchmark": "streams", "model": model.name, "cores": cores,
                             "max_streams_keeping_up": best, "results": results, "state_bytes_per_stream": stateBytes,
-                            "peak_rss_mb": peakMB, "largest_count_run": results.last?["streams"] ?? 0]))
+                            "peak_rss_mb": peakMB, "largest_count_run": results.last?["streams"] ?? 0,
+                            "streams_per_pass": model.streamsPerPass]))
         } else {
             try out("largest count that keeps up: \(best) streams on \(cores) cores (\(model.name))")
-            try out(String(format: "state: %d bytes per stream; peak RSS %.1f MB (largest run: %@ streams)", stateBytes, peakMB,
-                         "\(results.last?["streams"] ?? 0)"))
+            try out(String(format: "state: %d bytes per stream; peak RSS %.1f MB (largest run: %@ streams); %d streams a batched pass", stateBytes, peakMB,
+                         "\(results.last?["streams"] ?? 0)", model.streamsPerPass))
         }
     }
 }

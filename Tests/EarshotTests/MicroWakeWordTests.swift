@@ -128,6 +128,18 @@ struct MicroWakeWordTests {
             for k in streams.indices { batched[k].append(scores[k][0]) }
         }
         #expect(batched == alone)
+        // More streams than one batched pass takes (the model steps them a few dozen at a time).
+        let many = (0..<(2 * model.streamsPerPass + 3)).map { Self.blocks(of: Array(audio[($0 * 4_480)...]), model) }
+        var manyStates = many.map { _ in model.makeState() }
+        var manyBatched: [[Float]] = many.map { _ in [] }
+        for t in 0..<60 {
+            let scores = try model.predictions(from: many.map { $0[t] }, using: &manyStates)
+            for k in many.indices { manyBatched[k].append(scores[k][0]) }
+        }
+        for k in [0, model.streamsPerPass, many.count - 1] {
+            var state = model.makeState()
+            #expect(try (0..<60).map { try model.prediction(from: many[k][$0], using: &state)[0] } == manyBatched[k])
+        }
         // Serialized after step 150 and restored: the rest as if never stopped.
         var state = model.makeState()
         for t in 0..<150 { _ = try model.prediction(from: streams[0][t], using: &state) }
