@@ -9,7 +9,8 @@ enum EarshotCommand {
 
         usage:
           earshot label [--model NAME|PATH[,NAME...]] [--gate NAME] [--format text|jsonl|csv|audacity|rttm]
-                        [--channels mix|each] [--scores] [--threshold X|NAME=X,...] [--min-speech MS] [--min-silence MS]
+                        [--channels mix|each] [--scores] [--threshold X|NAME=X,...] [--window N|NAME=N,...] [--refractory MS]
+                        [--min-speech MS] [--min-silence MS]
                         [--pad MS] [--max-speech S] [--output FILE|-] FILE|FOLDER...
               Labelled segments of audio files (default model: silero-vad, voice activity), or the
               detections of a wake-word model (okay-nabu, hey-jarvis, alexa, hey-mycroft). Several

@@ -7,18 +7,12 @@ enum LabelCommand {
     /// The label options of `earshot label` and `earshot listen`: the model's defaults, overridden.
     static func options(_ args: Arguments, model: Model, name: String? = nil) throws(UsageError) -> LabelOptions {
         var options = LabelOptions(model: model)
-        if let text = args.string("threshold"), text.contains("=") {
-            // Per model: --threshold okay-nabu=0.9,hey-jarvis=0.95
-            for pair in text.split(separator: ",") {
-                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-                guard parts.count == 2, let value = Double(parts[1]), (0...1).contains(value) else {
-                    throw UsageError("--threshold \(text): expected X or MODEL=X,... with X in 0...1")
-                }
-                if parts[0] == name || parts[0] == model.name { options.threshold = value }
-            }
-        } else if args.string("threshold") != nil {
-            options.threshold = try args.double("threshold", default: 0.5, range: 0...1)
+        if let v = try perModel(args, "threshold", range: 0...1, model: model, name: name) { options.threshold = v }
+        if let v = try perModel(args, "window", range: 1...10_000, model: model, name: name) {
+            guard v.rounded() == v else { throw UsageError("--window: expected a whole number of steps") }
+            options.detectionWindow = Int(v)
         }
+        if let v = try perModel(args, "refractory", range: 0...3_600_000, model: model, name: name) { options.refractoryMs = v }
         if args.string("min-speech") != nil { options.minSegmentMs = try args.double("min-speech", default: 250, range: 0...3_600_000) }
         if args.string("min-silence") != nil { options.minSilenceMs = try args.double("min-silence", default: 100, range: 0...3_600_000) }
         if args.string("pad") != nil { options.padMs = try args.double("pad", default: 30, range: 0...60000) }
@@ -40,7 +34,23 @@ enum LabelCommand {
         return (names, models, gateName.flatMap { names.firstIndex(of: $0) }, showGate)
     }
 
-    static let labelOptionNames: Set<String> = ["model", "threshold", "min-speech", "min-silence", "pad", "max-speech", "gate"]
+    /// --NAME X (every model) or --NAME MODEL=X,MODEL=X (each model its own; the others keep
+    /// their defaults): the value for `model` (asked for as `name`), nil when none is given.
+    static func perModel(_ args: Arguments, _ option: String, range: ClosedRange<Double>, model: Model, name: String?) throws(UsageError) -> Double? {
+        guard let text = args.string(option) else { return nil }
+        guard text.contains("=") else { return try args.double(option, default: range.lowerBound, range: range) }
+        var found: Double?
+        for pair in text.split(separator: ",") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let value = Double(parts[1]), range.contains(value) else {
+                throw UsageError("--\(option) \(text): expected X or MODEL=X,... with X in \(range.lowerBound)...\(range.upperBound)")
+            }
+            if parts[0] == name || parts[0] == model.name { found = value }
+        }
+        return found
+    }
+
+    static let labelOptionNames: Set<String> = ["model", "threshold", "min-speech", "min-silence", "pad", "max-speech", "gate", "window", "refractory"]
 
     /// Files named, and audio files found in folders named (sorted), in order.
     static func inputs(_ paths: [String]) -> [String] {

@@ -221,4 +221,23 @@ struct MicroWakeWordTests {
         let strict = try await MultiLabeler(labelers: labelers, gate: 1, showGate: false, gateSeconds: 0).label(path: path).events
         #expect(strict.isEmpty)
     }
+
+    @Test("label's per-model threshold, window and refractory time")
+    func perModelOptions() throws {
+        let wav = Repo.path("\(Self.goldens)/wake-words.wav")
+        func times(_ words: [String]) throws -> [String] {
+            let r = try runEarshot(["label", "--format", "csv"] + words + [wav])
+            #expect(r.status == 0, "\(r.err)")
+            return r.out.split(separator: "\n").dropFirst().map { line in
+                let f = line.split(separator: ","); return "\(f[2])@\(f[3])"
+            }
+        }
+        #expect(try times(["--model", "okay-nabu,alexa"]) == ["Okay Nabu@1.530", "Alexa@8.730", "Okay Nabu@16.110"])
+        // A longer window for one model only: its detections come later; the other's stay.
+        #expect(try times(["--model", "okay-nabu,alexa", "--window", "okay-nabu=10"]) == ["Okay Nabu@1.650", "Alexa@8.730", "Okay Nabu@16.230"])
+        #expect(try times(["--model", "okay-nabu,alexa", "--threshold", "alexa=0.999"]) == ["Okay Nabu@1.530", "Okay Nabu@16.110"])
+        #expect(try times(["--model", "okay-nabu", "--refractory", "100000"]) == ["Okay Nabu@1.530"])
+        let bad = try runEarshot(["label", "--model", "okay-nabu", "--window", "0", wav])
+        #expect(bad.status == 64 && bad.err.contains("--window"))
+    }
 }
