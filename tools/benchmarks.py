@@ -50,6 +50,8 @@ def main():
                     for h in ("alexa_v0.1", "hey_mycroft_v0.1")]
     wake_streams = run_json([EARSHOT, "bench", "streams", "--model", "okay-nabu", "--ticks", "100",
                              "--counts", "500,1000,1500,2000,2500,3000", "--json"])
+    wake_vad_streams = run_json([EARSHOT, "bench", "streams", "--model", "okay-nabu,silero-vad", "--ticks", "20",
+                                 "--counts", "250,500,750,1000,1250,1500", "--json"])
     layers_streams = run_json([EARSHOT, "bench", "streams", "--model", "Tests/Fixtures/silero-vad-layers", "--ticks", "100",
                                "--counts", "3000,6000,8000,10000,12000", "--json"])
     offline = run_json([PY, "tools/bench_offline.py", "--repeat", "3", "--json"])
@@ -144,6 +146,10 @@ def main():
         "okay-nabu at real-time pace (a 30 ms tick, every stream one step): "
         + ", ".join(f"{r['streams']} streams: p99 {r['tick_p99_ms']:.1f} ms" for r in wake_streams["results"])
         + f"; largest count that keeps up: **{wake_streams['max_streams_keeping_up']}**. {wake_allocations}.",
+        "",
+        "okay-nabu and silero-vad together on every stream (a 480 ms tick holds 16 steps of one and 15 of the other): "
+        + ", ".join(f"{r['streams']} streams: p99 {r['tick_p99_ms']:.0f} ms" for r in wake_vad_streams["results"])
+        + f"; largest count that keeps up: **{wake_vad_streams['max_streams_keeping_up']}**.",
         "",
         "The layer-chain Silero at real-time pace (as below, for the before/after), "
         + ", ".join(f"{r['streams']} streams: p99 {r['tick_p99_ms']:.1f} ms" for r in layers_streams["results"])

@@ -117,7 +117,18 @@ extension BenchCommand {
     /// A count keeps up when the p99 tick takes less than a block's duration.
     static func streams(_ words: [String]) async throws {
         let args = try Arguments(words, valued: ["model", "audio", "ticks", "counts"], switches: ["json"], command: "bench streams")
-        let model = try Model(contentsOf: try ModelLocator.find(args.string("model") ?? ModelLocator.defaultModel))
+        // --model a,b: every stream runs every model; a tick is then the shortest stretch of
+        // audio that holds whole blocks of each (okay-nabu and silero-vad: 480 ms, 16 and 15 steps).
+        let models = try LabelCommand.models(args).models
+        let model = models[0]
+        guard models.allSatisfy({ $0.sampleRate == model.sampleRate }) else {
+            throw UsageError("--model: the models take audio at different rates", hint: "bench models of one rate together")
+        }
+        func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+        let tickSamples = models.map(\.chunkSamples).reduce(1) { $0 / gcd($0, $1) * $1 }
+        guard tickSamples <= 4 * model.sampleRate else {
+            throw UsageError("--model: the models' blocks meet only every \(tickSamples) samples", hint: "bench them one at a time")
+        }
         // Enough ticks that p99 is a percentile, not the single worst tick of a shared machine.
         let ticks = try args.int("ticks", default: 200, range: 10...100_000)
         let countsText = args.string("counts") ?? "100,500,1000,2000,3000,4000,5000,6000"
@@ -132,21 +143,23 @@ extension BenchCommand {
         let (source, rate) = try AudioFile.readMono(path: path)
         let resampler = try Resampler(inputRate: Double(rate), outputRate: Double(model.sampleRate))
         let samples = try resampler.process(source) + resampler.finish()
-        let n = model.chunkSamples
-        let blockCount = samples.count / n
-        guard blockCount > 0 else {
-            throw UsageError("--audio \(path): \(samples.count) samples at \(model.sampleRate) Hz hold no \(n)-sample block")
+        guard samples.count >= tickSamples else {
+            throw UsageError("--audio \(path): \(samples.count) samples at \(model.sampleRate) Hz hold no \(tickSamples)-sample tick")
         }
-        let budget = Double(n) / Double(model.sampleRate)
+        let budget = Double(tickSamples) / Double(model.sampleRate)
         let cores = ProcessInfo.processInfo.activeProcessorCount
         var results: [[String: Any]] = []
         var best = 0
-        // The audio cut into blocks once: a stream's block arrives as it would from its buffer.
-        let audioBlocks = (0..<blockCount).map { Array(samples[($0 * n)..<(($0 + 1) * n)]) }
+        // The audio cut into each model's blocks once: a stream's block arrives as it would from its buffer.
+        let audioBlocks = models.map { m in
+            (0..<(samples.count / m.chunkSamples)).map { Array(samples[($0 * m.chunkSamples)..<(($0 + 1) * m.chunkSamples)]) }
+        }
         for count in counts {
             // Stream s starts at a different place in the audio. Each part keeps its streams'
             // states side by side from tick to tick.
-            let parts = (0..<cores).map { p in StreamPart(model: model, members: Array(stride(from: p, to: count, by: cores))) }
+            let parts = (0..<cores).map { p in
+                StreamPart(models: models, tickSamples: tickSamples, members: Array(stride(from: p, to: count, by: cores)))
+            }
             var tickTimes: [Double] = []
             let clock = ContinuousClock()
             var failure: Error?
@@ -175,16 +188,16 @@ extension BenchCommand {
         var usage = rusage()
         getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
         let peakMB = Double(usage.ru_maxrss) / 1024  // ru_maxrss is in KiB on Linux
-        let stateBytes = model.makeState().byteCount
+        let stateBytes = models.reduce(0) { $0 + $1.makeState().byteCount }
         if args.flag("json") {
-            try out(jsonLine(["runtime": "earshot", "benchmark": "streams", "model": model.name, "cores": cores,
+            try out(jsonLine(["runtime": "earshot", "benchmark": "streams", "model": models.map(\.name).joined(separator: ","), "cores": cores,
                             "max_streams_keeping_up": best, "results": results, "state_bytes_per_stream": stateBytes,
                             "peak_rss_mb": peakMB, "largest_count_run": results.last?["streams"] ?? 0,
-                            "streams_per_pass": model.streamsPerPass]))
+                            "streams_per_pass": models.map(\.streamsPerPass)]))
         } else {
-            try out("largest count that keeps up: \(best) streams on \(cores) cores (\(model.name))")
-            try out(String(format: "state: %d bytes per stream; peak RSS %.1f MB (largest run: %@ streams); %d streams a batched pass", stateBytes, peakMB,
-                         "\(results.last?["streams"] ?? 0)", model.streamsPerPass))
+            try out("largest count that keeps up: \(best) streams on \(cores) cores (\(models.map(\.name).joined(separator: ", ")))")
+            try out(String(format: "state: %d bytes per stream; peak RSS %.1f MB (largest run: %@ streams); %@ streams a batched pass", stateBytes, peakMB,
+                         "\(results.last?["streams"] ?? 0)", models.map { "\($0.streamsPerPass)" }.joined(separator: " and ")))
         }
     }
 }
@@ -227,29 +240,37 @@ extension BenchCommand {
 /// `@unchecked Sendable`: each tick's concurrentPerform gives part p to iteration p alone, and
 /// the parts are read only after it returns.
 private final class StreamPart: @unchecked Sendable {
-    let model: Model
+    let models: [Model]
+    /// Per model, how many of its steps a tick holds.
+    let steps: [Int]
     let members: [Int]
-    var states: [ModelState]
+    /// Per model, the members' states side by side.
+    var states: [[ModelState]]
     var scores: [Float] = []
     var blocks: [[Float]]
     var failure: Error?
 
-    init(model: Model, members: [Int]) {
-        self.model = model
+    init(models: [Model], tickSamples: Int, members: [Int]) {
+        self.models = models
+        self.steps = models.map { tickSamples / $0.chunkSamples }
         self.members = members
-        states = members.map { _ in model.makeState() }
+        states = models.map { m in members.map { _ in m.makeState() } }
         blocks = []
         blocks.reserveCapacity(members.count)
     }
 
-    func step(tick: Int, blocks audio: [[Float]]) {
+    func step(tick: Int, blocks audio: [[[Float]]]) {
         guard !members.isEmpty else { return }
-        blocks.removeAll(keepingCapacity: true)
-        for stream in members { blocks.append(audio[(stream * 7 + tick) % audio.count]) }
-        do {
-            try model.predictions(from: blocks, using: &states, into: &scores)
-        } catch {
-            failure = error
+        for (k, model) in models.enumerated() {
+            for j in 0..<steps[k] {
+                blocks.removeAll(keepingCapacity: true)
+                for stream in members { blocks.append(audio[k][(stream * 7 + tick * steps[k] + j) % audio[k].count]) }
+                do {
+                    try model.predictions(from: blocks, using: &states[k], into: &scores)
+                } catch {
+                    failure = error
+                }
+            }
         }
     }
 }

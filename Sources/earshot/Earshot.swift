@@ -34,7 +34,7 @@ enum EarshotCommand {
               multiply-adds. MODEL is a folder or a name under $EARSHOT_MODELS or Models/.
           earshot bench model [--model NAME|PATH] [--audio FILE] [--repeat N] [--json]
               Microseconds per step for one stream on one thread.
-          earshot bench streams [--model NAME|PATH] [--counts N,N,...] [--ticks N] [--json]
+          earshot bench streams [--model NAME|PATH[,NAME...]] [--counts N,N,...] [--ticks N] [--json]
               Streams at real-time pace over all cores: the largest count that keeps up.
           earshot bench offline --audio FILE [--model NAME|PATH] [--repeat N] [--json]
               earshot label end to end on FILE, in process.

@@ -240,4 +240,15 @@ struct MicroWakeWordTests {
         let bad = try runEarshot(["label", "--model", "okay-nabu", "--window", "0", wav])
         #expect(bad.status == 64 && bad.err.contains("--window"))
     }
+
+    @Test("bench streams runs a wake word and a VAD together: a tick holds whole blocks of both")
+    func benchTogether() throws {
+        let r = try runEarshot(["bench", "streams", "--model", "okay-nabu,silero-vad", "--counts", "4", "--ticks", "10", "--json"])
+        #expect(r.status == 0, "\(r.err)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        #expect(json["model"] as? String == "okay-nabu,silero-vad")
+        #expect((json["results"] as? [[String: Any]])?.first?["streams"] as? Int == 4)
+        let mixed = try runEarshot(["bench", "streams", "--model", "okay-nabu,silero-vad-8k", "--counts", "4", "--ticks", "10"])
+        #expect(mixed.status == 64 && mixed.err.contains("different rates"))
+    }
 }
