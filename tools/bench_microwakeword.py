@@ -17,6 +17,7 @@ import ctypes
 import json
 import os
 import statistics
+import sys
 import subprocess
 import tempfile
 import time
@@ -24,6 +25,9 @@ import time
 import numpy as np
 from pymicro_features import MicroFrontend
 from pymicro_wakeword import MicroWakeWord, Model
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from earshot_bench import earshot_us  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = {"okay_nabu": Model.OKAY_NABU, "hey_jarvis": Model.HEY_JARVIS, "alexa": Model.ALEXA, "hey_mycroft": Model.HEY_MYCROFT}
@@ -54,12 +58,6 @@ def features_us(seconds=10):
     return (time.perf_counter() - t) / n * 1e6
 
 
-def earshot_us(binary, package):
-    out = subprocess.run([binary, "bench", "model", "--model", package, "--audio", AUDIO, "--json"], check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["us_per_chunk_median"]
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--earshot", default=os.path.join(ROOT, ".build/release/earshot"))
@@ -77,9 +75,9 @@ def main():
             for _ in range(args.rounds):
                 step = tflite_step_us(model)
                 t_model.append(step / 3)
-                e_model.append(earshot_us(args.earshot, features_only) / 3)
+                e_model.append(earshot_us(args.earshot, features_only, AUDIO) / 3)
                 t_stream.append(features_us() + step / 3)
-                e_stream.append(earshot_us(args.earshot, package) / 3)
+                e_stream.append(earshot_us(args.earshot, package, AUDIO) / 3)
             m = {k: statistics.median(v) for k, v in
                  [("tflite_model", t_model), ("earshot_model", e_model), ("pymicro_stream", t_stream), ("earshot_stream", e_stream)]}
             m["model_ratio"] = m["tflite_model"] / m["earshot_model"]

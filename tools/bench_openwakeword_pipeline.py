@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import subprocess
 import tempfile
 import time
@@ -23,6 +24,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np
 import onnxruntime as ort
 from openwakeword.model import Model
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from earshot_bench import earshot_us  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.join(ROOT, "Tests/.models/openwakeword")
@@ -54,12 +58,6 @@ def openwakeword_us(head, steps=300):
     return (time.perf_counter() - t) / steps * 1e6
 
 
-def earshot_us(binary, package):
-    out = subprocess.run([binary, "bench", "model", "--model", package, "--audio", AUDIO, "--json"], check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["us_per_chunk_median"]
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--earshot", default=os.path.join(ROOT, ".build/release/earshot"))
@@ -74,7 +72,7 @@ def main():
         o, e = [], []
         for _ in range(args.rounds):
             o.append(openwakeword_us(args.head))
-            e.append(earshot_us(args.earshot, package))
+            e.append(earshot_us(args.earshot, package, AUDIO))
     r = {"head": args.head, "openwakeword_us_per_step": statistics.median(o), "earshot_us_per_step": statistics.median(e)}
     r["ratio"] = r["openwakeword_us_per_step"] / r["earshot_us_per_step"]
     if args.json:

@@ -127,6 +127,17 @@ def detections(outputs, cutoff, window, stride):
     return found
 
 
+def reference_detections(name: str, frames: np.ndarray):
+    """pymicro-wakeword's rule on TFLite's reference kernels and on its own library over `frames`:
+    (the model's wake word, the steps each detects at, the feature frames a step takes)."""
+    models_dir = Path(sys.modules["pymicro_wakeword"].__file__).parent / "models"
+    config = json.loads((models_dir / f"{name}.json").read_text())
+    cutoff, window = config["micro"]["probability_cutoff"], config["micro"]["sliding_window_size"]
+    reference, stride, _, _ = run_reference(models_dir / f"{name}.tflite", frames)
+    library = run_library(name, frames, stride)
+    return config["wake_word"], detections(reference, cutoff, window, stride), detections(library, cutoff, window, stride), stride
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     wav = OUT / "wake-words.wav"

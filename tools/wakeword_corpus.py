@@ -21,7 +21,7 @@ import numpy as np
 import soundfile as sf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from microwakeword_reference import MODELS, detections, features_of, run_library, run_reference  # noqa: E402
+from microwakeword_reference import MODELS, features_of, reference_detections  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PHRASES = {"okay_nabu": "okay nabu", "hey_jarvis": "hey jarvis", "alexa": "alexa", "hey_mycroft": "hey mycroft"}
@@ -81,7 +81,6 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--earshot", default=str(ROOT / ".build/release/earshot"))
     args = parser.parse_args()
-    models_dir = Path(sys.modules["pymicro_wakeword"].__file__).parent / "models"
     with tempfile.TemporaryDirectory() as d:
         wav, truth, seconds = build(Path(d))
         out = subprocess.run([args.earshot, "label", "--model", ",".join(m.replace("_", "-") for m in MODELS), "--format", "jsonl", str(wav)],
@@ -94,15 +93,12 @@ def main():
         print("| model | takes | earshot found | false | TFLite reference kernels found | false | pymicro-wakeword library found | false |")
         print("|---|---|---|---|---|---|---|---|")
         for name in MODELS:
-            config = json.loads((models_dir / f"{name}.json").read_text())
-            cutoff, window = config["micro"]["probability_cutoff"], config["micro"]["sliding_window_size"]
-            reference, stride, _, _ = run_reference(models_dir / f"{name}.tflite", frames)
-            library = run_library(name, frames, stride)
+            wake_word, ref_steps, lib_steps, stride = reference_detections(name, frames)
             step = 160 * stride / 16000
             # The reference's output of step s is ready when its last frame is: (s + 1) * step + 20 ms.
-            ref_times = [(s + 1) * step + 0.02 for s in detections(reference, cutoff, window, stride)]
-            lib_times = [(s + 1) * step + 0.02 for s in detections(library, cutoff, window, stride)]
-            mine = [e["time"] for e in events if e.get("label") == config["wake_word"]]
+            ref_times = [(s + 1) * step + 0.02 for s in ref_steps]
+            lib_times = [(s + 1) * step + 0.02 for s in lib_steps]
+            mine = [e["time"] for e in events if e.get("label") == wake_word]
             h, n, f = score(mine, truth, name)
             rh, _, rf = score(ref_times, truth, name)
             lh, _, lf = score(lib_times, truth, name)

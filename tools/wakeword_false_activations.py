@@ -26,7 +26,7 @@ import numpy as np
 import soundfile as sf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from microwakeword_reference import MODELS, detections, run_library, run_reference, features_of  # noqa: E402
+from microwakeword_reference import MODELS, features_of, reference_detections  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,7 +66,6 @@ def main():
     parser.add_argument("--earshot", default=str(ROOT / ".build/release/earshot"))
     parser.add_argument("--data", default=str(ROOT.parent / "shared/data"))
     args = parser.parse_args()
-    models_dir = Path(sys.modules["pymicro_wakeword"].__file__).parent / "models"
     with tempfile.TemporaryDirectory() as tmp:
         wav = Path(tmp) / "negative.wav"
         hours = negative_audio(Path(args.data), wav) / 3600
@@ -78,13 +77,8 @@ def main():
         print("| model | earshot | per hour | TFLite reference kernels | per hour | pymicro-wakeword library | per hour | earshot, VAD gate | per hour |")
         print("|---|---|---|---|---|---|---|---|---|")
         for name in MODELS:
-            config = json.loads((models_dir / f"{name}.json").read_text())
-            cutoff, window = config["micro"]["probability_cutoff"], config["micro"]["sliding_window_size"]
-            reference, stride, _, _ = run_reference(models_dir / f"{name}.tflite", frames)
-            library = run_library(name, frames, stride)
-            ref = len(detections(reference, cutoff, window, stride))
-            lib = len(detections(library, cutoff, window, stride))
-            label = config["wake_word"]
+            label, ref_steps, lib_steps, _ = reference_detections(name, frames)
+            ref, lib = len(ref_steps), len(lib_steps)
             e, g = plain.get(label, 0), gated.get(label, 0)
             print(f"| {name} | {e} | {e / hours:.2f} | {ref} | {ref / hours:.2f} | {lib} | {lib / hours:.2f} | {g} | {g / hours:.2f} |")
 

@@ -2,18 +2,7 @@
 
 typedef float v8 __attribute__((vector_size(32), aligned(4)));
 
-// ThreadSanitizer instruments the clones' resolver, which the loader runs before the
-// sanitizer's runtime is up (a crash at start): under it, the baseline clone alone.
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define EARSHOT_NO_CLONES 1
-#endif
-#endif
-#ifdef EARSHOT_NO_CLONES
-#define CLONES
-#else
-#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
+#include "clones.h"
 
 // Macros rather than functions: a function passing 8-float vectors would have a different
 // calling convention in each clone.

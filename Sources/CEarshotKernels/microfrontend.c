@@ -6,16 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define EARSHOT_NO_CLONES 1
-#endif
-#endif
-#ifdef EARSHOT_NO_CLONES
-#define CLONES
-#else
-#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
+#include "clones.h"
 
 #define S16(v) ((int16_t)(int32_t)(v))
 #define ROUND15(v) ((int32_t)((uint32_t)(v) + 16384u) >> 15)

@@ -1,16 +1,7 @@
 #include "earshot_kernels.h"
 #include <stdint.h>
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define EARSHOT_NO_CLONES 1
-#endif
-#endif
-#ifdef EARSHOT_NO_CLONES
-#define CLONES
-#else
-#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
+#include "clones.h"
 
 // (a * b * 2 + 2^31 rounded) / 2^32, saturated: gemmlowp's SaturatingRoundingDoublingHighMul.
 static inline int32_t doubling_high_multiply(int32_t a, int32_t b) {

@@ -202,9 +202,7 @@ public enum OpenWakeWordImporter {
                     for input in layer.inputs.dropFirst() where !input.isEmpty {
                         if let w = t[input] { tensors[prefix + input] = w }
                     }
-                    layer.inputs.count > 2
-                        ? node("Conv", prefix + layer.name, [recent] + layer.inputs.dropFirst().map { prefix + $0 }, [out], a)
-                        : node("Conv", prefix + layer.name, [recent, prefix + layer.inputs[1]], [out], a)
+                    node("Conv", prefix + layer.name, [recent] + layer.inputs.dropFirst().map { $0.isEmpty ? "" : prefix + $0 }, [out], a)
                     rows -= kt - 1
                 case "LeakyRelu":
                     guard !current.isEmpty else { throw NotIncremental() }
@@ -234,18 +232,16 @@ public enum OpenWakeWordImporter {
         /// A graph's nodes with every tensor name prefixed, its audio input read from `input`;
         /// the name of its score output.
         mutating func add(_ g: GraphSpec, tensors t: [String: Tensor], prefix: String, input: String) -> String {
-            func rename(_ name: String) -> String { name.isEmpty ? "" : (name == g.audioInput ? input : prefix + name) }
+            // The caller's tensor may have another shape of the same size: it is reshaped to the audio input's.
+            let shaped = "\(input) for \(prefix)"
+            func rename(_ name: String) -> String { name.isEmpty ? "" : (name == g.audioInput ? shaped : prefix + name) }
             for (k, v) in t { tensors[prefix + k] = v }
             for (k, v) in g.constants { constants[prefix + k] = v }
-            if g.audioShape.count > 0 {
-                // The caller's tensor may have another shape of the same size: reshape it.
-                let shaped = "\(input) for \(prefix)"
-                constants["\(shaped) shape"] = .init(shape: [g.audioShape.count], values: g.audioShape.map(Int64.init))
-                node("Reshape", shaped, [input, "\(shaped) shape"], [shaped])
-                for n in g.nodes {
-                    nodes.append(.init(op: n.op, name: prefix + n.name, inputs: n.inputs.map { $0 == g.audioInput ? shaped : rename($0) },
-                                       outputs: n.outputs.map(rename), attributes: n.attributes))
-                }
+            constants["\(shaped) shape"] = .init(shape: [g.audioShape.count], values: g.audioShape.map(Int64.init))
+            node("Reshape", shaped, [input, "\(shaped) shape"], [shaped])
+            for n in g.nodes {
+                nodes.append(.init(op: n.op, name: prefix + n.name, inputs: n.inputs.map(rename), outputs: n.outputs.map(rename),
+                                   attributes: n.attributes))
             }
             return rename(g.scoreOutput)
         }

@@ -20,26 +20,7 @@ struct QuantizedProductStep: Step {
     var writes: [GraphPlan.Ref] { [y] }
 
     func run(_ c: Context) {
-        if channelTaps {
-            withUnsafeTemporaryAllocation(of: Int16.self, capacity: x.count + 1) { scratch in
-                fields.withUnsafeBufferPointer { f in
-                    weights.withUnsafeBufferPointer { w in
-                        bias.withUnsafeBufferPointer { b in
-                            multipliers.withUnsafeBufferPointer { m in
-                                shifts.withUnsafeBufferPointer { s in
-                                    for stream in 0..<c.streams {
-                                        earshot_qdepthwise(c.read(x, stream), x.count, f.baseAddress!, positions, k, groups, w.baseAddress!,
-                                                           b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
-                                                           scratch.baseAddress!, c.write(y, stream))
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            return
-        }
+        // Room for the input as int16 (and one zero for padding), then one receptive field.
         withUnsafeTemporaryAllocation(of: Int16.self, capacity: x.count + 1 + k) { scratch in
             fields.withUnsafeBufferPointer { f in
                 weights.withUnsafeBufferPointer { w in
@@ -47,9 +28,15 @@ struct QuantizedProductStep: Step {
                         multipliers.withUnsafeBufferPointer { m in
                             shifts.withUnsafeBufferPointer { s in
                                 for stream in 0..<c.streams {
-                                    earshot_qconv(c.read(x, stream), x.count, f.baseAddress!, groups, positions, k, w.baseAddress!, perGroup,
-                                                  b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
-                                                  scratch.baseAddress!, c.write(y, stream))
+                                    if channelTaps {
+                                        earshot_qdepthwise(c.read(x, stream), x.count, f.baseAddress!, positions, k, groups, w.baseAddress!,
+                                                           b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
+                                                           scratch.baseAddress!, c.write(y, stream))
+                                    } else {
+                                        earshot_qconv(c.read(x, stream), x.count, f.baseAddress!, groups, positions, k, w.baseAddress!, perGroup,
+                                                      b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
+                                                      scratch.baseAddress!, c.write(y, stream))
+                                    }
                                 }
                             }
                         }

@@ -154,39 +154,34 @@ struct Table {
         return buffer.bytes[start..<start + count]
     }
 
-    func i32s(_ index: Int, _ name: String) throws(TFLiteError) -> [Int32] {
-        guard let (start, count) = try vector(index, elementSize: 4, name) else { return [] }
-        var out: [Int32] = []
+    /// The elements of a vector of `size`-byte elements, each read from its position; empty when absent.
+    private func elements<T>(_ index: Int, size: Int, _ name: String, _ read: (Int) throws(TFLiteError) -> T) throws(TFLiteError) -> [T] {
+        guard let (start, count) = try vector(index, elementSize: size, name) else { return [] }
+        var out: [T] = []
         out.reserveCapacity(count)
-        for i in 0..<count { out.append(Int32(bitPattern: try buffer.u32(start + 4 * i, context))) }
+        for i in 0..<count { out.append(try read(start + size * i)) }
         return out
+    }
+
+    func i32s(_ index: Int, _ name: String) throws(TFLiteError) -> [Int32] {
+        try elements(index, size: 4, name) { (at: Int) throws(TFLiteError) in Int32(bitPattern: try buffer.u32(at, context)) }
     }
 
     func i64s(_ index: Int, _ name: String) throws(TFLiteError) -> [Int64] {
-        guard let (start, count) = try vector(index, elementSize: 8, name) else { return [] }
-        var out: [Int64] = []
-        out.reserveCapacity(count)
-        for i in 0..<count { out.append(Int64(bitPattern: try buffer.u64(start + 8 * i, context))) }
-        return out
+        try elements(index, size: 8, name) { (at: Int) throws(TFLiteError) in Int64(bitPattern: try buffer.u64(at, context)) }
     }
 
     func f32s(_ index: Int, _ name: String) throws(TFLiteError) -> [Float] {
-        guard let (start, count) = try vector(index, elementSize: 4, name) else { return [] }
-        var out: [Float] = []
-        out.reserveCapacity(count)
-        for i in 0..<count { out.append(Float(bitPattern: try buffer.u32(start + 4 * i, context))) }
-        return out
+        try elements(index, size: 4, name) { (at: Int) throws(TFLiteError) in Float(bitPattern: try buffer.u32(at, context)) }
     }
 
-    /// The tables of a vector of tables, each named `name[i]` in errors.
+    /// The tables of a vector of tables, each named `name i` in errors.
     func tables(_ index: Int, _ name: String) throws(TFLiteError) -> [Table] {
-        guard let (start, count) = try vector(index, elementSize: 4, name) else { return [] }
-        var out: [Table] = []
-        out.reserveCapacity(count)
-        for i in 0..<count {
+        var i = 0
+        return try elements(index, size: 4, name) { (at: Int) throws(TFLiteError) in
             let where_ = "\(context) > \(name) \(i)"
-            out.append(try buffer.table(at: try buffer.follow(start + 4 * i, where_), where_))
+            i += 1
+            return try buffer.table(at: try buffer.follow(at, where_), where_)
         }
-        return out
     }
 }
