@@ -139,17 +139,16 @@ struct ChannelPipeline {
         for (i, score) in scores.enumerated() { sums[i].append((sums[i].last ?? 0) + Double(score)) }
         let winner = scores.indices.max { scores[$0] < scores[$1] }
         let softmax = model.manifest.outputs.activation == "softmax"
+        // Softmax: a label scores its probability where it wins the step, else 0 (so the
+        // threshold is the least confidence a winner needs); the duration rules apply alike.
+        func score(_ label: Int) -> Double { softmax ? (label == winner ? Double(scores[label]) : 0.0) : Double(scores[label]) }
         for k in trackers.indices {
             let label = trackers[k].label
-            // Softmax: a label scores its probability where it wins the step, else 0 (so the
-            // threshold is the least confidence a winner needs); the duration rules apply alike.
-            let p = softmax ? (label == winner ? Double(scores[label]) : 0.0) : Double(scores[label])
-            events += trackers[k].tracker.add(p).map { segmentEvent($0, label: label) }
+            events += trackers[k].tracker.add(score(label)).map { segmentEvent($0, label: label) }
         }
         for k in detectors.indices {
             let label = detectors[k].label
-            let p = softmax ? (label == winner ? Double(scores[label]) : 0.0) : Double(scores[label])
-            if let mean = detectors[k].tracker.add(p) {
+            if let mean = detectors[k].tracker.add(score(label)) {
                 events.append(.detected(Detection(channel: channel, label: model.labels[label], sample: source(min((step + 1) * n, modelSamples)),
                                                   sampleRate: sourceRate, score: Float(mean))))
             }

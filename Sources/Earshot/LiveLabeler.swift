@@ -40,31 +40,16 @@ public struct LiveLabeler: Sendable {
         self.showGate = showGate
     }
 
-    /// Per channel, what the gate heard: whether speech is open, and where the last ended.
-    private struct GateState {
-        var open = false
-        var lastEnd = -Double.infinity
-    }
-
     /// The events of all sessions for one chunk: the gate's first (it decides the others'
     /// detections), then the others in order.
-    private func merge(_ perModel: [[ClassifierEvent]], gates: inout [GateState]) -> [ClassifierEvent] {
+    private func merge(_ perModel: [[ClassifierEvent]], gates judge: inout DetectionGate) -> [ClassifierEvent] {
         guard let gate else { return perModel.flatMap { $0 } }
-        for event in perModel[gate] {
-            switch event {
-            case let .started(s): gates[s.channel].open = true
-            case let .ended(s):
-                gates[s.channel].open = false
-                gates[s.channel].lastEnd = max(gates[s.channel].lastEnd, s.endSeconds)
-            default: break
-            }
-        }
+        for event in perModel[gate] { judge.observe(event) }
         var out = showGate ? perModel[gate] : []
         for (k, events) in perModel.enumerated() where k != gate {
             out += events.filter { event in
                 guard case let .detected(d) = event else { return true }
-                let g = gates[d.channel]
-                return g.open || g.lastEnd >= d.seconds - gateSeconds
+                return judge.admits(d)
             }
         }
         return out
@@ -104,7 +89,7 @@ public struct LiveLabeler: Sendable {
                                         options: m.options, kinds: Array(repeating: .live, count: channels)))
         }
         let session = sessions[0]
-        var gates = [GateState](repeating: GateState(), count: channels)
+        var gates = DetectionGate(seconds: gateSeconds)
         var summary = Summary()
         var reportedDrops = 0
         var nextFrame = 0

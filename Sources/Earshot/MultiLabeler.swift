@@ -25,21 +25,35 @@ public struct MultiLabeler: Sendable {
         var results: [FileLabeler.Result] = []
         for labeler in labelers { results.append(try await labeler.label(path: path)) }
         guard var merged = results.first else { throw StreamError.file(path: path, error: .finished) }
-        var gateSegments: [Int: [Segment]] = [:]
+        // The gate's segments as it would have reported them by each detection's time (a segment
+        // at its start and at its end), then each detection judged as a live gate judges it.
+        var admitted: Set<Int> = []  // (model, event index) of the detections the gate lets through, as k << 32 | i
         if let gate {
-            for case let .ended(s) in results[gate].events { gateSegments[s.channel, default: []].append(s) }
+            var moments: [(time: Double, order: Int, gate: ClassifierEvent?, detection: (Detection, Int)?)] = []
+            for case let .ended(s) in results[gate].events {
+                moments.append((s.startSeconds, moments.count, .started(s), nil))
+                moments.append((s.endSeconds, moments.count, .ended(s), nil))
+            }
+            for (k, result) in results.enumerated() where k != gate {
+                for (i, event) in result.events.enumerated() {
+                    if case let .detected(d) = event { moments.append((d.seconds, moments.count, nil, (d, k << 32 | i))) }
+                }
+            }
+            moments.sort { ($0.time, $0.gate == nil ? 1 : 0, $0.order) < ($1.time, $1.gate == nil ? 1 : 0, $1.order) }
+            var judge = DetectionGate(seconds: gateSeconds)
+            for m in moments {
+                if let e = m.gate { judge.observe(e) }
+                if let (d, key) = m.detection, judge.admits(d) { admitted.insert(key) }
+            }
         }
         var timed: [(time: Double, order: Int, event: ClassifierEvent)] = []
         for (k, result) in results.enumerated() where k != gate || showGate {
-            for event in result.events {
+            for (i, event) in result.events.enumerated() {
                 switch event {
                 case let .started(s), let .ended(s):
                     timed.append((s.startSeconds, timed.count, event))
                 case let .detected(d):
-                    if gate != nil && k != gate {
-                        let from = d.seconds - gateSeconds
-                        guard (gateSegments[d.channel] ?? []).contains(where: { $0.startSeconds <= d.seconds && $0.endSeconds >= from }) else { continue }
-                    }
+                    if gate != nil && k != gate && !admitted.contains(k << 32 | i) { continue }
                     timed.append((d.seconds, timed.count, event))
                 case let .scores(s):
                     timed.append((Double(s.start) / Double(s.sampleRate), timed.count, event))
@@ -51,5 +65,29 @@ public struct MultiLabeler: Sendable {
         timed.sort { ($0.time, $0.order) < ($1.time, $1.order) }
         merged.events = timed.map(\.event)
         return merged
+    }
+}
+
+/// What a gate model heard, event by event, and whether a detection counts: it does when a
+/// segment of the gate is open at its time or ended within `seconds` before it.
+struct DetectionGate: Sendable {
+    let seconds: Double
+    private var openSince: [Int: Double] = [:]
+    private var lastEnd: [Int: Double] = [:]
+
+    init(seconds: Double) { self.seconds = seconds }
+
+    mutating func observe(_ event: ClassifierEvent) {
+        switch event {
+        case let .started(s): openSince[s.channel] = s.startSeconds
+        case let .ended(s):
+            openSince[s.channel] = nil
+            lastEnd[s.channel] = max(lastEnd[s.channel] ?? -.infinity, s.endSeconds)
+        default: break
+        }
+    }
+
+    func admits(_ d: Detection) -> Bool {
+        (openSince[d.channel].map { $0 <= d.seconds } ?? false) || (lastEnd[d.channel] ?? -.infinity) >= d.seconds - seconds
     }
 }

@@ -126,13 +126,11 @@ public struct TFLiteImporter {
                 throw interface("input '\(input.name)' is \(input.type) without one scale", "the input must be float or quantized per tensor")
             }
             let (low, high) = input.type == .int8 ? (-128, 127) : (0, 255)
-            let out = unique(input.name)
             let attributes: [String: GraphSpec.AttributeValue] = [
                 "scale": .float(Double(q.scales[0])), "zero_point": .int(q.zeroPoints.first ?? 0), "min": .int(Int64(low)), "max": .int(Int64(high)),
             ]
-            step = try run("Quantize", name: "quantize features", inputs: [step], attributes: attributes, op: "input")
-            nodes.append(.init(op: "Quantize", name: "quantize features", inputs: [featuresName], outputs: [out], attributes: attributes))
-            values[inputs[0]] = Value(name: out, tensor: step, constant: false)
+            values[inputs[0]] = try apply("Quantize", "quantize features", [Value(name: featuresName, tensor: step, constant: false)],
+                                          output: unique(input.name), attributes: attributes, op: "input")
         default:
             throw interface("input '\(input.name)' is \(input.type)", "the input must be float32, int8 or uint8")
         }
@@ -146,14 +144,10 @@ public struct TFLiteImporter {
             guard let q = output.quantization, q.scales.count == 1, q.scales[0].isFinite else {
                 throw interface("output '\(output.name)' is \(output.type) without one scale", "the output must be float or quantized per tensor")
             }
-            let zero = weight("output zero point", GraphTensor(shape: [1], floats: [Float(q.zeroPoints.first ?? 0)]))
-            let scale = weight("output scale", GraphTensor(shape: [1], floats: [q.scales[0]]))
-            let shifted = unique("\(output.name) - zero point"), scaled = unique("score")
-            let a = try run("Sub", name: "dequantize (zero point)", inputs: [score.tensor, GraphTensor(shape: [1], floats: [Float(q.zeroPoints.first ?? 0)])], op: "output")
-            let b = try run("Mul", name: "dequantize (scale)", inputs: [a, GraphTensor(shape: [1], floats: [q.scales[0]])], op: "output")
-            nodes.append(.init(op: "Sub", name: "dequantize (zero point)", inputs: [score.name, zero], outputs: [shifted]))
-            nodes.append(.init(op: "Mul", name: "dequantize (scale)", inputs: [shifted, scale], outputs: [scaled]))
-            score = Value(name: scaled, tensor: b, constant: false)
+            let zero = constant("output zero point", GraphTensor(shape: [1], floats: [Float(q.zeroPoints.first ?? 0)]))
+            let scale = constant("output scale", GraphTensor(shape: [1], floats: [q.scales[0]]))
+            let shifted = try apply("Sub", "dequantize (zero point)", [score, zero], output: unique("\(output.name) - zero point"), op: "output")
+            score = try apply("Mul", "dequantize (scale)", [shifted, scale], output: unique("score"), op: "output")
         }
         // Variables written in the step are the stream's state; one only read is a constant.
         var states: [GraphSpec.StateSpec] = []
@@ -165,23 +159,16 @@ public struct TFLiteImporter {
         if microFrontend {
             // The front end's first step has no group of frames: the model's states stay at their
             // first values and the score is 0 (state = first + started × (next - first)).
-            let started = GraphTensor(shape: [1], floats: [0])
+            let started = Value(name: startedName, tensor: GraphTensor(shape: [1, 1], floats: [0]), constant: false)
             for i in states.indices {
                 guard let first = states[i].initial, let t = tensors[first] else { continue }
-                let firstValues = GraphTensor(shape: t.shape, floats: t.values)
-                let delta = unique("\(states[i].output) - first"), gated = unique("\(delta) × started"), next = unique("\(states[i].output) (gated)")
-                let d = try run("Sub", name: delta, inputs: [firstValues, firstValues], op: "front end")
-                let m = try run("Mul", name: gated, inputs: [d, started], op: "front end")
-                _ = try run("Add", name: next, inputs: [m, firstValues], op: "front end")
-                nodes.append(.init(op: "Sub", name: delta, inputs: [states[i].output, first], outputs: [delta]))
-                nodes.append(.init(op: "Mul", name: gated, inputs: [delta, startedName], outputs: [gated]))
-                nodes.append(.init(op: "Add", name: next, inputs: [gated, first], outputs: [next]))
-                states[i].output = next
+                let firstValues = Value(name: first, tensor: GraphTensor(shape: t.shape, floats: t.values), constant: true)
+                let next = Value(name: states[i].output, tensor: firstValues.tensor, constant: false)
+                let delta = try apply("Sub", "\(next.name) - first", [next, firstValues], output: unique("\(next.name) - first"), op: "front end")
+                let gated = try apply("Mul", "\(delta.name) × started", [delta, started], output: unique("\(delta.name) × started"), op: "front end")
+                states[i].output = try apply("Add", "\(next.name) (gated)", [gated, firstValues], output: unique("\(next.name) (gated)"), op: "front end").name
             }
-            let gatedScore = unique("score (gated)")
-            _ = try run("Mul", name: gatedScore, inputs: [score.tensor, started], op: "front end")
-            nodes.append(.init(op: "Mul", name: gatedScore, inputs: [score.name, startedName], outputs: [gatedScore]))
-            score.name = gatedScore
+            score = try apply("Mul", "score (gated)", [score, started], output: unique("score (gated)"), op: "front end")
             states = frontEndStates + states
         }
         let spec = GraphSpec(opset: 13, audioInput: audioName, audioShape: audioShape, scoreOutput: score.name, states: states,
@@ -243,6 +230,18 @@ public struct TFLiteImporter {
                      op tflite: String, outputs: Int = 1) throws(ImportError) -> GraphTensor {
         try runAll(op, name: name, inputs: inputs, attributes: attributes, op: tflite, outputs: outputs)[0]
     }
+
+    /// Adds a node of the importer's own (named `name`, on behalf of `tflite`) reading `inputs`
+    /// (their names and values on the first step), runs it on those values, and gives its output.
+    private mutating func apply(_ op: String, _ name: String, _ inputs: [Value], output: String,
+                                attributes: [String: GraphSpec.AttributeValue] = [:], op tflite: String) throws(ImportError) -> Value {
+        let tensor = try run(op, name: name, inputs: inputs.map(\.tensor), attributes: attributes, op: tflite)
+        nodes.append(.init(op: op, name: name, inputs: inputs.map(\.name), outputs: [output], attributes: attributes.isEmpty ? nil : attributes))
+        return Value(name: output, tensor: tensor, constant: false)
+    }
+
+    /// A float constant as a weight, with its value.
+    private mutating func constant(_ base: String, _ t: GraphTensor) -> Value { Value(name: weight(base, t), tensor: t, constant: true) }
 
     private func runAll(_ op: String, name: String, inputs: [GraphTensor?], attributes: [String: GraphSpec.AttributeValue],
                         op tflite: String, outputs: Int) throws(ImportError) -> [GraphTensor] {
@@ -435,11 +434,7 @@ public struct TFLiteImporter {
                 names.append(integers(b.name, bias, shape: [bias.count]))
                 inputs.append(GraphTensor(shape: [bias.count], integers: bias))
             }
-            let result = try run("TFLiteFullyConnected", name: label, inputs: inputs, attributes: attributes, op: op.name)
-            guard result.count == out.count else { throw fail("makes \(result.shape) where the file declares \(out.shape)", "check keep_num_dims") }
-            let name = unique(out.name)
-            nodes.append(.init(op: "TFLiteFullyConnected", name: label, inputs: names, outputs: [name], attributes: attributes))
-            values[op.outputs[0]] = Value(name: name, tensor: result, constant: false)
+            try emit("TFLiteFullyConnected", inputs: names, values: inputs, attributes: attributes)
         case "LOGISTIC", "TANH", "QUANTIZE":
             let x = try value(0)
             let table = try lookupTable(op.name, try tensor(0), try outputTensor(), fail)
