@@ -33,6 +33,9 @@ public final class AudioFile {
     /// reads are sized by memory, so that a file of many channels needs no more than one of few.
     public static let maxSamplesPerRead = 1 << 22
 
+    /// Serializes sf_open and the reading of its process-wide error.
+    private static let openLock = NSLock()
+
     public init(path: String) throws(AudioError) {
         self.path = path
         var isFolder: ObjCBool = false
@@ -41,9 +44,14 @@ public final class AudioFile {
         }
         if isFolder.boolValue { throw .cannotOpen(path: path, reason: "it is a folder") }
         var info = SF_INFO()
-        guard let handle = sf_open(path, Int32(SFM_READ), &info) else {
-            let code = Int(sf_error(nil))
-            let reason = String(cString: sf_strerror(nil))
+        // libsndfile keeps the error of a failed open in one process-wide variable, which any
+        // other open resets: opens and the reading of that error are taken one at a time, so that
+        // files opened in parallel each get their own reason.
+        let (opened, code, reason) = Self.openLock.withLock { () -> (OpaquePointer?, Int, String) in
+            let h = sf_open(path, Int32(SFM_READ), &info)
+            return h != nil ? (h, 0, "") : (nil, Int(sf_error(nil)), String(cString: sf_strerror(nil)))
+        }
+        guard let handle = opened else {
             switch code {
             case SF_ERR_UNRECOGNISED_FORMAT: throw .notAudio(path: path, reason: reason)
             case SF_ERR_MALFORMED_FILE: throw .malformed(path: path, reason: reason)
