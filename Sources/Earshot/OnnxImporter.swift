@@ -36,8 +36,23 @@ public struct OnnxImporter {
         public var author: String?
         public var license: String?
         public var source: String?
+        /// Attribution and wake-word metadata written into the manifest.
+        public var url: String?
+        public var phrase: String?
+        public var languages: [String]?
 
         public init() {}
+
+        /// The package's manifest with these options' name, decision and metadata.
+        func manifest(source: String, audio: ModelManifest.Audio, frontEnd: ModelManifest.FrontEnd, network: [LayerSpec],
+                      outputs: ModelManifest.Outputs, decision: ModelManifest.Decision?) -> ModelManifest {
+            var m = ModelManifest(name: name, version: version, description: description, author: author, license: license, source: source,
+                                  audio: audio, frontEnd: frontEnd, network: network, outputs: outputs, decision: decision)
+            m.url = url
+            m.phrase = phrase
+            m.languages = languages
+            return m
+        }
     }
 
     public enum ImportError: Error, Sendable, CustomStringConvertible {
@@ -236,8 +251,7 @@ public struct OnnxImporter {
         guard labels.count == scoreCount else {
             throw interface("\(labels.count) labels for \(scoreCount) scores", "give --labels with \(scoreCount) names")
         }
-        var manifest = ModelManifest(
-            name: options.name, version: options.version, description: options.description, author: options.author, license: options.license,
+        var manifest = options.manifest(
             source: options.source ?? "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (\(model.producerName) \(model.producerVersion), opset \(opset))",
             audio: .init(sampleRate: options.sampleRate, chunkSamples: chunk, contextSamples: context),
             frontEnd: .init(type: features ? "features" : "samples", nFFT: 0, hopLength: 0), network: [],

@@ -90,8 +90,7 @@ public enum OpenWakeWordImporter {
                              constants: c.constants, nodes: c.nodes)
         var labels = options.labels
         if labels.isEmpty { labels = [options.name] }
-        var manifest = ModelManifest(
-            name: options.name, version: options.version, description: options.description, author: options.author, license: options.license,
+        var manifest = options.manifest(
             source: options.source ?? "earshot import of openWakeWord's \(URL(fileURLWithPath: head).lastPathComponent) with its melspectrogram and embedding models",
             audio: .init(sampleRate: 16000, chunkSamples: chunkSamples, contextSamples: contextSamples),
             frontEnd: .init(type: "samples", nFFT: 0, hopLength: 0), network: [],

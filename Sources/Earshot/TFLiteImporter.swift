@@ -51,6 +51,7 @@ public struct TFLiteImporter {
         /// How many of the latest outputs are averaged before the cutoff.
         public var slidingWindowSize: Int
         public var author: String?
+        public var website: String?
         public var languages: [String]
 
         /// Reads NAME.json beside `path` (NAME.tflite); nil when there is none or it is not a
@@ -66,6 +67,7 @@ public struct TFLiteImporter {
             probabilityCutoff = cutoff
             slidingWindowSize = window
             author = object["author"] as? String
+            website = object["website"] as? String
             languages = object["trained_languages"] as? [String] ?? []
         }
     }
@@ -179,8 +181,7 @@ public struct TFLiteImporter {
         guard labels.count == count else { throw interface("\(labels.count) labels for \(count) scores", "give --labels with \(count) names") }
         let block = shape.reduce(1, *)
         let context = microFrontend ? MicroFrontend.windowSamples - MicroFrontend.stepSamples : 0
-        var manifest = ModelManifest(
-            name: options.name, version: options.version, description: options.description, author: options.author, license: options.license,
+        var manifest = options.manifest(
             source: options.source ?? "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (TFLite schema \(model.version))",
             audio: .init(sampleRate: microFrontend ? MicroFrontend.sampleRate : options.sampleRate,
                          chunkSamples: microFrontend ? audioShape[1] - context : block, contextSamples: context),

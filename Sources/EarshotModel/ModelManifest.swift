@@ -13,6 +13,12 @@ public struct ModelManifest: Codable, Sendable, Equatable {
     public var author: String?
     public var license: String?
     public var source: String?
+    /// Where the model comes from (its author's page), for attribution.
+    public var url: String?
+    /// Wake-word models: the words they listen for (e.g. "Okay Nabu").
+    public var phrase: String?
+    /// The languages the model was trained on (BCP 47 codes, e.g. "en").
+    public var languages: [String]?
     public var audio: Audio
     public var frontEnd: FrontEnd
     public var network: [LayerSpec]

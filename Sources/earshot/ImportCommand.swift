@@ -82,6 +82,9 @@ enum ImportCommand {
         options.author = args.string("author") ?? sidecar.author
         options.license = args.string("license") ?? sidecar.license
         options.source = args.string("source") ?? sidecar.source
+        options.url = sidecar.url
+        options.phrase = sidecar.phrase
+        options.languages = sidecar.languages
         var decision = sidecar.decision ?? ModelManifest.Decision()
         if args.string("threshold") != nil { decision.threshold = try args.double("threshold", default: 0.5, range: 0...1) }
         if args.string("min-speech") != nil { decision.minSegmentMs = try args.double("min-speech", default: 250, range: 0...3_600_000) }
@@ -94,6 +97,9 @@ enum ImportCommand {
         if tflite, let config = TFLiteImporter.MicroWakeWordConfig(beside: source) {
             if options.labels.isEmpty { options.labels = [config.wakeWord] }
             if options.author == nil { options.author = config.author }
+            if options.url == nil { options.url = config.website }
+            if options.phrase == nil { options.phrase = config.wakeWord }
+            if options.languages == nil, !config.languages.isEmpty { options.languages = config.languages }
             if options.description == nil {
                 options.description = "microWakeWord model for the wake phrase '\(config.wakeWord)'"
                     + (config.languages.isEmpty ? "" : " (trained on \(config.languages.joined(separator: ", ")))")
@@ -122,8 +128,8 @@ enum ImportCommand {
 /// What `--manifest FILE.json` may say. Unknown keys are refused, so a misspelt one is not
 /// silently dropped.
 struct ImportSidecar: Decodable {
-    var name, version, description, author, license, source: String?
-    var labels: [String]?
+    var name, version, description, author, license, source, url, phrase: String?
+    var labels, languages: [String]?
     var decision: ModelManifest.Decision?
 
     init() {}
@@ -132,7 +138,7 @@ struct ImportSidecar: Decodable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw UsageError("--manifest \(path): cannot read the file")
         }
-        let known: Set<String> = ["name", "version", "description", "author", "license", "source", "labels", "decision"]
+        let known: Set<String> = ["name", "version", "description", "author", "license", "source", "url", "phrase", "languages", "labels", "decision"]
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw UsageError("--manifest \(path): not a JSON object")
         }
