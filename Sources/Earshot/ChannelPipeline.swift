@@ -9,7 +9,7 @@ struct ChannelPipeline {
     let model: Model
     let options: LabelOptions
     let sourceRate: Int
-    private(set) var state: ModelState
+    var state: ModelState
     private var resampler: Resampler?
     /// Samples at the model's rate not yet in a block.
     private var pending: [Float] = []

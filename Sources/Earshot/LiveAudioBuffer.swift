@@ -85,19 +85,21 @@ public enum AudioSource: Sendable {
 
 extension Session {
     /// Runs every channel from its source until all have ended; events as they happen.
-    /// Live channels are served first; a pulled channel is read a chunk at a time.
+    /// Live channels are served first; a pulled channel is read a chunk at a time. Source k
+    /// feeds channel k: the session's channels must be 0..<sources.count.
     public nonisolated func events(from sources: [AudioSource]) -> AsyncThrowingStream<ClassifierEvent, Error> {
         AsyncThrowingStream { continuation in
-            guard sources.count == channelCount else {
-                continuation.finish(throwing: StreamError.invalidOption(
-                    name: "sources", value: "\(sources.count)", expected: "\(channelCount) (one per channel of the session)"))
-                return
-            }
             let task = Task {
+                let channels = await self.channels
+                guard channels == Array(sources.indices) else {
+                    continuation.finish(throwing: StreamError.invalidOption(
+                        name: "sources", value: "\(sources.count)", expected: "\(channels.count) (one per channel of the session, 0...\(channels.count - 1))"))
+                    return
+                }
                 let (signal, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
                 var wakeIterator = signal.makeAsyncIterator()
                 for case let .live(buffer) in sources { buffer.setWakeUp(wake) }
-                var open = Set(sources.indices.filter { $0 < self.channelCount })
+                var open = Set(sources.indices)
                 func emit(_ events: [ClassifierEvent]) { for e in events { continuation.yield(e) } }
                 do {
                 while !open.isEmpty && !Task.isCancelled {

@@ -4,143 +4,90 @@ import EarshotModel
 /// batched model step for all channels that have a block ready. Live channels step before
 /// file channels, and the rounds repeat until no channel has a block. A channel that fails
 /// (its audio holds NaN, its source throws) ends with a `.failed` event; the others go on.
+///
+/// Channels come and go: `addChannel` joins a new stream (fresh state) to the batch and
+/// `removeChannel` lets one go, with no effect on the others' results: channel k in a batch,
+/// with whoever joins and leaves around it, gives what it gives alone.
 public actor Session {
     public enum Kind: Sendable { case file, live }
 
     public let model: Model
-    public let channelCount: Int
-    private var pipelines: [ChannelPipeline]
-    private let kinds: [Kind]
-    private var finished: [Bool]
-    private var dropped: [Int]
+    public let sourceSampleRate: Int
+    private var channelSet: ChannelSet
 
+    /// `channelCount` channels 0..<channelCount to begin with (0: none yet, add them later).
     /// `sourceSampleRate`: the rate of every channel's audio; `kinds`: per channel (default all files).
     public init(model: Model, channelCount: Int, sourceSampleRate: Int? = nil, options: LabelOptions? = nil,
                 kinds: [Kind]? = nil) throws(StreamError) {
-        guard channelCount >= 1 else { throw .invalidOption(name: "channelCount", value: "\(channelCount)", expected: ">= 1") }
+        guard channelCount >= 0 else { throw .invalidOption(name: "channelCount", value: "\(channelCount)", expected: ">= 0") }
         let options = options ?? LabelOptions(model: model)
-        var pipelines: [ChannelPipeline] = []
-        for k in 0..<channelCount {
-            pipelines.append(try ChannelPipeline(channel: k, model: model, sourceRate: sourceSampleRate ?? model.sampleRate, options: options))
-        }
+        try options.validate()
         self.model = model
-        self.channelCount = channelCount
-        self.pipelines = pipelines
-        self.kinds = kinds ?? Array(repeating: .file, count: channelCount)
-        finished = Array(repeating: false, count: channelCount)
-        dropped = Array(repeating: 0, count: channelCount)
+        self.sourceSampleRate = sourceSampleRate ?? model.sampleRate
+        var set = ChannelSet(model: model, options: options)
+        for k in 0..<channelCount {
+            _ = try set.add(sourceRate: self.sourceSampleRate, kind: kinds?[safe: k] ?? .file)
+        }
+        self.channelSet = set
     }
 
-    /// Adds one chunk per channel (an empty chunk where a channel has nothing new); returns the
-    /// events of the steps that became possible.
+    /// Channels open now.
+    public var channelCount: Int { channelSet.openCount }
+
+    /// The open channels' numbers.
+    public var channels: [Int] { channelSet.channels }
+
+    /// Joins a new channel with a fresh state: its audio at `sourceSampleRate` (default the
+    /// session's), its own options (default the session's). Returns its number: the lowest
+    /// not in use, so a number is given again once its channel has been removed.
+    public func addChannel(sourceSampleRate: Int? = nil, options: LabelOptions? = nil, kind: Kind = .live) throws(StreamError) -> Int {
+        try channelSet.add(sourceRate: sourceSampleRate ?? self.sourceSampleRate, options: options, kind: kind)
+    }
+
+    /// The channel leaves: its state and any audio it had not stepped are discarded (finish it
+    /// first for its last events).
+    public func removeChannel(_ channel: Int) throws(StreamError) {
+        try channelSet.check(channel)
+        channelSet.remove(channel)
+    }
+
+    /// Adds one chunk per channel number (an empty chunk where a channel has nothing new);
+    /// returns the events of the steps that became possible.
     public func process(_ chunks: [[Float]]) -> [ClassifierEvent] {
         var events: [ClassifierEvent] = []
-        for (k, chunk) in chunks.enumerated() where k < channelCount && !chunk.isEmpty {
-            events += push(chunk, channel: k)
+        for (k, chunk) in chunks.enumerated() where !chunk.isEmpty && channelSet.isOpen(k) {
+            events += channelSet.push(chunk, channel: k)
         }
-        return events + drain()
+        return events + channelSet.drain()
     }
 
     /// Adds audio to one channel.
     public func process(_ chunk: [Float], channel: Int) throws(StreamError) -> [ClassifierEvent] {
-        guard (0..<channelCount).contains(channel) else { throw .noSuchChannel(channel: channel, channelCount: channelCount) }
-        return push(chunk, channel: channel) + drain()
+        try channelSet.check(channel)
+        return channelSet.push(chunk, channel: channel) + channelSet.drain()
     }
 
     /// Reports audio a live source dropped before it reached the session.
     public func reportDropped(_ samples: Int, channel: Int) throws(StreamError) -> ClassifierEvent {
-        guard (0..<channelCount).contains(channel) else { throw .noSuchChannel(channel: channel, channelCount: channelCount) }
-        dropped[channel] += samples
-        return .dropped(channel: channel, samples: samples, total: dropped[channel])
+        try channelSet.reportDropped(samples, channel: channel)
     }
 
     /// Marks a channel failed (e.g. its source threw); the others go on.
     public func fail(channel: Int, error: StreamError) throws(StreamError) -> ClassifierEvent {
-        guard (0..<channelCount).contains(channel) else { throw .noSuchChannel(channel: channel, channelCount: channelCount) }
-        finished[channel] = true
-        pipelines[channel].markFailed()
-        return .failed(channel: channel, error: error)
+        try channelSet.fail(channel: channel, error: error)
     }
 
     /// Ends one channel's input: its tail is stepped and its open segments closed.
     public func finish(channel: Int) -> [ClassifierEvent] {
-        guard (0..<channelCount).contains(channel), !finished[channel], !pipelines[channel].failed else { return [] }
-        var events: [ClassifierEvent] = []
-        do { try pipelines[channel].endInput() } catch {
-            finished[channel] = true
-            return [.failed(channel: channel, error: error)]
-        }
-        events += drain()
-        finished[channel] = true
-        return events + pipelines[channel].finishSegments()
+        channelSet.finish(channel: channel)
     }
 
     /// Ends every channel.
     public func finish() -> [ClassifierEvent] {
-        (0..<channelCount).flatMap { finish(channel: $0) }
+        channelSet.channels.flatMap { channelSet.finish(channel: $0) }
     }
+}
 
-    private func push(_ chunk: [Float], channel k: Int) -> [ClassifierEvent] {
-        guard !finished[k], !pipelines[k].failed else { return [] }
-        do {
-            try pipelines[k].push(chunk)
-            return []
-        } catch {
-            finished[k] = true
-            return [.failed(channel: k, error: error)]
-        }
-    }
-
-    /// Runs batched steps, live channels first, until no channel has a block.
-    private func drain() -> [ClassifierEvent] {
-        var events: [ClassifierEvent] = []
-        while true {
-            let ready = pipelines.indices.filter { pipelines[$0].hasBlock }
-            guard !ready.isEmpty else { return events }
-            let live = ready.filter { kinds[$0] == .live }
-            if ready.count == 1, live.isEmpty, pipelines[ready[0]].readyBlocks > 1 {
-                // One file channel with a run of blocks: its steps go through the model together.
-                let k = ready[0]
-                do {
-                    events += try pipelines[k].stepConsecutive(min(pipelines[k].readyBlocks, 1024))
-                } catch {
-                    finished[k] = true
-                    events.append(.failed(channel: k, error: error))
-                }
-                continue
-            }
-            events += step(live.isEmpty ? ready : live)
-        }
-    }
-
-    /// One batched model step for `channels`.
-    private func step(_ channels: [Int]) -> [ClassifierEvent] {
-        let blocks = channels.map { pipelines[$0].takeBlock() }
-        var states = channels.map { pipelines[$0].state }
-        do {
-            let scores = try model.predictions(from: blocks, using: &states)
-            var events: [ClassifierEvent] = []
-            for (i, k) in channels.enumerated() {
-                pipelines[k].setState(states[i])
-                events += pipelines[k].consume(scores[i])
-            }
-            return events
-        } catch {
-            // The batch refused a block: run each alone so that only the bad channel stops.
-            var events: [ClassifierEvent] = []
-            for (i, k) in channels.enumerated() {
-                var state = pipelines[k].state
-                do {
-                    let s = try model.prediction(from: blocks[i], using: &state)
-                    pipelines[k].setState(state)
-                    events += pipelines[k].consume(s)
-                } catch {
-                    finished[k] = true
-                    pipelines[k].markFailed()
-                    events.append(.failed(channel: k, error: .model(error)))
-                }
-            }
-            return events
-        }
-    }
+extension Array {
+    subscript(safe i: Int) -> Element? { indices.contains(i) ? self[i] : nil }
 }

@@ -4,8 +4,8 @@ import EarshotModel
 /// Errors of streams and sessions.
 public indirect enum StreamError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidOption(name: String, value: String, expected: String)
-    /// A channel index outside the session.
-    case noSuchChannel(channel: Int, channelCount: Int)
+    /// A channel number that is not open in the session; `open` are those that are.
+    case noSuchChannel(channel: Int, open: [Int])
     /// The stream was finished; make a new one or reset it.
     case finished
     case audio(AudioError)
@@ -18,7 +18,8 @@ public indirect enum StreamError: Error, Equatable, Sendable, CustomStringConver
     public var description: String {
         switch self {
         case let .invalidOption(name, value, expected): return "invalid option \(name) = \(value): expected \(expected)"
-        case let .noSuchChannel(channel, count): return "no channel \(channel): the session has \(count) (0...\(count - 1))"
+        case let .noSuchChannel(channel, open):
+            return "no channel \(channel) in the session: " + (open.isEmpty ? "it has no channels open" : "its open channels are \(open.map(String.init).joined(separator: ", "))")
         case .finished: return "the stream has finished: reset it to start again"
         case let .audio(e): return e.description
         case let .model(e): return e.description

@@ -67,6 +67,7 @@ extension Model {
     /// As `predictions(from:using:)`, writing stream i's scores at `scores[i * labels.count...]`:
     /// with the same arrays from step to step, a step allocates no memory at all. The streams go
     /// through the network `batchTile` at a time, so that a tile's activations stay in cache.
+    /// A step that throws leaves every state as it was.
     public func predictions(from blocks: [[Float]], using states: inout [ModelState], into scores: inout [Float]) throws(ModelError) {
         guard blocks.count == states.count else { throw .batchSize(blocks: blocks.count, states: states.count) }
         for i in blocks.indices { try check(blocks[i], states[i]) }
@@ -77,26 +78,27 @@ extension Model {
             swap(&carries, &ws.carries)
             defer { swap(&carries, &ws.carries) }
             let tile = streamsPerPass
-            for start in stride(from: 0, to: blocks.count, by: tile) {
-                let count = min(tile, blocks.count - start)
-                carries.setCount(max(count * S, 1))
-                try carries.withUnsafeMutableBufferPointer { c throws(ModelError) in
-                    // The tile's carries side by side: [count][stateCount].
-                    for b in 0..<count {
-                        states[start + b].carry.withUnsafeBufferPointer { (c.baseAddress! + b * S).update(from: $0.baseAddress!, count: S) }
-                    }
+            // Every stream's carry side by side ([streams][stateCount]), written back only once
+            // every tile has run: a step that fails leaves every state as it was.
+            carries.setCount(max(blocks.count * S, 1))
+            try carries.withUnsafeMutableBufferPointer { c throws(ModelError) in
+                for b in 0..<blocks.count {
+                    states[b].carry.withUnsafeBufferPointer { (c.baseAddress! + b * S).update(from: $0.baseAddress!, count: S) }
+                }
+                for start in stride(from: 0, to: blocks.count, by: tile) {
+                    let count = min(tile, blocks.count - start)
                     try scores.withUnsafeMutableBufferPointer { out throws(ModelError) in
                         if let graph {
                             try graphForward(graph, streams: count, block: { blocks[start + $0] }, context: { states[start + $0].context },
-                                             carries: c.baseAddress!, scores: out.baseAddress! + start * n, workspace: &ws)
+                                             carries: c.baseAddress! + start * S, scores: out.baseAddress! + start * n, workspace: &ws)
                         } else {
                             forward(streams: count, block: { blocks[start + $0] }, context: { states[start + $0].context },
-                                    carries: c.baseAddress!, scores: out.baseAddress! + start * n, workspace: &ws)
+                                    carries: c.baseAddress! + start * S, scores: out.baseAddress! + start * n, workspace: &ws)
                         }
                     }
-                    for b in 0..<count {
-                        states[start + b].carry.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: c.baseAddress! + b * S, count: S) }
-                    }
+                }
+                for b in 0..<blocks.count {
+                    states[b].carry.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: c.baseAddress! + b * S, count: S) }
                 }
             }
         }

@@ -95,11 +95,11 @@ struct SessionChannelTests {
     @Test("Reports for a channel the session does not have are refused; so is a wrong count of sources")
     func channelRange() async throws {
         let session = try Session(model: Fixtures.model, channelCount: 1)
-        await #expect(throws: StreamError.noSuchChannel(channel: 5, channelCount: 1)) { try await session.reportDropped(10, channel: 5) }
-        await #expect(throws: StreamError.noSuchChannel(channel: 2, channelCount: 1)) {
+        await #expect(throws: StreamError.noSuchChannel(channel: 5, open: [0])) { try await session.reportDropped(10, channel: 5) }
+        await #expect(throws: StreamError.noSuchChannel(channel: 2, open: [0])) {
             try await session.fail(channel: 2, error: .finished)
         }
-        await #expect(throws: StreamError.invalidOption(name: "sources", value: "2", expected: "1 (one per channel of the session)")) {
+        await #expect(throws: StreamError.invalidOption(name: "sources", value: "2", expected: "1 (one per channel of the session, 0...0)")) {
             _ = try await collect(session.events(from: [.pulled { nil }, .pulled { nil }]))
         }
     }

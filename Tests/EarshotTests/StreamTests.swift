@@ -112,6 +112,64 @@ struct StreamTests {
         #expect(Set(segments(events).map(\.channel)) == [0, 1])
     }
 
+    @Test("Channels that join and leave a session: each equals its run alone, whoever else is in the batch")
+    func channelsComeAndGo() async throws {
+        let (speech, _) = try Fixtures.audio("speech-noise-16k.wav")
+        let (fast, fastRate) = try Fixtures.audio("speech-44k.wav")
+        // Four streams: (audio, rate, tick it joins at, tick it leaves at without finishing, if it does).
+        let streams: [(samples: [Float], rate: Int, joins: Int, abandons: Int?)] = [
+            (Array(speech[0..<200_000]), 16000, 0, nil),
+            (Array(speech[100_000..<260_000]), 16000, 3, 20),
+            (fast, fastRate, 5, nil),
+            (Array(speech[300_000..<420_000]), 16000, 21, nil),
+        ]
+        let session = try Session(model: Fixtures.model, channelCount: 0, options: Fixtures.withScores)
+        var random = SeededRandom.fromEnvironment()
+        var channel: [Int?] = Array(repeating: nil, count: streams.count)
+        var offset = Array(repeating: 0, count: streams.count)
+        var events: [[ClassifierEvent]] = Array(repeating: [], count: streams.count)
+        var numbers: [[Int]] = []
+        func record(_ batch: [ClassifierEvent]) {
+            for e in batch { if let s = channel.firstIndex(of: e.channel) { events[s].append(e) } }
+        }
+        var tick = 0
+        while channel.contains(where: { $0 != nil }) || tick <= streams.map(\.joins).max()! {
+            for (s, stream) in streams.enumerated() where stream.joins == tick {
+                channel[s] = try await session.addChannel(sourceSampleRate: stream.rate)
+            }
+            for (s, stream) in streams.enumerated() where stream.abandons == tick {
+                try await session.removeChannel(channel[s]!)
+                channel[s] = nil
+            }
+            numbers.append(await session.channels)
+            for (s, stream) in streams.enumerated() {
+                guard let k = channel[s] else { continue }
+                let n = min(Int.random(in: 1...12_000, using: &random), stream.samples.count - offset[s])
+                if n > 0 {
+                    record(try await session.process(Array(stream.samples[offset[s]..<(offset[s] + n)]), channel: k))
+                    offset[s] += n
+                }
+                if offset[s] == stream.samples.count {
+                    record(await session.finish(channel: k))
+                    try await session.removeChannel(k)
+                    channel[s] = nil
+                }
+            }
+            tick += 1
+        }
+        // Stream 3 joined after stream 1 left and took its number.
+        #expect(numbers[21].count == 3 && numbers[21].contains(1))
+        #expect(await session.channelCount == 0)
+        for (s, stream) in streams.enumerated() where stream.abandons == nil {
+            let alone = try await Fixtures.run(stream.samples, rate: stream.rate, options: Fixtures.withScores)
+            #expect(events[s].map { $0.with(channel: 0) } == alone, "stream \(s), seed \(random.seed)")
+            #expect(!segments(alone).isEmpty)
+        }
+        // The abandoned stream's events up to its leaving are a prefix of its run alone.
+        let alone1 = try await Fixtures.run(streams[1].samples, rate: 16000, options: Fixtures.withScores)
+        #expect(!events[1].isEmpty && Array(alone1.prefix(events[1].count)) == events[1].map { $0.with(channel: 0) })
+    }
+
     @Test("A channel whose audio turns NaN fails alone; the others equal their runs alone")
     func failingChannel() async throws {
         let (samples, _) = try Fixtures.audio("speech-noise-16k.wav")

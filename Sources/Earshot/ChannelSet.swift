@@ -1,0 +1,155 @@
+import EarshotModel
+
+/// The channels of one model that step together: each with its own pipeline (resampler, state,
+/// label logic), joining and leaving at any time. A round runs one batched model step for every
+/// channel with a block ready, live channels first; a channel's results are the same whether it
+/// steps alone or in a batch, whoever else joins or leaves. A channel that fails ends with a
+/// `.failed` event; the others go on. A `Session` owns one; a server owns one per model and core.
+struct ChannelSet {
+    let model: Model
+    let defaultOptions: LabelOptions
+    /// By channel number; nil where a channel left (its number is given to the next that joins).
+    private var pipelines: [ChannelPipeline?] = []
+    private var kinds: [Session.Kind] = []
+    private var finished: [Bool] = []
+    private var dropped: [Int] = []
+    private(set) var openCount = 0
+    /// States swapped in and out of the pipelines around a batched step, so that no step
+    /// copies a state.
+    private var scratch: [ModelState] = []
+
+    init(model: Model, options: LabelOptions) {
+        self.model = model
+        defaultOptions = options
+    }
+
+    /// The open channels' numbers, in order.
+    var channels: [Int] { pipelines.indices.filter { pipelines[$0] != nil } }
+
+    func isOpen(_ k: Int) -> Bool { pipelines.indices.contains(k) && pipelines[k] != nil }
+
+    /// A new channel with a fresh state; its number is the lowest not in use.
+    mutating func add(sourceRate: Int, options: LabelOptions? = nil, kind: Session.Kind) throws(StreamError) -> Int {
+        let k = pipelines.firstIndex(where: { $0 == nil }) ?? pipelines.count
+        let pipeline = try ChannelPipeline(channel: k, model: model, sourceRate: sourceRate, options: options ?? defaultOptions)
+        if k == pipelines.count {
+            pipelines.append(pipeline)
+            kinds.append(kind)
+            finished.append(false)
+            dropped.append(0)
+        } else {
+            pipelines[k] = pipeline
+            kinds[k] = kind
+            finished[k] = false
+            dropped[k] = 0
+        }
+        openCount += 1
+        return k
+    }
+
+    /// The channel leaves: its state and everything it had not stepped are discarded.
+    mutating func remove(_ k: Int) {
+        guard isOpen(k) else { return }
+        pipelines[k] = nil
+        openCount -= 1
+        while let last = pipelines.last, last == nil {
+            pipelines.removeLast(); kinds.removeLast(); finished.removeLast(); dropped.removeLast()
+        }
+    }
+
+    func check(_ k: Int) throws(StreamError) {
+        guard isOpen(k) else { throw .noSuchChannel(channel: k, open: channels) }
+    }
+
+    /// Adds audio to one channel (its steps run at the next `drain`).
+    mutating func push(_ chunk: [Float], channel k: Int) -> [ClassifierEvent] {
+        guard isOpen(k), !finished[k], pipelines[k]?.failed == false else { return [] }
+        do {
+            try pipelines[k]?.push(chunk)
+            return []
+        } catch {
+            finished[k] = true
+            return [.failed(channel: k, error: error)]
+        }
+    }
+
+    mutating func reportDropped(_ samples: Int, channel k: Int) throws(StreamError) -> ClassifierEvent {
+        try check(k)
+        dropped[k] += samples
+        return .dropped(channel: k, samples: samples, total: dropped[k])
+    }
+
+    mutating func fail(channel k: Int, error: StreamError) throws(StreamError) -> ClassifierEvent {
+        try check(k)
+        finished[k] = true
+        pipelines[k]?.markFailed()
+        return .failed(channel: k, error: error)
+    }
+
+    /// Ends one channel's input: its tail is stepped (with every other channel's ready blocks)
+    /// and its open segments closed. The channel stays open (for its counters) until removed.
+    mutating func finish(channel k: Int) -> [ClassifierEvent] {
+        guard isOpen(k), !finished[k], pipelines[k]?.failed == false else { return [] }
+        do { try pipelines[k]?.endInput() } catch {
+            finished[k] = true
+            return [.failed(channel: k, error: error)]
+        }
+        let events = drain()
+        finished[k] = true
+        return events + (pipelines[k]?.finishSegments() ?? [])
+    }
+
+    /// Runs batched steps, live channels first, until no channel has a block.
+    mutating func drain() -> [ClassifierEvent] {
+        var events: [ClassifierEvent] = []
+        while true {
+            let ready = pipelines.indices.filter { pipelines[$0]?.hasBlock == true }
+            guard !ready.isEmpty else { return events }
+            let live = ready.filter { kinds[$0] == .live }
+            if ready.count == 1, live.isEmpty, let blocks = pipelines[ready[0]]?.readyBlocks, blocks > 1 {
+                // One file channel with a run of blocks: its steps go through the model together.
+                let k = ready[0]
+                do {
+                    events += try pipelines[k]?.stepConsecutive(min(blocks, 1024)) ?? []
+                } catch {
+                    finished[k] = true
+                    events.append(.failed(channel: k, error: error))
+                }
+                continue
+            }
+            events += step(live.isEmpty ? ready : live)
+        }
+    }
+
+    /// One batched model step for `channels` (all open, each with a block).
+    private mutating func step(_ channels: [Int]) -> [ClassifierEvent] {
+        var blocks: [[Float]] = []
+        blocks.reserveCapacity(channels.count)
+        for k in channels { blocks.append(pipelines[k]?.takeBlock() ?? []) }
+        // Each stream's state is swapped out of its pipeline for the step and back after it
+        // (placeholders stand in meanwhile), so that a step copies no state.
+        while scratch.count < channels.count { scratch.append(model.makeState()) }
+        var states = Array(scratch[0..<channels.count])
+        for (i, k) in channels.enumerated() { swap(&states[i], &pipelines[k]!.state) }
+        defer { for (i, k) in channels.enumerated() { swap(&states[i], &pipelines[k]!.state) } }
+        var events: [ClassifierEvent] = []
+        do {
+            let scores = try model.predictions(from: blocks, using: &states)
+            for (i, k) in channels.enumerated() { events += pipelines[k]?.consume(scores[i]) ?? [] }
+        } catch {
+            // The batch refused a block (and left the states as they were): each alone, so
+            // that only the bad channel stops.
+            for (i, k) in channels.enumerated() {
+                do {
+                    let s = try model.prediction(from: blocks[i], using: &states[i])
+                    events += pipelines[k]?.consume(s) ?? []
+                } catch {
+                    finished[k] = true
+                    pipelines[k]?.markFailed()
+                    events.append(.failed(channel: k, error: .model(error)))
+                }
+            }
+        }
+        return events
+    }
+}

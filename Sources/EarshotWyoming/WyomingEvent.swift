@@ -1,0 +1,158 @@
+/// One event of the Wyoming protocol: a JSON header line (`type`, `version`, and the lengths of
+/// what follows), then `data_length` bytes of JSON data, then `payload_length` bytes of payload
+/// (audio, for `audio-chunk`). Data in the header line itself is merged with the data that
+/// follows it, as the protocol's own reader does.
+public struct WyomingEvent: Sendable, Equatable {
+    public var type: String
+    public var data: [String: JSONValue]
+    public var payload: [UInt8]
+
+    /// The protocol version written in every header.
+    public static let protocolVersion = "1.8.0"
+
+    public init(type: String, data: [String: JSONValue] = [:], payload: [UInt8] = []) {
+        self.type = type
+        self.data = data
+        self.payload = payload
+    }
+
+    /// The event as bytes on the wire.
+    public var encoded: [UInt8] {
+        var header: [String: JSONValue] = ["type": .string(type), "version": .string(Self.protocolVersion)]
+        let dataBytes = data.isEmpty ? [] : Array(JSONValue.object(data).serialized.utf8)
+        if !dataBytes.isEmpty { header["data_length"] = .number(Double(dataBytes.count)) }
+        if !payload.isEmpty { header["payload_length"] = .number(Double(payload.count)) }
+        var out = Array(JSONValue.object(header).serialized.utf8)
+        out.append(0x0A)
+        out += dataBytes
+        out += payload
+        return out
+    }
+}
+
+/// Why a byte stream is not a Wyoming event stream. After one of these the stream cannot be
+/// framed any more: the connection ends (with an `error` event that says this).
+public enum WyomingError: Error, Sendable, Equatable, CustomStringConvertible {
+    case headerTooLong(limit: Int)
+    case malformedHeader(JSONError)
+    case headerNotAnObject
+    case missingType
+    case badLength(field: String, value: String)
+    case tooLarge(field: String, length: Int, limit: Int)
+    case malformedData(JSONError)
+    case dataNotAnObject
+
+    public var description: String {
+        switch self {
+        case let .headerTooLong(limit): return "an event header line is longer than \(limit) bytes"
+        case let .malformedHeader(e): return "an event header is not JSON: \(e)"
+        case .headerNotAnObject: return "an event header is not a JSON object"
+        case .missingType: return "an event header has no 'type' string"
+        case let .badLength(field, value): return "an event header's \(field) is \(value), not a non-negative integer"
+        case let .tooLarge(field, length, limit): return "an event's \(field) is \(length) bytes, over the limit of \(limit)"
+        case let .malformedData(e): return "an event's data is not JSON: \(e)"
+        case .dataNotAnObject: return "an event's data is not a JSON object"
+        }
+    }
+}
+
+/// Frames Wyoming events out of bytes as they arrive, in bounded memory: a header line, data and
+/// payload each have a limit, and bytes beyond one event are kept only until the next is read.
+public struct WyomingReader: Sendable {
+    public struct Limits: Sendable, Equatable {
+        public var headerBytes: Int
+        public var dataBytes: Int
+        public var payloadBytes: Int
+
+        public init(headerBytes: Int = 16 * 1024, dataBytes: Int = 1 << 20, payloadBytes: Int = 1 << 20) {
+            self.headerBytes = headerBytes
+            self.dataBytes = dataBytes
+            self.payloadBytes = payloadBytes
+        }
+    }
+
+    public let limits: Limits
+    private var buffer: [UInt8] = []
+    private var offset = 0
+    /// The event whose header has been read, waiting for its data and payload.
+    private var pending: (type: String, data: [String: JSONValue], dataLength: Int, payloadLength: Int)?
+    /// How far the search for the end of a header line has got.
+    private var scanned = 0
+
+    public init(limits: Limits = Limits()) { self.limits = limits }
+
+    /// Bytes received and not yet part of a returned event.
+    public var bufferedBytes: Int { buffer.count - offset }
+
+    /// Whether part of an event has arrived (a client that stops here is mid-event).
+    public var isMidEvent: Bool { pending != nil || bufferedBytes > 0 }
+
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        if offset > 0 && offset * 2 >= buffer.count {
+            buffer.removeFirst(offset)
+            scanned -= offset
+            offset = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    public mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
+    }
+
+    /// The next whole event, or nil until more bytes come.
+    public mutating func next() throws(WyomingError) -> WyomingEvent? {
+        if pending == nil {
+            var end = max(scanned, offset)
+            while end < buffer.count, buffer[end] != 0x0A { end += 1 }
+            guard end < buffer.count else {
+                scanned = end
+                if buffer.count - offset > limits.headerBytes { throw .headerTooLong(limit: limits.headerBytes) }
+                return nil
+            }
+            guard end - offset <= limits.headerBytes else { throw .headerTooLong(limit: limits.headerBytes) }
+            let header: JSONValue
+            do {
+                header = try buffer.withUnsafeBytes { (raw) throws(JSONError) -> JSONValue in
+                    try JSONValue.parse(UnsafeRawBufferPointer(rebasing: raw[offset..<end]))
+                }
+            } catch { throw .malformedHeader(error) }
+            offset = end + 1
+            scanned = offset
+            guard case let .object(fields) = header else { throw .headerNotAnObject }
+            guard let type = fields["type"]?.string else { throw .missingType }
+            func length(_ name: String, limit: Int) throws(WyomingError) -> Int {
+                guard let v = fields[name], v != .null else { return 0 }
+                guard let n = v.integer, n >= 0 else { throw .badLength(field: name, value: v.serialized) }
+                guard n <= limit else { throw .tooLarge(field: name, length: n, limit: limit) }
+                return n
+            }
+            let dataLength = try length("data_length", limit: limits.dataBytes)
+            let payloadLength = try length("payload_length", limit: limits.payloadBytes)
+            var data: [String: JSONValue] = [:]
+            if let inline = fields["data"], inline != .null {
+                guard let o = inline.object else { throw .dataNotAnObject }
+                data = o
+            }
+            pending = (type, data, dataLength, payloadLength)
+        }
+        guard let p = pending, buffer.count - offset >= p.dataLength + p.payloadLength else { return nil }
+        var data = p.data
+        if p.dataLength > 0 {
+            let value: JSONValue
+            do {
+                value = try buffer.withUnsafeBytes { (raw) throws(JSONError) -> JSONValue in
+                    try JSONValue.parse(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + p.dataLength)]))
+                }
+            } catch { throw .malformedData(error) }
+            guard let o = value.object else { throw .dataNotAnObject }
+            data.merge(o) { _, new in new }
+        }
+        let payloadStart = offset + p.dataLength
+        let payload = Array(buffer[payloadStart..<(payloadStart + p.payloadLength)])
+        offset = payloadStart + p.payloadLength
+        scanned = offset
+        pending = nil
+        return WyomingEvent(type: p.type, data: data, payload: payload)
+    }
+}
