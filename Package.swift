@@ -20,7 +20,12 @@ let package = Package(
         // never set errno, so that loops of sqrtf vectorize (IEEE results are the same).
         .target(name: "CEarshotKernels", cSettings: [.unsafeFlags(["-fno-math-errno"])]),
         .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph"]),
-        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotTFLite", "EarshotGraph"]),
+        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotTFLite", "EarshotGraph",
+                                               "EarshotWyoming", "CEarshotSystem"]),
+        // epoll, eventfd and accept4 for the service's loop (Linux calls Glibc's module leaves out).
+        .target(name: "CEarshotSystem"),
+        // The Wyoming protocol's events and their JSON, read and written in Swift (no sockets).
+        .target(name: "EarshotWyoming"),
         // Trains classifiers made of runtime layers, with the runtime's own features and products.
         .target(name: "EarshotTraining", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph"]),
         // ONNX files read in Swift: the protobuf wire format and ONNX's messages (onnx.proto).
@@ -43,6 +48,7 @@ let package = Package(
         .testTarget(name: "EarshotONNXTests", dependencies: ["EarshotONNX", "EarshotTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "EarshotGraphTests", dependencies: ["EarshotGraph", "EarshotTestSupport"], exclude: ["Goldens"]),
         .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotWyomingTests", dependencies: ["EarshotWyoming", "EarshotTestSupport"], exclude: ["Goldens"]),
         .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotTraining", "earshot", "EarshotTestSupport"],
                     exclude: ["Goldens", "Expected"]),
     ],

@@ -14,6 +14,8 @@ struct ChannelSet {
     private var finished: [Bool] = []
     private var dropped: [Int] = []
     private(set) var openCount = 0
+    /// Blocks stepped so far, all channels.
+    private(set) var stepsRun = 0
     /// States swapped in and out of the pipelines around a batched step, so that no step
     /// copies a state.
     private var scratch: [ModelState] = []
@@ -110,6 +112,7 @@ struct ChannelSet {
                 // One file channel with a run of blocks: its steps go through the model together.
                 let k = ready[0]
                 do {
+                    stepsRun += min(blocks, 1024)
                     events += try pipelines[k]?.stepConsecutive(min(blocks, 1024)) ?? []
                 } catch {
                     finished[k] = true
@@ -123,6 +126,7 @@ struct ChannelSet {
 
     /// One batched model step for `channels` (all open, each with a block).
     private mutating func step(_ channels: [Int]) -> [ClassifierEvent] {
+        stepsRun += channels.count
         var blocks: [[Float]] = []
         blocks.reserveCapacity(channels.count)
         for k in channels { blocks.append(pipelines[k]?.takeBlock() ?? []) }

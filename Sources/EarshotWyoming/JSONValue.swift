@@ -39,7 +39,7 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     public static func parse(_ bytes: [UInt8]) throws(JSONError) -> JSONValue {
-        try bytes.withUnsafeBytes { (raw) throws(JSONError) -> JSONValue in try parse(raw) }
+        try bytes.withUnsafeBytes { raw in Result { () throws(JSONError) -> JSONValue in try parse(raw) } }.get()
     }
 
     public static func parse(_ text: String) throws(JSONError) -> JSONValue { try parse(Array(text.utf8)) }
@@ -124,6 +124,12 @@ public struct JSONError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Byte offset of the problem.
     public var offset: Int
     public var reason: String
+
+    public init(offset: Int, reason: String) {
+        self.offset = offset
+        self.reason = reason
+    }
+
     public var description: String { "\(reason) at byte \(offset)" }
 }
 

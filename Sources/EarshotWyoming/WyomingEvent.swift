@@ -8,7 +8,7 @@ public struct WyomingEvent: Sendable, Equatable {
     public var payload: [UInt8]
 
     /// The protocol version written in every header.
-    public static let protocolVersion = "1.8.0"
+    public static let protocolVersion = "1.10.2"
 
     public init(type: String, data: [String: JSONValue] = [:], payload: [UInt8] = []) {
         self.type = type
@@ -111,12 +111,18 @@ public struct WyomingReader: Sendable {
                 return nil
             }
             guard end - offset <= limits.headerBytes else { throw .headerTooLong(limit: limits.headerBytes) }
+            let start = offset
+            let parsed = buffer.withUnsafeBytes { raw in
+                Result { () throws(JSONError) -> JSONValue in try JSONValue.parse(UnsafeRawBufferPointer(rebasing: raw[start..<end])) }
+            }
             let header: JSONValue
-            do {
-                header = try buffer.withUnsafeBytes { (raw) throws(JSONError) -> JSONValue in
-                    try JSONValue.parse(UnsafeRawBufferPointer(rebasing: raw[offset..<end]))
-                }
-            } catch { throw .malformedHeader(error) }
+            switch parsed {
+            case let .success(v): header = v
+            case let .failure(e):
+                offset = end + 1
+                scanned = offset
+                throw .malformedHeader(e)
+            }
             offset = end + 1
             scanned = offset
             guard case let .object(fields) = header else { throw .headerNotAnObject }
@@ -139,12 +145,17 @@ public struct WyomingReader: Sendable {
         guard let p = pending, buffer.count - offset >= p.dataLength + p.payloadLength else { return nil }
         var data = p.data
         if p.dataLength > 0 {
-            let value: JSONValue
-            do {
-                value = try buffer.withUnsafeBytes { (raw) throws(JSONError) -> JSONValue in
-                    try JSONValue.parse(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + p.dataLength)]))
+            let start = offset
+            let parsed = buffer.withUnsafeBytes { raw in
+                Result { () throws(JSONError) -> JSONValue in
+                    try JSONValue.parse(UnsafeRawBufferPointer(rebasing: raw[start..<(start + p.dataLength)]))
                 }
-            } catch { throw .malformedData(error) }
+            }
+            let value: JSONValue
+            switch parsed {
+            case let .success(v): value = v
+            case let .failure(e): throw .malformedData(e)
+            }
             guard let o = value.object else { throw .dataNotAnObject }
             data.merge(o) { _, new in new }
         }

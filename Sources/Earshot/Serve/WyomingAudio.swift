@@ -1,0 +1,66 @@
+import EarshotWyoming
+
+/// The audio format a Wyoming client declares: any rate, a sample width of 1 to 4 bytes (signed
+/// little-endian integers, as the protocol's audio is) and any number of interleaved channels,
+/// mixed to one for the models.
+struct WyomingAudioFormat: Sendable, Equatable {
+    var rate: Int
+    var width: Int
+    var channels: Int
+
+    static let rates = 1000...768_000
+    static let widths = 1...4
+    static let channelCounts = 1...64
+
+    /// The format in an event's data (`rate`, `width`, `channels`), or why it is not one.
+    init(_ data: [String: JSONValue]) throws(FormatError) {
+        func field(_ name: String, _ range: ClosedRange<Int>) throws(FormatError) -> Int {
+            guard let v = data[name] else { throw FormatError("no '\(name)'") }
+            guard let n = v.integer, range.contains(n) else {
+                throw FormatError("\(name) \(v.serialized) is not an integer in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return n
+        }
+        rate = try field("rate", Self.rates)
+        width = try field("width", Self.widths)
+        channels = try field("channels", Self.channelCounts)
+    }
+
+    init(rate: Int, width: Int, channels: Int) {
+        self.rate = rate
+        self.width = width
+        self.channels = channels
+    }
+
+    struct FormatError: Error { var reason: String; init(_ r: String) { reason = r } }
+
+    var frameBytes: Int { width * channels }
+
+    /// Whole frames of `bytes` (after `carry`, the partial frame of the last chunk) as mono
+    /// samples in -1...1; the bytes of a partial last frame are left in `carry` for the next.
+    func decode(_ bytes: [UInt8], carry: inout [UInt8]) -> [Float] {
+        let all: [UInt8]
+        if carry.isEmpty { all = bytes } else { all = carry + bytes }
+        let frames = all.count / frameBytes
+        carry = Array(all[(frames * frameBytes)...])
+        var out = [Float](repeating: 0, count: frames)
+        let scale = 1 / (Float(1 << (8 * width - 1)) * Float(channels))
+        all.withUnsafeBytes { raw in
+            out.withUnsafeMutableBufferPointer { o in
+                for f in 0..<frames {
+                    var sum: Int64 = 0
+                    for c in 0..<channels {
+                        let at = (f * channels + c) * width
+                        var v: Int32 = 0
+                        for b in 0..<width { v |= Int32(raw[at + b]) << (8 * b) }
+                        // Sign-extend from the sample's width.
+                        let shift = Int32(32 - 8 * width)
+                        sum += Int64((v << shift) >> shift)
+                    }
+                    o[f] = Float(sum) * scale
+                }
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,627 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CEarshotSystem
+import EarshotWyoming
+import Foundation
+
+/// A Wyoming wake-word and voice-activity service: every connection is one stream with its own
+/// explicit state, and every stream of a model steps in one batch per tick, spread over the
+/// cores. `describe` → `info`; `detect` names the wake words to listen for; `audio-start`,
+/// `audio-chunk` (any rate, width and channel count; resampled) and `audio-stop` stream the
+/// audio; answers are `detection`, `not-detected` (after `audio-stop` when nothing was
+/// detected), `voice-started` / `voice-stopped` (voice activity models) and `error`.
+///
+/// One thread (the caller of `run`) owns the sockets and every connection; ticks spread the
+/// model steps over the shards' cores and wait for them.
+public final class WyomingServer: @unchecked Sendable {
+    // @unchecked Sendable: after init, every mutable property is touched only by the thread
+    // inside `run()`; `stop()`, the one method for other threads, only writes to the eventfd of
+    // `wake` (a system call, safe from any thread).
+    public let address: ServeURI
+    public let models: [ServedModel]
+    public let options: ServeOptions
+    private let listener: Int32?
+    private let wake: WakeSignal
+    private let epoll: Epoll
+    private let engine: ServeEngine
+    private let info: WyomingEvent
+    private var connections: [UInt64: Connection] = [:]
+    private var nextToken: UInt64 = 16
+    private var summary = ServeSummary()
+    private var stopping = false
+    private var stopDeadline: ContinuousClock.Instant?
+    private var paused: [Connection] = []
+    private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+
+    private static let listenerToken: UInt64 = 1
+    private static let wakeToken: UInt64 = 2
+    /// Bytes read from one client per wake-up of the loop, so that one fast client cannot
+    /// keep the loop from the others.
+    private static let readBudget = 256 * 1024
+
+    /// Binds `uri` (for stdio://, takes standard input and output as its one client).
+    public init(uri: ServeURI, models: [ServedModel], options: ServeOptions = ServeOptions()) throws(ServeError) {
+        guard !models.isEmpty else { throw .noModels }
+        try options.validate()
+        for m in models {
+            do { try m.options.validate() } catch { throw .invalidOption(name: "options of \(m.model.name)", value: "\(error)", expected: "valid label options") }
+        }
+        self.models = models
+        self.options = options
+        wake = try WakeSignal()
+        epoll = try Epoll()
+        engine = ServeEngine(models: models, shards: options.shards)
+        info = Self.makeInfo(models: models, version: options.version)
+        if case .stdio = uri {
+            listener = nil
+            address = uri
+        } else {
+            let (fd, bound) = try Sockets.listen(uri)
+            listener = fd
+            address = bound
+        }
+        if let listener { epoll.add(listener, events: Epoll.input, token: Self.listenerToken) }
+        epoll.add(wake.fd, events: Epoll.input, token: Self.wakeToken)
+        if case .stdio = uri {
+            Sockets.setNonBlocking(0)
+            let c = Connection(token: nextToken, readFD: 0, writeFD: 1, peer: "stdio", limits: options.limits, now: .now)
+            nextToken += 1
+            c.pollable = epoll.add(0, events: Epoll.readable, token: c.token)
+            connections[c.token] = c
+            summary.accepted = 1
+            summary.peakClients = 1
+        }
+    }
+
+    deinit {
+        if let listener { close(listener) }
+    }
+
+    /// Asks the server to stop (from any thread, e.g. on SIGTERM): it stops accepting, finishes
+    /// every stream (their last events, `not-detected`), sends what is queued and `run` returns.
+    public func stop() { wake.signal() }
+
+    /// Runs the loop on a thread of its own until the server stops.
+    public func serve() async -> ServeSummary {
+        await withCheckedContinuation { continuation in
+            let thread = Thread { continuation.resume(returning: self.run()) }
+            thread.name = "earshot serve"
+            thread.start()
+        }
+    }
+
+    /// Runs the loop on this thread until the server stops; what it did.
+    public func run() -> ServeSummary {
+        var lastTick = ContinuousClock.now - .seconds(1)
+        var nextHousekeeping = ContinuousClock.now
+        var nextSummary = ContinuousClock.now + .seconds(options.summaryInterval)
+        let tick = Duration.microseconds(Int64(options.tickMs * 1000))
+        log("serving \(models.map(\.model.name).joined(separator: ", ")) on \(address)")
+        while true {
+            let now = ContinuousClock.now
+            let pending = hasPendingAudio
+            var wait = nextHousekeeping - now
+            if pending { wait = min(wait, lastTick + tick - now) }
+            if connections.values.contains(where: { !$0.pollable && !$0.closing && !$0.paused }) { wait = .zero }
+            let ms = max(0, Int32(min(1000, ceil(Double(wait.components.attoseconds) / 1e15 + Double(wait.components.seconds) * 1000))))
+            for (token, events) in epoll.wait(timeoutMs: ms) {
+                switch token {
+                case Self.listenerToken: acceptAll()
+                case Self.wakeToken:
+                    wake.clear()
+                    beginStop()
+                default:
+                    guard let c = connections[token] else { continue }
+                    if events & (Epoll.input | Epoll.hangUp) != 0 { readFrom(c) }
+                    if events & Epoll.writable != 0, connections[token] != nil { flush(c) }
+                }
+            }
+            for c in connections.values where !c.pollable && !c.closing && !c.paused { readFrom(c) }
+            let after = ContinuousClock.now
+            if hasPendingAudio && after >= lastTick + tick {
+                runTick()
+                lastTick = after
+            }
+            if after >= nextHousekeeping {
+                housekeeping(after)
+                nextHousekeeping = after + .milliseconds(250)
+            }
+            if after >= nextSummary {
+                logSummary()
+                nextSummary = after + .seconds(options.summaryInterval)
+            }
+            if stopping && (connections.isEmpty || (stopDeadline.map { after >= $0 } ?? true)) { break }
+        }
+        for c in Array(connections.values) { closeConnection(c, reason: "the server stopped") }
+        if case let .unix(path) = address { unlink(path) }
+        summary.steps = engine.steps
+        log("stopped: \(summaryLine())")
+        return summary
+    }
+
+    // MARK: connections
+
+    private final class Connection {
+        let token: UInt64
+        let readFD: Int32
+        let writeFD: Int32
+        let peer: String
+        var reader: WyomingReader
+        var out: [UInt8] = []
+        var outOffset = 0
+        var waitingToWrite = false
+        var paused = false
+        var closing = false
+        /// Whether epoll can watch it (not for a regular file on standard input).
+        var pollable = true
+        var lastReceived: ContinuousClock.Instant
+        var eventStarted: ContinuousClock.Instant?
+        /// Wake words asked for by `detect` (nil: all).
+        var names: [String]?
+        var stream: Stream?
+        var warnedChunkBeforeStart = false
+        /// When a closing connection is closed even if its last events are not all taken.
+        var closingDeadline: ContinuousClock.Instant?
+
+        init(token: UInt64, readFD: Int32, writeFD: Int32, peer: String, limits: WyomingReader.Limits, now: ContinuousClock.Instant) {
+            self.token = token
+            self.readFD = readFD
+            self.writeFD = writeFD
+            self.peer = peer
+            reader = WyomingReader(limits: limits)
+            lastReceived = now
+        }
+    }
+
+    /// One stream: from audio-start to audio-stop.
+    private struct Stream {
+        var format: WyomingAudioFormat
+        var shard: Int
+        var channels: [Int?]
+        var inbox: [Float] = []
+        var carry: [UInt8] = []
+        var carryFormat: WyomingAudioFormat
+        var startTimestamp: Int?
+        /// Source samples received.
+        var received = 0
+        /// Recent chunks: the sample after each one's last, and the client's timestamp.
+        var chunks: [(end: Int, timestamp: Int?)] = []
+        var lastChunkTimestamp: Int?
+        var detected = false
+        var failed = false
+        var wakeModels: Bool
+
+        /// Milliseconds of the stream's clock at a source sample.
+        func ms(_ sample: Int) -> Int { (startTimestamp ?? 0) + Int((Double(sample) * 1000 / Double(format.rate)).rounded()) }
+
+        /// The client's timestamp of the chunk that held `sample` (the stream's clock if none).
+        func chunkTimestamp(_ sample: Int) -> Int {
+            let hit = chunks.first { $0.end >= sample } ?? chunks.last
+            return hit?.timestamp ?? ms(sample)
+        }
+    }
+
+    private var hasPendingAudio: Bool { connections.values.contains { !($0.stream?.inbox.isEmpty ?? true) } }
+
+    private func acceptAll() {
+        guard let listener else { return }
+        while true {
+            let fd = earshot_accept(listener)
+            if fd < 0 {
+                if errno == EINTR { continue }
+                return  // EAGAIN: no more; other errors (EMFILE...) are retried on the next wake-up
+            }
+            let peer = Sockets.peerName(fd)
+            if connections.count >= options.maxClients || stopping {
+                let reason = stopping ? "the server is stopping" : "the server has \(connections.count) clients, its limit (--max-clients)"
+                let bytes = WyomingEvent(type: "error", data: ["text": .string(reason), "code": "too-many-clients"]).encoded
+                _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                close(fd)
+                summary.refused += 1
+                log("\(peer): refused: \(reason)")
+                continue
+            }
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let c = Connection(token: nextToken, readFD: fd, writeFD: fd, peer: peer, limits: options.limits, now: .now)
+            nextToken += 1
+            epoll.add(fd, events: Epoll.readable, token: c.token)
+            connections[c.token] = c
+            summary.accepted += 1
+            summary.peakClients = max(summary.peakClients, connections.count)
+            log("\(peer): connected (\(connections.count) clients)")
+        }
+    }
+
+    private func readFrom(_ c: Connection) {
+        var total = 0
+        while total < Self.readBudget && !c.paused && !c.closing {
+            let n = readBuffer.withUnsafeMutableBytes { read(c.readFD, $0.baseAddress, $0.count) }
+            if n > 0 {
+                total += n
+                c.lastReceived = .now
+                readBuffer.withUnsafeBytes { c.reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                handleEvents(c)
+                guard connections[c.token] != nil else { return }
+                if !c.pollable { break }
+            } else if n == 0 {
+                peerClosed(c)
+                return
+            } else {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                closeConnection(c, reason: "read failed: \(systemError())")
+                return
+            }
+        }
+    }
+
+    /// The client closed its side: a stream without audio-stop is discarded; what is queued
+    /// for it is still sent.
+    private func peerClosed(_ c: Connection) {
+        let midEvent = c.reader.isMidEvent
+        if let s = c.stream {
+            engine.leave(shard: s.shard, channels: s.channels)
+            c.stream = nil
+        }
+        log("\(c.peer): disconnected\(midEvent ? " in the middle of an event" : "")")
+        closeAfterFlush(c)
+    }
+
+    private func handleEvents(_ c: Connection) {
+        while !c.closing {
+            let event: WyomingEvent?
+            do { event = try c.reader.next() } catch {
+                fail(c, "\(error)", code: "protocol")
+                return
+            }
+            guard let event else { break }
+            handle(event, from: c)
+        }
+        c.eventStarted = c.reader.isMidEvent ? (c.eventStarted ?? .now) : nil
+        if let s = c.stream, Double(s.inbox.count) > options.maxBufferSeconds * Double(s.format.rate), !c.paused, c.pollable {
+            c.paused = true
+            epoll.modify(c.readFD, events: c.waitingToWrite ? Epoll.writable : 0, token: c.token)
+            paused.append(c)
+        }
+    }
+
+    private func handle(_ event: WyomingEvent, from c: Connection) {
+        switch event.type {
+        case "describe":
+            send(info, to: c)
+        case "ping":
+            send(WyomingEvent(type: "pong", data: ["text": event.data["text"] ?? .null]), to: c)
+        case "detect":
+            let names = event.data["names"]
+            if let list = names?.array {
+                let strings = list.compactMap(\.string)
+                guard strings.count == list.count else { return error(c, "detect: names must be strings", code: "detect") }
+                c.names = strings
+                let known = wakeNames
+                let unknown = strings.filter { n in !known.contains { $0.caseInsensitiveCompare(n) == .orderedSame } }
+                if !unknown.isEmpty {
+                    error(c, "detect: no wake word \(unknown.joined(separator: ", ")) here; this service has \(known.joined(separator: ", "))", code: "detect")
+                }
+            } else {
+                c.names = nil
+            }
+        case "audio-start":
+            startStream(c, event)
+        case "audio-chunk":
+            chunk(c, event)
+        case "audio-stop":
+            stopStream(c)
+        default:
+            break  // unknown events are ignored, as Wyoming services do
+        }
+    }
+
+    private var wakeNames: [String] {
+        models.filter(\.isWakeWord).flatMap { m in m.eventLabels.map { m.wakeName(label: $0) } }
+    }
+
+    private func wanted(_ c: Connection) -> [Bool] {
+        models.map { m in
+            guard m.isWakeWord, let names = c.names else { return true }
+            return m.eventLabels.contains { label in names.contains { $0.caseInsensitiveCompare(m.wakeName(label: label)) == .orderedSame } }
+        }
+    }
+
+    private func startStream(_ c: Connection, _ event: WyomingEvent) {
+        if let s = c.stream {  // a new start resets the stream
+            engine.leave(shard: s.shard, channels: s.channels)
+            c.stream = nil
+        }
+        let format: WyomingAudioFormat
+        do { format = try WyomingAudioFormat(event.data) } catch {
+            return self.error(c, "audio-start: \(error.reason)", code: "audio-format")
+        }
+        let wanted = wanted(c)
+        do {
+            let (shard, channels) = try engine.join(stream: c.token, rate: format.rate, wanted: wanted)
+            c.stream = Stream(format: format, shard: shard, channels: channels, carryFormat: format,
+                              startTimestamp: event.data["timestamp"]?.integer,
+                              wakeModels: zip(models, wanted).contains { $0.isWakeWord && $1 })
+            c.warnedChunkBeforeStart = false
+            summary.streamsStarted += 1
+        } catch {
+            self.error(c, "audio-start: \(error)", code: "audio-format")
+        }
+    }
+
+    private func chunk(_ c: Connection, _ event: WyomingEvent) {
+        guard var s = c.stream else {
+            summary.droppedChunks += 1
+            if !c.warnedChunkBeforeStart {
+                c.warnedChunkBeforeStart = true
+                error(c, "audio-chunk before audio-start: send audio-start (rate, width, channels) first; chunks before it are ignored", code: "no-audio-start")
+            }
+            return
+        }
+        let format: WyomingAudioFormat
+        do { format = try WyomingAudioFormat(event.data) } catch {
+            summary.droppedChunks += 1
+            return self.error(c, "audio-chunk: \(error.reason); the chunk was ignored", code: "audio-format")
+        }
+        guard format.rate == s.format.rate else {
+            summary.droppedChunks += 1
+            summary.droppedSamples += event.payload.count / max(1, format.frameBytes)
+            return error(c, "audio-chunk at \(format.rate) Hz in a stream started at \(s.format.rate) Hz: the chunk was ignored "
+                         + "(send audio-start to change the rate)", code: "audio-format")
+        }
+        guard !s.failed else { return }
+        c.stream = nil  // so that the inbox is extended in place, not copied; written back below
+        if format != s.carryFormat { s.carry = []; s.carryFormat = format }
+        let samples = format.decode(event.payload, carry: &s.carry)
+        s.received += samples.count
+        summary.audioSeconds += Double(samples.count) / Double(format.rate)
+        s.inbox += samples
+        let timestamp = event.data["timestamp"]?.integer
+        s.lastChunkTimestamp = timestamp
+        s.chunks.append((s.received, timestamp))
+        if s.chunks.count > 512 { s.chunks.removeFirst(256) }
+        c.stream = s
+    }
+
+    private func stopStream(_ c: Connection) {
+        guard let s = c.stream else { return }
+        engine.push(s.inbox, shard: s.shard, channels: s.channels)
+        c.stream?.inbox = []
+        engine.finish(shard: s.shard, channels: s.channels)
+        deliver(engine.takeOutput())
+        if let s = c.stream {
+            if s.wakeModels && !s.detected { send(WyomingEvent(type: "not-detected"), to: c) }
+            engine.leave(shard: s.shard, channels: s.channels)
+        }
+        c.stream = nil
+        summary.streamsFinished += 1
+    }
+
+    // MARK: ticks
+
+    private func runTick() {
+        let start = ContinuousClock.now
+        for c in connections.values {
+            guard var s = c.stream, !s.inbox.isEmpty else { continue }
+            c.stream = nil
+            var samples: [Float] = []
+            swap(&samples, &s.inbox)
+            if !s.failed { engine.shards[s.shard].work.append((c.token, s.channels, samples)) }
+            c.stream = s
+        }
+        engine.tick()
+        deliver(engine.takeOutput())
+        summary.ticks += 1
+        summary.tickTimes.add(ContinuousClock.now - start)
+        for c in paused where connections[c.token] != nil {
+            c.paused = false
+            epoll.modify(c.readFD, events: Epoll.readable | (c.waitingToWrite ? Epoll.writable : 0), token: c.token)
+        }
+        paused.removeAll()
+    }
+
+    /// Model events to Wyoming answers for their streams.
+    private func deliver(_ events: [(stream: UInt64, model: Int, event: ClassifierEvent)]) {
+        for (token, m, event) in events {
+            guard let c = connections[token], var s = c.stream else { continue }
+            let model = models[m]
+            var data: [String: JSONValue] = [:]
+            if let t = s.lastChunkTimestamp { data["chunk_timestamp"] = .number(Double(t)) }
+            let answer: WyomingEvent
+            switch event {
+            case let .detected(d) where model.isWakeWord:
+                let name = model.wakeName(label: d.label)
+                if let names = c.names, !names.contains(where: { $0.caseInsensitiveCompare(name) == .orderedSame }) { continue }
+                s.detected = true
+                data["name"] = .string(name)
+                data["timestamp"] = .number(Double(s.chunkTimestamp(d.sample)))
+                answer = WyomingEvent(type: "detection", data: data)
+            case let .started(seg) where !model.isWakeWord:
+                data["timestamp"] = .number(Double(s.ms(seg.start)))
+                answer = WyomingEvent(type: "voice-started", data: data)
+            case let .ended(seg) where !model.isWakeWord:
+                data["timestamp"] = .number(Double(s.ms(seg.end)))
+                answer = WyomingEvent(type: "voice-stopped", data: data)
+            case let .failed(_, e):
+                s.failed = true
+                answer = WyomingEvent(type: "error", data: ["text": .string("\(model.model.name): \(e); send audio-start to begin a new stream"),
+                                                            "code": "stream-failed"])
+            default:
+                continue
+            }
+            c.stream = s
+            send(answer, to: c)
+        }
+    }
+
+    // MARK: output
+
+    private func send(_ event: WyomingEvent, to c: Connection) {
+        c.out += event.encoded
+        if c.out.count - c.outOffset > options.maxOutputBytes {
+            closeConnection(c, reason: "it is not reading its events (\(c.out.count - c.outOffset) bytes waiting)", byServer: true)
+            return
+        }
+        if !c.waitingToWrite { flush(c) }
+    }
+
+    private func flush(_ c: Connection) {
+        while c.outOffset < c.out.count {
+            let n = c.out.withUnsafeBytes { raw -> Int in
+                let p = raw.baseAddress! + c.outOffset
+                let count = raw.count - c.outOffset
+                return c.pollable && c.writeFD == c.readFD ? Glibc.send(c.writeFD, p, count, Int32(MSG_NOSIGNAL)) : Glibc.write(c.writeFD, p, count)
+            }
+            if n > 0 {
+                c.outOffset += n
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if !c.waitingToWrite {
+                    c.waitingToWrite = true
+                    epoll.modify(c.readFD, events: (c.paused || c.closing ? 0 : Epoll.readable) | Epoll.writable, token: c.token)
+                }
+                return
+            } else {
+                closeConnection(c, reason: "write failed: \(systemError())")
+                return
+            }
+        }
+        c.out.removeAll(keepingCapacity: c.out.capacity <= 64 * 1024)
+        c.outOffset = 0
+        if c.waitingToWrite {
+            c.waitingToWrite = false
+            epoll.modify(c.readFD, events: c.paused || c.closing ? 0 : Epoll.readable, token: c.token)
+        }
+        if c.closing { closeConnection(c, reason: nil) }
+    }
+
+    private func error(_ c: Connection, _ text: String, code: String) {
+        send(WyomingEvent(type: "error", data: ["text": .string(text), "code": .string(code)]), to: c)
+    }
+
+    /// An error the stream cannot recover from: the client is told, then closed.
+    private func fail(_ c: Connection, _ text: String, code: String) {
+        log("\(c.peer): \(text); closing")
+        error(c, text, code: code)
+        summary.closedByServer += 1
+        if let s = c.stream {
+            engine.leave(shard: s.shard, channels: s.channels)
+            c.stream = nil
+        }
+        closeAfterFlush(c)
+    }
+
+    private func closeAfterFlush(_ c: Connection) {
+        guard connections[c.token] != nil else { return }
+        c.closing = true
+        c.closingDeadline = .now + .seconds(max(options.drainSeconds, 0.5))
+        if c.outOffset >= c.out.count {
+            closeConnection(c, reason: nil)
+        } else if c.pollable {
+            epoll.modify(c.readFD, events: Epoll.writable, token: c.token)
+            c.waitingToWrite = true
+        }
+    }
+
+    private func closeConnection(_ c: Connection, reason: String?, byServer: Bool = false) {
+        guard connections.removeValue(forKey: c.token) != nil else { return }
+        if let s = c.stream {
+            engine.leave(shard: s.shard, channels: s.channels)
+            c.stream = nil
+        }
+        if byServer { summary.closedByServer += 1 }
+        if c.pollable { epoll.remove(c.readFD) }
+        if c.readFD > 2 { close(c.readFD) }
+        if let reason { log("\(c.peer): closed: \(reason)") }
+        if listener == nil { beginStop() }  // stdio: the one client is gone
+    }
+
+    // MARK: housekeeping and stopping
+
+    private func housekeeping(_ now: ContinuousClock.Instant) {
+        for c in Array(connections.values) {
+            if let started = c.eventStarted, now - started > .seconds(options.eventTimeout) {
+                fail(c, "an event began \(Int(options.eventTimeout)) s ago and is still incomplete (limit --event-timeout)", code: "timeout")
+            } else if now - c.lastReceived > .seconds(options.idleTimeout), !c.closing {
+                fail(c, "nothing received for \(Int(options.idleTimeout)) s (limit --idle-timeout)", code: "timeout")
+            } else if c.closing, let deadline = c.closingDeadline, now >= deadline {
+                closeConnection(c, reason: "its last events were not taken in time")
+            }
+        }
+    }
+
+    private func beginStop() {
+        guard !stopping else { return }
+        stopping = true
+        stopDeadline = .now + .seconds(options.drainSeconds)
+        if let listener { epoll.remove(listener) }
+        log("stopping: finishing \(connections.values.filter { $0.stream != nil }.count) streams")
+        for c in Array(connections.values) {
+            if c.stream != nil { stopStream(c) }
+            closeAfterFlush(c)
+        }
+    }
+
+    private func log(_ line: String) { options.log?(line) }
+
+    private func summaryLine() -> String {
+        let p99 = summary.tickTimes.percentile(0.99).map { String(format: "%.2f ms", Double($0.components.attoseconds) / 1e15 + Double($0.components.seconds) * 1000) } ?? "-"
+        return "\(connections.count) clients (peak \(summary.peakClients)), \(summary.accepted) accepted, \(summary.refused) refused, "
+            + "\(summary.closedByServer) closed by the server, \(engine.steps) steps, tick p99 \(p99), "
+            + "dropped \(summary.droppedChunks) chunks"
+    }
+
+    private var lastSummarySteps = 0
+    private var lastSummaryAt = ContinuousClock.now
+
+    private func logSummary() {
+        let now = ContinuousClock.now
+        let steps = engine.steps
+        let elapsed = now - lastSummaryAt
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        log(String(format: "%.0f steps/s; ", Double(steps - lastSummarySteps) / max(seconds, 1e-9)) + summaryLine())
+        lastSummarySteps = steps
+        lastSummaryAt = now
+    }
+
+    // MARK: info
+
+    static func makeInfo(models: [ServedModel], version: String) -> WyomingEvent {
+        let earshot: JSONValue = ["name": "Earshot", "url": "https://github.com/earshot"]
+        func attribution(_ m: ServedModel) -> JSONValue {
+            ["name": .string(m.model.manifest.author ?? "unknown"), "url": .string(m.model.manifest.url ?? m.model.manifest.source ?? "")]
+        }
+        var wakeModels: [JSONValue] = []
+        var vadModels: [JSONValue] = []
+        for m in models {
+            let manifest = m.model.manifest
+            func entry(name: String, phrase: String?) -> JSONValue {
+                .object(["name": .string(name), "attribution": attribution(m), "installed": true,
+                         "description": .string(manifest.description ?? m.model.name),
+                         "version": manifest.version.map(JSONValue.string) ?? .null,
+                         "languages": .array((manifest.languages ?? []).map(JSONValue.string)),
+                         "phrase": phrase.map(JSONValue.string) ?? .null])
+            }
+            if m.isWakeWord {
+                let labels = m.eventLabels
+                for label in labels {
+                    wakeModels.append(entry(name: m.wakeName(label: label), phrase: labels.count == 1 ? (manifest.phrase ?? label) : label))
+                }
+            } else {
+                vadModels.append(entry(name: m.model.name, phrase: nil))
+            }
+        }
+        func program(_ description: String, _ list: [JSONValue]) -> JSONValue {
+            ["name": "earshot", "attribution": earshot, "installed": true, "description": .string(description),
+             "version": .string(version), "models": .array(list)]
+        }
+        var data: [String: JSONValue] = ["asr": [], "tts": [], "handle": [], "intent": [], "mic": [], "snd": [],
+                                         "wake": wakeModels.isEmpty ? [] : [program("Earshot wake-word detection", wakeModels)]]
+        // Wyoming's info has no place for voice activity; clients ignore keys they do not know.
+        if !vadModels.isEmpty { data["vad"] = [program("Earshot voice activity detection", vadModels)] }
+        return WyomingEvent(type: "info", data: data)
+    }
+}

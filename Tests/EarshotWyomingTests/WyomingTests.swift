@@ -1,0 +1,134 @@
+import EarshotTestSupport
+import EarshotWyoming
+import Foundation
+import Testing
+
+/// The events the PyPI `wyoming` package wrote (tools/wyoming_events_reference.py) and what
+/// they hold, from the JSON lines beside them (parsed with Foundation, an independent reader).
+private func reference() throws -> (bytes: [UInt8], events: [WyomingEvent]) {
+    let folder = Repo.root.appendingPathComponent("Tests/EarshotWyomingTests/Goldens")
+    let bytes = [UInt8](try Data(contentsOf: folder.appendingPathComponent("events.bin")))
+    let lines = try String(contentsOf: folder.appendingPathComponent("events.json"), encoding: .utf8).split(separator: "\n")
+    func value(_ any: Any) -> JSONValue {
+        guard let tagged = any as? [Any], let kind = tagged.first as? String else { return .null }
+        switch kind {
+        case "bool": return .bool(tagged[1] as? Bool ?? false)
+        case "number": return .number((tagged[1] as? NSNumber)?.doubleValue ?? .nan)
+        case "string": return .string(tagged[1] as? String ?? "")
+        case "array": return .array((tagged[1] as? [Any] ?? []).map(value))
+        case "object": return .object((tagged[1] as? [String: Any] ?? [:]).mapValues(value))
+        default: return .null
+        }
+    }
+    let events = try lines.map { line -> WyomingEvent in
+        let o = try JSONSerialization.jsonObject(with: Data(line.utf8), options: [.fragmentsAllowed]) as! [String: Any]
+        let data = value(o["data"] as Any).object ?? [:]
+        return WyomingEvent(type: o["type"] as! String, data: data, payload: (o["payload"] as! [Int]).map { UInt8($0) })
+    }
+    return (bytes, events)
+}
+
+private func readAll(_ pieces: [[UInt8]], limits: WyomingReader.Limits = .init()) throws -> [WyomingEvent] {
+    var reader = WyomingReader(limits: limits)
+    var out: [WyomingEvent] = []
+    for piece in pieces {
+        reader.append(piece)
+        while let e = try reader.next() { out.append(e) }
+    }
+    return out
+}
+
+@Suite("Wyoming events and their JSON")
+struct WyomingTests {
+    @Test("The events the wyoming package writes are read back as it wrote them, fed whole or cut anywhere")
+    func readsReference() throws {
+        let (bytes, expected) = try reference()
+        #expect(expected.count == 9)
+        #expect(try readAll([bytes]) == expected)
+        // One byte at a time, and cut at random places.
+        #expect(try readAll(bytes.map { [$0] }) == expected)
+        var random = SeededRandom.fromEnvironment()
+        var pieces: [[UInt8]] = []
+        var at = 0
+        while at < bytes.count {
+            let n = min(Int.random(in: 1...300, using: &random), bytes.count - at)
+            pieces.append(Array(bytes[at..<(at + n)]))
+            at += n
+        }
+        #expect(try readAll(pieces) == expected, "seed \(random.seed)")
+        #expect(expected[3].payload.count == 1280 && expected[3].data["rate"] == 16000)
+        #expect(expected[1].data["names"]?.array?[1] == "hey \"jarvis\" éè 😀")
+    }
+
+    @Test("Events written here are read by the same reader as they were made, data in the data segment")
+    func roundTrip() throws {
+        let (_, events) = try reference()
+        let bytes = events.flatMap(\.encoded)
+        #expect(try readAll([bytes]) == events)
+        let first = String(decoding: WyomingEvent(type: "detection", data: ["name": "okay-nabu"]).encoded, as: UTF8.self)
+        #expect(first == "{\"data_length\":20,\"type\":\"detection\",\"version\":\"\(WyomingEvent.protocolVersion)\"}\n{\"name\":\"okay-nabu\"}")
+    }
+
+    @Test("Data in the header line is merged with the data segment; the segment wins")
+    func mergesInlineData() throws {
+        let text = "{\"type\":\"x\",\"data\":{\"a\":1,\"b\":2},\"data_length\":8}\n{\"b\":3}\n"
+        let events = try readAll([Array(text.utf8)])
+        #expect(events.count == 1)
+        #expect(events[0].data == ["a": 1, "b": 3])
+    }
+
+    @Test("Malformed and oversized events are typed errors that say what is wrong")
+    func errors() throws {
+        func firstError(_ text: String, limits: WyomingReader.Limits = .init()) -> WyomingError? {
+            do { _ = try readAll([Array(text.utf8)], limits: limits); return nil } catch { return error as? WyomingError }
+        }
+        #expect(firstError("{\"type\": \"x\"\n") == .malformedHeader(JSONError(offset: 12, reason: "',' or '}' expected in an object")))
+        #expect(firstError("[1,2]\n") == .headerNotAnObject)
+        #expect(firstError("{\"data\": {}}\n") == .missingType)
+        #expect(firstError("{\"type\": 5}\n") == .missingType)
+        #expect(firstError("{\"type\": \"x\", \"payload_length\": -4}\n") == .badLength(field: "payload_length", value: "-4"))
+        #expect(firstError("{\"type\": \"x\", \"payload_length\": 1.5}\n") == .badLength(field: "payload_length", value: "1.5"))
+        #expect(firstError("{\"type\": \"x\", \"payload_length\": 2000000}\n") == .tooLarge(field: "payload_length", length: 2_000_000, limit: 1 << 20))
+        #expect(firstError("{\"type\": \"x\", \"data_length\": 3}\nabc") == .malformedData(JSONError(offset: 0, reason: "unexpected character 'a'")))
+        #expect(firstError("{\"type\": \"x\", \"data_length\": 2}\n[]") == .dataNotAnObject)
+        #expect(firstError("{\"type\": \"x\", \"data\": 7}\n") == .dataNotAnObject)
+        // A header line with no end is refused once it is over the limit, not buffered forever.
+        let long = "{\"type\": \"" + String(repeating: "a", count: 300)
+        #expect(firstError(long, limits: .init(headerBytes: 256)) == .headerTooLong(limit: 256))
+        #expect(firstError("{\"type\":\"x\"}", limits: .init(headerBytes: 256)) == nil)
+        #expect(WyomingError.tooLarge(field: "payload_length", length: 5, limit: 4).description
+                == "an event's payload_length is 5 bytes, over the limit of 4")
+    }
+
+    @Test("JSON: values, escapes, numbers and every kind of malformed text")
+    func json() throws {
+        let v = try JSONValue.parse(" {\"a\": [1, -2.5e3, true, false, null, \"\\u00e9\\ud83d\\ude00\\n\\\"\"], \"b\": {}} ")
+        #expect(v == ["a": [1, -2500, true, false, nil, "é😀\n\""], "b": .object([:])])
+        #expect(v.serialized == "{\"a\":[1,-2500,true,false,null,\"é😀\\n\\\"\"],\"b\":{}}")
+        #expect(try JSONValue.parse(v.serialized) == v)
+        #expect(JSONValue.string("\u{01}\t").serialized == "\"\\u0001\\t\"")
+        #expect(JSONValue.number(.nan).serialized == "null")
+        #expect(JSONValue.number(0.1).serialized == "0.1")
+        #expect(JSONValue.number(16000).integer == 16000 && JSONValue.number(1.5).integer == nil)
+        let bad: [(String, JSONError)] = [
+            ("", JSONError(offset: 0, reason: "the text ends where a value should be")),
+            ("{\"a\" 1}", JSONError(offset: 5, reason: "':' expected after an object key")),
+            ("[1,]", JSONError(offset: 3, reason: "unexpected character ']'")),
+            ("01", JSONError(offset: 1, reason: "text after the value")),
+            ("-", JSONError(offset: 1, reason: "a number needs digits")),
+            ("1.", JSONError(offset: 2, reason: "digits expected after '.'")),
+            ("\"abc", JSONError(offset: 4, reason: "the text ends inside a string")),
+            ("\"\\x\"", JSONError(offset: 3, reason: "unknown escape")),
+            ("\"\\ud800\"", JSONError(offset: 7, reason: "a lone surrogate in a \\u escape")),
+            ("\"a\u{01}\"", JSONError(offset: 2, reason: "a control character inside a string")),
+            ("tru", JSONError(offset: 0, reason: "the text ends inside a literal")),
+            ("nul!", JSONError(offset: 0, reason: "unknown literal")),
+            (String(repeating: "[", count: 100), JSONError(offset: 64, reason: "nested deeper than 64")),
+        ]
+        for (text, error) in bad {
+            #expect(throws: error, "\(text)") { try JSONValue.parse(text) }
+        }
+        // Invalid UTF-8 inside a string.
+        #expect(throws: JSONError(offset: 1, reason: "a string is not valid UTF-8")) { try JSONValue.parse([0x22, 0xFF, 0x22]) }
+    }
+}
