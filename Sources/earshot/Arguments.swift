@@ -52,6 +52,9 @@ struct Arguments {
 
     func flag(_ name: String) -> Bool { flags.contains(name) }
 
+    /// A default that later readers see as if given (a command's own default for a shared option).
+    mutating func setOption(_ name: String, _ value: String) { options[name] = value }
+
     func string(_ name: String) -> String? { options[name] }
 
     func int(_ name: String, default value: Int, range: ClosedRange<Int>) throws(UsageError) -> Int {

@@ -4,6 +4,8 @@ import Foundation
 
 @main
 enum EarshotCommand {
+    static let version = "0.2.0-dev"
+
     static let usage = """
         earshot: stateful audio models on Linux
 
@@ -57,6 +59,7 @@ enum EarshotCommand {
               paired (found by name when not given), every op run once on silence before writing. An int8
               .tflite runs bit for bit as TFLite's reference kernels; a microWakeWord model (its JSON
               config beside it) takes audio and detects its wake word (label --model okay-nabu).
+        \(ServeCommand.usage.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
           earshot help
 
         exit codes: 0 done, 1 a file/model/device failed, 64 usage, 73 cannot create the output,
@@ -85,6 +88,7 @@ enum EarshotCommand {
             case "train": try TrainCommand.run(words)
             case "evaluate": code = try await EvaluateCommand.run(words)
             case "import": try ImportCommand.run(words)
+            case "serve": try await ServeCommand.run(words)
             case "help", "--help", "-h": try out(usage)
             default: throw UsageError("unknown command '\(command)'", hint: "earshot help")
             }

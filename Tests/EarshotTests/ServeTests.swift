@@ -1,0 +1,426 @@
+import EarshotTestSupport
+import EarshotWyoming
+import Foundation
+import Testing
+
+@testable import Earshot
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A Wyoming client over loopback, with blocking sockets and a deadline on every read.
+final class WyomingTestClient {
+    let fd: Int32
+    private var reader = WyomingReader()
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard ok == 0 else { throw ServeError.socket(operation: "connect", address: "127.0.0.1:\(port)", reason: systemError()) }
+        // Each event goes out as it is written, as the wyoming package's asyncio streams send it.
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ bytes: [UInt8]) {
+        var at = 0
+        while at < bytes.count {
+            let n = bytes[at...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            at += n
+        }
+    }
+
+    func send(_ event: WyomingEvent) { send(event.encoded) }
+
+    func send(_ type: String, _ data: [String: JSONValue] = [:], payload: [UInt8] = []) {
+        send(WyomingEvent(type: type, data: data, payload: payload))
+    }
+
+    func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+
+    /// The next event; nil at the end of the connection or after `seconds` without one.
+    func next(seconds: Double = 20) throws -> WyomingEvent? {
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            if let e = try reader.next() { return e }
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { return nil }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, Int32(left * 1000) + 1) > 0 else { return nil }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { return nil }
+            buffer.withUnsafeBytes { reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        }
+    }
+
+    /// Events until one of `types` (included) or the end of the connection.
+    func events(until types: Set<String>, seconds: Double = 60) throws -> [WyomingEvent] {
+        var out: [WyomingEvent] = []
+        while let e = try next(seconds: seconds) {
+            out.append(e)
+            if types.contains(e.type) { break }
+        }
+        return out
+    }
+
+    /// Whether the server has closed the connection (within `seconds`), after any events.
+    func isClosed(seconds: Double = 10) throws -> Bool {
+        while let _ = try next(seconds: seconds) {}
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&p, 1, 0) > 0 else { return false }
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) == 0
+    }
+}
+
+/// Audio as a client sends it: 16-bit little-endian PCM (the samples come from 16-bit files,
+/// so the round trip is exact).
+func pcm16(_ samples: [Float]) -> [UInt8] {
+    var out = [UInt8]()
+    out.reserveCapacity(samples.count * 2)
+    for s in samples {
+        let v = Int16(max(-32768, min(32767, (s * 32768).rounded())))
+        out.append(UInt8(truncatingIfNeeded: v))
+        out.append(UInt8(truncatingIfNeeded: v >> 8))
+    }
+    return out
+}
+
+/// An answer compared by what a client reads: its type, name and timestamp.
+struct Answer: Equatable, CustomStringConvertible {
+    var type: String
+    var name: String?
+    var timestamp: Int?
+    var description: String { "\(type)(\(name ?? "-"), \(timestamp.map(String.init) ?? "-"))" }
+
+    init(type: String, name: String? = nil, timestamp: Int? = nil) {
+        self.type = type
+        self.name = name
+        self.timestamp = timestamp
+    }
+
+    init(_ e: WyomingEvent) {
+        self.init(type: e.type, name: e.data["name"]?.string, timestamp: e.data["timestamp"]?.integer)
+    }
+}
+
+enum Serving {
+    static let okayNabu = try! Model(contentsOf: Repo.root.appendingPathComponent("Models/okay-nabu"))
+    static let wakeWords = try! AudioFile.readMono(path: Repo.path("Tests/EarshotTests/Goldens/microwakeword/wake-words.wav")).samples
+
+    /// A server on a free loopback port, running until `stop`.
+    static func start(_ models: [Model], options: ServeOptions = ServeOptions()) throws -> (WyomingServer, Task<ServeSummary, Never>, Int) {
+        let server = try WyomingServer(uri: .tcp(host: "127.0.0.1", port: 0), models: models.map { ServedModel(model: $0) }, options: options)
+        guard case let .tcp(_, port) = server.address else { throw ServeError.noModels }
+        let task = Task { await server.serve() }
+        return (server, task, port)
+    }
+
+    /// What `earshot label` finds in `samples` with each model, as the answers a client should
+    /// read: a detection at the timestamp of the chunk (of `chunkMs`, timestamps from 0) that
+    /// holds the sample deciding it; a voice segment as voice-started / voice-stopped at its
+    /// bounds in ms.
+    static func expected(_ samples: [Float], rate: Int, models: [Model], chunkMs: Int = 20) async throws -> (wake: [Answer], voice: [Answer]) {
+        var wake: [Answer] = [], voice: [Answer] = []
+        for model in models {
+            let stream = try StreamClassifier(model: model, sourceSampleRate: rate)
+            let events = try await stream.process(samples) + stream.finish()
+            let chunk = max(1, rate * chunkMs / 1000)
+            for e in events {
+                switch e {
+                case let .detected(d):
+                    let index = min((d.sample - 1) / chunk, (samples.count - 1) / chunk)
+                    wake.append(Answer(type: "detection", name: model.name, timestamp: index * chunkMs))
+                case let .started(s): voice.append(Answer(type: "voice-started", timestamp: Int((s.startSeconds * 1000).rounded())))
+                case let .ended(s): voice.append(Answer(type: "voice-stopped", timestamp: Int((s.endSeconds * 1000).rounded())))
+                default: break
+                }
+            }
+        }
+        return (wake, voice)
+    }
+
+    /// Streams `samples` as a client does: audio-start, chunks of `chunkMs` with timestamps,
+    /// audio-stop; the answers to all of it (a ping after audio-stop is answered after them).
+    static func stream(_ client: WyomingTestClient, _ bytes: [UInt8], rate: Int, width: Int = 2, channels: Int = 1, chunkMs: Int = 20,
+                       names: [String]? = nil) throws -> [WyomingEvent] {
+        if let names { client.send("detect", ["names": .array(names.map(JSONValue.string))]) }
+        let format: [String: JSONValue] = ["rate": .number(Double(rate)), "width": .number(Double(width)), "channels": .number(Double(channels))]
+        client.send("audio-start", format.merging(["timestamp": 0]) { a, _ in a })
+        let frame = width * channels, chunk = rate * chunkMs / 1000 * frame
+        var at = 0, index = 0
+        while at < bytes.count {
+            let n = min(chunk, bytes.count - at)
+            client.send("audio-chunk", format.merging(["timestamp": .number(Double(index * chunkMs))]) { a, _ in a }, payload: Array(bytes[at..<(at + n)]))
+            at += n
+            index += 1
+        }
+        client.send("audio-stop", ["timestamp": .number(Double(index * chunkMs))])
+        client.send("ping")
+        return try client.events(until: ["pong"]).filter { $0.type != "pong" }
+    }
+
+    static func split(_ events: [WyomingEvent]) -> (wake: [Answer], voice: [Answer]) {
+        let answers = events.map(Answer.init)
+        return (answers.filter { $0.type == "detection" }, answers.filter { $0.type.hasPrefix("voice-") })
+    }
+}
+
+@Suite("earshot serve: the Wyoming service", .serialized)
+struct ServeTests {
+    @Test("describe → info: the wake words with their phrases, languages and authors; the voice activity model")
+    func info() async throws {
+        let (server, task, port) = try Serving.start([Serving.okayNabu, Fixtures.model])
+        let client = try WyomingTestClient(port: port)
+        client.send("describe")
+        let info = try #require(try client.next())
+        server.stop()
+        _ = await task.value
+        #expect(info.type == "info")
+        let wake = try #require(info.data["wake"]?.array?.first)
+        #expect(wake["name"] == "earshot" && wake["installed"] == true)
+        let models = try #require(wake["models"]?.array)
+        #expect(models.count == 1)
+        #expect(models[0]["name"] == "okay-nabu" && models[0]["phrase"] == "Okay Nabu")
+        #expect(models[0]["languages"] == ["en", "nl", "fr", "de", "it", "es", "sv"])
+        #expect(models[0]["attribution"] == ["name": "Kevin Ahrendt", "url": "https://www.kevinahrendt.com/"])
+        #expect(models[0]["installed"] == true)
+        #expect(info.data["vad"]?.array?.first?["models"]?.array?.first?["name"] == "silero-vad")
+        for key in ["asr", "tts", "handle", "intent", "mic", "snd"] { #expect(info.data[key] == []) }
+    }
+
+    @Test("A served stream's answers equal earshot label on the same audio: 16 kHz, 44.1 kHz, stereo, 24-bit, odd chunk sizes")
+    func servedEqualsLabel() async throws {
+        let models = [Serving.okayNabu, Fixtures.model]
+        let (server, task, port) = try Serving.start(models)
+        defer { server.stop() }
+        // The wake-word corpus at 16 kHz, in 20 ms chunks.
+        let audio = Serving.wakeWords
+        let expected = try await Serving.expected(audio, rate: 16000, models: models)
+        #expect(expected.wake.count >= 2 && expected.voice.count >= 4)
+        let client = try WyomingTestClient(port: port)
+        let served = try Serving.stream(client, pcm16(audio), rate: 16000)
+        #expect(Serving.split(served).wake == expected.wake)
+        #expect(Serving.split(served).voice == expected.voice)
+        #expect(!served.contains { $0.type == "not-detected" || $0.type == "error" })
+        // audio-start after audio-stop: a fresh stream, the same answers again.
+        let again = try Serving.stream(client, pcm16(audio), rate: 16000)
+        #expect(Serving.split(again) == Serving.split(served))
+
+        // 44.1 kHz (resampled); the same audio in 24-bit, and as two identical channels.
+        let (speech, rate) = try Fixtures.audio("speech-44k.wav")
+        let slow = try await Serving.expected(speech, rate: rate, models: [Fixtures.model])
+        #expect(slow.voice.count >= 4)
+        let s16 = pcm16(speech)
+        #expect(Serving.split(try Serving.stream(client, s16, rate: rate, names: ["okay-nabu"])).voice == slow.voice)
+        var s24: [UInt8] = [], stereo: [UInt8] = []
+        for i in stride(from: 0, to: s16.count, by: 2) {
+            s24 += [0, s16[i], s16[i + 1]]
+            stereo += [s16[i], s16[i + 1], s16[i], s16[i + 1]]
+        }
+        #expect(Serving.split(try Serving.stream(client, s24, rate: rate, width: 3)).voice == slow.voice)
+        #expect(Serving.split(try Serving.stream(client, stereo, rate: rate, channels: 2)).voice == slow.voice)
+        // Chunks of an odd number of bytes: frames split across chunks are joined, nothing lost.
+        let oddClient = try WyomingTestClient(port: port)
+        oddClient.send("audio-start", ["rate": 16000, "width": 2, "channels": 1])
+        let bytes = pcm16(Array(audio[0..<80000]))
+        var at = 0
+        var random = SeededRandom.fromEnvironment()
+        while at < bytes.count {
+            let n = min(2 * Int.random(in: 1...500, using: &random) + 1, bytes.count - at)
+            oddClient.send("audio-chunk", ["rate": 16000, "width": 2, "channels": 1], payload: Array(bytes[at..<(at + n)]))
+            at += n
+        }
+        oddClient.send("audio-stop")
+        oddClient.send("ping")
+        let odd = try oddClient.events(until: ["pong"])
+        let whole = try await Serving.expected(Array(audio[0..<80000]), rate: 16000, models: models, chunkMs: 0)
+        #expect(Serving.split(odd).voice == whole.voice, "seed \(random.seed)")
+        #expect(Serving.split(odd).wake.map(\.name) == whole.wake.map(\.name) && !whole.wake.isEmpty)
+        server.stop()
+        let summary = await task.value
+        #expect(summary.streamsFinished == 6 && summary.droppedChunks == 0 && summary.closedByServer == 0)
+    }
+
+    @Test("detect names the wake words: only they are run and answered; an unknown name is an error")
+    func detectNames() async throws {
+        let jarvis = try Model(contentsOf: Repo.root.appendingPathComponent("Models/hey-jarvis"))
+        let (server, task, port) = try Serving.start([Serving.okayNabu, jarvis])
+        let client = try WyomingTestClient(port: port)
+        let audio = pcm16(Serving.wakeWords)
+        let nabu = try Serving.stream(client, audio, rate: 16000, names: ["Okay-Nabu"])
+        #expect(!nabu.isEmpty && nabu.allSatisfy { $0.type == "detection" && $0["name"] == "okay-nabu" })
+        // hey-jarvis finds nothing in this corpus: not-detected after audio-stop.
+        let heyJarvis = try Serving.stream(client, audio, rate: 16000, names: ["hey-jarvis"])
+        #expect(heyJarvis.map(\.type) == ["not-detected"])
+        client.send("detect", ["names": ["hey-siri"]])
+        let error = try #require(try client.next())
+        #expect(error.type == "error" && error["code"] == "detect")
+        #expect(error["text"]?.string?.contains("no wake word hey-siri here; this service has okay-nabu, hey-jarvis") == true)
+        server.stop()
+        _ = await task.value
+    }
+
+    @Test("100 concurrent clients, their chunks interleaved: each client's answers equal its audio run alone")
+    func concurrentClients() async throws {
+        let (server, task, port) = try Serving.start([Fixtures.model])
+        let (speech, _) = try Fixtures.audio("speech-noise-16k.wav")
+        let n = 100, seconds = 6
+        let audios = (0..<n).map { k in Array(speech[(k * 3001 % (speech.count - seconds * 16000))...].prefix(seconds * 16000)) }
+        let clients = try (0..<n).map { _ in try WyomingTestClient(port: port) }
+        let format: [String: JSONValue] = ["rate": 16000, "width": 2, "channels": 1]
+        for c in clients { c.send("audio-start", format) }
+        let bytes = audios.map(pcm16)
+        // Round robin, each client's chunk size its own.
+        var offsets = Array(repeating: 0, count: n)
+        while offsets.enumerated().contains(where: { $0.element < bytes[$0.offset].count }) {
+            for k in 0..<n where offsets[k] < bytes[k].count {
+                let size = min(320 * (1 + k % 7), bytes[k].count - offsets[k])
+                clients[k].send("audio-chunk", format, payload: Array(bytes[k][offsets[k]..<(offsets[k] + size)]))
+                offsets[k] += size
+            }
+        }
+        for c in clients { c.send("audio-stop") }
+        var matched = 0
+        for k in 0..<n {
+            var got: [Answer] = []
+            // The last answer of a stream is its last voice-stopped (VAD only: no not-detected).
+            let expected = try await Serving.expected(audios[k], rate: 16000, models: [Fixtures.model]).voice
+            while got.count < expected.count, let e = try clients[k].next(seconds: 30) { got.append(Answer(e)) }
+            if got == expected { matched += 1 } else { Issue.record("client \(k): \(got) != \(expected)") }
+        }
+        #expect(matched == n)
+        server.stop()
+        let summary = await task.value
+        #expect(summary.peakClients == n && summary.streamsFinished == n)
+    }
+
+    @Test("Bad input: each gets its answer, and the server and the other clients go on")
+    func badInput() async throws {
+        var options = ServeOptions()
+        options.eventTimeout = 0.5
+        options.idleTimeout = 1.5
+        options.maxClients = 6
+        options.maxOutputBytes = 4096
+        options.limits.payloadBytes = 100_000
+        let (server, task, port) = try Serving.start([Fixtures.model], options: options)
+        func code(_ e: WyomingEvent?) -> String? { e?["code"]?.string }
+
+        // Over --max-clients: one more than the limit is refused with an error.
+        var full: [WyomingTestClient] = []
+        for _ in 0..<6 { full.append(try WyomingTestClient(port: port)) }
+        for c in full { c.send("ping"); #expect(try c.next(seconds: 5)?.type == "pong") }
+        let refused = try WyomingTestClient(port: port)
+        let refusal = try refused.next(seconds: 5)
+        #expect(code(refusal) == "too-many-clients")
+        #expect(refusal?["text"] == "the server has 6 clients, its limit (--max-clients)")
+        #expect(try refused.isClosed())
+        full.removeAll()
+
+        // Malformed JSON: an error, then the connection is closed.
+        let a = try WyomingTestClient(port: port)
+        a.send(Array("{\"type\": \"describe\",,}\n".utf8))
+        let aError = try a.next()
+        #expect(aError?.type == "error" && code(aError) == "protocol")
+        #expect(aError?["text"]?.string?.hasPrefix("an event header is not JSON") == true)
+        #expect(try a.isClosed())
+
+        // Unknown events are ignored; an audio-chunk before audio-start is an error once; the
+        // connection goes on.
+        let b = try WyomingTestClient(port: port)
+        b.send("transcribe", ["text": "hello"])
+        b.send("audio-chunk", ["rate": 16000, "width": 2, "channels": 1], payload: [0, 0, 0, 0])
+        b.send("audio-chunk", ["rate": 16000, "width": 2, "channels": 1], payload: [0, 0, 0, 0])
+        b.send("ping", ["text": "x"])
+        let bEvents = try b.events(until: ["pong"], seconds: 5)
+        #expect(bEvents.map(\.type) == ["error", "pong"] && code(bEvents[0]) == "no-audio-start")
+
+        // A rate of 0 and a width of 5 are refused; the stream can then start properly.
+        b.send("audio-start", ["rate": 0, "width": 2, "channels": 1])
+        let rate0 = try b.next(seconds: 5)
+        #expect(code(rate0) == "audio-format" && rate0?["text"] == "audio-start: rate 0 is not an integer in 1000...768000")
+        b.send("audio-start", ["rate": 16000, "width": 5, "channels": 1])
+        #expect(try b.next(seconds: 5)?["text"] == "audio-start: width 5 is not an integer in 1...4")
+        b.send("audio-start", ["rate": 16000, "width": 2, "channels": 1])
+        b.send("audio-chunk", ["rate": 8000, "width": 2, "channels": 1], payload: [0, 0])
+        let wrongRate = try b.next(seconds: 5)
+        #expect(code(wrongRate) == "audio-format" && wrongRate?["text"]?.string?.hasPrefix("audio-chunk at 8000 Hz in a stream started at 16000 Hz") == true)
+
+        // A payload over the limit: an error, closed.
+        let c = try WyomingTestClient(port: port)
+        c.send(Array("{\"type\": \"audio-chunk\", \"payload_length\": 200000}\n".utf8))
+        let big = try c.next(seconds: 5)
+        #expect(code(big) == "protocol" && big?["text"] == "an event's payload_length is 200000 bytes, over the limit of 100000")
+        #expect(try c.isClosed())
+
+        // A client that disconnects in the middle of a payload.
+        let d = try WyomingTestClient(port: port)
+        d.send("audio-start", ["rate": 16000, "width": 2, "channels": 1])
+        d.send(Array("{\"type\": \"audio-chunk\", \"data\": {\"rate\": 16000, \"width\": 2, \"channels\": 1}, \"payload_length\": 6400}\n".utf8) + [UInt8](repeating: 1, count: 100))
+        d.shutdownWrite()
+        #expect(try d.isClosed())
+
+        // Slowloris: a header a byte at a time, slower than the event timeout.
+        let e = try WyomingTestClient(port: port)
+        e.send(Array("{\"ty".utf8))
+        let slow = try e.next(seconds: 5)
+        #expect(code(slow) == "timeout" && slow?["text"]?.string?.contains("--event-timeout") == true)
+        #expect(try e.isClosed())
+
+        // A client that never reads its answers is closed, not buffered without bound.
+        let f = try WyomingTestClient(port: port)
+        var describes: [UInt8] = []
+        for _ in 0..<2000 { describes += WyomingEvent(type: "describe").encoded }
+        for _ in 0..<10 { f.send(describes) }
+
+        // Through all of it, a good client is served.
+        let good = try WyomingTestClient(port: port)
+        let audio = Array(Serving.wakeWords[0..<64000])
+        let expected = try await Serving.expected(audio, rate: 16000, models: [Fixtures.model])
+        #expect(Serving.split(try Serving.stream(good, pcm16(audio), rate: 16000)).voice == expected.voice)
+        // The idle timeout closes a client that says nothing.
+        let idle = try WyomingTestClient(port: port)
+        let idleError = try idle.next(seconds: 5)
+        #expect(code(idleError) == "timeout" && idleError?["text"]?.string?.contains("--idle-timeout") == true)
+        server.stop()
+        let summary = await task.value
+        #expect(summary.refused == 1)
+        #expect(summary.closedByServer >= 5)  // malformed, payload, slowloris, not reading, idle (and the idle others)
+        #expect(summary.droppedChunks == 3)
+    }
+
+    @Test("Stopping (SIGTERM): every open stream is finished, its last answers sent, then the connection closed")
+    func gracefulStop() async throws {
+        let (server, task, port) = try Serving.start([Serving.okayNabu, Fixtures.model])
+        let client = try WyomingTestClient(port: port)
+        let audio = Array(Serving.wakeWords[0..<20000])  // ends inside speech, before any detection
+        client.send("audio-start", ["rate": 16000, "width": 2, "channels": 1])
+        client.send("audio-chunk", ["rate": 16000, "width": 2, "channels": 1], payload: pcm16(audio))
+        client.send("ping")
+        var events = try client.events(until: ["pong"])
+        server.stop()
+        events += try client.events(until: ["never"], seconds: 10)
+        let expected = try await Serving.expected(audio, rate: 16000, models: [Serving.okayNabu, Fixtures.model])
+        #expect(expected.wake.isEmpty && expected.voice.count == 2)
+        #expect(Serving.split(events).voice == expected.voice)
+        #expect(events.last?.type == "not-detected")
+        let summary = await task.value
+        #expect(summary.streamsFinished == 1)
+        #expect(try client.isClosed(seconds: 1))
+    }
+}
+
+extension WyomingEvent {
+    subscript(key: String) -> JSONValue? { data[key] }
+}
