@@ -29,6 +29,17 @@ final class WyomingTestClient {
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
+    init(unixPath path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { dst in for (i, b) in path.utf8.enumerated() where i < dst.count - 1 { dst[i] = b } }
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard ok == 0 else { throw ServeError.socket(operation: "connect", address: path, reason: systemError()) }
+    }
+
     deinit { close(fd) }
 
     func send(_ bytes: [UInt8]) {
@@ -418,6 +429,77 @@ struct ServeTests {
         let summary = await task.value
         #expect(summary.streamsFinished == 1)
         #expect(try client.isClosed(seconds: 1))
+    }
+}
+
+@Suite("earshot serve: unix sockets, standard input and output, signals")
+struct ServeTransportTests {
+    static let audio = Array(Serving.wakeWords[0..<64000])
+
+    /// A client's whole conversation as bytes: describe, then the audio in 20 ms chunks.
+    static func conversation() -> [UInt8] {
+        let format: [String: JSONValue] = ["rate": 16000, "width": 2, "channels": 1]
+        var bytes = WyomingEvent(type: "describe").encoded + WyomingEvent(type: "audio-start", data: format).encoded
+        let pcm = pcm16(audio)
+        for at in stride(from: 0, to: pcm.count, by: 640) {
+            bytes += WyomingEvent(type: "audio-chunk", data: format, payload: Array(pcm[at..<min(at + 640, pcm.count)])).encoded
+        }
+        return bytes + WyomingEvent(type: "audio-stop").encoded
+    }
+
+    static func answers(_ bytes: [UInt8]) throws -> [WyomingEvent] {
+        var reader = WyomingReader()
+        reader.append(bytes)
+        var out: [WyomingEvent] = []
+        while let e = try reader.next() { out.append(e) }
+        return out
+    }
+
+    @Test("unix://: the same answers as over TCP; the socket file is removed at the stop")
+    func unixSocket() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-\(getpid()).sock").path
+        let server = try WyomingServer(uri: .unix(path: path), models: [ServedModel(model: Fixtures.model)])
+        let task = Task { await server.serve() }
+        let client = try WyomingTestClient(unixPath: path)
+        let served = try Serving.stream(client, pcm16(Self.audio), rate: 16000)
+        let expected = try await Serving.expected(Self.audio, rate: 16000, models: [Fixtures.model])
+        #expect(Serving.split(served).voice == expected.voice && expected.voice.count >= 2)
+        server.stop()
+        _ = await task.value
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test("stdio://: one client on standard input and output, from a pipe or a file; its end stops the service (exit 0)",
+          arguments: [false, true])
+    func standardIO(fromFile: Bool) async throws {
+        let bytes = Self.conversation()
+        let run: (status: Int32, out: String, err: String)
+        let outPath = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-stdio-\(getpid())-\(fromFile).out").path
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: outPath) }
+        if fromFile {
+            let inPath = outPath + ".in"
+            try Data(bytes).write(to: URL(fileURLWithPath: inPath))
+            defer { try? FileManager.default.removeItem(atPath: inPath) }
+            run = try runEarshot(["serve", "--uri", "stdio://", "--model", "okay-nabu,silero-vad"], stdin: inPath, stdout: outPath)
+        } else {
+            run = try runEarshot(["serve", "--uri", "stdio://", "--model", "okay-nabu,silero-vad"], stdinPipe: Data(bytes), stdout: outPath)
+        }
+        #expect(run.status == 0, "\(run.err)")
+        let answers = try Self.answers([UInt8](try Data(contentsOf: URL(fileURLWithPath: outPath))))
+        #expect(answers.first?.type == "info")
+        let expected = try await Serving.expected(Self.audio, rate: 16000, models: [Serving.okayNabu, Fixtures.model])
+        #expect(Serving.split(answers).voice == expected.voice)
+        // Chunks without timestamps: a detection is timed by the stream's clock.
+        #expect(Serving.split(answers).wake.map(\.name) == expected.wake.map(\.name) && !expected.wake.isEmpty)
+    }
+
+    @Test("SIGTERM: earshot serve stops accepting and exits 0")
+    func sigterm() throws {
+        let run = try runEarshot(["serve", "--uri", "tcp://127.0.0.1:0", "--model", "silero-vad", "--verbose"],
+                                 interruptAfter: .milliseconds(300), signal: SIGTERM, readyMarker: "on tcp://127.0.0.1:")
+        #expect(run.status == 0, "\(run.err)")
+        #expect(run.err.contains("stopping: finishing 0 streams") && run.out.isEmpty)
     }
 }
 
