@@ -36,7 +36,7 @@ let package = Package(
         // Optimized in every configuration: its loops are what a graph step runs, and a debug
         // build of them would make the tests that run imported models over whole files crawl.
         .target(name: "EarshotGraph", dependencies: ["CEarshotKernels", "EarshotFeatures"], swiftSettings: [.unsafeFlags(["-O"])]),
-        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotTraining", "CEarshotKernels"]),
+        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotTraining", "CEarshotKernels", "EarshotWyoming", "CEarshotSystem"]),
 
         // Helpers shared by the test targets (seeded random numbers, reference files, paths).
         .target(name: "EarshotTestSupport", dependencies: ["EarshotTraining", "CSndFile"], path: "Tests/Support"),

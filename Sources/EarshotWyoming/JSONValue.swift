@@ -171,7 +171,7 @@ private struct JSONParser {
 
     mutating func object(depth: Int) throws(JSONError) -> JSONValue {
         at += 1
-        var o: [String: JSONValue] = [:]
+        var o = [String: JSONValue](minimumCapacity: 8)
         skipSpace()
         if peek == UInt8(ascii: "}") { at += 1; return .object(o) }
         while true {
@@ -211,6 +211,21 @@ private struct JSONParser {
 
     mutating func number() throws(JSONError) -> Double {
         let start = at
+        // The common case: a whole number of at most 15 digits, read without text or strtod.
+        var i = at, negative = false, value: Int64 = 0
+        if i < bytes.count, bytes[i] == UInt8(ascii: "-") { negative = true; i += 1 }
+        let first = i
+        while i < bytes.count, i - first < 16, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[i]) {
+            value = value * 10 + Int64(bytes[i] - UInt8(ascii: "0"))
+            i += 1
+        }
+        let count = i - first
+        let ends = i == bytes.count || ![UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[i])
+        if count >= 1, count <= 15, ends, count == 1 || bytes[first] != UInt8(ascii: "0"),
+           i == bytes.count || !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[i]) {
+            at = i
+            return negative ? -Double(value) : Double(value)
+        }
         func digits() -> Int {
             let from = at
             while let c = peek, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) { at += 1 }
@@ -257,11 +272,16 @@ private struct JSONParser {
     mutating func string() throws(JSONError) -> String {
         at += 1
         let start = at
-        // The common case: no escapes; the bytes are checked as UTF-8 in one go.
-        while let c = peek, c != UInt8(ascii: "\""), c != UInt8(ascii: "\\"), c >= 0x20 { at += 1 }
+        // The common case: no escapes; the bytes are checked as UTF-8 in one go (ASCII needs no check).
+        var ascii = true
+        while let c = peek, c != UInt8(ascii: "\""), c != UInt8(ascii: "\\"), c >= 0x20 {
+            ascii = ascii && c < 0x80
+            at += 1
+        }
         if peek == UInt8(ascii: "\"") {
             let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<at])
             at += 1
+            if ascii { return String(decoding: raw, as: UTF8.self) }
             guard let s = String(validating: raw, as: UTF8.self) else { throw JSONError(offset: start, reason: "a string is not valid UTF-8") }
             return s
         }

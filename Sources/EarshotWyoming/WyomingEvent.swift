@@ -88,7 +88,12 @@ public struct WyomingReader: Sendable {
     public var isMidEvent: Bool { pending != nil || bufferedBytes > 0 }
 
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        if offset > 0 && offset * 2 >= buffer.count {
+        if offset > 0 && offset == buffer.count {
+            // All taken: a burst's large buffer is given back, a small one kept for the next read.
+            buffer.removeAll(keepingCapacity: buffer.capacity <= 1 << 16)
+            scanned = 0
+            offset = 0
+        } else if offset > 0 && offset * 2 >= buffer.count {
             buffer.removeFirst(offset)
             scanned -= offset
             offset = 0
@@ -157,7 +162,7 @@ public struct WyomingReader: Sendable {
             case let .failure(e): throw .malformedData(e)
             }
             guard let o = value.object else { throw .dataNotAnObject }
-            data.merge(o) { _, new in new }
+            if data.isEmpty { data = o } else { data.merge(o) { _, new in new } }
         }
         let payloadStart = offset + p.dataLength
         let payload = Array(buffer[payloadStart..<(payloadStart + p.payloadLength)])

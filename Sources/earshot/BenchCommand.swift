@@ -11,6 +11,7 @@ enum BenchCommand {
         case "model": try model(Array(words.dropFirst()))
         case "streams": try await streams(Array(words.dropFirst()))
         case "offline": try await offline(Array(words.dropFirst()))
+        case "serve": try BenchServeCommand.run(Array(words.dropFirst()))
         default: throw UsageError("unknown benchmark '\(what)'", hint: "earshot bench features | earshot bench model")
         }
     }

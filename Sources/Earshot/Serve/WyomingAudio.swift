@@ -47,6 +47,11 @@ struct WyomingAudioFormat: Sendable, Equatable {
         let scale = 1 / (Float(1 << (8 * width - 1)) * Float(channels))
         all.withUnsafeBytes { raw in
             out.withUnsafeMutableBufferPointer { o in
+                if width == 2 && channels == 1 {
+                    // The common case (16-bit mono, as Home Assistant sends): one load per sample.
+                    for f in 0..<frames { o[f] = Float(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * f, as: Int16.self))) * scale }
+                    return
+                }
                 for f in 0..<frames {
                     var sum: Int64 = 0
                     for c in 0..<channels {

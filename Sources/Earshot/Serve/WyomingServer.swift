@@ -32,13 +32,17 @@ public final class WyomingServer: @unchecked Sendable {
     private var stopping = false
     private var stopDeadline: ContinuousClock.Instant?
     private var paused: [Connection] = []
+    /// Connections whose stream has audio not yet stepped (each once).
+    private var withAudio: [Connection] = []
+    /// The stdio client when its input is a regular file (epoll cannot watch it: always ready).
+    private var unpollable: Connection?
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
     private static let listenerToken: UInt64 = 1
     private static let wakeToken: UInt64 = 2
     /// Bytes read from one client per wake-up of the loop, so that one fast client cannot
     /// keep the loop from the others.
-    private static let readBudget = 256 * 1024
+    private static let readBudget = 64 * 1024
 
     /// Binds `uri` (for stdio://, takes standard input and output as its one client).
     public init(uri: ServeURI, models: [ServedModel], options: ServeOptions = ServeOptions()) throws(ServeError) {
@@ -68,6 +72,7 @@ public final class WyomingServer: @unchecked Sendable {
             let c = Connection(token: nextToken, readFD: 0, writeFD: 1, peer: "stdio", limits: options.limits, now: .now)
             nextToken += 1
             c.pollable = epoll.add(0, events: Epoll.readable, token: c.token)
+            if !c.pollable { unpollable = c }
             connections[c.token] = c
             summary.accepted = 1
             summary.peakClients = 1
@@ -100,10 +105,9 @@ public final class WyomingServer: @unchecked Sendable {
         log("serving \(models.map(\.model.name).joined(separator: ", ")) on \(address)")
         while true {
             let now = ContinuousClock.now
-            let pending = hasPendingAudio
             var wait = nextHousekeeping - now
-            if pending { wait = min(wait, lastTick + tick - now) }
-            if connections.values.contains(where: { !$0.pollable && !$0.closing && !$0.paused }) { wait = .zero }
+            if !withAudio.isEmpty { wait = min(wait, lastTick + tick - now) }
+            if let c = unpollable, connections[c.token] != nil, !c.closing { wait = .zero }
             let ms = max(0, Int32(min(1000, ceil(Double(wait.components.attoseconds) / 1e15 + Double(wait.components.seconds) * 1000))))
             for (token, events) in epoll.wait(timeoutMs: ms) {
                 switch token {
@@ -117,9 +121,9 @@ public final class WyomingServer: @unchecked Sendable {
                     if events & Epoll.writable != 0, connections[token] != nil { flush(c) }
                 }
             }
-            for c in connections.values where !c.pollable && !c.closing && !c.paused { readFrom(c) }
+            if let c = unpollable, connections[c.token] != nil, !c.closing { readFrom(c) }
             let after = ContinuousClock.now
-            if hasPendingAudio && after >= lastTick + tick {
+            if !withAudio.isEmpty && after >= lastTick + tick {
                 runTick()
                 lastTick = after
             }
@@ -201,8 +205,6 @@ public final class WyomingServer: @unchecked Sendable {
             return hit?.timestamp ?? ms(sample)
         }
     }
-
-    private var hasPendingAudio: Bool { connections.values.contains { !($0.stream?.inbox.isEmpty ?? true) } }
 
     private func acceptAll() {
         guard let listener else { return }
@@ -377,6 +379,7 @@ public final class WyomingServer: @unchecked Sendable {
         let samples = format.decode(event.payload, carry: &s.carry)
         s.received += samples.count
         summary.audioSeconds += Double(samples.count) / Double(format.rate)
+        if s.inbox.isEmpty && !samples.isEmpty { withAudio.append(c) }
         s.inbox += samples
         let timestamp = event.data["timestamp"]?.integer
         s.lastChunkTimestamp = timestamp
@@ -403,7 +406,7 @@ public final class WyomingServer: @unchecked Sendable {
 
     private func runTick() {
         let start = ContinuousClock.now
-        for c in connections.values {
+        for c in withAudio where connections[c.token] != nil {
             guard var s = c.stream, !s.inbox.isEmpty else { continue }
             c.stream = nil
             var samples: [Float] = []
@@ -411,6 +414,7 @@ public final class WyomingServer: @unchecked Sendable {
             if !s.failed { engine.shards[s.shard].work.append((c.token, s.channels, samples)) }
             c.stream = s
         }
+        withAudio.removeAll(keepingCapacity: true)
         engine.tick()
         deliver(engine.takeOutput())
         summary.ticks += 1

@@ -1,0 +1,208 @@
+import CEarshotSystem
+import Earshot
+import EarshotWyoming
+import Foundation
+
+/// `earshot bench serve`: an `earshot serve` process and N Wyoming clients over loopback, each
+/// sending 20 ms chunks at real-time pace (the clients are this process: one thread, one epoll).
+/// Per N: the latency from sending the chunk that let an answer be decided (the server names it
+/// in `chunk_timestamp`) to reading the answer, the server's and the clients' CPU, the server's
+/// memory, and the audio that could not be sent on time.
+enum BenchServeCommand {
+    static func run(_ words: [String]) throws {
+        let args = try Arguments(words, valued: ["model", "clients", "seconds", "audio", "chunk-ms", "tick-ms"], switches: ["json"],
+                                 command: "bench serve")
+        let modelName = args.string("model") ?? "silero-vad"
+        let seconds = try args.double("seconds", default: 60, range: 1...3600)
+        let chunkMs = try args.int("chunk-ms", default: 20, range: 5...1000)
+        let countsText = args.string("clients") ?? "100,500,1000,2000"
+        let counts = try countsText.split(separator: ",").map { (w) throws(UsageError) -> Int in
+            guard let n = Int(w), (1...20000).contains(n) else { throw UsageError("--clients \(countsText): '\(w)' is not a count in 1...20000") }
+            return n
+        }
+        let path = args.string("audio") ?? bundledPath("AudioSamples/speech-noise-16k.wav")
+        let model = try Model(contentsOf: try ModelLocator.find(modelName))
+        let (source, rate) = try AudioFile.readMono(path: path)
+        let resampler = try Resampler(inputRate: Double(rate), outputRate: Double(model.sampleRate))
+        let samples = try resampler.process(source) + resampler.finish()
+        let pcm = samples.flatMap { s -> [UInt8] in
+            let v = Int16(max(-32768, min(32767, (s * 32768).rounded())))
+            return [UInt8(truncatingIfNeeded: v), UInt8(truncatingIfNeeded: v >> 8)]
+        }
+        var rows: [[String: Any]] = []
+        if !args.flag("json") {
+            try out("earshot serve, \(model.name), clients sending \(chunkMs) ms chunks at real-time pace for \(Int(seconds)) s over loopback "
+                    + "(\(ProcessInfo.processInfo.activeProcessorCount) cores shared by server and clients)")
+            try out("clients  answers  latency p50    p99  server CPU  clients CPU  server RSS  late chunks  errors")
+        }
+        for n in counts {
+            let row = try measure(clients: n, seconds: seconds, chunkMs: chunkMs, rate: model.sampleRate, pcm: pcm, model: modelName,
+                                  tickMs: args.string("tick-ms"))
+            rows.append(row)
+            if !args.flag("json") {
+                try out(String(format: "%7d  %7d  %8.1f ms %6.1f ms  %8.0f %%  %9.0f %%  %7.0f MB  %11d  %6d",
+                             n, row["answers"] as! Int, row["latency_p50_ms"] as! Double, row["latency_p99_ms"] as! Double,
+                             row["server_cpu_percent"] as! Double, row["clients_cpu_percent"] as! Double, row["server_rss_mb"] as! Double,
+                             row["late_chunks"] as! Int, row["errors"] as! Int))
+            }
+        }
+        if args.flag("json") {
+            try out(jsonLine(["runtime": "earshot", "benchmark": "serve", "model": modelName, "seconds": seconds, "chunk_ms": chunkMs,
+                              "cores": ProcessInfo.processInfo.activeProcessorCount, "results": rows]))
+        }
+    }
+
+    struct Client {
+        var fd: Int32
+        var reader = WyomingReader()
+        var next = 0  // index of the next chunk
+        var offset: Int  // where its audio starts
+        var sent: [Int: UInt64] = [:]  // chunk timestamp → send time (ns)
+        var pendingOut: [UInt8] = []
+    }
+
+    static func nowNs() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    static func measure(clients n: Int, seconds: Double, chunkMs: Int, rate: Int, pcm: [UInt8], model: String, tickMs: String?) throws -> [String: Any] {
+        // The server: this binary, on a free port it tells on stderr.
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        server.arguments = ["serve", "--uri", "tcp://127.0.0.1:0", "--model", model, "--max-clients", "\(n + 16)", "--idle-timeout", "3600"]
+            + (tickMs.map { ["--tick-ms", $0] } ?? [])
+        let err = Pipe()
+        server.standardError = err
+        try server.run()
+        defer { if server.isRunning { server.terminate(); server.waitUntilExit() } }
+        var line = Data()
+        while !String(decoding: line, as: UTF8.self).contains("\n") {
+            let chunk = err.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let range = text.range(of: "on tcp://127.0.0.1:"), let port = Int(text[range.upperBound...].prefix { $0.isNumber }) else {
+            throw UsageError("earshot serve did not start: \(text)")
+        }
+        let epoll = earshot_epoll_create()
+        defer { close(epoll) }
+        var all: [Client] = []
+        for k in 0..<n {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let ok = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard ok == 0 else { throw UsageError("client \(k): connect failed: \(String(cString: strerror(errno)))") }
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let flags = fcntl(fd, F_GETFL)
+            _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+            _ = earshot_epoll_ctl(epoll, 0, fd, earshot_epollin, UInt64(k))
+            all.append(Client(fd: fd, offset: (k * 7919 * 2 * 160) % max(2, pcm.count - 2)))
+        }
+        let formatJSON = "\"channels\":1,\"rate\":\(rate),\"width\":2"
+        func send(_ k: Int, _ bytes: [UInt8]) -> Bool {
+            let n = bytes.withUnsafeBytes { Glibc.send(all[k].fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n == bytes.count { return true }
+            if n > 0 { all[k].pendingOut = Array(bytes[n...]) }
+            return false
+        }
+        for k in 0..<n { _ = send(k, WyomingEvent(type: "audio-start", data: ["rate": .number(Double(rate)), "width": 2, "channels": 1]).encoded) }
+        let chunkBytes = rate * chunkMs / 1000 * 2
+        let chunkNs = UInt64(chunkMs) * 1_000_000
+        var latencies: [Double] = []
+        var answers = 0, errors = 0, late = 0, unsent = 0
+        var tokens = [UInt64](repeating: 0, count: 256), masks = [UInt32](repeating: 0, count: 256)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+
+        func readAnswers(timeoutMs: Int32) {
+            let count = Int(earshot_epoll_wait(epoll, &tokens, &masks, 256, timeoutMs))
+            guard count > 0 else { return }
+            for i in 0..<count {
+                let k = Int(tokens[i])
+                while true {
+                    let got = buffer.withUnsafeMutableBytes { recv(all[k].fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                    guard got > 0 else { break }
+                    buffer.withUnsafeBytes { all[k].reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
+                }
+                while let e = try? all[k].reader.next() {
+                    let t = nowNs()
+                    if e.type == "error" { errors += 1; continue }
+                    guard let stamp = e.data["chunk_timestamp"]?.integer, let sentAt = all[k].sent[stamp] else { continue }
+                    answers += 1
+                    latencies.append(Double(t - sentAt) / 1e6)
+                }
+            }
+        }
+
+        // Clients start spread over one chunk's time, then each sends a chunk every chunkMs.
+        let usageStart = processCPU(), serverStart = serverCPU(server.processIdentifier)
+        let start = nowNs() + 100_000_000
+        let end = start + UInt64(seconds * 1e9)
+        var due = (0..<n).map { start + UInt64($0) * chunkNs / UInt64(n) }
+        while nowNs() < end {
+            let t = nowNs()
+            for k in 0..<n where due[k] <= t {
+                if t - due[k] > chunkNs { late += 1 }
+                let c = all[k]
+                if !c.pendingOut.isEmpty {
+                    // The last chunk is still going out (the server is not reading): this one is dropped.
+                    let left = c.pendingOut
+                    all[k].pendingOut = []
+                    if !send(k, left) { unsent += 1; due[k] += chunkNs; continue }
+                }
+                let stamp = c.next * chunkMs
+                let at = (c.offset + c.next * chunkBytes) % (pcm.count - chunkBytes)
+                let data = Array("{\(formatJSON),\"timestamp\":\(stamp)}".utf8)
+                var event = Array("{\"data_length\":\(data.count),\"payload_length\":\(chunkBytes),\"type\":\"audio-chunk\",\"version\":\"\(WyomingEvent.protocolVersion)\"}\n".utf8)
+                event += data
+                event += pcm[at..<(at + chunkBytes)]
+                all[k].sent[stamp] = nowNs()
+                if all[k].sent.count > 512 { all[k].sent = all[k].sent.filter { $0.key > stamp - 5000 } }
+                _ = send(k, event)
+                all[k].next += 1
+                due[k] += chunkNs
+            }
+            let nextDue = due.min() ?? end
+            let now = nowNs()
+            let wait = nextDue > now ? Int32(max(1, min(5, (nextDue - now) / 1_000_000))) : 0
+            readAnswers(timeoutMs: wait)
+        }
+        let wall = Double(nowNs() - start) / 1e9
+        let usageEnd = processCPU(), serverEnd = serverCPU(server.processIdentifier)
+        let rss = serverMemory(server.processIdentifier)
+        for k in 0..<n { close(all[k].fd) }
+        latencies.sort()
+        func pct(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+        return ["clients": n, "answers": answers, "latency_p50_ms": pct(0.5), "latency_p99_ms": pct(0.99),
+                "server_cpu_percent": (serverEnd - serverStart) / wall * 100, "clients_cpu_percent": (usageEnd - usageStart) / wall * 100,
+                "server_rss_mb": rss, "late_chunks": late + unsent, "errors": errors, "seconds": wall]
+    }
+
+    /// CPU seconds of this process so far (user + system).
+    static func processCPU() -> Double {
+        var usage = rusage()
+        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// CPU seconds of another process (its /proc stat: user and system clock ticks).
+    static func serverCPU(_ pid: Int32) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return .nan }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Resident memory of another process in MB.
+    static func serverMemory(_ pid: Int32) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kb = Double(line.split(separator: " ").dropFirst().first ?? "") else { return .nan }
+        return kb / 1024
+    }
+}
