@@ -208,6 +208,8 @@ def main():
     ]
     (ROOT / "BENCHMARKS.md").write_text("\n".join(lines))
     print("\n".join(lines))
+    # The service under load, as its own section (tools/bench_serve.py keeps it up to date alone too).
+    subprocess.run([PY, "tools/bench_serve.py"], cwd=ROOT, check=True)
 
 
 if __name__ == "__main__":

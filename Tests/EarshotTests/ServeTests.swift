@@ -130,12 +130,13 @@ enum Serving {
     static let okayNabu = try! Model(contentsOf: Repo.root.appendingPathComponent("Models/okay-nabu"))
     static let wakeWords = try! AudioFile.readMono(path: Repo.path("Tests/EarshotTests/Goldens/microwakeword/wake-words.wav")).samples
 
-    /// A server on a free loopback port, running until `stop`.
-    static func start(_ models: [Model], options: ServeOptions = ServeOptions()) throws -> (WyomingServer, Task<ServeSummary, Never>, Int) {
+    /// A server on a free loopback port, running on its own thread until `stop`; `wait()`
+    /// for its summary.
+    static func start(_ models: [Model], options: ServeOptions = ServeOptions()) throws -> (WyomingServer, Int) {
         let server = try WyomingServer(uri: .tcp(host: "127.0.0.1", port: 0), models: models.map { ServedModel(model: $0) }, options: options)
         guard case let .tcp(_, port) = server.address else { throw ServeError.noModels }
-        let task = Task { await server.serve() }
-        return (server, task, port)
+        server.start()
+        return (server, port)
     }
 
     /// What `earshot label` finds in `samples` with each model, as the answers a client should
@@ -192,18 +193,18 @@ enum Serving {
 struct ServeTests {
     @Test("describe → info: the wake words with their phrases, languages and authors; the voice activity model")
     func info() async throws {
-        let (server, task, port) = try Serving.start([Serving.okayNabu, Fixtures.model])
+        let (server, port) = try Serving.start([Serving.okayNabu, Fixtures.model])
         let client = try WyomingTestClient(port: port)
         client.send("describe")
         let info = try #require(try client.next())
         server.stop()
-        _ = await task.value
+        _ = server.wait()
         #expect(info.type == "info")
         let wake = try #require(info.data["wake"]?.array?.first)
         #expect(wake["name"] == "earshot" && wake["installed"] == true)
         let models = try #require(wake["models"]?.array)
         #expect(models.count == 1)
-        #expect(models[0]["name"] == "okay-nabu" && models[0]["phrase"] == "Okay Nabu")
+        #expect(models[0]["name"] == "okay-nabu" && models[0]["phrase"] == "Okay Nabu" && models[0]["description"] == "Okay Nabu")
         #expect(models[0]["languages"] == ["en", "nl", "fr", "de", "it", "es", "sv"])
         #expect(models[0]["attribution"] == ["name": "Kevin Ahrendt", "url": "https://www.kevinahrendt.com/"])
         #expect(models[0]["installed"] == true)
@@ -214,7 +215,7 @@ struct ServeTests {
     @Test("A served stream's answers equal earshot label on the same audio: 16 kHz, 44.1 kHz, stereo, 24-bit, odd chunk sizes")
     func servedEqualsLabel() async throws {
         let models = [Serving.okayNabu, Fixtures.model]
-        let (server, task, port) = try Serving.start(models)
+        let (server, port) = try Serving.start(models)
         defer { server.stop() }
         // The wake-word corpus at 16 kHz, in 20 ms chunks.
         let audio = Serving.wakeWords
@@ -260,14 +261,14 @@ struct ServeTests {
         #expect(Serving.split(odd).voice == whole.voice, "seed \(random.seed)")
         #expect(Serving.split(odd).wake.map(\.name) == whole.wake.map(\.name) && !whole.wake.isEmpty)
         server.stop()
-        let summary = await task.value
+        let summary = server.wait()
         #expect(summary.streamsFinished == 6 && summary.droppedChunks == 0 && summary.closedByServer == 0)
     }
 
     @Test("detect names the wake words: only they are run and answered; an unknown name is an error")
     func detectNames() async throws {
         let jarvis = try Model(contentsOf: Repo.root.appendingPathComponent("Models/hey-jarvis"))
-        let (server, task, port) = try Serving.start([Serving.okayNabu, jarvis])
+        let (server, port) = try Serving.start([Serving.okayNabu, jarvis])
         let client = try WyomingTestClient(port: port)
         let audio = pcm16(Serving.wakeWords)
         let nabu = try Serving.stream(client, audio, rate: 16000, names: ["Okay-Nabu"])
@@ -280,12 +281,12 @@ struct ServeTests {
         #expect(error.type == "error" && error["code"] == "detect")
         #expect(error["text"]?.string?.contains("no wake word hey-siri here; this service has okay-nabu, hey-jarvis") == true)
         server.stop()
-        _ = await task.value
+        _ = server.wait()
     }
 
     @Test("100 concurrent clients, their chunks interleaved: each client's answers equal its audio run alone")
     func concurrentClients() async throws {
-        let (server, task, port) = try Serving.start([Fixtures.model])
+        let (server, port) = try Serving.start([Fixtures.model])
         let (speech, _) = try Fixtures.audio("speech-noise-16k.wav")
         let n = 100, seconds = 6
         let audios = (0..<n).map { k in Array(speech[(k * 3001 % (speech.count - seconds * 16000))...].prefix(seconds * 16000)) }
@@ -313,7 +314,7 @@ struct ServeTests {
         }
         #expect(matched == n)
         server.stop()
-        let summary = await task.value
+        let summary = server.wait()
         #expect(summary.peakClients == n && summary.streamsFinished == n)
     }
 
@@ -325,7 +326,7 @@ struct ServeTests {
         options.maxClients = 6
         options.maxOutputBytes = 4096
         options.limits.payloadBytes = 100_000
-        let (server, task, port) = try Serving.start([Fixtures.model], options: options)
+        let (server, port) = try Serving.start([Fixtures.model], options: options)
         func code(_ e: WyomingEvent?) -> String? { e?["code"]?.string }
 
         // Over --max-clients: one more than the limit is refused with an error.
@@ -405,15 +406,44 @@ struct ServeTests {
         let idleError = try idle.next(seconds: 5)
         #expect(code(idleError) == "timeout" && idleError?["text"]?.string?.contains("--idle-timeout") == true)
         server.stop()
-        let summary = await task.value
+        let summary = server.wait()
         #expect(summary.refused == 1)
         #expect(summary.closedByServer >= 5)  // malformed, payload, slowloris, not reading, idle (and the idle others)
         #expect(summary.droppedChunks == 3)
     }
 
+    @Test("A client whose events always arrive split across reads, for longer than the event timeout, is served")
+    func splitEventsAreNotSlowloris() async throws {
+        var options = ServeOptions()
+        options.eventTimeout = 0.3
+        let (server, port) = try Serving.start([Fixtures.model], options: options)
+        let client = try WyomingTestClient(port: port)
+        let audio = Array(Serving.wakeWords[0..<24000])
+        let format: [String: JSONValue] = ["rate": 16000, "width": 2, "channels": 1]
+        var bytes = WyomingEvent(type: "audio-start", data: format).encoded
+        let pcm = pcm16(audio)
+        for at in stride(from: 0, to: pcm.count, by: 640) {
+            bytes += WyomingEvent(type: "audio-chunk", data: format, payload: Array(pcm[at..<min(at + 640, pcm.count)])).encoded
+        }
+        bytes += WyomingEvent(type: "audio-stop").encoded + WyomingEvent(type: "ping").encoded
+        // Sends that each end in the middle of an event, 20 ms apart: about 1 s in all.
+        let piece = bytes.count / 50 + 7
+        for at in stride(from: 0, to: bytes.count, by: piece) {
+            client.send(Array(bytes[at..<min(at + piece, bytes.count)]))
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let answers = try client.events(until: ["pong", "error"])
+        let expected = try await Serving.expected(audio, rate: 16000, models: [Fixtures.model])
+        #expect(answers.last?.type == "pong")
+        #expect(Serving.split(answers).voice == expected.voice && !expected.voice.isEmpty)
+        server.stop()
+        let summary = server.wait()
+        #expect(summary.closedByServer == 0)
+    }
+
     @Test("Stopping (SIGTERM): every open stream is finished, its last answers sent, then the connection closed")
     func gracefulStop() async throws {
-        let (server, task, port) = try Serving.start([Serving.okayNabu, Fixtures.model])
+        let (server, port) = try Serving.start([Serving.okayNabu, Fixtures.model])
         let client = try WyomingTestClient(port: port)
         let audio = Array(Serving.wakeWords[0..<20000])  // ends inside speech, before any detection
         client.send("audio-start", ["rate": 16000, "width": 2, "channels": 1])
@@ -426,7 +456,7 @@ struct ServeTests {
         #expect(expected.wake.isEmpty && expected.voice.count == 2)
         #expect(Serving.split(events).voice == expected.voice)
         #expect(events.last?.type == "not-detected")
-        let summary = await task.value
+        let summary = server.wait()
         #expect(summary.streamsFinished == 1)
         #expect(try client.isClosed(seconds: 1))
     }
@@ -459,13 +489,13 @@ struct ServeTransportTests {
     func unixSocket() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-\(getpid()).sock").path
         let server = try WyomingServer(uri: .unix(path: path), models: [ServedModel(model: Fixtures.model)])
-        let task = Task { await server.serve() }
+        server.start()
         let client = try WyomingTestClient(unixPath: path)
         let served = try Serving.stream(client, pcm16(Self.audio), rate: 16000)
         let expected = try await Serving.expected(Self.audio, rate: 16000, models: [Fixtures.model])
         #expect(Serving.split(served).voice == expected.voice && expected.voice.count >= 2)
         server.stop()
-        _ = await task.value
+        _ = server.wait()
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 

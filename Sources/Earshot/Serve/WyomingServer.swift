@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CEarshotSystem
+import EarshotFeatures
 import EarshotWyoming
 import Foundation
 
@@ -69,6 +70,8 @@ public final class WyomingServer: @unchecked Sendable {
         epoll.add(wake.fd, events: Epoll.input, token: Self.wakeToken)
         if case .stdio = uri {
             Sockets.setNonBlocking(0)
+            // Answers to the one client are written whole (a slow reader slows only it).
+            Sockets.setBlocking(1)
             let c = Connection(token: nextToken, readFD: 0, writeFD: 1, peer: "stdio", limits: options.limits, now: .now)
             nextToken += 1
             c.pollable = epoll.add(0, events: Epoll.readable, token: c.token)
@@ -95,6 +98,28 @@ public final class WyomingServer: @unchecked Sendable {
             thread.start()
         }
     }
+
+    /// Starts the loop on a thread of its own and returns at once (no task needs to be
+    /// scheduled for it to start); `wait()` gives its summary once it has stopped.
+    public func start() {
+        let thread = Thread {
+            let summary = self.run()
+            self.result.withLock { $0 = summary }
+            self.finished.signal()
+        }
+        thread.name = "earshot serve"
+        thread.start()
+    }
+
+    /// Blocks until a loop started with `start()` has stopped; what it did.
+    public func wait() -> ServeSummary {
+        finished.wait()
+        finished.signal()
+        return result.withLock { $0 } ?? ServeSummary()
+    }
+
+    private let finished = DispatchSemaphore(value: 0)
+    private let result = Locked<ServeSummary?>(nil)
 
     /// Runs the loop on this thread until the server stops; what it did.
     public func run() -> ServeSummary {
@@ -272,6 +297,7 @@ public final class WyomingServer: @unchecked Sendable {
     }
 
     private func handleEvents(_ c: Connection) {
+        var completed = 0
         while !c.closing {
             let event: WyomingEvent?
             do { event = try c.reader.next() } catch {
@@ -279,9 +305,16 @@ public final class WyomingServer: @unchecked Sendable {
                 return
             }
             guard let event else { break }
+            completed += 1
             handle(event, from: c)
         }
-        c.eventStarted = c.reader.isMidEvent ? (c.eventStarted ?? .now) : nil
+        // The event timeout runs from the first bytes of the event still incomplete: a client
+        // whose reads end inside events but which completes them keeps going.
+        if !c.reader.isMidEvent {
+            c.eventStarted = nil
+        } else if completed > 0 || c.eventStarted == nil {
+            c.eventStarted = .now
+        }
         if let s = c.stream, Double(s.inbox.count) > options.maxBufferSeconds * Double(s.format.rate), !c.paused, c.pollable {
             c.paused = true
             epoll.modify(c.readFD, events: c.waitingToWrite ? Epoll.writable : 0, token: c.token)
@@ -532,6 +565,7 @@ public final class WyomingServer: @unchecked Sendable {
 
     private func closeConnection(_ c: Connection, reason: String?, byServer: Bool = false) {
         guard connections.removeValue(forKey: c.token) != nil else { return }
+        c.closing = true
         if let s = c.stream {
             engine.leave(shard: s.shard, channels: s.channels)
             c.stream = nil
@@ -602,9 +636,11 @@ public final class WyomingServer: @unchecked Sendable {
         var vadModels: [JSONValue] = []
         for m in models {
             let manifest = m.model.manifest
+            // Home Assistant shows a wake word by its description: the phrase, as the Wyoming
+            // wake-word services give it.
             func entry(name: String, phrase: String?) -> JSONValue {
                 .object(["name": .string(name), "attribution": attribution(m), "installed": true,
-                         "description": .string(manifest.description ?? m.model.name),
+                         "description": .string(phrase ?? manifest.description ?? m.model.name),
                          "version": manifest.version.map(JSONValue.string) ?? .null,
                          "languages": .array((manifest.languages ?? []).map(JSONValue.string)),
                          "phrase": phrase.map(JSONValue.string) ?? .null])
