@@ -10,7 +10,7 @@ import Foundation
 /// memory, and the audio that could not be sent on time.
 enum BenchServeCommand {
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["model", "clients", "seconds", "audio", "chunk-ms", "tick-ms"], switches: ["json"],
+        let args = try Arguments(words, valued: ["model", "clients", "seconds", "audio", "chunk-ms", "tick-ms", "transport", "shards"], switches: ["json"],
                                  command: "bench serve")
         let modelName = args.string("model") ?? "silero-vad"
         let seconds = try args.double("seconds", default: 60, range: 1...3600)
@@ -21,6 +21,10 @@ enum BenchServeCommand {
             return n
         }
         let path = args.string("audio") ?? bundledPath("AudioSamples/speech-noise-16k.wav")
+        let transport = args.string("transport") ?? "tcp"
+        guard ["tcp", "unix"].contains(transport) else {
+            throw UsageError("--transport \(transport): expected tcp (loopback TCP, as Home Assistant connects) or unix (a unix socket)")
+        }
         let model = try Model(contentsOf: try ModelLocator.find(modelName))
         let (source, rate) = try AudioFile.readMono(path: path)
         let resampler = try Resampler(inputRate: Double(rate), outputRate: Double(model.sampleRate))
@@ -31,13 +35,14 @@ enum BenchServeCommand {
         }
         var rows: [[String: Any]] = []
         if !args.flag("json") {
-            try out("earshot serve, \(model.name), clients sending \(chunkMs) ms chunks at real-time pace for \(Int(seconds)) s over loopback "
+            try out("earshot serve, \(model.name), clients sending \(chunkMs) ms chunks at real-time pace for \(Int(seconds)) s over "
+                    + (transport == "tcp" ? "loopback TCP " : "a unix socket ")
                     + "(\(ProcessInfo.processInfo.activeProcessorCount) cores shared by server and clients)")
             try out("clients  answers  latency p50    p99  server CPU  clients CPU  server RSS  late chunks  errors")
         }
         for n in counts {
             let row = try measure(clients: n, seconds: seconds, chunkMs: chunkMs, rate: model.sampleRate, pcm: pcm, model: modelName,
-                                  tickMs: args.string("tick-ms"))
+                                  tickMs: args.string("tick-ms"), unix: transport == "unix", shards: args.string("shards"))
             rows.append(row)
             if !args.flag("json") {
                 try out(String(format: "%7d  %7d  %8.1f ms %6.1f ms  %8.0f %%  %9.0f %%  %7.0f MB  %11d  %6d",
@@ -48,6 +53,7 @@ enum BenchServeCommand {
         }
         if args.flag("json") {
             try out(jsonLine(["runtime": "earshot", "benchmark": "serve", "model": modelName, "seconds": seconds, "chunk_ms": chunkMs,
+                              "transport": transport,
                               "cores": ProcessInfo.processInfo.activeProcessorCount, "results": rows]))
         }
     }
@@ -57,18 +63,23 @@ enum BenchServeCommand {
         var reader = WyomingReader()
         var next = 0  // index of the next chunk
         var offset: Int  // where its audio starts
-        var sent: [Int: UInt64] = [:]  // chunk timestamp → send time (ns)
+        /// Send times (ns) of the latest chunks, by chunk index modulo `window`.
+        var sentAt = [(index: Int, ns: UInt64)](repeating: (-1, 0), count: Client.window)
+        static let window = 512
         var pendingOut: [UInt8] = []
     }
 
     static func nowNs() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-    static func measure(clients n: Int, seconds: Double, chunkMs: Int, rate: Int, pcm: [UInt8], model: String, tickMs: String?) throws -> [String: Any] {
-        // The server: this binary, on a free port it tells on stderr.
+    static func measure(clients n: Int, seconds: Double, chunkMs: Int, rate: Int, pcm: [UInt8], model: String, tickMs: String?,
+                        unix: Bool, shards: String?) throws -> [String: Any] {
+        // The server: this binary, on a free port it tells on stderr (or a unix socket).
+        let socketPath = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-bench-\(getpid()).sock").path
         let server = Process()
         server.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        server.arguments = ["serve", "--uri", "tcp://127.0.0.1:0", "--model", model, "--max-clients", "\(n + 16)", "--idle-timeout", "3600"]
-            + (tickMs.map { ["--tick-ms", $0] } ?? [])
+        server.arguments = ["serve", "--uri", unix ? "unix://\(socketPath)" : "tcp://127.0.0.1:0", "--model", model,
+                            "--max-clients", "\(n + 16)", "--idle-timeout", "3600"]
+            + (tickMs.map { ["--tick-ms", $0] } ?? []) + (shards.map { ["--shards", $0] } ?? [])
         let err = Pipe()
         server.standardError = err
         try server.run()
@@ -80,24 +91,40 @@ enum BenchServeCommand {
             line += chunk
         }
         let text = String(decoding: line, as: UTF8.self)
-        guard let range = text.range(of: "on tcp://127.0.0.1:"), let port = Int(text[range.upperBound...].prefix { $0.isNumber }) else {
+        var port = 0
+        if !unix {
+            guard let range = text.range(of: "on tcp://127.0.0.1:"), let p = Int(text[range.upperBound...].prefix { $0.isNumber }) else {
+                throw UsageError("earshot serve did not start: \(text)")
+            }
+            port = p
+        } else if !text.contains("on unix://") {
             throw UsageError("earshot serve did not start: \(text)")
         }
         let epoll = earshot_epoll_create()
         defer { close(epoll) }
         var all: [Client] = []
         for k in 0..<n {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let ok = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            let fd = socket(unix ? AF_UNIX : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let ok: Int32
+            if unix {
+                var address = sockaddr_un()
+                address.sun_family = sa_family_t(AF_UNIX)
+                withUnsafeMutableBytes(of: &address.sun_path) { dst in for (i, b) in socketPath.utf8.enumerated() where i < dst.count - 1 { dst[i] = b } }
+                ok = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
+            } else {
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(UInt16(port).bigEndian)
+                address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                ok = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
             }
             guard ok == 0 else { throw UsageError("client \(k): connect failed: \(String(cString: strerror(errno)))") }
             var one: Int32 = 1
-            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            if !unix { setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) }
             let flags = fcntl(fd, F_GETFL)
             _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
             _ = earshot_epoll_ctl(epoll, 0, fd, earshot_epollin, UInt64(k))
@@ -131,9 +158,12 @@ enum BenchServeCommand {
                 while let e = try? all[k].reader.next() {
                     let t = nowNs()
                     if e.type == "error" { errors += 1; continue }
-                    guard let stamp = e.data["chunk_timestamp"]?.integer, let sentAt = all[k].sent[stamp] else { continue }
+                    guard let stamp = e.data["chunk_timestamp"]?.integer, stamp >= 0 else { continue }
+                    let index = stamp / chunkMs
+                    let sent = all[k].sentAt[index % Client.window]
+                    guard sent.index == index else { continue }
                     answers += 1
-                    latencies.append(Double(t - sentAt) / 1e6)
+                    latencies.append(Double(t - sent.ns) / 1e6)
                 }
             }
         }
@@ -143,32 +173,50 @@ enum BenchServeCommand {
         let start = nowNs() + 100_000_000
         let end = start + UInt64(seconds * 1e9)
         var due = (0..<n).map { start + UInt64($0) * chunkNs / UInt64(n) }
-        while nowNs() < end {
+        // Clients fall due in the order 0, 1, ..., n-1, 0, ... (their phases rise with k and share
+        // one period), so a cursor finds the next without a scan.
+        var cursor = 0
+        let dataHead = Array("{\(formatJSON),\"timestamp\":".utf8)
+        let headTail = Array(",\"payload_length\":\(chunkBytes),\"type\":\"audio-chunk\",\"version\":\"\(WyomingEvent.protocolVersion)\"}\n".utf8)
+        var event: [UInt8] = []
+        event.reserveCapacity(chunkBytes + 256)
+        func append(_ v: Int, to buffer: inout [UInt8]) {
+            var digits: [UInt8] = []
+            var x = v
+            repeat { digits.append(UInt8(48 + x % 10)); x /= 10 } while x > 0
+            buffer.append(contentsOf: digits.reversed())
+        }
+        while true {
             let t = nowNs()
-            for k in 0..<n where due[k] <= t {
+            if t >= end { break }
+            while due[cursor] <= t {
+                let k = cursor
+                cursor = (cursor + 1) % n
                 if t - due[k] > chunkNs { late += 1 }
-                let c = all[k]
-                if !c.pendingOut.isEmpty {
+                due[k] += chunkNs
+                if !all[k].pendingOut.isEmpty {
                     // The last chunk is still going out (the server is not reading): this one is dropped.
-                    let left = c.pendingOut
+                    let left = all[k].pendingOut
                     all[k].pendingOut = []
-                    if !send(k, left) { unsent += 1; due[k] += chunkNs; continue }
+                    if !send(k, left) { unsent += 1; continue }
                 }
-                let stamp = c.next * chunkMs
-                let at = (c.offset + c.next * chunkBytes) % (pcm.count - chunkBytes)
-                let data = Array("{\(formatJSON),\"timestamp\":\(stamp)}".utf8)
-                var event = Array("{\"data_length\":\(data.count),\"payload_length\":\(chunkBytes),\"type\":\"audio-chunk\",\"version\":\"\(WyomingEvent.protocolVersion)\"}\n".utf8)
+                let index = all[k].next
+                let at = (all[k].offset + index * chunkBytes) % (pcm.count - chunkBytes)
+                var data = dataHead
+                append(index * chunkMs, to: &data)
+                data.append(UInt8(ascii: "}"))
+                event.removeAll(keepingCapacity: true)
+                event.append(contentsOf: "{\"data_length\":".utf8)
+                append(data.count, to: &event)
+                event += headTail
                 event += data
                 event += pcm[at..<(at + chunkBytes)]
-                all[k].sent[stamp] = nowNs()
-                if all[k].sent.count > 512 { all[k].sent = all[k].sent.filter { $0.key > stamp - 5000 } }
+                all[k].sentAt[index % Client.window] = (index, nowNs())
                 _ = send(k, event)
                 all[k].next += 1
-                due[k] += chunkNs
             }
-            let nextDue = due.min() ?? end
             let now = nowNs()
-            let wait = nextDue > now ? Int32(max(1, min(5, (nextDue - now) / 1_000_000))) : 0
+            let wait = due[cursor] > now ? Int32(max(1, min(5, (due[cursor] - now) / 1_000_000))) : 0
             readAnswers(timeoutMs: wait)
         }
         let wall = Double(nowNs() - start) / 1e9

@@ -7,7 +7,7 @@ enum ServeCommand {
         earshot serve [--uri tcp://HOST:PORT|unix://PATH|stdio://] [--model NAME|PATH[,NAME...]]
                       [--threshold X|NAME=X,...] [--window N|NAME=N,...] [--refractory MS|NAME=MS,...]
                       [--max-clients N] [--max-buffer-seconds S] [--idle-timeout S] [--event-timeout S]
-                      [--max-payload BYTES] [--tick-ms MS] [--verbose]
+                      [--max-payload BYTES] [--tick-ms MS] [--shards N] [--verbose]
             A Wyoming wake-word and voice-activity service (the protocol of Home Assistant's voice
             satellites): describe → info; detect NAMES; audio-start / audio-chunk (any rate,
             width 1-4, any channel count) / audio-stop; answers detection, not-detected,
@@ -23,6 +23,7 @@ enum ServeCommand {
             --event-timeout seconds an event may take to arrive whole (default 10)
             --max-payload  the most bytes of an event's data or payload (default 1048576)
             --tick-ms      how often streams with new audio step together (default 10)
+            --shards       threads stepping streams (default: one per core)
             --verbose      a line per connection and a summary every 10 s on stderr
             SIGTERM or Ctrl-C: stops accepting, finishes every stream, exits 0.
         """
@@ -35,7 +36,7 @@ enum ServeCommand {
             return
         }
         let args = try Arguments(words, valued: ["uri", "model", "threshold", "window", "refractory", "max-clients", "max-buffer-seconds",
-                                                 "idle-timeout", "event-timeout", "max-payload", "tick-ms", "min-speech", "min-silence", "pad", "max-speech"],
+                                                 "idle-timeout", "event-timeout", "max-payload", "tick-ms", "shards", "min-speech", "min-silence", "pad", "max-speech"],
                                  switches: ["verbose"], command: "serve")
         guard args.positionals.isEmpty else {
             throw UsageError("serve takes no files: '\(args.positionals[0])'", hint: "earshot serve --uri tcp://0.0.0.0:10400")
@@ -64,6 +65,7 @@ enum ServeCommand {
         options.limits.payloadBytes = payload
         options.limits.dataBytes = payload
         options.tickMs = try args.double("tick-ms", default: options.tickMs, range: 0.1...1000)
+        options.shards = try args.int("shards", default: options.shards, range: 1...256)
         options.version = EarshotCommand.version
         if args.flag("verbose") {
             options.log = { line in printError("earshot serve: \(line)") }

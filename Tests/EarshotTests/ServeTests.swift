@@ -339,6 +339,7 @@ struct ServeTests {
         #expect(refusal?["text"] == "the server has 6 clients, its limit (--max-clients)")
         #expect(try refused.isClosed())
         full.removeAll()
+        try await Task.sleep(for: .milliseconds(300))  // the server sees the six go
 
         // Malformed JSON: an error, then the connection is closed.
         let a = try WyomingTestClient(port: port)
