@@ -13,6 +13,9 @@ public enum Augmentation: String, Sendable, CaseIterable {
 }
 
 public struct TrainingOptions: Sendable {
+    /// The learning rates training accepts (the CLI declares the same range).
+    public static let learningRateRange = 1e-7...1.0
+
     /// "conv:64x3,gru:2x64": a causal convolution (channels x taps) and GRU layers (count x hidden),
     /// then a linear layer to the labels. Parts may be left out or repeated.
     public var architecture = "conv:64x3,gru:2x64"
@@ -91,7 +94,7 @@ public enum Trainer {
         guard (2...4096).contains(options.batchSize) else { throw .option(name: "batch-size", value: "\(options.batchSize)", expected: "2...4096") }
         for (name, value, range) in [("decision-seconds", options.decisionSeconds, 0.01...60.0), ("context-seconds", options.contextSeconds, 0...60.0),
                                      ("clip-seconds", options.clipSeconds ?? 1, 0.1...600.0),
-                                     ("learning-rate", Double(options.learningRate), 1e-7...1.0)] where !range.contains(value) {
+                                     ("learning-rate", Double(options.learningRate), TrainingOptions.learningRateRange)] where !range.contains(value) {
             throw .option(name: name, value: "\(value)", expected: "\(range.lowerBound)...\(range.upperBound)")
         }
         guard !training.files.isEmpty, !validation.files.isEmpty else {

@@ -9,67 +9,283 @@ struct UsageError: Error, CustomStringConvertible {
     var description: String { message }
 }
 
-/// Command-line words after the command: `--name value`, `--name=value`, `--flag`, positionals.
+/// `--help` or `-h` was given: the command's help is printed and the tool exits 0.
+struct HelpRequested: Error {
+    let spec: CommandSpec
+}
+
+/// One option of a command, declared once: its name, short form, value, range, default and
+/// help drive parsing, validation, `--help`, the man page, the completions and the README.
+struct OptionSpec: Sendable {
+    enum Kind: Sendable {
+        case flag
+        /// Free text (a path, a name, a list): checked by the command.
+        case text
+        case int(ClosedRange<Int>)
+        case double(ClosedRange<Double>)
+        case choice([String])
+    }
+
+    let name: String
+    let short: Character?
+    /// The value's placeholder in the synopsis (nil for a flag).
+    let value: String?
+    let kind: Kind
+    /// The default as the help states it (nil: none, or the command decides).
+    let defaultText: String?
+    let help: String
+
+    static func flag(_ name: String, short: Character? = nil, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, short: short, value: nil, kind: .flag, defaultText: nil, help: help)
+    }
+
+    static func text(_ name: String, short: Character? = nil, _ value: String, default d: String? = nil, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, short: short, value: value, kind: .text, defaultText: d, help: help)
+    }
+
+    static func int(_ name: String, short: Character? = nil, _ value: String, _ range: ClosedRange<Int>, default d: Int? = nil,
+                    defaultText: String? = nil, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, short: short, value: value, kind: .int(range), defaultText: d.map(String.init) ?? defaultText, help: help)
+    }
+
+    static func double(_ name: String, short: Character? = nil, _ value: String, _ range: ClosedRange<Double>, default d: Double? = nil,
+                       defaultText: String? = nil, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, short: short, value: value, kind: .double(range), defaultText: d.map(Self.format) ?? defaultText, help: help)
+    }
+
+    static func choice(_ name: String, short: Character? = nil, _ values: [String], default d: String? = nil, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, short: short, value: values.joined(separator: "|"), kind: .choice(values), defaultText: d, help: help)
+    }
+
+    static func format(_ x: Double) -> String {
+        x == x.rounded() && abs(x) < 1e15 ? String(Int64(x)) : "\(x)"
+    }
+
+    /// The range or choices, for the help.
+    var rangeText: String? {
+        switch kind {
+        case let .int(r): return "\(r.lowerBound)...\(r.upperBound == Int.max ? "" : String(r.upperBound))"
+        case let .double(r): return "\(Self.format(r.lowerBound))...\(Self.format(r.upperBound))"
+        default: return nil
+        }
+    }
+}
+
+/// A command's declaration: what it does, its options and examples.
+struct CommandSpec: Sendable {
+    let name: String
+    /// The synopsis after `earshot NAME [options]`: its positional arguments.
+    let operands: String
+    let summary: String
+    let options: [OptionSpec]
+    let examples: [String]
+
+    func option(_ name: String) -> OptionSpec? { options.first { $0.name == name } }
+
+    /// `earshot NAME --help`.
+    var help: String {
+        var lines = ["usage: earshot \(name)\(options.isEmpty ? "" : " [options]")\(operands.isEmpty ? "" : " " + operands)", "",
+                     Self.wrap(summary, indent: 0)]
+        if !options.isEmpty {
+            lines += ["", "options:"]
+            let heads = options.map { o -> String in
+                var head = (o.short.map { "-\($0), " } ?? "    ") + "--\(o.name)"
+                if let v = o.value { head += " \(v)" }
+                return head
+            }
+            let width = min(34, (heads.map(\.count).max() ?? 0) + 2)
+            for (o, head) in zip(options, heads) {
+                var text = o.help
+                var notes: [String] = []
+                if let r = o.rangeText { notes.append("range \(r)") }
+                if let d = o.defaultText { notes.append("default \(d)") }
+                if !notes.isEmpty { text += " (" + notes.joined(separator: "; ") + ")" }
+                let pad = head.count < width ? String(repeating: " ", count: width - head.count) : "\n" + String(repeating: " ", count: width + 2)
+                lines.append("  " + head + pad + Self.wrap(text, indent: width + 2))
+            }
+            lines.append("  -h, --help" + String(repeating: " ", count: max(2, width - 10)) + "this help")
+        }
+        if !examples.isEmpty {
+            lines += ["", "examples:"] + examples.map { "  " + $0 }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The one-paragraph synopsis used in `earshot help` and the README's reference.
+    var synopsis: String {
+        var words = ["earshot \(name)"]
+        for o in options {
+            words.append("[" + (o.short.map { "-\($0)|" } ?? "") + "--\(o.name)" + (o.value.map { " " + $0 } ?? "") + "]")
+        }
+        if !operands.isEmpty { words.append(operands) }
+        var lines: [String] = []
+        var line = ""
+        for w in words {
+            if !line.isEmpty && line.count + 1 + w.count > 100 {
+                lines.append(line)
+                line = String(repeating: " ", count: 9 + name.count) + w
+            } else {
+                line += (line.isEmpty ? "" : " ") + w
+            }
+        }
+        lines.append(line)
+        return lines.joined(separator: "\n")
+    }
+
+    static func wrap(_ text: String, indent: Int, width: Int = 100) -> String {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty && indent + line.count + 1 + word.count > width {
+                lines.append(line)
+                line = String(word)
+            } else {
+                line += (line.isEmpty ? "" : " ") + word
+            }
+        }
+        lines.append(line)
+        return lines.joined(separator: "\n" + String(repeating: " ", count: indent))
+    }
+}
+
+/// Levenshtein distance, for "did you mean".
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    guard !a.isEmpty else { return b.count }
+    guard !b.isEmpty else { return a.count }
+    var previous = Array(0...b.count)
+    for i in 1...a.count {
+        var current = [i] + Array(repeating: 0, count: b.count)
+        for j in 1...b.count {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return previous[b.count]
+}
+
+/// The closest of `candidates` to `word`, if it is close enough to be a typo.
+func closest(_ word: String, in candidates: [String]) -> String? {
+    let scored = candidates.map { ($0, editDistance(word, $0)) }.min { $0.1 < $1.1 }
+    guard let (best, distance) = scored, distance <= max(2, min(3, word.count / 3)), distance < word.count else { return nil }
+    return best
+}
+
+/// Command-line words after the command, parsed by its declaration: `--name value`,
+/// `--name=value`, `-x value`, flags, `--` (everything after it is an operand), `-` (standard
+/// input, an operand). Values of numeric options are checked against their ranges here.
 struct Arguments {
+    let spec: CommandSpec
     private(set) var options: [String: String] = [:]
     private(set) var flags: Set<String> = []
     private(set) var positionals: [String] = []
 
-    /// `valued` names take a value; `switches` take none. Anything else is a usage error.
-    init(_ words: [String], valued: Set<String>, switches: Set<String>, command: String) throws(UsageError) {
+    init(_ words: [String], spec: CommandSpec) throws {
+        self.spec = spec
         var i = 0
+        var operandsOnly = false
+        func option(named name: String, as typed: String) throws(UsageError) -> OptionSpec {
+            if let o = spec.option(name) { return o }
+            let names = spec.options.map(\.name)
+            if let guess = closest(name, in: names) {
+                throw UsageError("unknown option \(typed) for '\(spec.name)'", hint: "did you mean --\(guess)? (earshot \(spec.name) --help)")
+            }
+            throw UsageError("unknown option \(typed) for '\(spec.name)'", hint: "earshot \(spec.name) --help")
+        }
         while i < words.count {
             let word = words[i]
             i += 1
-            guard word.hasPrefix("--"), word.count > 2 else {
+            if operandsOnly || word == "-" || !word.hasPrefix("-") || word.count < 2 {
                 positionals.append(word)
                 continue
             }
-            var name = String(word.dropFirst(2))
+            if word == "--" { operandsOnly = true; continue }
+            if word == "--help" || word == "-h" { throw HelpRequested(spec: spec) }
+            let o: OptionSpec
             var value: String?
-            if let eq = name.firstIndex(of: "=") {
-                value = String(name[name.index(after: eq)...])
-                name = String(name[..<eq])
-            }
-            if switches.contains(name) {
-                guard value == nil else { throw UsageError("--\(name) takes no value", hint: "earshot \(command) --help") }
-                flags.insert(name)
-            } else if valued.contains(name) {
-                if value == nil {
-                    guard i < words.count else {
-                        throw UsageError("--\(name) needs a value", hint: "earshot \(command) --help")
-                    }
-                    value = words[i]
-                    i += 1
+            if word.hasPrefix("--") {
+                var name = String(word.dropFirst(2))
+                if let eq = name.firstIndex(of: "=") {
+                    value = String(name[name.index(after: eq)...])
+                    name = String(name[..<eq])
                 }
-                options[name] = value
+                o = try option(named: name, as: "--\(name)")
             } else {
-                let known = (valued.union(switches)).sorted().map { "--\($0)" }.joined(separator: " ")
-                throw UsageError("unknown option --\(name) for '\(command)'", hint: "options: \(known)")
+                let letter = word[word.index(after: word.startIndex)]
+                guard word.count == 2, let found = spec.options.first(where: { $0.short == letter }) else {
+                    // A negative number where an operand is expected stays an operand.
+                    if Double(word) != nil { positionals.append(word); continue }
+                    throw UsageError("unknown option \(word) for '\(spec.name)'", hint: "earshot \(spec.name) --help")
+                }
+                o = found
             }
+            if case .flag = o.kind {
+                guard value == nil else { throw UsageError("--\(o.name) takes no value", hint: "earshot \(spec.name) --help") }
+                flags.insert(o.name)
+                continue
+            }
+            if value == nil {
+                guard i < words.count else { throw UsageError("--\(o.name) needs a value", hint: "earshot \(spec.name) --help") }
+                value = words[i]
+                i += 1
+            }
+            let text = value ?? ""
+            switch o.kind {
+            case let .int(range):
+                guard let n = Int(text), range.contains(n) else {
+                    throw UsageError("--\(o.name) \(text): expected a whole number in \(range.lowerBound)...\(range.upperBound)",
+                                     hint: "earshot \(spec.name) --help")
+                }
+            case let .double(range):
+                guard let x = Double(text), x.isFinite, range.contains(x) else {
+                    throw UsageError("--\(o.name) \(text): expected a number in \(range.lowerBound)...\(range.upperBound)",
+                                     hint: "earshot \(spec.name) --help")
+                }
+            case let .choice(values):
+                guard values.contains(text) else {
+                    let guess = closest(text, in: values).map { " (did you mean \($0)?)" } ?? ""
+                    throw UsageError("--\(o.name) \(text): expected one of \(values.joined(separator: ", "))\(guess)")
+                }
+            case .text, .flag:
+                break
+            }
+            options[o.name] = text
         }
     }
 
     func flag(_ name: String) -> Bool { flags.contains(name) }
 
+    /// The value given, or nil when the option was not given.
+    func string(_ name: String) -> String? { options[name] }
+
     /// A default that later readers see as if given (a command's own default for a shared option).
     mutating func setOption(_ name: String, _ value: String) { options[name] = value }
 
-    func string(_ name: String) -> String? { options[name] }
+    /// The value given (checked against the declared range when parsed), or `fallback`.
+    func int(_ name: String, default fallback: Int) -> Int { options[name].flatMap { Int($0) } ?? fallback }
 
-    func int(_ name: String, default value: Int, range: ClosedRange<Int>) throws(UsageError) -> Int {
-        guard let text = options[name] else { return value }
-        guard let n = Int(text), range.contains(n) else {
-            throw UsageError("--\(name) \(text): expected a whole number in \(range.lowerBound)...\(range.upperBound)")
-        }
-        return n
+    func double(_ name: String, default fallback: Double) -> Double { options[name].flatMap { Double($0) } ?? fallback }
+
+    /// The value given or the declared default.
+    func int(_ name: String) -> Int {
+        int(name, default: spec.option(name)?.defaultText.flatMap { Int($0) } ?? 0)
     }
 
-    func double(_ name: String, default value: Double, range: ClosedRange<Double>) throws(UsageError) -> Double {
-        guard let text = options[name] else { return value }
-        guard let x = Double(text), range.contains(x) else {
-            throw UsageError("--\(name) \(text): expected a number in \(range.lowerBound)...\(range.upperBound)")
+    func double(_ name: String) -> Double {
+        double(name, default: spec.option(name)?.defaultText.flatMap { Double($0) } ?? 0)
+    }
+
+    /// The value given, or nil.
+    func optionalInt(_ name: String) -> Int? { options[name].flatMap { Int($0) } }
+
+    func optionalDouble(_ name: String) -> Double? { options[name].flatMap { Double($0) } }
+
+    /// The range a numeric option was declared with (for values the command checks itself).
+    func range(_ name: String) -> ClosedRange<Double> {
+        switch spec.option(name)?.kind {
+        case let .double(r): return r
+        case let .int(r): return Double(r.lowerBound)...Double(r.upperBound)
+        default: return -Double.infinity...Double.infinity
         }
-        return x
     }
 }

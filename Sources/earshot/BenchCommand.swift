@@ -4,7 +4,7 @@ import Foundation
 enum BenchCommand {
     static func run(_ words: [String]) async throws {
         guard let what = words.first else {
-            throw UsageError("bench needs a subject", hint: "earshot bench features")
+            throw UsageError("bench needs a subject", hint: "earshot bench features|model|streams|offline|serve")
         }
         switch what {
         case "features": try features(Array(words.dropFirst()))
@@ -12,7 +12,10 @@ enum BenchCommand {
         case "streams": try await streams(Array(words.dropFirst()))
         case "offline": try await offline(Array(words.dropFirst()))
         case "serve": try BenchServeCommand.run(Array(words.dropFirst()))
-        default: throw UsageError("unknown benchmark '\(what)'", hint: "earshot bench features | earshot bench model")
+        default:
+            let subjects = ["features", "model", "streams", "offline", "serve"]
+            throw UsageError("unknown benchmark '\(what)'", hint: closest(what, in: subjects).map { "did you mean 'earshot bench \($0)'?" }
+                             ?? "earshot bench " + subjects.joined(separator: "|"))
         }
     }
 
@@ -29,9 +32,9 @@ enum BenchCommand {
 
     /// Log-mel throughput: 16 kHz, n_fft 512, hop 160, 64 mels, dB; one thread; fed in 1 s chunks.
     static func features(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["seconds", "repeat", "audio"], switches: ["json"], command: "bench features")
-        let seconds = try args.double("seconds", default: 180, range: 1...36000)
-        let repeats = try args.int("repeat", default: 5, range: 1...1000)
+        let args = try Arguments(words, spec: Specs.benchFeatures)
+        let seconds = args.double("seconds")
+        let repeats = args.int("repeat")
         let path = args.string("audio") ?? bundledPath("AudioSamples/speech-noise-16k.wav")
         let audio = try benchAudio(path: path, seconds: seconds)
         let config = FeatureConfig.logMel(sampleRate: 16000, nFFT: 512, hopLength: 160, melCount: 64,
@@ -74,9 +77,9 @@ enum BenchCommand {
     /// One stream, one thread: the file cut into blocks (the last zero-padded), each run through
     /// `prediction(from:using:into:)` in turn; the median over repeats of the mean time per block.
     static func model(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["model", "audio", "repeat"], switches: ["json"], command: "bench model")
+        let args = try Arguments(words, spec: Specs.benchModel)
         let model = try Model(contentsOf: try ModelLocator.find(args.string("model") ?? ModelLocator.defaultModel))
-        let repeats = try args.int("repeat", default: 5, range: 1...1000)
+        let repeats = args.int("repeat")
         let path = args.string("audio") ?? bundledPath("AudioSamples/speech-noise-16k.wav")
         let (source, rate) = try AudioFile.readMono(path: path)
         let resampler = try Resampler(inputRate: Double(rate), outputRate: Double(model.sampleRate))
@@ -117,7 +120,7 @@ extension BenchCommand {
     /// stream brings one block; the streams are split over the cores, each part one batched step.
     /// A count keeps up when the p99 tick takes less than a block's duration.
     static func streams(_ words: [String]) async throws {
-        let args = try Arguments(words, valued: ["model", "audio", "ticks", "counts"], switches: ["json"], command: "bench streams")
+        let args = try Arguments(words, spec: Specs.benchStreams)
         // --model a,b: every stream runs every model; a tick is then the shortest stretch of
         // audio that holds whole blocks of each (okay-nabu and silero-vad: 480 ms, 16 and 15 steps).
         let models = try LabelCommand.models(args).models
@@ -131,7 +134,7 @@ extension BenchCommand {
             throw UsageError("--model: the models' blocks meet only every \(tickSamples) samples", hint: "bench them one at a time")
         }
         // Enough ticks that p99 is a percentile, not the single worst tick of a shared machine.
-        let ticks = try args.int("ticks", default: 200, range: 10...100_000)
+        let ticks = args.int("ticks")
         let countsText = args.string("counts") ?? "100,500,1000,2000,3000,4000,5000,6000"
         let counts = try countsText.split(separator: ",", omittingEmptySubsequences: false).map { (word) throws(UsageError) -> Int in
             guard let n = Int(word.trimmingCharacters(in: .whitespaces)), (1...1_000_000).contains(n) else {
@@ -207,12 +210,12 @@ extension BenchCommand {
     /// `earshot label` end to end on one file, in process: decode, resample, features, model,
     /// label logic. Wall time, median over repeats.
     static func offline(_ words: [String]) async throws {
-        let args = try Arguments(words, valued: ["model", "audio", "repeat"], switches: ["json"], command: "bench offline")
+        let args = try Arguments(words, spec: Specs.benchOffline)
         guard let path = args.string("audio") else {
             throw UsageError("bench offline needs --audio FILE (tools/bench_offline.py makes an hour of audio)")
         }
         let model = try Model(contentsOf: try ModelLocator.find(args.string("model") ?? ModelLocator.defaultModel))
-        let repeats = try args.int("repeat", default: 3, range: 1...100)
+        let repeats = args.int("repeat")
         let labeler = FileLabeler(model: model)
         var times: [Double] = []
         var segments = 0, seconds = 0.0

@@ -10,11 +10,10 @@ import Foundation
 /// memory, and the audio that could not be sent on time.
 enum BenchServeCommand {
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["model", "clients", "seconds", "audio", "chunk-ms", "tick-ms", "transport", "shards"], switches: ["json"],
-                                 command: "bench serve")
+        let args = try Arguments(words, spec: Specs.benchServe)
         let modelName = args.string("model") ?? "silero-vad"
-        let seconds = try args.double("seconds", default: 60, range: 1...3600)
-        let chunkMs = try args.int("chunk-ms", default: 20, range: 5...1000)
+        let seconds = args.double("seconds")
+        let chunkMs = args.int("chunk-ms")
         let countsText = args.string("clients") ?? "100,500,1000,2000"
         let counts = try countsText.split(separator: ",").map { (w) throws(UsageError) -> Int in
             guard let n = Int(w), (1...20000).contains(n) else { throw UsageError("--clients \(countsText): '\(w)' is not a count in 1...20000") }

@@ -2,7 +2,7 @@ import Earshot
 
 enum DevicesCommand {
     static func run(_ words: [String]) throws {
-        _ = try Arguments(words, valued: [], switches: [], command: "devices")
+        _ = try Arguments(words, spec: Specs.devices)
         let (pcms, cards) = CaptureDevice.list()
         try out("sound cards:")
         if cards.isEmpty { try out("  (none found: no sound card on this machine)") }

@@ -3,11 +3,11 @@ import Foundation
 
 enum FeaturesCommand {
     static func config(_ args: Arguments) throws(UsageError) -> FeatureConfig {
-        let nFFT = try args.int("n-fft", default: 512, range: 16...65536)
+        let nFFT = args.int("n-fft")
         var config = FeatureConfig.logMel(
-            sampleRate: try args.int("rate", default: 16000, range: 1000...384_000), nFFT: nFFT,
-            hopLength: try args.int("hop", default: 160, range: 1...65536),
-            melCount: try args.int("mels", default: 64, range: 1...512))
+            sampleRate: args.int("rate"), nFFT: nFFT,
+            hopLength: args.int("hop"),
+            melCount: args.int("mels"))
         if let text = args.string("mfcc") {
             guard let n = Int(text), (1...config.featureCount).contains(n) else {
                 throw UsageError("--mfcc \(text): expected 1...\(config.featureCount) (the mel count)")
@@ -18,15 +18,14 @@ enum FeaturesCommand {
     }
 
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["channel", "mels", "n-fft", "hop", "mfcc", "rate"],
-                                 switches: ["json"], command: "features")
+        let args = try Arguments(words, spec: Specs.features)
         guard args.positionals.count == 1, let path = args.positionals.first else {
             throw UsageError("features takes one audio file", hint: "earshot features AudioSamples/speech-noise-16k.wav")
         }
         let config = try config(args)
         var job = FileFeatures(config: config)
         if args.string("channel") != nil {
-            job.channels = .channel(try args.int("channel", default: 0, range: 0...1023))
+            job.channels = .channel(args.int("channel"))
         }
         let clock = ContinuousClock()
         var summary: FileFeatures.Summary?

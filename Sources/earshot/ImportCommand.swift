@@ -3,23 +3,6 @@ import Foundation
 
 /// `earshot import MODEL.onnx|MODEL.tflite --output FOLDER`: an ONNX or TFLite model as an Earshot package.
 enum ImportCommand {
-    static let usage = """
-        earshot import MODEL.onnx|MODEL.tflite --output FOLDER [--force] [--set NAME=VALUE ...] [--state IN=OUT ...]
-                       [--input NAME] [--score NAME] [--rate HZ] [--chunk N] [--context N] [--labels A,B,...]
-                       [--front-end samples|features|microfrontend|openwakeword] [--melspectrogram FILE] [--embedding FILE]
-                       [--name NAME] [--description TEXT] [--author TEXT] [--license TEXT] [--source TEXT]
-                       [--threshold X] [--min-speech MS] [--min-silence MS] [--pad MS] [--max-speech S]
-                       [--manifest FILE.json]
-          --manifest: a JSON object of what the package's model.json should say beside the graph:
-          name, version, description, author, license, source, labels, decision (as in model.json);
-          a flag given on the command line wins over the file.
-          A .tflite model beside a microWakeWord JSON config (NAME.json) takes its wake word as the
-          label, its probability cutoff and sliding window as the detection rule, its author, and
-          TFLite Micro's audio front end (--front-end microfrontend): the package takes 16 kHz audio.
-          --front-end openwakeword: an openWakeWord head (.onnx) with the melspectrogram and embedding
-          models beside it (or named by --melspectrogram and --embedding), run over time as one package.
-        """
-
     static func run(_ words: [String]) throws {
         // --set and --state may repeat: gathered here before the rest is parsed.
         var rest: [String] = [], sets: [String] = [], statePairs: [String] = []
@@ -36,14 +19,11 @@ enum ImportCommand {
             rest.append(word)
             i += 1
         }
-        let args = try Arguments(rest, valued: ["output", "input", "score", "rate", "chunk", "context", "labels", "name", "description", "manifest",
-                                                "front-end", "author", "license", "source", "threshold", "min-speech", "min-silence", "pad", "max-speech",
-                                                "melspectrogram", "embedding"],
-                                 switches: ["force"], command: "import")
+        let args = try Arguments(rest, spec: Specs.importModel)
         guard args.positionals.count == 1, let source = args.positionals.first else {
-            throw UsageError("import takes one .onnx or .tflite file", hint: usage)
+            throw UsageError("import takes one .onnx or .tflite file", hint: "earshot import --help")
         }
-        guard let output = args.string("output") else { throw UsageError("import needs --output FOLDER (e.g. Models/my-model)", hint: usage) }
+        guard let output = args.string("output") else { throw UsageError("import needs --output FOLDER (e.g. Models/my-model)", hint: "earshot import --help") }
         if FileManager.default.fileExists(atPath: output) && !args.flag("force") {
             throw UsageError("--output \(output) exists: refusing to replace it", hint: "add --force to replace it whole, or choose another folder")
         }
@@ -64,9 +44,9 @@ enum ImportCommand {
         }
         options.audioInput = args.string("input")
         options.scoreOutput = args.string("score")
-        options.sampleRate = try args.int("rate", default: 16000, range: 1000...384_000)
-        if args.string("chunk") != nil { options.chunkSamples = try args.int("chunk", default: 0, range: 1...(1 << 24)) }
-        options.contextSamples = try args.int("context", default: 0, range: 0...(1 << 24))
+        options.sampleRate = args.int("rate")
+        if let v = args.optionalInt("chunk") { options.chunkSamples = v }
+        options.contextSamples = args.int("context")
         let frontEnd = args.string("front-end") ?? "samples"
         guard ["samples", "features", "microfrontend", "openwakeword"].contains(frontEnd) else {
             throw UsageError("--front-end \(frontEnd): expected samples (a block of audio), features (a block of features you compute), "
@@ -86,11 +66,11 @@ enum ImportCommand {
         options.phrase = sidecar.phrase
         options.languages = sidecar.languages
         var decision = sidecar.decision ?? ModelManifest.Decision()
-        if args.string("threshold") != nil { decision.threshold = try args.double("threshold", default: 0.5, range: 0...1) }
-        if args.string("min-speech") != nil { decision.minSegmentMs = try args.double("min-speech", default: 250, range: 0...3_600_000) }
-        if args.string("min-silence") != nil { decision.minSilenceMs = try args.double("min-silence", default: 100, range: 0...3_600_000) }
-        if args.string("pad") != nil { decision.padMs = try args.double("pad", default: 30, range: 0...60000) }
-        if args.string("max-speech") != nil { decision.maxSegmentSeconds = try args.double("max-speech", default: 0, range: 0.1...86400) }
+        if let v = args.optionalDouble("threshold") { decision.threshold = v }
+        if let v = args.optionalDouble("min-speech") { decision.minSegmentMs = v }
+        if let v = args.optionalDouble("min-silence") { decision.minSilenceMs = v }
+        if let v = args.optionalDouble("pad") { decision.padMs = v }
+        if let v = args.optionalDouble("max-speech") { decision.maxSegmentSeconds = v }
         options.decision = decision == ModelManifest.Decision() ? nil : decision
 
         let tflite = source.lowercased().hasSuffix(".tflite")

@@ -3,7 +3,7 @@ import Foundation
 
 enum InspectCommand {
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: [], switches: ["json"], command: "inspect")
+        let args = try Arguments(words, spec: Specs.inspect)
         guard args.positionals.count == 1, let name = args.positionals.first else {
             throw UsageError("inspect takes one model name or folder", hint: "earshot inspect silero-vad")
         }

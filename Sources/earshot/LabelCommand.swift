@@ -13,10 +13,10 @@ enum LabelCommand {
             options.detectionWindow = Int(v)
         }
         if let v = try perModel(args, "refractory", range: 0...3_600_000, model: model, name: name) { options.refractoryMs = v }
-        if args.string("min-speech") != nil { options.minSegmentMs = try args.double("min-speech", default: 250, range: 0...3_600_000) }
-        if args.string("min-silence") != nil { options.minSilenceMs = try args.double("min-silence", default: 100, range: 0...3_600_000) }
-        if args.string("pad") != nil { options.padMs = try args.double("pad", default: 30, range: 0...60000) }
-        if args.string("max-speech") != nil { options.maxSegmentSeconds = try args.double("max-speech", default: 0, range: 0.1...86400) }
+        if let v = args.optionalDouble("min-speech") { options.minSegmentMs = v }
+        if let v = args.optionalDouble("min-silence") { options.minSilenceMs = v }
+        if let v = args.optionalDouble("pad") { options.padMs = v }
+        if let v = args.optionalDouble("max-speech") { options.maxSegmentSeconds = v }
         options.includeScores = args.flag("scores")
         do { try options.validate() } catch { throw UsageError("\(error)") }
         return options
@@ -38,7 +38,12 @@ enum LabelCommand {
     /// their defaults): the value for `model` (asked for as `name`), nil when none is given.
     static func perModel(_ args: Arguments, _ option: String, range: ClosedRange<Double>, model: Model, name: String?) throws(UsageError) -> Double? {
         guard let text = args.string(option) else { return nil }
-        guard text.contains("=") else { return try args.double(option, default: range.lowerBound, range: range) }
+        guard text.contains("=") else {
+            guard let x = Double(text), x.isFinite, range.contains(x) else {
+                throw UsageError("--\(option) \(text): expected a number in \(range.lowerBound)...\(range.upperBound)", hint: "earshot \(args.spec.name) --help")
+            }
+            return x
+        }
         var found: Double?
         for pair in text.split(separator: ",") {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
@@ -50,12 +55,11 @@ enum LabelCommand {
         return found
     }
 
-    static let labelOptionNames: Set<String> = ["model", "threshold", "min-speech", "min-silence", "pad", "max-speech", "gate", "window", "refractory"]
-
     /// Files named, and audio files found in folders named (sorted), in order.
     static func inputs(_ paths: [String]) -> [String] {
         let fm = FileManager.default
         return paths.flatMap { path -> [String] in
+            if path == "-" { return [path] }
             var isFolder: ObjCBool = false
             guard fm.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue else { return [path] }
             let found = (fm.enumerator(atPath: path)?.allObjects as? [String] ?? [])
@@ -66,8 +70,7 @@ enum LabelCommand {
     }
 
     static func run(_ words: [String]) async throws -> Int32 {
-        let args = try Arguments(words, valued: labelOptionNames.union(["format", "channels", "output"]),
-                                 switches: ["scores"], command: "label")
+        let args = try Arguments(words, spec: Specs.label)
         guard !args.positionals.isEmpty else {
             throw UsageError("label needs audio files or folders", hint: "earshot label AudioSamples/speech-noise-16k.wav")
         }
@@ -94,6 +97,11 @@ enum LabelCommand {
             throw UsageError("--scores takes one model", hint: "label with each model on its own to see its scores")
         }
         let files = inputs(args.positionals)
+        // '-': standard input, read whole into a temporary file first, so that every format works
+        // (libsndfile cannot read FLAC from a pipe); its events are named '-'.
+        let standardInput = files.contains("-") ? try StandardInput.spool() : nil
+        defer { if let standardInput { try? FileManager.default.removeItem(atPath: standardInput) } }
+        @Sendable func source(_ file: String) -> String { file == "-" ? (standardInput ?? file) : file }
         if let outputPath, let target = FileIdentity(path: outputPath),
            let input = files.first(where: { FileIdentity(path: $0) == target }) {
             throw UsageError("--output \(outputPath) is also an input (\(input)): refusing to overwrite audio being labelled",
@@ -104,7 +112,7 @@ enum LabelCommand {
         let output = try OutputFile.open(outputPath)
         if let header = format.header { try output.write(header) }
         var failures = 0
-        let showProgress = isatty(STDERR_FILENO) != 0
+        let showProgress = isatty(STDERR_FILENO) != 0 && !args.flag("quiet")
         let context = Context(format: format, model: model, channels: channels, output: output, multipleFiles: files.count > 1)
         if labeler.options.includeScores {
             // Every step's scores: one file at a time, written as they come (memory stays flat
@@ -112,7 +120,7 @@ enum LabelCommand {
             for file in files {
                 do {
                     try context.heading(file)
-                    _ = try await labeler.label(path: file, progress: { fraction in
+                    _ = try await labeler.label(path: source(file), progress: { fraction in
                         if showProgress { ProgressBar.draw(fraction, label: file) }
                     }) { events, channelCount throws(OutputError) in
                         failures += try context.write(events, file: file, channelCount: channelCount)
@@ -127,8 +135,8 @@ enum LabelCommand {
             }
         } else {
             failures = try await labelInParallel(files, context: context, showProgress: showProgress) { file, progress in
-                if let multi { return try await multi.label(path: file) }
-                return try await labeler.label(path: file, progress: progress)
+                if let multi { return try await multi.label(path: source(file)) }
+                return try await labeler.label(path: source(file), progress: progress)
             }
         }
         try output.commit()
@@ -245,5 +253,31 @@ enum ProgressBar {
 
     static func clear() {
         FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    }
+}
+
+/// Standard input saved to a temporary file (a pipe of any audio format, FLAC included).
+enum StandardInput {
+    static func spool() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-stdin-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        guard FileManager.default.createFile(atPath: path, contents: nil), let out = FileHandle(forWritingAtPath: path) else {
+            throw UsageError("standard input: cannot make a temporary file at \(path)")
+        }
+        defer { try? out.close() }
+        var total = 0
+        while true {
+            let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20)
+            if chunk.isEmpty { break }
+            do { try out.write(contentsOf: chunk) } catch {
+                try? FileManager.default.removeItem(atPath: path)
+                throw UsageError("standard input: writing \(path) failed: \(error)")
+            }
+            total += chunk.count
+        }
+        guard total > 0 else {
+            try? FileManager.default.removeItem(atPath: path)
+            throw UsageError("standard input is empty: pipe audio in, e.g. sox in.mp3 -t wav - | earshot label -")
+        }
+        return path
     }
 }

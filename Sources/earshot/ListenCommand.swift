@@ -3,8 +3,7 @@ import Foundation
 
 enum ListenCommand {
     static func run(_ words: [String]) async throws -> Int32 {
-        let args = try Arguments(words, valued: LabelCommand.labelOptionNames.union(["device", "rate", "channels", "format", "duration", "latency-ms", "buffer-seconds", "sample-format"]),
-                                 switches: ["scores", "verbose"], command: "listen")
+        let args = try Arguments(words, spec: Specs.listen)
         guard args.positionals.isEmpty else {
             throw UsageError("listen takes no files (it captures from --device)", hint: "earshot listen --device default")
         }
@@ -26,8 +25,8 @@ enum ListenCommand {
         }
         var settings = ALSACapture.Settings()
         settings.device = args.string("device") ?? "default"
-        settings.sampleRate = try args.int("rate", default: model.sampleRate, range: 1000...384_000)
-        settings.channels = try args.int("channels", default: 1, range: 1...64)
+        settings.sampleRate = args.int("rate", default: model.sampleRate)
+        settings.channels = args.int("channels")
         if let name = args.string("sample-format") {
             guard let format = ALSACapture.SampleFormat(rawValue: name.uppercased())
                 ?? ["s16": .s16, "s32": .s32, "float": .float][name.lowercased()] else {
@@ -35,13 +34,13 @@ enum ListenCommand {
             }
             settings.format = format
         }
-        settings.latency = .milliseconds(try args.int("latency-ms", default: 40, range: 1...2000))
+        settings.latency = .milliseconds(args.int("latency-ms"))
         if args.string("duration") != nil {
-            let seconds = try args.double("duration", default: 0, range: 0.001...(86400 * 365))
+            let seconds = args.double("duration")
             settings.maxFrames = Int(seconds * Double(settings.sampleRate))
         }
         // Audio held between capture and the model before the oldest is dropped (and reported).
-        let bufferSeconds = try args.double("buffer-seconds", default: 2, range: 0.01...3600)
+        let bufferSeconds = args.double("buffer-seconds")
         settings.queuedFrames = Int(bufferSeconds * Double(settings.sampleRate))
         let capture = try ALSACapture(settings)
         if args.flag("verbose") {

@@ -7,25 +7,21 @@ import Foundation
 /// `earshot train`: a streaming classifier from labelled folders, written as a model package.
 enum TrainCommand {
     static func run(_ words: [String]) throws {
-        let args = try Arguments(words, valued: ["data", "validation", "validation-split", "group-by", "background", "architecture",
-                                                 "features", "epochs", "seed", "augment", "output", "batch-size", "learning-rate",
-                                                 "patience", "clip-seconds", "decision-seconds", "sample-rate", "context-seconds",
-                                                 "description", "author", "license"],
-                                 switches: ["force"], command: "train")
+        let args = try Arguments(words, spec: Specs.train)
         guard let dataPath = args.string("data") else { throw UsageError("train needs --data FOLDER (one subfolder per label) or a CSV") }
         guard let output = args.string("output") else { throw UsageError("train needs --output FOLDER (e.g. Models/my-classifier)") }
         var options = TrainingOptions()
         options.architecture = args.string("architecture") ?? options.architecture
         options.features = args.string("features") ?? options.features
-        options.epochs = try args.int("epochs", default: options.epochs, range: 1...100_000)
-        options.seed = UInt64(try args.int("seed", default: Int(options.seed), range: 0...Int.max))
-        options.batchSize = try args.int("batch-size", default: options.batchSize, range: 2...4096)
-        options.learningRate = Float(try args.double("learning-rate", default: Double(options.learningRate), range: 1e-6...1))
-        options.patience = try args.int("patience", default: options.patience, range: 1...100_000)
-        options.decisionSeconds = try args.double("decision-seconds", default: options.decisionSeconds, range: 0.01...60)
-        options.contextSeconds = try args.double("context-seconds", default: options.contextSeconds, range: 0...60)
-        if args.string("clip-seconds") != nil { options.clipSeconds = try args.double("clip-seconds", default: 1, range: 0.1...600) }
-        if args.string("sample-rate") != nil { options.sampleRate = try args.int("sample-rate", default: 16000, range: 4000...384_000) }
+        options.epochs = args.int("epochs")
+        options.seed = UInt64(args.int("seed"))
+        options.batchSize = args.int("batch-size")
+        options.learningRate = Float(args.double("learning-rate"))
+        options.patience = args.int("patience")
+        options.decisionSeconds = args.double("decision-seconds")
+        options.contextSeconds = args.double("context-seconds")
+        if let v = args.optionalDouble("clip-seconds") { options.clipSeconds = v }
+        if let v = args.optionalInt("sample-rate") { options.sampleRate = v }
         options.background = args.string("background")
         options.description = args.string("description")
         options.author = args.string("author")
@@ -52,7 +48,7 @@ enum TrainCommand {
             training = all
             validation = try Dataset.load(validationPath, groupBy: groupBy)
         } else {
-            let fraction = try args.double("validation-split", default: 0.2, range: 0.01...0.99)
+            let fraction = args.double("validation-split")
             (training, validation) = try all.split(validationFraction: fraction, seed: options.seed)
         }
         let name = URL(fileURLWithPath: output).lastPathComponent
@@ -81,8 +77,7 @@ enum TrainCommand {
 enum EvaluateCommand {
     /// Exit 1 when a file failed (the figures leave it out); `--strict` stops at the first.
     static func run(_ words: [String]) async throws -> Int32 {
-        let args = try Arguments(words, valued: LabelCommand.labelOptionNames.union(["data", "group-by", "format", "stream", "truth", "ignore"]),
-                                 switches: ["strict"], command: "evaluate")
+        let args = try Arguments(words, spec: Specs.evaluate)
         guard let modelName = args.string("model") else { throw UsageError("evaluate needs --model NAME|PATH") }
         let format = args.string("format") ?? "text"
         guard ["text", "csv", "json"].contains(format) else { throw UsageError("--format \(format): expected text, csv or json") }

@@ -241,8 +241,7 @@ struct FuzzTests {
         for _ in 0..<(Fuzz.iterations * 20) {
             let words = (0..<Int.random(in: 0...8, using: &random)).map { _ in vocabulary.randomElement(using: &random)! }
             do {
-                let args = try Arguments(words, valued: LabelCommand.labelOptionNames.union(["format", "channels", "output"]),
-                                         switches: ["scores"], command: "label")
+                let args = try Arguments(words, spec: Specs.label)
                 let options = try LabelCommand.options(args, model: model)
                 try options.validate()
                 _ = try StreamClassifier(model: model, options: options)

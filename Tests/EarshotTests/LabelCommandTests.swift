@@ -71,7 +71,7 @@ struct LabelCommandTests {
         #expect(model.err.contains("no-such-model: cannot read: no model folder of that name"))
         for (flags, message) in [(["--format", "xml"], "--format xml: expected one of text, jsonl, csv, audacity, rttm"),
                                  (["--threshold", "2"], "--threshold 2: expected a number in 0.0...1.0"),
-                                 (["--channels", "both"], "--channels both: expected mix or each"),
+                                 (["--channels", "both"], "--channels both: expected one of mix, each"),
                                  (["--min-speech"], "--min-speech needs a value")] {
             let r = try runEarshot(["label", "AudioSamples/speech-8k.wav"] + flags)
             #expect(r.status == 64, "\(flags)")

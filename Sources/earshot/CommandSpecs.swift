@@ -1,0 +1,239 @@
+import Earshot
+import EarshotTraining
+
+/// Every command's declaration, in the order `earshot help` lists them. Parsing, validation,
+/// `--help`, the man page, the shell completions and the README's reference come from these.
+enum Specs {
+    // Options shared by the commands that label (label, listen, evaluate, serve).
+    static let model = OptionSpec.text("model", short: "m", "NAME|PATH[,NAME...]", default: ModelLocator.defaultModel,
+                                       "the model(s): a folder, or a name under $EARSHOT_MODELS or Models/; several run side by side")
+    static let labelling: [OptionSpec] = [
+        model,
+        .text("gate", "NAME", "a voice activity model: keep only the detections of the others with its speech before them"),
+        .text("threshold", "X|NAME=X,...", default: "the model's", "the least score that starts a segment or decides a detection, 0...1"),
+        .text("window", "N|NAME=N,...", default: "the model's", "detections: the mean of the latest N scores decides, 1...10000 steps"),
+        .text("refractory", "MS|NAME=MS,...", default: "2000", "detections: the same label waits this long before it can fire again, 0...3600000 ms"),
+        .double("min-speech", "MS", 0...3_600_000, defaultText: "the model's (250)", "segments this short or shorter are dropped"),
+        .double("min-silence", "MS", 0...3_600_000, defaultText: "the model's (100)", "silence this long ends a segment"),
+        .double("pad", "MS", 0...60_000, defaultText: "the model's (30)", "added before and after each segment"),
+        .double("max-speech", "S", 0.1...86_400, defaultText: "none", "longer segments are split at their longest silence"),
+    ]
+    static let json = OptionSpec.flag("json", "one JSON line instead of text")
+
+    static let label = CommandSpec(
+        name: "label", operands: "FILE|FOLDER|-...",
+        summary: "Labelled segments of audio files (voice activity with the default model, silero-vad), or the detections of a "
+            + "wake-word model (okay-nabu, hey-jarvis, alexa, hey-mycroft). Several models: their events in time order. Text on a "
+            + "terminal, JSON lines in a pipe. '-' reads audio from standard input. Exit 1 if any file failed.",
+        options: labelling + [
+            .choice("format", short: "f", SegmentFormat.allCases.map(\.rawValue), default: "text on a terminal, jsonl in a pipe", "the output format"),
+            .choice("channels", ["mix", "each"], default: "mix", "mix a file's channels to one stream, or label each"),
+            .flag("scores", "every step's scores as well (one model)"),
+            .text("output", short: "o", "FILE|-", default: "standard output", "written whole or not at all (a temporary file renamed into place)"),
+            .flag("quiet", short: "q", "no progress bar or notes on stderr"),
+        ],
+        examples: ["earshot label AudioSamples/speech-noise-16k.wav",
+                   "earshot label -m okay-nabu,silero-vad --gate silero-vad recording.flac",
+                   "sox in.mp3 -t wav - | earshot label -f csv -o labels.csv -"])
+
+    static let listen = CommandSpec(
+        name: "listen", operands: "",
+        summary: "Live classification from an ALSA capture device; Ctrl-C stops (open segments are closed). On a terminal a live "
+            + "line per channel; in a pipe one line per event.",
+        options: labelling + [
+            .text("device", "NAME", default: "default", "an ALSA PCM (default, hw:1,0, plughw:1,0, a name in the ALSA configuration)"),
+            .int("rate", "HZ", 1000...384_000, defaultText: "the model's", "the capture rate (resampled to the model's)"),
+            .int("channels", "N", 1...64, default: 1, "channels captured, each its own stream"),
+            .choice("sample-format", ["s16", "s32", "float"], default: "s16", "the capture's sample format"),
+            .choice("format", short: "f", ["text", "jsonl"], default: "text on a terminal, jsonl in a pipe", "the output format"),
+            .int("latency-ms", "MS", 1...2000, default: 40, "the capture period asked of ALSA"),
+            .double("duration", "SECONDS", 0.001...(86_400 * 365), defaultText: "until stopped", "stop after this long"),
+            .double("buffer-seconds", "S", 0.01...3600, default: 2, "audio held for the model at most; the oldest beyond it is dropped and reported"),
+            .flag("scores", "every step's scores as well"),
+            .flag("verbose", "the period and buffer ALSA granted, and the delivery latency at the end"),
+        ],
+        examples: ["earshot listen", "earshot listen -m okay-nabu,hey-jarvis --device plughw:1,0"])
+
+    static let serve = CommandSpec(
+        name: "serve", operands: "",
+        summary: "A Wyoming wake-word and voice-activity service (the protocol of Home Assistant's voice satellites): describe → "
+            + "info; detect NAMES; audio-start / audio-chunk (any rate, width 1-4, any channel count) / audio-stop; answers detection, "
+            + "not-detected, voice-started / voice-stopped and error. Each connection is one stream with its own state; every stream "
+            + "of a model steps in one batch. SIGTERM or Ctrl-C: stops accepting, finishes every stream, exits 0.",
+        options: [
+            .text("uri", "tcp://HOST:PORT|unix://PATH|stdio://", default: "tcp://0.0.0.0:10400", "where to listen"),
+            .text("model", short: "m", "NAME|PATH[,NAME...]", default: ServeCommand.defaultModels,
+                  "the models served: wake words answer detection, voice activity models voice-started/stopped"),
+        ] + labelling.filter { ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech"].contains($0.name) } + [
+            .int("max-clients", "N", 1...1_000_000, default: ServeOptions().maxClients, "clients at once; one more gets an error and is closed"),
+            .double("max-buffer-seconds", "S", 0.01...3600, default: ServeOptions().maxBufferSeconds,
+                    "audio read but not yet stepped per client before its socket is no longer read"),
+            .double("idle-timeout", "S", 0.01...604_800, default: ServeOptions().idleTimeout, "seconds without a byte before a client is closed"),
+            .double("event-timeout", "S", 0.01...3600, default: ServeOptions().eventTimeout, "seconds an event may take to arrive whole"),
+            .int("max-payload", "BYTES", 256...(1 << 30), default: ServeOptions().limits.payloadBytes, "the most bytes of an event's data or payload"),
+            .double("tick-ms", "MS", 0.1...1000, default: ServeOptions().tickMs, "how often streams with new audio step together"),
+            .int("shards", "N", 1...256, defaultText: "one per core", "threads stepping streams"),
+            .flag("verbose", "a line per connection and a summary every 10 s on stderr"),
+        ],
+        examples: ["earshot serve --uri tcp://0.0.0.0:10400 --model okay-nabu,hey-jarvis,silero-vad",
+                   "earshot serve --uri unix:///run/earshot.sock --model okay-nabu --verbose"])
+
+    static let features = CommandSpec(
+        name: "features", operands: "FILE",
+        summary: "Streams FILE through the log-mel front end and prints what it computed.",
+        options: [
+            .int("channel", "N", 0...1023, default: 0, "the file's channel"),
+            .int("mels", "N", 1...512, default: 64, "mel bands"),
+            .int("n-fft", "N", 16...65_536, default: 512, "FFT size"),
+            .int("hop", "N", 1...65_536, default: 160, "samples between frames"),
+            .int("rate", "HZ", 1000...384_000, default: 16000, "the rate the audio is resampled to"),
+            .int("mfcc", "N", 1...512, defaultText: "none", "MFCCs instead of log-mels"),
+            json,
+        ],
+        examples: ["earshot features AudioSamples/speech-noise-16k.wav --mels 40"])
+
+    static let inspect = CommandSpec(
+        name: "inspect", operands: "MODEL",
+        summary: "What a model takes, gives and costs: state size, parameters, per-layer shapes and multiply-adds. MODEL is a "
+            + "folder or a name under $EARSHOT_MODELS or Models/.",
+        options: [json], examples: ["earshot inspect silero-vad", "earshot inspect okay-nabu --json"])
+
+    static let devices = CommandSpec(name: "devices", operands: "", summary: "Sound cards and capture PCMs.", options: [], examples: ["earshot devices"])
+
+    static let audio = OptionSpec.text("audio", "FILE", default: "AudioSamples/speech-noise-16k.wav", "the benchmark's audio")
+
+    static let benchFeatures = CommandSpec(
+        name: "bench features", operands: "", summary: "Log-mel throughput on one thread, in times real time.",
+        options: [.double("seconds", "S", 1...36_000, default: 180, "audio length"), .int("repeat", "N", 1...1000, default: 5, "timed runs"), audio, json],
+        examples: ["earshot bench features --seconds 60"])
+
+    static let benchModel = CommandSpec(
+        name: "bench model", operands: "", summary: "Microseconds per step for one stream on one thread.",
+        options: [model, audio, .int("repeat", "N", 1...1000, default: 5, "timed passes"), json],
+        examples: ["earshot bench model -m okay-nabu"])
+
+    static let benchStreams = CommandSpec(
+        name: "bench streams", operands: "", summary: "Streams at real-time pace over all cores: the largest count that keeps up.",
+        options: [model, audio, .text("counts", "N,N,...", default: "100,500,1000,2000,3000,4000,5000,6000", "stream counts to try"),
+                  .int("ticks", "N", 10...100_000, default: 200, "ticks per count"), json],
+        examples: ["earshot bench streams --counts 1000,3000"])
+
+    static let benchOffline = CommandSpec(
+        name: "bench offline", operands: "", summary: "earshot label end to end on FILE, in process.",
+        options: [model, .text("audio", "FILE", "the audio (required; tools/bench_offline.py makes an hour)"),
+                  .int("repeat", "N", 1...100, default: 3, "timed runs"), json],
+        examples: ["earshot bench offline --audio hour.wav"])
+
+    static let benchServe = CommandSpec(
+        name: "bench serve", operands: "",
+        summary: "An earshot serve process and N Wyoming clients (this process) sending chunks at real-time pace: latency, CPU and memory per N.",
+        options: [.text("model", short: "m", "NAME", default: "silero-vad", "the model served"), audio,
+                  .text("clients", "N,N,...", default: "100,500,1000,2000", "client counts to try"),
+                  .double("seconds", "S", 1...3600, default: 60, "seconds per count"),
+                  .int("chunk-ms", "MS", 5...1000, default: 20, "audio per chunk"),
+                  .double("tick-ms", "MS", 0.1...1000, defaultText: "the server's", "passed to earshot serve"),
+                  .int("shards", "N", 1...256, defaultText: "the server's", "passed to earshot serve"),
+                  .choice("transport", ["tcp", "unix"], default: "tcp", "loopback TCP (as Home Assistant connects) or a unix socket"), json],
+        examples: ["earshot bench serve --clients 500,1000 --seconds 30"])
+
+    static let train = CommandSpec(
+        name: "train", operands: "",
+        summary: "Trains a streaming classifier (one subfolder per label, or a CSV of file,label) and writes it as a model package "
+            + "(an existing folder only with --force); progress on stderr.",
+        options: [
+            .text("data", "FOLDER|CSV", "the labelled clips (required)"),
+            .text("output", short: "o", "FOLDER", "the package to write (required)"),
+            .flag("force", "replace an existing --output"),
+            .text("validation", "FOLDER|CSV", "held-out clips (instead of --validation-split)"),
+            .double("validation-split", "X", 0.01...0.99, default: 0.2, "the fraction held out for validation"),
+            .text("group-by", "REGEX", "clips whose paths share this match stay on one side of the split (speakers)"),
+            .text("background", "LABEL", "the label that is no event"),
+            .text("architecture", "SPEC", default: TrainingOptions().architecture, "layers, e.g. conv:64x3,gru:2x64"),
+            .text("features", "SPEC", default: TrainingOptions().features, "the front end, e.g. log-mel:40"),
+            .int("epochs", "N", 1...100_000, default: TrainingOptions().epochs, "passes over the data at most"),
+            .int("seed", "S", 0...Int.max, default: Int(TrainingOptions().seed), "the seed of every random choice"),
+            .text("augment", "KINDS", "some of \(Augmentation.allCases.map(\.rawValue).joined(separator: ","))"),
+            .int("batch-size", "N", 2...4096, default: TrainingOptions().batchSize, "clips per step"),
+            .double("learning-rate", "X", TrainingOptions.learningRateRange, default: Double(TrainingOptions().learningRate), "Adam's step size"),
+            .int("patience", "N", 1...100_000, default: TrainingOptions().patience, "epochs without improvement before stopping"),
+            .double("clip-seconds", "S", 0.1...600, defaultText: "the longest clip", "clips are cut or padded to this"),
+            .double("decision-seconds", "S", 0.01...60, default: TrainingOptions().decisionSeconds, "audio the classifier decides on"),
+            .double("context-seconds", "S", 0...60, default: TrainingOptions().contextSeconds, "preceding audio each clip is trained with"),
+            .int("sample-rate", "HZ", 4000...384_000, default: 16000, "the model's rate"),
+            .text("description", "TEXT", "the package's description"),
+            .text("author", "TEXT", "the package's author"),
+            .text("license", "TEXT", "the package's licence"),
+        ],
+        examples: ["earshot train --data clips/ --output Models/my-words --epochs 60"])
+
+    static let evaluate = CommandSpec(
+        name: "evaluate", operands: "",
+        summary: "Accuracy, per-class precision/recall/F1 and the confusion matrix of a classifier on labelled clips; or, with "
+            + "--stream and --truth, keyword spotting over a long recording as listen runs it.",
+        options: labelling + [
+            .text("data", "FOLDER|CSV", "labelled clips"),
+            .text("group-by", "REGEX", "as in train"),
+            .choice("format", short: "f", ["text", "csv", "json"], default: "text", "the report's format"),
+            .flag("strict", "stop at the first file that fails"),
+            .text("stream", "FILE", "a long recording"),
+            .text("truth", "CSV", "its words: start,end,label in seconds"),
+            .text("ignore", "LABEL,...", "labels left out of the stream evaluation"),
+        ],
+        examples: ["earshot evaluate -m Models/keywords --data clips/", "earshot evaluate -m keywords --stream s.wav --truth s.csv"])
+
+    static let importModel = CommandSpec(
+        name: "import", operands: "MODEL.onnx|MODEL.tflite",
+        summary: "An ONNX or TFLite model as an Earshot package: fixed inputs folded, If branches chosen, states paired, every op run "
+            + "once on silence before writing. An int8 .tflite runs bit for bit as TFLite's reference kernels. A .tflite beside a "
+            + "microWakeWord JSON config (NAME.json) takes its wake word as the label, its probability cutoff and sliding window as "
+            + "the detection rule, its author, and TFLite Micro's audio front end: the package takes 16 kHz audio. --front-end "
+            + "openwakeword: an openWakeWord head (.onnx) with the melspectrogram and embedding models beside it (or named by "
+            + "--melspectrogram and --embedding), run over time as one package. --manifest: a JSON object of what the package's "
+            + "model.json should say beside the graph (name, version, description, author, license, source, url, phrase, "
+            + "languages, labels, decision); a flag given on the command line wins over the file.",
+        options: [
+            .text("output", short: "o", "FOLDER", "the package to write (required)"),
+            .flag("force", "replace an existing package"),
+            .text("set", "NAME=VALUE", "fix an input to a value (repeatable: NAME=VALUE,NAME=VALUE)"),
+            .text("state", "IN=OUT", "pair a state input with its output (found by name when not given)"),
+            .text("input", "NAME", "the audio input"),
+            .text("score", "NAME", "the score output"),
+            .int("rate", "HZ", 1000...384_000, default: 16000, "the model's rate"),
+            .int("chunk", "N", 1...(1 << 24), defaultText: "from the model", "new samples per step"),
+            .int("context", "N", 0...(1 << 24), default: 0, "samples of the previous block prepended"),
+            .text("labels", "A,B,...", "the scores' labels"),
+            .choice("front-end", ["samples", "features", "microfrontend", "openwakeword"], default: "samples", "what the model takes"),
+            .text("melspectrogram", "FILE", "openWakeWord's melspectrogram model (with --front-end openwakeword)"),
+            .text("embedding", "FILE", "openWakeWord's embedding model (with --front-end openwakeword)"),
+            .text("manifest", "FILE", "a JSON sidecar with the package's name, description, decision, ..."),
+            .text("name", "NAME", "the package's name"),
+            .text("description", "TEXT", "its description"),
+            .text("author", "TEXT", "its author"),
+            .text("license", "TEXT", "its licence"),
+            .text("source", "TEXT", "where it comes from"),
+            .double("threshold", "X", 0...1, defaultText: "0.5", "the decision's threshold"),
+        ] + labelling.filter { ["min-speech", "min-silence", "pad", "max-speech"].contains($0.name) },
+        examples: ["earshot import silero_vad.onnx --set sr=16000 --context 64 --chunk 512 -o Models/my-vad",
+                   "earshot import okay_nabu.tflite -o Models/okay-nabu"])
+
+    static let completions = CommandSpec(
+        name: "completions", operands: "bash|zsh|fish",
+        summary: "A completion script for the shell, from the commands' declarations.", options: [],
+        examples: ["earshot completions bash > /etc/bash_completion.d/earshot", "earshot completions fish > ~/.config/fish/completions/earshot.fish"])
+
+    static let manPage = CommandSpec(
+        name: "man", operands: "", summary: "The manual page (roff), from the commands' declarations.", options: [],
+        examples: ["earshot man > /usr/local/share/man/man1/earshot.1"])
+
+    static let all: [CommandSpec] = [label, listen, serve, features, inspect, devices, benchFeatures, benchModel, benchStreams,
+                                     benchOffline, benchServe, train, evaluate, importModel, completions, manPage]
+
+    /// The top-level commands (the first word of each spec's name).
+    static var commands: [String] {
+        var seen: [String] = []
+        for s in all { let w = String(s.name.split(separator: " ")[0]); if !seen.contains(w) { seen.append(w) } }
+        return seen + ["help"]
+    }
+
+    static func find(_ name: String) -> CommandSpec? { all.first { $0.name == name } }
+}

@@ -1,0 +1,120 @@
+/// Shell completions and the manual page, written from the commands' declarations (`Specs`).
+enum Completions {
+    static func run(_ words: [String]) throws {
+        let args = try Arguments(words, spec: Specs.completions)
+        guard args.positionals.count == 1, let shell = args.positionals.first else {
+            throw UsageError("completions takes one shell: bash, zsh or fish", hint: "earshot completions bash")
+        }
+        switch shell {
+        case "bash": try out(bash())
+        case "zsh": try out(zsh())
+        case "fish": try out(fish())
+        default:
+            throw UsageError("completions \(shell): expected bash, zsh or fish",
+                             hint: closest(shell, in: ["bash", "zsh", "fish"]).map { "did you mean \($0)?" })
+        }
+    }
+
+    /// Each command's option words, by its name (`bench serve` as one).
+    static func optionWords(_ spec: CommandSpec) -> [String] {
+        spec.options.flatMap { o in ["--\(o.name)"] + (o.short.map { ["-\($0)"] } ?? []) } + ["--help"]
+    }
+
+    static func bash() -> String {
+        var cases: [String] = []
+        for spec in Specs.all {
+            cases.append("    \"\(spec.name)\") opts=\"\(optionWords(spec).joined(separator: " "))\" ;;")
+        }
+        let top = Specs.commands.joined(separator: " ")
+        return """
+            # earshot completions for bash: earshot completions bash > /etc/bash_completion.d/earshot
+            _earshot() {
+              local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]} opts=""
+              if [ "$COMP_CWORD" -eq 1 ]; then COMPREPLY=($(compgen -W "\(top) --version --help" -- "$cur")); return; fi
+              if [ "$cmd" = bench ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "features model streams offline serve" -- "$cur")); return; fi
+              [ "$cmd" = bench ] && cmd="bench ${COMP_WORDS[2]}"
+              case "$cmd" in
+            \(cases.joined(separator: "\n"))
+              esac
+              if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "$opts" -- "$cur")); else COMPREPLY=($(compgen -f -- "$cur")); fi
+            }
+            complete -F _earshot earshot
+            """
+    }
+
+    static func zsh() -> String {
+        var lines = ["#compdef earshot", "# earshot completions for zsh: earshot completions zsh > \"${fpath[1]}/_earshot\"", "_earshot() {",
+                     "  local -a commands", "  commands=(" + Specs.all.filter { !$0.name.contains(" ") }.map { spec in
+                         "'\(spec.name):\(zshEscape(String(spec.summary.split(separator: ".").first ?? "")))'" }.joined(separator: " ")
+                         + " 'bench:benchmarks' 'help:commands and their options')",
+                     "  if (( CURRENT == 2 )); then _describe command commands; return; fi",
+                     "  local cmd=$words[2]", "  [[ $cmd == bench && CURRENT -gt 3 ]] && cmd=\"bench $words[3]\"",
+                     "  [[ $cmd == bench && CURRENT == 3 ]] && { compadd features model streams offline serve; return; }",
+                     "  case $cmd in"]
+        for spec in Specs.all {
+            let specs = spec.options.map { o -> String in
+                let value = o.value.map { v -> String in
+                    if case let .choice(values) = o.kind { return ":\(v):(\(values.joined(separator: " ")))" }
+                    return ":\(zshEscape(v)):_files"
+                } ?? ""
+                return "'--\(o.name)[\(zshEscape(o.help))]\(value)'"
+            }
+            lines.append("    \"\(spec.name)\") _arguments \(specs.joined(separator: " ")) '*:file:_files' ;;")
+        }
+        lines += ["  esac", "}", "_earshot \"$@\""]
+        return lines.joined(separator: "\n")
+    }
+
+    static func zshEscape(_ s: String) -> String {
+        s.replacingOccurrences(of: "'", with: "'\\''").replacingOccurrences(of: "[", with: "(").replacingOccurrences(of: "]", with: ")")
+            .replacingOccurrences(of: ":", with: "\\:")
+    }
+
+    static func fish() -> String {
+        var lines = ["# earshot completions for fish: earshot completions fish > ~/.config/fish/completions/earshot.fish",
+                     "complete -c earshot -f -n '__fish_use_subcommand' -a '\(Specs.commands.joined(separator: " "))'",
+                     "complete -c earshot -n '__fish_seen_subcommand_from bench' -a 'features model streams offline serve'"]
+        for spec in Specs.all {
+            let words = spec.name.split(separator: " ")
+            let condition = words.count == 2 ? "__fish_seen_subcommand_from \(words[0]); and __fish_seen_subcommand_from \(words[1])"
+                : "__fish_seen_subcommand_from \(spec.name)"
+            for o in spec.options {
+                var line = "complete -c earshot -n '\(condition)' -l \(o.name)"
+                if let s = o.short { line += " -s \(s)" }
+                if case let .choice(values) = o.kind { line += " -x -a '\(values.joined(separator: " "))'" } else if o.value != nil { line += " -r" }
+                line += " -d '\(o.help.replacingOccurrences(of: "'", with: "\\'"))'"
+                lines.append(line)
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// earshot(1) in roff.
+    static func manPage() -> String {
+        func roff(_ s: String) -> String { s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "-", with: "\\-") }
+        var lines = [".TH EARSHOT 1 \"\" \"earshot \(EarshotCommand.version)\" \"User Commands\"", ".SH NAME",
+                     "earshot \\- stateful audio models on Linux: label files, listen live, serve Wyoming clients", ".SH SYNOPSIS",
+                     ".B earshot", "\\fICOMMAND\\fR [\\fIoptions\\fR] [\\fIoperands\\fR]", ".SH COMMANDS"]
+        for spec in Specs.all {
+            lines += [".SS \(roff(spec.name))", ".B earshot \(roff(spec.name))" + (spec.options.isEmpty ? "" : " [options]")
+                      + (spec.operands.isEmpty ? "" : " \(roff(spec.operands))"), ".PP", roff(spec.summary)]
+            for o in spec.options {
+                var head = "\\fB\\-\\-\(roff(o.name))\\fR"
+                if let s = o.short { head = "\\fB\\-\(s)\\fR, " + head }
+                if let v = o.value { head += " \\fI\(roff(v))\\fR" }
+                var text = roff(o.help)
+                var notes: [String] = []
+                if let r = o.rangeText { notes.append("range \(roff(r))") }
+                if let d = o.defaultText { notes.append("default \(roff(d))") }
+                if !notes.isEmpty { text += " (" + notes.joined(separator: "; ") + ")" }
+                lines += [".TP", head, text]
+            }
+            if !spec.examples.isEmpty {
+                lines += [".PP", "Examples:", ".nf"] + spec.examples.map { "    " + roff($0) } + [".fi"]
+            }
+        }
+        lines += [".SH EXIT STATUS", "0 done; 1 a file, model or device failed; 64 a usage error; 73 the output cannot be created; "
+                  + "74 a write failed.", ".SH ENVIRONMENT", ".TP", "\\fBEARSHOT_MODELS\\fR", "a folder of model packages, searched by name first."]
+        return lines.joined(separator: "\n")
+    }
+}
