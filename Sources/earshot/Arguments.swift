@@ -1,3 +1,5 @@
+import Earshot
+
 /// A usage error: shown with a hint, exit code 64 (EX_USAGE).
 struct UsageError: Error, CustomStringConvertible {
     let message: String
@@ -286,6 +288,58 @@ struct Arguments {
         case let .double(r): return r
         case let .int(r): return Double(r.lowerBound)...Double(r.upperBound)
         default: return -Double.infinity...Double.infinity
+        }
+    }
+}
+
+/// Exit codes from sysexits(3): 64 a usage error, 65 bad input data (an audio file or model
+/// that is damaged or not what it claims), 66 an input that is missing, 73 an output that cannot
+/// be created, 74 an I/O error; 1 anything else (a device, a socket).
+enum ExitCode {
+    static let failure: Int32 = 1
+    static let usage: Int32 = 64
+    static let dataError: Int32 = 65
+    static let noInput: Int32 = 66
+    static let cannotCreate: Int32 = 73
+    static let ioError: Int32 = 74
+
+    static func of(_ error: Error) -> Int32 {
+        switch error {
+        case is UsageError: return usage
+        case let e as OutputError: return e.exitCode
+        case let e as StreamError: return of(e)
+        case let e as AudioError: return of(e)
+        case let e as ModelError: return of(e)
+        default: return failure
+        }
+    }
+
+    static func of(_ e: StreamError) -> Int32 {
+        switch e {
+        case let .file(_, inner): return of(inner)
+        case let .audio(a): return of(a)
+        case let .model(m): return of(m)
+        case .invalidOption, .noSuchChannel: return usage
+        case .source: return dataError
+        case .finished: return failure
+        }
+    }
+
+    static func of(_ e: AudioError) -> Int32 {
+        switch e {
+        case .fileNotFound: return noInput
+        case .cannotOpen: return noInput
+        case .notAudio, .malformed, .unsupportedEncoding, .empty, .truncated, .channelOutOfRange, .unsupportedSampleRate: return dataError
+        case .readFailed: return ioError
+        default: return failure
+        }
+    }
+
+    static func of(_ e: ModelError) -> Int32 {
+        switch e {
+        case let .cannotRead(_, reason): return reason.contains("no model folder") || reason.contains("No such file") ? noInput : ioError
+        case .cannotWrite: return cannotCreate
+        default: return dataError
         }
     }
 }

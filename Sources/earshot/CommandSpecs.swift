@@ -24,7 +24,7 @@ enum Specs {
         name: "label", operands: "FILE|FOLDER|-...",
         summary: "Labelled segments of audio files (voice activity with the default model, silero-vad), or the detections of a "
             + "wake-word model (okay-nabu, hey-jarvis, alexa, hey-mycroft). Several models: their events in time order. Text on a "
-            + "terminal, JSON lines in a pipe. '-' reads audio from standard input. Exit 1 if any file failed.",
+            + "terminal, JSON lines in a pipe. '-' reads audio from standard input. A file that fails is named and the others go on; the exit code is that of the first that failed (65 bad data, 66 missing).",
         options: labelling + [
             .choice("format", short: "f", SegmentFormat.allCases.map(\.rawValue), default: "text on a terminal, jsonl in a pipe", "the output format"),
             .choice("channels", ["mix", "each"], default: "mix", "mix a file's channels to one stream, or label each"),

@@ -113,8 +113,9 @@ enum Completions {
                 lines += [".PP", "Examples:", ".nf"] + spec.examples.map { "    " + roff($0) } + [".fi"]
             }
         }
-        lines += [".SH EXIT STATUS", "0 done; 1 a file, model or device failed; 64 a usage error; 73 the output cannot be created; "
-                  + "74 a write failed.", ".SH ENVIRONMENT", ".TP", "\\fBEARSHOT_MODELS\\fR", "a folder of model packages, searched by name first."]
+        lines += [".SH EXIT STATUS", "0 done; 64 a usage error; 65 bad data (an audio file or model damaged or not what it claims); "
+                  + "66 a missing input; 73 an output that cannot be created; 74 an I/O error; 1 anything else. With several files, the "
+                  + "code of the first that failed.", ".SH ENVIRONMENT", ".TP", "\\fBEARSHOT_MODELS\\fR", "a folder of model packages, searched by name first."]
         return lines.joined(separator: "\n")
     }
 }

@@ -17,7 +17,9 @@ enum EarshotCommand {
         lines += ["  help [COMMAND]" + String(repeating: " ", count: max(2, width - 14)) + "this list, or a command's options",
                   "", "'earshot COMMAND --help' (or 'earshot help COMMAND') shows a command's options, defaults and examples;",
                   "'earshot --version' the version.", "",
-                  "exit codes: 0 done, 1 a file/model/device failed, 64 usage, 73 cannot create the output, 74 a write failed"]
+                  "exit codes (sysexits): 0 done; 64 a usage error; 65 bad data (an audio file or model damaged or not what it claims);",
+                  "66 a missing input (file, folder or model); 73 an output that cannot be created; 74 an I/O error (a read or",
+                  "write failed); 1 anything else (a device, a socket). With several files, the code of the first that failed."]
         return lines.joined(separator: "\n")
     }
 
@@ -94,7 +96,7 @@ enum EarshotCommand {
             exit(error.exitCode)
         } catch {
             printError("earshot: \(error)")
-            exit(1)
+            exit(ExitCode.of(error))
         }
         exit(code)
     }

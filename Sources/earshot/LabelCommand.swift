@@ -112,6 +112,7 @@ enum LabelCommand {
         let output = try OutputFile.open(outputPath)
         if let header = format.header { try output.write(header) }
         var failures = 0
+        var code: Int32?
         let showProgress = isatty(STDERR_FILENO) != 0 && !args.flag("quiet")
         let context = Context(format: format, model: model, channels: channels, output: output, multipleFiles: files.count > 1)
         if labeler.options.includeScores {
@@ -123,36 +124,42 @@ enum LabelCommand {
                     _ = try await labeler.label(path: source(file), progress: { fraction in
                         if showProgress { ProgressBar.draw(fraction, label: file) }
                     }) { events, channelCount throws(OutputError) in
-                        failures += try context.write(events, file: file, channelCount: channelCount)
+                        let failed = try context.write(events, file: file, channelCount: channelCount)
+                        if failed > 0 && code == nil { code = ExitCode.dataError }
+                        failures += failed
                     }
                 } catch let error as OutputError {
                     throw error
                 } catch {
                     printError("earshot: \(error)")
+                    if code == nil { code = ExitCode.of(error) }
                     failures += 1
                 }
                 if showProgress { ProgressBar.clear() }
             }
         } else {
-            failures = try await labelInParallel(files, context: context, showProgress: showProgress) { file, progress in
+            (failures, code) = try await labelInParallel(files, context: context, showProgress: showProgress) { file, progress in
                 if let multi { return try await multi.label(path: source(file)) }
                 return try await labeler.label(path: source(file), progress: progress)
             }
         }
         try output.commit()
         if files.isEmpty { printError("earshot: no audio files in \(args.positionals.joined(separator: " "))") }
-        return failures > 0 || files.isEmpty ? 1 : 0
+        if files.isEmpty { return ExitCode.noInput }
+        return failures > 0 ? code ?? ExitCode.failure : 0
     }
 
     /// Files labelled in parallel, as many at once as there are cores, and written in the
-    /// order given. Returns how many failed.
+    /// order given. Returns how many failed, and the exit code of the first that did.
     static func labelInParallel(_ files: [String], context: Context, showProgress: Bool,
-                                label: @escaping @Sendable (String, @escaping @Sendable (Double) -> Void) async throws -> FileLabeler.Result) async throws -> Int {
+                                label: @escaping @Sendable (String, @escaping @Sendable (Double) -> Void) async throws -> FileLabeler.Result)
+    async throws -> (failures: Int, code: Int32?) {
         let width = max(1, ProcessInfo.processInfo.activeProcessorCount)
         typealias Outcome = (index: Int, result: Result<FileLabeler.Result, Error>)
         var pending: [Int: Result<FileLabeler.Result, Error>] = [:]
         var nextToPrint = 0
         var failures = 0
+        var code: Int32?
         func writeReady() throws(OutputError) {
             while let outcome = pending.removeValue(forKey: nextToPrint) {
                 let file = files[nextToPrint]
@@ -160,9 +167,12 @@ enum LabelCommand {
                 switch outcome {
                 case let .success(result):
                     try context.heading(file)
-                    failures += try context.write(result.events, file: file, channelCount: result.channelCount)
+                    let failed = try context.write(result.events, file: file, channelCount: result.channelCount)
+                    if failed > 0 && code == nil { code = ExitCode.dataError }
+                    failures += failed
                 case let .failure(error):
                     printError("earshot: \(error)")
+                    if code == nil { code = ExitCode.of(error) }
                     failures += 1
                 }
             }
@@ -198,7 +208,7 @@ enum LabelCommand {
             }
         }
         if showProgress { ProgressBar.clear() }
-        return failures
+        return (failures, code)
     }
 }
 

@@ -83,7 +83,7 @@ struct CommandLineTests {
         #expect(object?["featureCount"] as? Int == 64)
     }
 
-    @Test("Usage errors exit 64 with a hint; a missing file exits 1 naming it")
+    @Test("Usage errors exit 64 with a hint; a missing file exits 66 naming it")
     func errors() throws {
         let unknown = try runEarshot(["features", "AudioSamples/speech-noise-16k.wav", "--bogus"])
         #expect(unknown.status == 64)
@@ -93,7 +93,7 @@ struct CommandLineTests {
         #expect(badValue.status == 64)
         #expect(badValue.err.contains("--mels 0: expected a whole number in 1...512"))
         let missing = try runEarshot(["features", "no-such.wav"])
-        #expect(missing.status == 1)
+        #expect(missing.status == 66)
         #expect(missing.err.contains("no-such.wav: no such file"))
     }
 }
@@ -113,14 +113,14 @@ struct InspectCommandTests {
         #expect((d?["layers"] as? [[String: Any]])?.count == 39)  // the graph's nodes
     }
 
-    @Test("inspect in text names the layers; an unknown model exits 1 naming it")
+    @Test("inspect in text names the layers; an unknown model exits 66 naming it")
     func inspectText() throws {
         let result = try runEarshot(["inspect", "Models/silero-vad-8k"])
         #expect(result.status == 0)
         #expect(result.out.contains("\nIf_0_else_branch__Inline_0__/decoder/rnn/LSTM            LSTM       [1, 1, 128] [1, 1, 1, 128] 132096 131072     34.2% LSTM cell"))
         #expect(result.out.contains("state:     1152 bytes per stream"))  // (32 context + 2 * 128 carry) * 4
         let missing = try runEarshot(["inspect", "no-such-model"])
-        #expect(missing.status == 1)
+        #expect(missing.status == 66)
         #expect(missing.err.contains("no-such-model: cannot read: no model folder of that name"))
     }
 }

@@ -62,7 +62,7 @@ struct HelpTests {
         #expect(long.status == 0 && short.status == 0 && long.out == short.out && short.out.hasPrefix("file,channel,label"))
         // After --, a word that looks like an option is a file name.
         let dashed = try runEarshot(["label", "--", "--no-such.wav"])
-        #expect(dashed.status == 1 && dashed.err.contains("--no-such.wav: no such file"))
+        #expect(dashed.status == 66 && dashed.err.contains("--no-such.wav: no such file"))
         // Standard input, as a FLAC stream through a pipe: the same segments as the file, named '-'.
         let flac = try Data(contentsOf: Repo.root.appendingPathComponent("AudioSamples/speech-noise-16k.flac"))
         let piped = try runEarshot(["label", "-f", "csv", "-"], stdinPipe: flac)

@@ -42,7 +42,7 @@ struct LabelCommandTests {
         }
     }
 
-    @Test("A folder with one broken file: the others are labelled, the broken one reported, exit 1")
+    @Test("A folder with one broken file: the others are labelled, the broken one reported, exit 65 (bad data)")
     func brokenFileInFolder() throws {
         let folder = try Repo.temporaryFolder()
         for name in ["speech-8k.wav", "speech-44k.wav"] {
@@ -52,7 +52,7 @@ struct LabelCommandTests {
         try Data("not sound".utf8).write(to: URL(fileURLWithPath: broken))
         try Data("notes".utf8).write(to: folder.appendingPathComponent("notes.txt"))  // not audio by name: skipped
         let result = try runEarshot(["label", folder.path, "--format", "csv"])
-        #expect(result.status == 1)
+        #expect(result.status == 65)
         #expect(result.err.contains("\(broken): not an audio file libsndfile can read"))
         let expected = try String(contentsOfFile: Repo.path("Tests/EarshotTests/Expected/formats.csv"), encoding: .utf8)
         let expectedRows = expected.split(separator: "\n").filter { $0.contains("speech-44k.wav") || $0.contains("speech-8k.wav") }
@@ -64,10 +64,10 @@ struct LabelCommandTests {
     @Test("Missing files, unknown models and bad flags are reported with the right exit code")
     func errors() throws {
         let missing = try runEarshot(["label", "no-such.wav"])
-        #expect(missing.status == 1)
+        #expect(missing.status == 66)
         #expect(missing.err.contains("no-such.wav: no such file"))
         let model = try runEarshot(["label", "--model", "no-such-model", "AudioSamples/speech-8k.wav"])
-        #expect(model.status == 1)
+        #expect(model.status == 66)
         #expect(model.err.contains("no-such-model: cannot read: no model folder of that name"))
         for (flags, message) in [(["--format", "xml"], "--format xml: expected one of text, jsonl, csv, audacity, rttm"),
                                  (["--threshold", "2"], "--threshold 2: expected a number in 0.0...1.0"),

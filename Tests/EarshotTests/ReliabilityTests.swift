@@ -83,7 +83,7 @@ func scoreEvents(_ events: [ClassifierEvent]) -> [StepScores] {
 struct ReliabilityCommandTests {
     static let sample = "AudioSamples/speech-noise-16k.wav"
 
-    @Test("A model whose manifest says padMs 1e18: exit 1 naming the field, not a crash")
+    @Test("A model whose manifest says padMs 1e18: exit 65 naming the field, not a crash")
     func hugePad() throws {
         let folder = try editedPackage { m in
             var decision = m["decision"] as? [String: Any] ?? [:]
@@ -92,7 +92,7 @@ struct ReliabilityCommandTests {
         }
         defer { try? FileManager.default.removeItem(at: folder) }
         let result = try runEarshot(["label", "--model", folder.path, Self.sample])
-        #expect(result.status == 1)
+        #expect(result.status == 65)
         #expect(result.err.contains("decision.padMs 1e+18 in the model's manifest: expected 0...86400000 ms"), "\(result.err)")
     }
 
@@ -211,7 +211,7 @@ struct ReliabilityCommandTests {
         try writeAudio(nan, samples: [Float](repeating: 0.1, count: 8000) + [.nan] + [Float](repeating: 0.1, count: 8000),
                        channels: 1, sampleRate: 16000)
         let offline = try runEarshot(["bench", "offline", "--audio", nan, "--repeat", "1"])
-        #expect(offline.status == 1, "\(offline.out)")
+        #expect(offline.status == 65, "\(offline.out)")
         #expect(offline.err.contains("NaN or infinite"), "\(offline.err)")
         for counts in ["0", "-5", "abc", "10,,20", "2000000"] {
             let streams = try runEarshot(["bench", "streams", "--counts", counts, "--ticks", "10"])
@@ -228,7 +228,7 @@ struct ReliabilityCommandTests {
         try writeAudio(slow, samples: [Float](repeating: 0, count: 400), channels: 1, sampleRate: 400)
         try FileManager.default.copyItem(atPath: Repo.path(Self.sample), toPath: folder.appendingPathComponent("b.wav").path)
         let result = try runEarshot(["label", "--format", "csv", folder.path])
-        #expect(result.status == 1)
+        #expect(result.status == 65)
         #expect(result.err.contains("\(slow): unsupported sample rate 400.0 Hz"), "\(result.err)")
         #expect(result.out.split(separator: "\n").count == 7)  // the header and b.wav's six segments
     }
