@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Earshot builds against: libsndfile, ALSA, FFTW (single
-# precision) and libsoxr, with pkg-config. Uses sudo when not run as root.
+# precision) and libsoxr, with pkg-config; and rsvg-convert, which `earshot plot -o x.png` uses.
+# Uses sudo when not run as root.
 set -euo pipefail
 sudo=""
 if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-packages=(pkg-config libsndfile1-dev libasound2-dev libfftw3-dev libsoxr-dev)
+packages=(pkg-config libsndfile1-dev libasound2-dev libfftw3-dev libsoxr-dev librsvg2-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

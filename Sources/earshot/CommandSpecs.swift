@@ -216,6 +216,21 @@ enum Specs {
         examples: ["earshot import silero_vad.onnx --set sr=16000 --context 64 --chunk 512 -o Models/my-vad",
                    "earshot import okay_nabu.tflite -o Models/okay-nabu"])
 
+    static let plot = CommandSpec(
+        name: "plot", operands: "FILE",
+        summary: "A picture of a file and what the models make of it, as a self-contained SVG (or PNG through rsvg-convert): "
+            + "waveform, log-mel spectrogram, each label's score over time with its threshold, the segments and detections as lanes, "
+            + "and a truth lane, over a time axis in seconds.",
+        options: labelling + [
+            .text("output", short: "o", "FILE.svg|FILE.png|-", default: "FILE's name with .svg", "where the picture goes"),
+            .choice("channels", ["mix", "each"], default: "mix", "one picture of the mix, or each channel's lanes stacked"),
+            .text("truth", "CSV", "true spans (start,end,label in seconds) as lanes of their own"),
+            .int("width", "PX", 400...20_000, default: 1200, "the picture's width"),
+            .flag("quiet", short: "q", "no note on stderr"),
+        ],
+        examples: ["earshot plot AudioSamples/speech-noise-16k.wav -o speech.svg --truth AudioSamples/speech-noise-16k.truth.csv",
+                   "earshot plot -m okay-nabu,silero-vad recording.wav -o wake.png"])
+
     static let completions = CommandSpec(
         name: "completions", operands: "bash|zsh|fish",
         summary: "A completion script for the shell, from the commands' declarations.", options: [],
@@ -225,7 +240,7 @@ enum Specs {
         name: "man", operands: "", summary: "The manual page (roff), from the commands' declarations.", options: [],
         examples: ["earshot man > /usr/local/share/man/man1/earshot.1"])
 
-    static let all: [CommandSpec] = [label, listen, serve, features, inspect, devices, benchFeatures, benchModel, benchStreams,
+    static let all: [CommandSpec] = [label, listen, serve, plot, features, inspect, devices, benchFeatures, benchModel, benchStreams,
                                      benchOffline, benchServe, train, evaluate, importModel, completions, manPage]
 
     /// The top-level commands (the first word of each spec's name).

@@ -57,6 +57,7 @@ enum EarshotCommand {
             case "evaluate": code = try await EvaluateCommand.run(words)
             case "import": try ImportCommand.run(words)
             case "serve": try await ServeCommand.run(words)
+            case "plot": code = try await PlotCommand.run(words)
             case "completions": try Completions.run(words)
             case "man":
                 _ = try Arguments(words, spec: Specs.manPage)
