@@ -5,6 +5,8 @@ let package = Package(
     name: "Earshot",
     products: [
         .library(name: "Earshot", targets: ["Earshot"]),
+        // Training streaming classifiers with the runtime's own layers and features.
+        .library(name: "EarshotTraining", targets: ["EarshotTraining"]),
         .executable(name: "earshot", targets: ["earshot"]),
     ],
     targets: [

@@ -4,7 +4,7 @@ import Foundation
 
 @main
 enum EarshotCommand {
-    static let version = "0.2.0-dev"
+    static let version = "0.2.0"
 
     /// `earshot help`: every command with the first sentence of what it does.
     static var usage: String {
