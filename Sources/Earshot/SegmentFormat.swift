@@ -30,8 +30,7 @@ public enum SegmentFormat: String, Sendable, CaseIterable {
         case .audacity:
             return "\(String(format: "%.6f", s.startSeconds))\t\(String(format: "%.6f", s.endSeconds))\t\(s.label)"
         case .rttm:
-            let name = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent.replacingOccurrences(of: " ", with: "_")
-            return "SPEAKER \(name) \(s.channel + 1) \(start) \(String(format: "%.3f", s.endSeconds - s.startSeconds)) <NA> <NA> \(s.label) <NA> <NA>"
+            return "SPEAKER \(Self.rttmName(file)) \(s.channel + 1) \(start) \(String(format: "%.3f", s.endSeconds - s.startSeconds)) <NA> <NA> \(s.label) <NA> <NA>"
         }
     }
 
@@ -49,9 +48,39 @@ public enum SegmentFormat: String, Sendable, CaseIterable {
         case .audacity:
             return "\(String(format: "%.6f", d.seconds))\t\(String(format: "%.6f", d.seconds))\t\(d.label)"
         case .rttm:
-            let name = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent.replacingOccurrences(of: " ", with: "_")
-            return "SPEAKER \(name) \(d.channel + 1) \(time) 0.000 <NA> <NA> \(d.label) <NA> <NA>"
+            return "SPEAKER \(Self.rttmName(file)) \(d.channel + 1) \(time) 0.000 <NA> <NA> \(d.label) <NA> <NA>"
         }
+    }
+
+    /// An RTTM file id: the file's name without its extension (`rttmID` keeps the extension where
+    /// two inputs would share an id), white space as underscores.
+    static func rttmName(_ id: String) -> String {
+        let name = id.contains("/") || id.contains(".") ? URL(fileURLWithPath: id).deletingPathExtension().lastPathComponent : id
+        return name.replacingOccurrences(of: " ", with: "_").replacingOccurrences(of: "\t", with: "_")
+    }
+
+    /// The RTTM file id of each input of a run: its name without extension, unless another input
+    /// has the same one (x.wav and x.flac): then its name with the extension, as x.wav.
+    public static func rttmIDs(_ files: [String]) -> [String: String] {
+        let bare = files.map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent }
+        var ids: [String: String] = [:]
+        for (file, name) in zip(files, bare) {
+            let shared = bare.filter { $0 == name }.count > 1
+            ids[file] = shared ? URL(fileURLWithPath: file).lastPathComponent.replacingOccurrences(of: ".", with: "_") : name
+        }
+        return ids
+    }
+
+    /// One step's scores as a CSV row (with `--scores`, csv is the table of step scores):
+    /// file,channel,start,end, then one column per label.
+    public static func scoresRow(_ s: StepScores, file: String) -> String {
+        "\(csvField(file)),\(s.channel),\(String(format: "%.3f", Double(s.start) / Double(s.sampleRate))),"
+            + "\(String(format: "%.3f", Double(s.end) / Double(s.sampleRate))),"
+            + s.scores.map { String(format: "%.4f", $0) }.joined(separator: ",")
+    }
+
+    public static func scoresHeader(labels: [String]) -> String {
+        "file,channel,start,end," + labels.map(csvField).joined(separator: ",")
     }
 
     /// A label as a JSON string.

@@ -88,9 +88,11 @@ enum Specs {
             .int("hop", "N", 1...65_536, default: 160, "samples between frames"),
             .int("rate", "HZ", 1000...384_000, default: 16000, "the rate the audio is resampled to"),
             .int("mfcc", "N", 1...512, defaultText: "none", "MFCCs instead of log-mels"),
+            .text("dump", "FILE.npy|FILE.csv|-", "write every frame: a NumPy float32 array [frames][features], or CSV (- for standard output)"),
             json,
         ],
-        examples: ["earshot features AudioSamples/speech-noise-16k.wav --mels 40"])
+        examples: ["earshot features AudioSamples/speech-noise-16k.wav --mels 40",
+                   "earshot features AudioSamples/speech-noise-16k.wav --dump frames.npy"])
 
     static let inspect = CommandSpec(
         name: "inspect", operands: "MODEL",

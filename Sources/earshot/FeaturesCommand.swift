@@ -29,8 +29,37 @@ enum FeaturesCommand {
         }
         let clock = ContinuousClock()
         var summary: FileFeatures.Summary?
-        let elapsed = try clock.measure { summary = try job.run(path: path) }
+        // --dump: every frame, as a NumPy array (.npy, float32 [frames][features]) or CSV.
+        let dump = args.string("dump")
+        if let dump, !dump.hasSuffix(".npy") && !dump.hasSuffix(".csv") && dump != "-" {
+            throw UsageError("--dump \(dump): expected a .npy or .csv file, or - (CSV on standard output)")
+        }
+        var frames: [Float] = []
+        var frameCount = 0
+        let elapsed = try clock.measure {
+            summary = try job.run(path: path) { m in
+                guard dump != nil else { return }
+                for t in 0..<m.frameCount { frames += m[frame: t] }
+                frameCount += m.frameCount
+            }
+        }
         guard let summary else { return }
+        if let dump {
+            let n = config.featureCount
+            if dump.hasSuffix(".npy") {
+                let file = try OutputFile.open(dump)
+                try file.write(bytes: NPY.float32(frames, shape: [frameCount, n]))
+                try file.commit()
+            } else {
+                let file = try OutputFile.open(dump == "-" ? nil : dump)
+                try file.write((0..<n).map { "f\($0)" }.joined(separator: ","))
+                for t in 0..<frameCount {
+                    try file.write(frames[(t * n)..<((t + 1) * n)].map { String(format: "%.6g", $0) }.joined(separator: ","))
+                }
+                try file.commit()
+            }
+            if dump == "-" { return }
+        }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         let audioSeconds = Double(summary.frameCount) / Double(summary.sourceRate)
         let kind = config.mfcc != nil ? "MFCC" : "log-mel (dB)"
@@ -55,5 +84,23 @@ enum FeaturesCommand {
             time: \(String(format: "%.3f", seconds)) s (\(String(format: "%.0f", audioSeconds / seconds))x real time, \
             decode + resample + features)
             """)
+    }
+}
+
+/// NumPy's .npy format (version 1.0): a little-endian float32 array of the given shape, C order.
+enum NPY {
+    static func float32(_ values: [Float], shape: [Int]) -> [UInt8] {
+        var header = "{'descr': '<f4', 'fortran_order': False, 'shape': (\(shape.map(String.init).joined(separator: ", "))\(shape.count == 1 ? "," : "")), }"
+        // Magic, version, header length, then the header padded with spaces to a multiple of 64, ending in a newline.
+        let preamble = 10
+        let total = (preamble + header.utf8.count + 1 + 63) / 64 * 64
+        header += String(repeating: " ", count: total - preamble - header.utf8.count - 1) + "\n"
+        var out: [UInt8] = [0x93] + Array("NUMPY".utf8) + [1, 0]
+        let length = UInt16(header.utf8.count)
+        out += [UInt8(length & 0xFF), UInt8(length >> 8)]
+        out += Array(header.utf8)
+        out.reserveCapacity(out.count + values.count * 4)
+        for v in values { withUnsafeBytes(of: v.bitPattern.littleEndian) { out += $0 } }
+        return out
     }
 }

@@ -96,6 +96,10 @@ enum LabelCommand {
         if multi != nil && args.flag("scores") {
             throw UsageError("--scores takes one model", hint: "label with each model on its own to see its scores")
         }
+        if args.flag("scores") && (format == .audacity || format == .rttm) {
+            throw UsageError("--scores: \(format == .rttm ? "RTTM" : "an Audacity label track") cannot carry scores",
+                             hint: "use -f jsonl (a line per step) or -f csv (a table of step scores)")
+        }
         let files = inputs(args.positionals)
         // '-': standard input, read whole into a temporary file first, so that every format works
         // (libsndfile cannot read FLAC from a pipe); its events are named '-'.
@@ -110,11 +114,16 @@ enum LabelCommand {
         // Written to a temporary file beside the output and renamed into place at the end, so
         // that nothing at the output path changes unless the whole run was written.
         let output = try OutputFile.open(outputPath)
-        if let header = format.header { try output.write(header) }
+        if args.flag("scores") && format == .csv {
+            try output.write(SegmentFormat.scoresHeader(labels: model.labels))
+        } else if let header = format.header {
+            try output.write(header)
+        }
         var failures = 0
         var code: Int32?
         let showProgress = isatty(STDERR_FILENO) != 0 && !args.flag("quiet")
-        let context = Context(format: format, model: model, channels: channels, output: output, multipleFiles: files.count > 1)
+        let context = Context(format: format, model: model, channels: channels, output: output, multipleFiles: files.count > 1,
+                              rttmIDs: SegmentFormat.rttmIDs(files))
         if labeler.options.includeScores {
             // Every step's scores: one file at a time, written as they come (memory stays flat
             // however long the file).
@@ -220,6 +229,8 @@ extension LabelCommand {
         let channels: FileLabeler.Channels
         let output: OutputFile
         let multipleFiles: Bool
+        /// Each input's RTTM file id, unique in the run.
+        let rttmIDs: [String: String]
 
         /// Text output names each file before its segments when there are several.
         func heading(_ file: String) throws(OutputError) {
@@ -231,12 +242,20 @@ extension LabelCommand {
             var failures = 0
             // Channels are told apart when each is labelled on its own and there are several.
             let multiChannel = channels == .each && channelCount > 1
+            let name = format == .rttm ? rttmIDs[file] ?? file : file
+            // An Audacity label track has no file or channel column: with several, each label says them.
+            let tagged = format == .audacity && (multipleFiles || multiChannel)
+            let scoreTable = format == .csv && events.contains { if case .scores = $0 { return true } else { return false } }
             for event in events {
                 switch event {
-                case let .ended(segment):
-                    try output.write(format.line(segment, file: file, multiChannel: multiChannel))
-                case let .detected(detection):
-                    try output.write(format.line(detection, file: file, multiChannel: multiChannel))
+                case var .ended(segment) where !scoreTable:
+                    if tagged { segment.label = "\(file):\(segment.channel) \(segment.label)" }
+                    try output.write(format.line(segment, file: name, multiChannel: multiChannel))
+                case var .detected(detection) where !scoreTable:
+                    if tagged { detection.label = "\(file):\(detection.channel) \(detection.label)" }
+                    try output.write(format.line(detection, file: name, multiChannel: multiChannel))
+                case let .scores(step) where format == .csv:
+                    try output.write(SegmentFormat.scoresRow(step, file: file))
                 case let .scores(step) where format == .jsonl || format == .text:
                     try output.write(format == .jsonl ? SegmentFormat.scoresLine(step, labels: model.labels, file: file)
                                      : "\(SegmentFormat.clock(Double(step.start) / Double(step.sampleRate)))  "

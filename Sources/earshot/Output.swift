@@ -84,6 +84,15 @@ final class OutputFile: @unchecked Sendable {
         try write(text: line + "\n")
     }
 
+    /// Appends bytes as they are (a binary file).
+    func write(bytes: [UInt8]) throws(OutputError) {
+        lock.lock()
+        defer { lock.unlock() }
+        if let failure { throw failure }
+        buffer += bytes
+        if buffer.count > flushAt { try flushLocked() }
+    }
+
     func write(text: String) throws(OutputError) {
         lock.lock()
         defer { lock.unlock() }
