@@ -21,13 +21,15 @@ let package = Package(
         // Dense kernels in C, compiled per instruction set and chosen at run time. Math functions
         // never set errno, so that loops of sqrtf vectorize (IEEE results are the same).
         .target(name: "CEarshotKernels", cSettings: [.unsafeFlags(["-fno-math-errno"])]),
-        .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph"]),
+        .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph", "EarshotJSON"]),
         .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotTFLite", "EarshotGraph",
                                                "EarshotWyoming", "CEarshotSystem"]),
         // epoll, eventfd and accept4 for the service's loop (Linux calls Glibc's module leaves out).
         .target(name: "CEarshotSystem"),
         // The Wyoming protocol's events and their JSON, read and written in Swift (no sockets).
-        .target(name: "EarshotWyoming"),
+        .target(name: "EarshotWyoming", dependencies: ["EarshotJSON"]),
+        // JSON values read and written by hand: the one JSON writer of the package.
+        .target(name: "EarshotJSON"),
         // Trains classifiers made of runtime layers, with the runtime's own features and products.
         .target(name: "EarshotTraining", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph"]),
         // ONNX files read in Swift: the protobuf wire format and ONNX's messages (onnx.proto).
@@ -38,7 +40,7 @@ let package = Package(
         // Optimized in every configuration: its loops are what a graph step runs, and a debug
         // build of them would make the tests that run imported models over whole files crawl.
         .target(name: "EarshotGraph", dependencies: ["CEarshotKernels", "EarshotFeatures"], swiftSettings: [.unsafeFlags(["-O"])]),
-        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotTraining", "CEarshotKernels", "EarshotWyoming", "CEarshotSystem"]),
+        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotTraining", "CEarshotKernels", "EarshotWyoming", "CEarshotSystem", "EarshotJSON"]),
 
         // Helpers shared by the test targets (seeded random numbers, reference files, paths).
         .target(name: "EarshotTestSupport", dependencies: ["EarshotTraining", "CSndFile"], path: "Tests/Support"),

@@ -21,6 +21,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from earshot_bench import snake_keys  # noqa: E402
+
 import librosa
 import numpy as np
 import soundfile
@@ -66,7 +69,7 @@ def main():
             [args.earshot, "bench", "features", "--seconds", str(args.seconds), "--repeat", "3",
              "--audio", args.audio, "--json"],
             check=True, capture_output=True, text=True)
-        earshot = json.loads(result.stdout)
+        earshot = snake_keys(json.loads(result.stdout))
         earshot_times.append(earshot["seconds_median"])
     librosa_median = statistics.median(times)
     earshot["seconds_median"] = statistics.median(earshot_times)

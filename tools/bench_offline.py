@@ -48,6 +48,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import silero_reference as ref  # noqa: E402
+from earshot_bench import snake_keys  # noqa: E402
 
 ROOT = ref.ROOT
 CACHE = ROOT / "tools" / ".cache"
@@ -110,7 +111,7 @@ def run_earshot_bench(earshot: str, audio: Path) -> dict:
     cmd = [earshot, "bench", "offline", "--audio", str(audio), "--repeat", "1", "--json"]
     process_wall, done = timed(cmd)
     line = [s for s in done.stdout.splitlines() if s.strip().startswith("{")][-1]
-    doc = json.loads(line)
+    doc = snake_keys(json.loads(line))
     return {"wall_seconds": float(doc["wall_seconds"]), "process_wall_seconds": process_wall,
             "segments": doc.get("segments"), "report": doc}
 

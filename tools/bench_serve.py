@@ -8,8 +8,12 @@ import argparse
 import json
 import re
 import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from earshot_bench import snake_keys  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- serve: tools/bench_serve.py -->", "<!-- /serve -->"
@@ -55,7 +59,7 @@ def main():
     args = parser.parse_args()
     out = subprocess.run([str(ROOT / ".build/release/earshot"), "bench", "serve", "--clients", args.clients,
                           "--seconds", args.seconds, "--json"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
-    result = json.loads(out.strip().splitlines()[-1])
+    result = snake_keys(json.loads(out.strip().splitlines()[-1]))
     path = ROOT / "BENCHMARKS.md"
     text = path.read_text()
     new = section(result)

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from earshot_bench import snake_keys  # noqa: E402
 
 import silero_reference as ref  # noqa: E402
 
@@ -76,7 +77,7 @@ def main() -> int:
                 out = subprocess.run([args.earshot, "bench", "model", "--model", str(args.model_dir),
                                       "--audio", args.audio, "--repeat", "1", "--json"],
                                      check=True, capture_output=True, text=True).stdout
-                earshot_runs.append(json.loads(out)["us_per_chunk_median"])
+                earshot_runs.append(snake_keys(json.loads(out))["us_per_chunk_median"])
     us = statistics.median(per_run) * 1e6
     x_rt = (chunk / rate * 1e6) / us
     result = {"runtime": "onnxruntime", "version": ort.__version__,

@@ -15,6 +15,9 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from earshot_bench import snake_keys  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 EARSHOT = str(ROOT / ".build/release/earshot")
@@ -22,7 +25,8 @@ EARSHOT = str(ROOT / ".build/release/earshot")
 
 def run_json(args):
     out = subprocess.run(args, cwd=ROOT, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    # earshot writes camelCase keys; the tools' figures for every runtime use snake_case.
+    return snake_keys(json.loads(out.strip().splitlines()[-1]))
 
 
 def cpu_model():

@@ -1,3 +1,4 @@
+import EarshotJSON
 import Foundation
 
 /// A tensor read from a safetensors file, widened to Float.
@@ -137,21 +138,7 @@ extension String {
 }
 
 /// JSON string literals, for the JSON the package writes by hand (safetensors headers, event
-/// lines): quotes, backslashes and control characters escaped; tensor names of imported models
-/// and labels may hold any character.
+/// lines): written by the package's one JSON writer (`JSONValue`).
 package enum JSONText {
-    package static func quoted(_ s: String) -> String {
-        var out = "\""
-        for ch in s.unicodeScalars {
-            switch ch {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            default:
-                if ch.value < 0x20 { out += "\\u" + String(ch.value, radix: 16).leftPadded(to: 4) } else { out.unicodeScalars.append(ch) }
-            }
-        }
-        return out + "\""
-    }
+    package static func quoted(_ s: String) -> String { JSONValue.string(s).serialized }
 }

@@ -65,8 +65,8 @@ enum BenchCommand {
         if args.flag("json") {
             try out(jsonLine([
                 "runtime": "earshot", "benchmark": "features", "config": "log-mel 16 kHz n_fft 512 hop 160 64 mels dB",
-                "audio_seconds": seconds, "frames": frames, "repeats": repeats,
-                "seconds_median": median, "x_realtime": realTime, "seconds_all": times,
+                "audioSeconds": seconds, "frames": frames, "repeats": repeats,
+                "secondsMedian": median, "xRealtime": realTime, "secondsAll": times,
             ]))
         } else {
             try out(String(format: "earshot log-mel: %.1f s of audio, %d frames, median %.4f s over %d runs: %.0fx real time (one thread)",
@@ -105,8 +105,8 @@ enum BenchCommand {
         if args.flag("json") {
             try out(jsonLine([
                 "runtime": "earshot", "benchmark": "model", "model": model.name, "threads": 1,
-                "us_per_chunk_median": us, "us_per_chunk_best": (perBlock.min() ?? 0) * 1e6,
-                "x_realtime": realTime, "chunks": blocks.count, "repeats": repeats,
+                "usPerChunkMedian": us, "usPerChunkBest": (perBlock.min() ?? 0) * 1e6,
+                "xRealtime": realTime, "chunks": blocks.count, "repeats": repeats,
             ]))
         } else {
             try out(String(format: "earshot %@, 1 thread: %.1f us per %d-sample chunk (median of %d), %.0fx real time, %d chunks",
@@ -182,7 +182,7 @@ extension BenchCommand {
             let p50 = tickTimes[tickTimes.count / 2], p99 = tickTimes[min(tickTimes.count - 1, Int(Double(tickTimes.count) * 0.99))]
             let keepsUp = p99 < budget
             if keepsUp { best = max(best, count) }
-            results.append(["streams": count, "tick_p50_ms": p50 * 1000, "tick_p99_ms": p99 * 1000, "keeps_up": keepsUp])
+            results.append(["streams": count, "tickP50Ms": p50 * 1000, "tickP99Ms": p99 * 1000, "keepsUp": keepsUp])
             if !args.flag("json") {
                 try out(String(format: "%6d streams: tick p50 %7.2f ms, p99 %7.2f ms (budget %.0f ms) %@", count, p50 * 1000, p99 * 1000,
                              budget * 1000, keepsUp ? "keeps up" : "falls behind"))
@@ -195,9 +195,9 @@ extension BenchCommand {
         let stateBytes = models.reduce(0) { $0 + $1.makeState().byteCount }
         if args.flag("json") {
             try out(jsonLine(["runtime": "earshot", "benchmark": "streams", "model": models.map(\.name).joined(separator: ","), "cores": cores,
-                            "max_streams_keeping_up": best, "results": results, "state_bytes_per_stream": stateBytes,
-                            "peak_rss_mb": peakMB, "largest_count_run": results.last?["streams"] ?? 0,
-                            "streams_per_pass": models.map(\.streamsPerPass)]))
+                            "maxStreamsKeepingUp": best, "results": results, "stateBytesPerStream": stateBytes,
+                            "peakRssMb": peakMB, "largestCountRun": results.last?["streams"] ?? 0,
+                            "streamsPerPass": models.map(\.streamsPerPass)]))
         } else {
             try out("largest count that keeps up: \(best) streams on \(cores) cores (\(models.map(\.name).joined(separator: ", ")))")
             try out(String(format: "state: %d bytes per stream; peak RSS %.1f MB (largest run: %@ streams); %@ streams a batched pass", stateBytes, peakMB,
@@ -231,8 +231,8 @@ extension BenchCommand {
         }
         let median = times.sorted()[times.count / 2]
         if args.flag("json") {
-            try out(jsonLine(["runtime": "earshot", "benchmark": "offline", "audio_seconds": seconds, "wall_seconds": median,
-                            "wall_seconds_all": times, "segments": segments, "x_realtime": seconds / median]))
+            try out(jsonLine(["runtime": "earshot", "benchmark": "offline", "audioSeconds": seconds, "wallSeconds": median,
+                            "wallSecondsAll": times, "segments": segments, "xRealtime": seconds / median]))
         } else {
             try out(String(format: "earshot label, in process: %.1f s of audio in %.3f s (median of %d), %.0fx real time, %d segments",
                          seconds, median, repeats, seconds / median, segments))

@@ -45,13 +45,13 @@ enum BenchServeCommand {
             rows.append(row)
             if !args.flag("json") {
                 try out(String(format: "%7d  %7d  %8.1f ms %6.1f ms  %8.0f %%  %9.0f %%  %7.0f MB  %11d  %6d",
-                             n, row["answers"] as! Int, row["latency_p50_ms"] as! Double, row["latency_p99_ms"] as! Double,
-                             row["server_cpu_percent"] as! Double, row["clients_cpu_percent"] as! Double, row["server_rss_mb"] as! Double,
-                             row["late_chunks"] as! Int, row["errors"] as! Int))
+                             n, row["answers"] as! Int, row["latencyP50Ms"] as! Double, row["latencyP99Ms"] as! Double,
+                             row["serverCpuPercent"] as! Double, row["clientsCpuPercent"] as! Double, row["serverRssMb"] as! Double,
+                             row["lateChunks"] as! Int, row["errors"] as! Int))
             }
         }
         if args.flag("json") {
-            try out(jsonLine(["runtime": "earshot", "benchmark": "serve", "model": modelName, "seconds": seconds, "chunk_ms": chunkMs,
+            try out(jsonLine(["runtime": "earshot", "benchmark": "serve", "model": modelName, "seconds": seconds, "chunkMs": chunkMs,
                               "transport": transport,
                               "cores": ProcessInfo.processInfo.activeProcessorCount, "results": rows]))
         }
@@ -224,9 +224,9 @@ enum BenchServeCommand {
         for k in 0..<n { close(all[k].fd) }
         latencies.sort()
         func pct(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
-        return ["clients": n, "answers": answers, "latency_p50_ms": pct(0.5), "latency_p99_ms": pct(0.99),
-                "server_cpu_percent": (serverEnd - serverStart) / wall * 100, "clients_cpu_percent": (usageEnd - usageStart) / wall * 100,
-                "server_rss_mb": rss, "late_chunks": late + unsent, "errors": errors, "seconds": wall]
+        return ["clients": n, "answers": answers, "latencyP50Ms": pct(0.5), "latencyP99Ms": pct(0.99),
+                "serverCpuPercent": (serverEnd - serverStart) / wall * 100, "clientsCpuPercent": (usageEnd - usageStart) / wall * 100,
+                "serverRssMb": rss, "lateChunks": late + unsent, "errors": errors, "seconds": wall]
     }
 
     /// CPU seconds of this process so far (user + system).

@@ -1,5 +1,6 @@
 import CEarshotKernels
 import Earshot
+import EarshotJSON
 import Foundation
 
 @main
@@ -107,10 +108,29 @@ func printError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
 
-/// JSON text of a dictionary with sorted keys, on one line.
+/// JSON text of a dictionary with sorted keys, on one line, by the package's one JSON writer.
 func jsonLine(_ object: [String: Any]) -> String {
-    guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
-    return String(decoding: data, as: UTF8.self)
+    JSONValue(any: object).serialized
+}
+
+extension JSONValue {
+    /// A value built from what a command gathers (numbers, strings, flags, arrays, dictionaries).
+    init(any value: Any) {
+        switch value {
+        case let v as JSONValue: self = v
+        case let v as Bool: self = .bool(v)
+        case let v as Int: self = .number(Double(v))
+        case let v as Int32: self = .number(Double(v))
+        case let v as UInt64: self = .number(Double(v))
+        case let v as Double: self = .number(v)
+        case let v as Float: self = .number(Double(v))
+        case let v as String: self = .string(v)
+        case let v as [Any]: self = .array(v.map(JSONValue.init(any:)))
+        case let v as [String: Any]: self = .object(v.mapValues(JSONValue.init(any:)))
+        case Optional<Any>.none: self = .null
+        default: self = .string("\(value)")
+        }
+    }
 }
 
 /// The folder that holds the package's bundled files (AudioSamples/, Models/): the current

@@ -120,9 +120,9 @@ enum EvaluateCommand {
         let hitRate = e.keywordCount > 0 ? e.hitRate : nil
         if json {
             try out(jsonLine(["model": model.name, "seconds": e.seconds, "keywords": e.keywordCount, "hits": e.hits,
-                              "hit_rate": hitRate ?? NSNull(), "false_alarms": e.falseAlarms,
-                              "false_alarms_per_hour": e.falseAlarmsPerHour, "delay_median_s": percentile(0.5) ?? NSNull(),
-                              "delay_p90_s": percentile(0.9) ?? NSNull(), "ignored": ignored.sorted()]))
+                              "hitRate": hitRate ?? NSNull(), "falseAlarms": e.falseAlarms,
+                              "falseAlarmsPerHour": e.falseAlarmsPerHour, "delayMedianS": percentile(0.5) ?? NSNull(),
+                              "delayP90S": percentile(0.9) ?? NSNull(), "ignored": ignored.sorted()]))
         } else {
             let found = hitRate.map { String(format: " (%.1f%%)", $0 * 100) } ?? ""
             try out(String(format: "%@ on %@ (%.1f min): %d of %d keywords found%@, %d false alarms (%.1f per hour); "
