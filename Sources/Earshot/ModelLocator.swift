@@ -27,3 +27,26 @@ public enum ModelLocator {
         throw .cannotRead(path: nameOrPath, reason: "no model folder of that name in $EARSHOT_MODELS, ./Models or the Models folder beside earshot")
     }
 }
+
+extension Model {
+    /// The packages that come with Earshot, in its own source tree (`Models/`): found from this
+    /// file's place in the checkout, so a package that depends on Earshot loads them by name
+    /// without knowing where SwiftPM put the checkout.
+    public static let bundledFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Models")
+
+    /// The names of the bundled packages.
+    public static var bundledNames: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: bundledFolder.path)) ?? [])
+            .filter { FileManager.default.fileExists(atPath: bundledFolder.appendingPathComponent($0).appendingPathComponent("model.json").path) }
+            .sorted()
+    }
+
+    /// A bundled package by name (`Model.bundled("silero-vad")`, `"okay-nabu"`, ...).
+    public static func bundled(_ name: String) throws(ModelError) -> Model {
+        guard !name.isEmpty, !name.contains("/"), name != "..", bundledNames.contains(name) else {
+            throw .cannotRead(path: name, reason: "no bundled model of that name (bundled: \(bundledNames.joined(separator: ", ")))")
+        }
+        return try Model(contentsOf: bundledFolder.appendingPathComponent(name))
+    }
+}

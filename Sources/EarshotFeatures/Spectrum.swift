@@ -3,13 +3,13 @@ import CFFTW
 
 /// Windowed FFT of single frames: frame in, magnitude or power spectrum out.
 /// Holds its FFT arrays, so one instance serves one caller at a time.
-public final class SpectrumAnalyzer {
-    public let config: STFTConfig
+package final class SpectrumAnalyzer {
+    package let config: STFTConfig
     /// [nFFT] window centred in the frame.
     private let window: [Float]
     private let fft: RealFFT
 
-    public init(config: STFTConfig) throws(FeatureError) {
+    package init(config: STFTConfig) throws(FeatureError) {
         try config.validate()
         self.config = config
         let shape = Window.make(config.window, length: config.winLength, periodic: config.periodic)
@@ -18,11 +18,11 @@ public final class SpectrumAnalyzer {
     }
 
     /// The window the analyzer multiplies each frame by ([nFFT], the shape centred).
-    public var paddedWindow: [Float] { window }
+    package var paddedWindow: [Float] { window }
 
     /// An analyzer with a window computed before (`paddedWindow` of one with this configuration),
     /// so that making one costs only its FFT arrays.
-    public init(config: STFTConfig, paddedWindow: [Float], planning: FFTPlanning = .measure) throws(FeatureError) {
+    package init(config: STFTConfig, paddedWindow: [Float], planning: FFTPlanning = .measure) throws(FeatureError) {
         try config.validate()
         guard paddedWindow.count == config.nFFT else {
             throw .invalidParameter(name: "window", value: "\(paddedWindow.count) values", expected: "\(config.nFFT) (nFFT)")
@@ -33,7 +33,7 @@ public final class SpectrumAnalyzer {
     }
 
     /// A new analyzer with the same configuration and its own FFT arrays.
-    public func copy() -> SpectrumAnalyzer {
+    package func copy() -> SpectrumAnalyzer {
         SpectrumAnalyzer(config: config, window: window, fft: RealFFT(sameAs: fft))
     }
 
@@ -44,7 +44,7 @@ public final class SpectrumAnalyzer {
     }
 
     /// Spectrum of one frame. `frame` holds nFFT samples, `spectrum` receives binCount values.
-    public func analyze(frame: UnsafeBufferPointer<Float>, into spectrum: UnsafeMutableBufferPointer<Float>) {
+    package func analyze(frame: UnsafeBufferPointer<Float>, into spectrum: UnsafeMutableBufferPointer<Float>) {
         window.withUnsafeBufferPointer { w in
             earshot_multiply(frame.baseAddress!, w.baseAddress!, fft.input, config.nFFT)
         }

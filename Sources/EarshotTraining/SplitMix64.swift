@@ -2,10 +2,10 @@ import Foundation
 
 /// A small seeded generator (SplitMix64): the same seed gives the same training run.
 /// ref: Steele, Lea, Flood, "Fast splittable pseudorandom number generators" (2014)
-public struct SplitMix64: RandomNumberGenerator, Sendable {
+package struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    public init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
     /// A generator for one item of one epoch: independent of the order work is done in.
     init(seed: UInt64, _ a: Int, _ b: Int) {
@@ -13,7 +13,7 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
         state = mixer.next() ^ UInt64(truncatingIfNeeded: b) &* 0xBF58_476D_1CE4_E5B9
     }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
