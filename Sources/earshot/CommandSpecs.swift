@@ -180,6 +180,7 @@ enum Specs {
             .text("stream", "FILE", "a long recording"),
             .text("truth", "CSV", "its words: start,end,label in seconds"),
             .text("ignore", "LABEL,...", "labels left out of the stream evaluation"),
+            .text("plot", "FILE.svg", "also draw it: the confusion matrix, or (--stream) the words and the detections over time"),
         ],
         examples: ["earshot evaluate -m Models/keywords --data clips/", "earshot evaluate -m keywords --stream s.wav --truth s.csv"])
 

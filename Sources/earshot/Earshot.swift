@@ -118,6 +118,7 @@ extension JSONValue {
     init(any value: Any) {
         switch value {
         case let v as JSONValue: self = v
+        case is NSNull: self = .null
         case let v as Bool: self = .bool(v)
         case let v as Int: self = .number(Double(v))
         case let v as Int32: self = .number(Double(v))

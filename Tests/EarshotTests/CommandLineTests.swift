@@ -164,6 +164,18 @@ struct TrainCommandTests {
         // The same figures as the library computes on the package, file by file.
         let library = try Evaluation.run(model: Model(contentsOf: URL(fileURLWithPath: output)), data: Dataset.load(root))
         #expect(library.confusion == confusion)
+        // --plot: the confusion matrix as SVG, a cell per (true, predicted) holding its count.
+        let svgPath = output + "-confusion.svg"
+        defer { try? FileManager.default.removeItem(atPath: svgPath) }
+        let plotted = try runEarshot(["evaluate", "--model", output, "--data", root, "--format", "json", "--plot", svgPath])
+        #expect(plotted.status == 0 && plotted.out == evaluated.out)
+        let cells = SVGElements.parse(try String(contentsOfFile: svgPath, encoding: .utf8)).withClass("cell")
+        #expect(cells.count == 9)
+        let labels = result?["labels"] as? [String] ?? []
+        for cell in cells {
+            let i = labels.firstIndex(of: cell["data-true"] ?? "") ?? -1, j = labels.firstIndex(of: cell["data-predicted"] ?? "") ?? -1
+            #expect(i >= 0 && j >= 0 && Int(cell["data-count"] ?? "") == confusion[i][j])
+        }
         let text = try runEarshot(["evaluate", "--model", output, "--data", root, "--group-by", "^(s[0-9]+)_"])
         #expect(text.out.contains("confusion (rows: true label, columns: predicted)") && text.out.contains("accuracy by group"))
 

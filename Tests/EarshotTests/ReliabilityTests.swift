@@ -261,6 +261,16 @@ struct ReliabilityCommandTests {
             #expect(stream.status == 0, "\(stream.err)")
             #expect(!stream.out.lowercased().contains("nan"), "\(stream.out)")
         }
+        // --plot for a stream: a lane of words and one of detections per label; detections as marks.
+        try "start,end,label\n0.1,0.5,0\n".write(toFile: truth, atomically: true, encoding: .utf8)
+        let svgPath = folder.appendingPathComponent("stream.svg").path
+        let plotted = try runEarshot(["evaluate", "--model", "digits", "--stream", folder.appendingPathComponent("0/good.wav").path,
+                                      "--truth", truth, "--plot", svgPath])
+        #expect(plotted.status == 0, "\(plotted.err)")
+        let svg = SVGElements.parse(try String(contentsOfFile: svgPath, encoding: .utf8))
+        #expect(svg.error == nil && svg.withClass("truth").contains { $0["data-label"] == "words 0" })
+        #expect(svg.elements.filter { $0.attributes["class"] == "span" }.count == 1)
+        #expect(try runEarshot(["evaluate", "--model", "digits", "--data", folder.path, "--plot", "x.png"]).status == 64)
     }
 
     @Test("An Ogg file through a pipe is labelled as the file is")
