@@ -165,6 +165,7 @@ enum Specs {
             .text("description", "TEXT", "the package's description"),
             .text("author", "TEXT", "the package's author"),
             .text("license", "TEXT", "the package's licence"),
+            .flag("quiet", short: "q", "no progress on stderr"),
         ],
         examples: ["earshot train --data clips/ --output Models/my-words --epochs 60"])
 

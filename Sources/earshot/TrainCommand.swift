@@ -52,11 +52,13 @@ enum TrainCommand {
             (training, validation) = try all.split(validationFraction: fraction, seed: options.seed)
         }
         let name = URL(fileURLWithPath: output).lastPathComponent
-        printError("earshot train: \(training.files.count) training and \(validation.files.count) validation files, "
+        let quiet = args.flag("quiet")
+        if !quiet { printError("earshot train: \(training.files.count) training and \(validation.files.count) validation files, "
                    + "\(training.labels.count) labels (\(training.labels.joined(separator: " "))), "
-                   + "\(Set(training.files.map(\.group)).count) and \(Set(validation.files.map(\.group)).count) groups")
+                   + "\(Set(training.files.map(\.group)).count) and \(Set(validation.files.map(\.group)).count) groups") }
         let started = Date()
         let trained = try Trainer.train(name: name, training: training, validation: validation, options: options) { report in
+            guard !quiet else { return }
             let perEpoch = Date().timeIntervalSince(started) / Double(report.epoch)
             let left = perEpoch * Double(report.epochs - report.epoch)
             printError(String(format: "epoch %3d/%d  loss %.4f  training %5.1f%%  validation %5.1f%% (loss %.4f)%@  %.1f s/epoch, at most %@ left",
