@@ -138,7 +138,7 @@ struct ChannelPipeline {
         }
         for (i, score) in scores.enumerated() { sums[i].append((sums[i].last ?? 0) + Double(score)) }
         let winner = scores.indices.max { scores[$0] < scores[$1] }
-        let softmax = model.manifest.outputs.activation == "softmax"
+        let softmax = model.manifest.outputs.activation == .softmax
         // Softmax: a label scores its probability where it wins the step, else 0 (so the
         // threshold is the least confidence a winner needs); the duration rules apply alike.
         func score(_ label: Int) -> Double { softmax ? (label == winner ? Double(scores[label]) : 0.0) : Double(scores[label]) }

@@ -254,8 +254,8 @@ public struct OnnxImporter {
         var manifest = options.manifest(
             source: options.source ?? "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (\(model.producerName) \(model.producerVersion), opset \(opset))",
             audio: .init(sampleRate: options.sampleRate, chunkSamples: chunk, contextSamples: context),
-            frontEnd: .init(type: features ? "features" : "samples", nFFT: 0, hopLength: 0), network: [],
-            outputs: .init(activation: "none", labels: labels), decision: options.decision)
+            frontEnd: .init(type: features ? .features : .samples, nFFT: 0, hopLength: 0), network: [],
+            outputs: .init(activation: .none, labels: labels), decision: options.decision)
         manifest.graph = spec
         return (manifest, tensors)
     }

@@ -93,8 +93,8 @@ public enum OpenWakeWordImporter {
         var manifest = options.manifest(
             source: options.source ?? "earshot import of openWakeWord's \(URL(fileURLWithPath: head).lastPathComponent) with its melspectrogram and embedding models",
             audio: .init(sampleRate: 16000, chunkSamples: chunkSamples, contextSamples: contextSamples),
-            frontEnd: .init(type: "samples", nFFT: 0, hopLength: 0), network: [],
-            outputs: .init(activation: "none", labels: labels), decision: options.decision ?? .init(threshold: 0.5))
+            frontEnd: .init(type: .samples, nFFT: 0, hopLength: 0), network: [],
+            outputs: .init(activation: .none, labels: labels), decision: options.decision ?? .init(threshold: 0.5))
         if manifest.decision?.detectionWindow == nil { manifest.decision?.detectionWindow = 1 }
         manifest.graph = spec
         return (manifest, c.tensors)

@@ -185,8 +185,8 @@ public struct TFLiteImporter {
             source: options.source ?? "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (TFLite schema \(model.version))",
             audio: .init(sampleRate: microFrontend ? MicroFrontend.sampleRate : options.sampleRate,
                          chunkSamples: microFrontend ? audioShape[1] - context : block, contextSamples: context),
-            frontEnd: .init(type: microFrontend ? "samples" : "features", nFFT: 0, hopLength: 0), network: [],
-            outputs: .init(activation: "none", labels: labels), decision: options.decision)
+            frontEnd: .init(type: microFrontend ? .samples : .features, nFFT: 0, hopLength: 0), network: [],
+            outputs: .init(activation: .none, labels: labels), decision: options.decision)
         manifest.graph = spec
         let used = Set(spec.nodes.flatMap(\.inputs)).union(states.compactMap(\.initial))
         return (manifest, tensors.filter { used.contains($0.key) })

@@ -133,8 +133,8 @@ public final class Model: Sendable {
         }
         let fe = manifest.frontEnd
         if let spec = manifest.graph {
-            guard fe.type == "samples" || fe.type == "features" else {
-                throw .manifest(path: path, reason: "frontEnd.type '\(fe.type)': a graph takes a block of samples ('samples') or of features ('features')")
+            guard fe.type == .samples || fe.type == .features else {
+                throw .manifest(path: path, reason: "frontEnd.type '\(fe.type.rawValue)': a graph takes a block of samples ('samples') or of features ('features')")
             }
             guard manifest.network.isEmpty else { throw .manifest(path: path, reason: "a package has a network or a graph, not both") }
             guard audio.chunkSamples <= 1 << 24, audio.contextSamples <= 1 << 24 else {
@@ -144,7 +144,7 @@ public final class Model: Sendable {
             guard program.scoreCount == manifest.outputs.labels.count else {
                 throw .manifest(path: path, reason: "the graph gives \(program.scoreCount) scores for \(manifest.outputs.labels.count) labels")
             }
-            guard manifest.outputs.activation == "none", manifest.outputs.reduceTime == nil else {
+            guard manifest.outputs.activation == .none, manifest.outputs.reduceTime == nil else {
                 throw .manifest(path: path, reason: "a graph's outputs are its scores: outputs.activation 'none' and no reduceTime")
             }
             graph = program
@@ -165,8 +165,8 @@ public final class Model: Sendable {
             return
         }
         graph = nil
-        guard fe.type == "stft" else {
-            throw .manifest(path: path, reason: "frontEnd.type '\(fe.type)': this earshot runs 'stft' (or 'samples' with a graph)")
+        guard fe.type == .stft else {
+            throw .manifest(path: path, reason: "frontEnd.type '\(fe.type.rawValue)': this earshot runs 'stft' (or 'samples' with a graph)")
         }
         let limit = 1 << 24
         let sizes = [audio.chunkSamples, audio.contextSamples, fe.nFFT, fe.hopLength, fe.padLeft ?? 0, fe.padRight ?? 0]
@@ -208,12 +208,6 @@ public final class Model: Sendable {
         guard unused.isEmpty else { throw .unusedTensors(path: path, names: unused.sorted()) }
         guard channels == manifest.outputs.labels.count else {
             throw .manifest(path: path, reason: "the network ends with \(channels) channels for \(manifest.outputs.labels.count) labels")
-        }
-        guard ["sigmoid", "softmax", "none"].contains(manifest.outputs.activation) else {
-            throw .manifest(path: path, reason: "outputs.activation '\(manifest.outputs.activation)': expected sigmoid, softmax or none")
-        }
-        guard ["mean", "last", nil].contains(manifest.outputs.reduceTime) else {
-            throw .manifest(path: path, reason: "outputs.reduceTime '\(manifest.outputs.reduceTime ?? "")': expected mean or last")
         }
         self.manifest = manifest
         self.path = path

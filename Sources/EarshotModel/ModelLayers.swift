@@ -103,11 +103,11 @@ extension Model {
     /// time reduced; stream b's scores to `scores + b * channels`.
     func output(_ y: inout Activations, into scores: UnsafeMutablePointer<Float>) {
         switch manifest.outputs.activation {
-        case "sigmoid": Layer.Activation.sigmoid.apply(&y)
-        case "softmax": Layer.Activation.softmax.apply(&y)
-        default: break
+        case .sigmoid: Layer.Activation.sigmoid.apply(&y)
+        case .softmax: Layer.Activation.softmax.apply(&y)
+        case .none: break
         }
-        let C = y.channels, T = y.time, last = manifest.outputs.reduceTime == "last"
+        let C = y.channels, T = y.time, last = manifest.outputs.reduceTime == .last
         y.values.withUnsafeBufferPointer { v in
             for b in 0..<y.batch {
                 for c in 0..<C {

@@ -67,7 +67,7 @@ public struct ModelManifest: Codable, Sendable, Equatable {
     /// The feature front end, applied to each block (context + chunk): STFT frames of the block,
     /// after padding its ends.
     public struct FrontEnd: Codable, Sendable, Equatable {
-        public var type: String
+        public var type: FrontEndKind
         public var nFFT: Int
         public var hopLength: Int
         public var winLength: Int?
@@ -78,7 +78,7 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var padMode: STFTConfig.PadMode?
         public var spectrum: STFTConfig.Spectrum?
 
-        public init(type: String, nFFT: Int, hopLength: Int, winLength: Int? = nil, window: WindowKind? = nil, periodic: Bool? = nil,
+        public init(type: FrontEndKind, nFFT: Int, hopLength: Int, winLength: Int? = nil, window: WindowKind? = nil, periodic: Bool? = nil,
                     padLeft: Int? = nil, padRight: Int? = nil, padMode: STFTConfig.PadMode? = nil, spectrum: STFTConfig.Spectrum? = nil) {
             self.type = type
             self.nFFT = nFFT
@@ -95,12 +95,12 @@ public struct ModelManifest: Codable, Sendable, Equatable {
 
     public struct Outputs: Codable, Sendable, Equatable {
         /// sigmoid (independent labels), softmax (one of the labels), or none.
-        public var activation: String
+        public var activation: Activation
         /// How per-time outputs become one score vector per step: mean or last.
-        public var reduceTime: String?
+        public var reduceTime: ReduceTime?
         public var labels: [String]
 
-        public init(activation: String, reduceTime: String? = nil, labels: [String]) {
+        public init(activation: Activation, reduceTime: ReduceTime? = nil, labels: [String]) {
             self.activation = activation
             self.reduceTime = reduceTime
             self.labels = labels
@@ -226,4 +226,44 @@ public struct LayerSpec: Codable, Sendable, Equatable {
     public var runningVar: String?
 
     public init(type: String) { self.type = type }
+}
+
+/// A manifest field with a fixed set of values: decoded from its string, and a value outside
+/// the set is refused naming the field's choices.
+public protocol ManifestChoice: RawRepresentable, Codable, CaseIterable, Sendable, Equatable where RawValue == String {}
+
+extension ManifestChoice {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let value = Self(rawValue: text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription:
+                "'\(text)': expected one of \(Self.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        self = value
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+extension ModelManifest {
+    /// What a package's front end makes of each block: STFT frames (a chain of layers), the block
+    /// of samples itself, or a block of features the caller computes (graphs).
+    public enum FrontEndKind: String, ManifestChoice {
+        case stft, samples, features
+    }
+
+    /// How scores come out of the network: as they are, through a sigmoid (independent labels)
+    /// or a softmax (one of the labels).
+    public enum Activation: String, ManifestChoice {
+        case none, sigmoid, softmax
+    }
+
+    /// How per-time outputs become one score vector per step.
+    public enum ReduceTime: String, ManifestChoice {
+        case mean, last
+    }
 }

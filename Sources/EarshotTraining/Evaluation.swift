@@ -9,7 +9,7 @@ public struct ClipClassifier: Sendable {
     let decisionSteps: Int
 
     public init(model: Model) throws(TrainingError) {
-        guard model.manifest.outputs.activation == "softmax" else {
+        guard model.manifest.outputs.activation == .softmax else {
             throw .model(reason: "\(model.path): a clip classifier needs a softmax model (this one's outputs are \(model.manifest.outputs.activation))")
         }
         self.model = model

@@ -58,7 +58,7 @@ extension Trainer {
             name: name, version: "1",
             description: "Streaming classifier of \(labels.joined(separator: ", ")), trained by earshot train.",
             source: "earshot train", audio: recipe.audio, frontEnd: recipe.frontEnd, network: specs,
-            outputs: .init(activation: "softmax", reduceTime: "last", labels: labels),
+            outputs: .init(activation: .softmax, reduceTime: .last, labels: labels),
             // A winner needs 0.7 of the probability for 100 ms to be an event (tools/train_models.sh
             // and evaluate --stream show the trade-off); label and listen can override both.
             decision: .init(threshold: 0.7, minSegmentMs: 100, minSilenceMs: 100, padMs: 0, backgroundLabel: background),

@@ -36,7 +36,7 @@ struct FeatureRecipe: Sendable, Equatable {
     }
 
     var frontEnd: ModelManifest.FrontEnd {
-        ModelManifest.FrontEnd(type: "stft", nFFT: nFFT, hopLength: hop, winLength: windowLength, window: .hann, periodic: true,
+        ModelManifest.FrontEnd(type: .stft, nFFT: nFFT, hopLength: hop, winLength: windowLength, window: .hann, periodic: true,
                                padLeft: 0, padRight: 0, padMode: nil, spectrum: .power)
     }
 
@@ -67,7 +67,7 @@ struct FeatureRecipe: Sendable, Equatable {
         let (specs, tensors) = try layers(mean: mean, variance: variance)
         let manifest = ModelManifest(format: ModelManifest.format, formatVersion: ModelManifest.formatVersion, name: "features",
                                      audio: audio, frontEnd: frontEnd, network: specs,
-                                     outputs: .init(activation: "none", reduceTime: "last", labels: (0..<melCount).map { "mel\($0)" }))
+                                     outputs: .init(activation: .none, reduceTime: .last, labels: (0..<melCount).map { "mel\($0)" }))
         do { return try Model(manifest: manifest, tensors: tensors, fftPlanning: .estimate) } catch {
             throw .model(reason: "features: \(error)")
         }

@@ -13,8 +13,8 @@ struct GraphPackageTests {
     static func manifest(nodes: [GraphSpec.NodeSpec]? = nil, states: [GraphSpec.StateSpec]? = nil,
                          audioShape: [Int] = [1, 8], labels: [String] = ["a", "b"]) -> ModelManifest {
         var m = ModelManifest(name: "graph", audio: .init(sampleRate: 16000, chunkSamples: 6, contextSamples: 2),
-                              frontEnd: .init(type: "samples", nFFT: 0, hopLength: 0), network: [],
-                              outputs: .init(activation: "none", labels: labels))
+                              frontEnd: .init(type: .samples, nFFT: 0, hopLength: 0), network: [],
+                              outputs: .init(activation: .none, labels: labels))
         m.graph = GraphSpec(
             opset: 17, audioInput: "audio", audioShape: audioShape, scoreOutput: "scores",
             states: states ?? [.init(input: "memory", output: "memory_next", shape: [1, 2])],
@@ -90,7 +90,7 @@ struct GraphPackageTests {
         let missingState = [GraphSpec.NodeSpec(op: "MatMul", name: "p", inputs: ["audio", "w"], outputs: ["scores"])]
         #expect(Self.refusal(Self.manifest(nodes: missingState)).contains("state 'memory': its output 'memory_next' is not produced"))
         var stft = Self.manifest()
-        stft.frontEnd = .init(type: "stft", nFFT: 4, hopLength: 2)
+        stft.frontEnd = .init(type: .stft, nFFT: 4, hopLength: 2)
         #expect(Self.refusal(stft).contains("a graph takes a block of samples ('samples') or of features ('features')"))
     }
 

@@ -22,3 +22,26 @@ struct BundledModelTests {
         }
     }
 }
+
+@Suite("Manifest fields with fixed values")
+struct ManifestChoiceTests {
+    @Test("An activation, reduceTime or front-end type outside its choices is refused naming the field and the choices")
+    func choices() throws {
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = Repo.root.appendingPathComponent("Models/silero-vad")
+        for (field, value, choices) in [("\"activation\" : \"none\"", "\"activation\" : \"relu\"", "'outputs.activation': 'relu': expected one of none, sigmoid, softmax"),
+                                        ("\"type\" : \"samples\"", "\"type\" : \"wavelet\"", "'frontEnd.type': 'wavelet': expected one of stft, samples, features")] {
+            let target = folder.appendingPathComponent(UUID().uuidString)
+            try FileManager.default.copyItem(at: source, to: target)
+            let manifest = target.appendingPathComponent("model.json")
+            let text = try String(contentsOf: manifest, encoding: .utf8)
+            #expect(text.contains(field))
+            try text.replacingOccurrences(of: field, with: value).write(to: manifest, atomically: true, encoding: .utf8)
+            #expect(throws: ModelError.self) { try Model(contentsOf: target) }
+            do { _ = try Model(contentsOf: target) } catch {
+                #expect("\(error)".contains(choices), "\(error)")
+            }
+        }
+    }
+}
