@@ -40,6 +40,15 @@ public actor Session {
     /// Joins a new channel with a fresh state: its audio at `sourceSampleRate` (default the
     /// session's), its own options (default the session's). Returns its number: the lowest
     /// not in use, so a number is given again once its channel has been removed.
+    ///
+    ///     let session = try Session(model: model, channelCount: 0)
+    ///     let k = try await session.addChannel(sourceSampleRate: 44100)
+    ///     let events = try await session.process(chunk, channel: k)
+    ///     let last = await session.finish(channel: k)
+    ///     try await session.removeChannel(k)
+    ///
+    /// - Throws: `StreamError.invalidOption` for options out of range, `.audio` when no
+    ///   resampler takes the rate.
     public func addChannel(sourceSampleRate: Int? = nil, options: LabelOptions? = nil, kind: Kind = .live) throws(StreamError) -> Int {
         try channelSet.add(sourceRate: sourceSampleRate ?? self.sourceSampleRate, options: options, kind: kind)
     }

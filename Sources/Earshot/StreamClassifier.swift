@@ -11,6 +11,13 @@ public actor StreamClassifier {
     public let sourceSampleRate: Int
     private var pipeline: ChannelPipeline
 
+    /// - Parameters:
+    ///   - model: the model (shared between streams; it is immutable).
+    ///   - sourceSampleRate: the rate of the audio given to `process(_:)` (default the model's);
+    ///     other rates are resampled, and event times stay in this clock.
+    ///   - options: the label rules (default the model's, from its manifest).
+    /// - Throws: `StreamError.invalidOption` naming an option out of its range, `.audio` when no
+    ///   resampler takes the rate.
     public init(model: Model, sourceSampleRate: Int? = nil, options: LabelOptions? = nil) throws(StreamError) {
         self.model = model
         self.options = options ?? LabelOptions(model: model)
@@ -19,6 +26,12 @@ public actor StreamClassifier {
     }
 
     /// Adds a chunk; returns the events it completed (model steps run as soon as a block is there).
+    ///
+    /// - Parameter chunk: samples at `sourceSampleRate`, any count (any chunking gives the same
+    ///   events as the whole).
+    /// - Returns: the events whose steps this chunk completed, in time order.
+    /// - Throws: `StreamError.source` for NaN or infinite audio (the stream has then failed:
+    ///   `reset()` it), `.finished` after `finish()`.
     public func process(_ chunk: [Float]) throws(StreamError) -> [ClassifierEvent] {
         try pipeline.push(chunk)
         return try runReadySteps()

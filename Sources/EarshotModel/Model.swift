@@ -47,6 +47,14 @@ public final class Model: Sendable {
 
     /// Loads and checks a package: `folder/model.json` and `folder/weights.safetensors`. Every
     /// tensor is checked against its layer before any audio is seen.
+    ///
+    ///     let model = try Model(contentsOf: URL(fileURLWithPath: "Models/silero-vad"))
+    ///     var state = model.makeState()
+    ///     let speech = try model.prediction(from: block, using: &state)[0]
+    ///
+    /// - Parameter folder: the package folder.
+    /// - Throws: `ModelError` naming the file and the field, tensor or layer that is missing,
+    ///   damaged or inconsistent (`.cannotRead`, `.manifest`, `.safetensors`, `.tensorShape`, ...).
     public convenience init(contentsOf folder: URL) throws(ModelError) {
         let manifestPath = folder.appendingPathComponent("model.json").path
         let weightsPath = folder.appendingPathComponent("weights.safetensors").path
@@ -242,6 +250,14 @@ public final class Model: Sendable {
     }
 
     /// A state from `ModelState.serialized()` bytes; they must come from this model.
+    ///
+    ///     let saved = state.serialized()                 // move it, store it
+    ///     var resumed = try model.restoreState(saved)    // steps on exactly as `state` would
+    ///
+    /// - Parameter bytes: what `serialized()` gave.
+    /// - Returns: the state, ready for the next step.
+    /// - Throws: `ModelError.stateFormat` for damaged bytes (checksum, sizes, NaN or infinite
+    ///   values, a step count out of range), `.stateModelMismatch` for another model's state.
     public func restoreState(_ bytes: [UInt8]) throws(ModelError) -> ModelState {
         let state = try ModelState.deserialize(bytes)
         guard state.modelHash == contentHash else { throw .stateModelMismatch(expected: contentHash, found: state.modelHash) }

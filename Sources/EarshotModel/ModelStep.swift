@@ -7,6 +7,14 @@ import Foundation
 extension Model {
     /// Advances one stream by one step: `block` is `chunkSamples` new samples at `sampleRate`.
     /// Returns one score per label.
+    ///
+    /// - Parameters:
+    ///   - block: exactly `chunkSamples` finite samples at the model's rate.
+    ///   - state: the stream's state (from `makeState()` or `restoreState(_:)`), advanced in place.
+    /// - Returns: one score per label, in `labels` order.
+    /// - Throws: `ModelError.inputSize` for a block of another length, `.nonFiniteInput` for NaN
+    ///   or infinite audio, `.stateModelMismatch` for another model's state; the state is then
+    ///   left as it was.
     public func prediction(from block: [Float], using state: inout ModelState) throws(ModelError) -> [Float] {
         var scores: [Float] = []
         try prediction(from: block, using: &state, into: &scores)

@@ -1,4 +1,5 @@
 import Earshot
+import EarshotJSON
 import Foundation
 
 enum InspectCommand {
@@ -10,9 +11,8 @@ enum InspectCommand {
         let model = try Model(contentsOf: try ModelLocator.find(name))
         let d = model.description
         if args.flag("json") {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try out(String(decoding: try encoder.encode(d), as: UTF8.self))
+            // The description's fields as the package's one JSON writer writes them (one line, sorted keys).
+            try out(try JSONValue.parse([UInt8](try JSONEncoder().encode(d))).serialized)
             return
         }
         // Many labels: the first few and how many.

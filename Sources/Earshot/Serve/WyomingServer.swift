@@ -46,6 +46,19 @@ public final class WyomingServer: @unchecked Sendable {
     private static let readBudget = 64 * 1024
 
     /// Binds `uri` (for stdio://, takes standard input and output as its one client).
+    ///
+    ///     let server = try WyomingServer(uri: try ServeURI("tcp://0.0.0.0:10400"),
+    ///                                    models: [ServedModel(model: try Model.bundled("okay-nabu"))])
+    ///     let summary = await server.serve()   // until server.stop() (from any thread)
+    ///
+    /// - Parameters:
+    ///   - uri: `.tcp(host:port:)` (port 0: any free one; `address` tells which), `.unix(path:)`
+    ///     or `.stdio`.
+    ///   - models: the models every stream runs (wake words answer `detection`, voice activity
+    ///     models `voice-started` / `voice-stopped`).
+    ///   - options: limits and pace.
+    /// - Throws: `ServeError.invalidOption` for options out of range, `.socket` naming the
+    ///   address when it cannot be bound, `.noModels`.
     public init(uri: ServeURI, models: [ServedModel], options: ServeOptions = ServeOptions()) throws(ServeError) {
         guard !models.isEmpty else { throw .noModels }
         try options.validate()
