@@ -2,16 +2,26 @@ import EarshotFeatures
 
 /// model.json: what a person reads and edits to know and change a model package.
 public struct ModelManifest: Codable, Sendable, Equatable {
+    /// The `format` every package says.
     public static let format = "earshot-model"
+    /// The `formatVersion` this Earshot reads and writes.
     public static let formatVersion = 1
 
+    /// "earshot-model".
     public var format: String
+    /// The manifest format's version (1).
     public var formatVersion: Int
+    /// The package's name: how `--model NAME`, `detection` and `info` call it.
     public var name: String
+    /// The model's own version (its author's).
     public var version: String?
+    /// One line on what it does, for people.
     public var description: String?
+    /// Who made the model.
     public var author: String?
+    /// The model's licence (an SPDX id where there is one).
     public var license: String?
+    /// Where it came from (a file and a release, or the command that made it).
     public var source: String?
     /// Where the model comes from (its author's page), for attribution.
     public var url: String?
@@ -19,12 +29,17 @@ public struct ModelManifest: Codable, Sendable, Equatable {
     public var phrase: String?
     /// The languages the model was trained on (BCP 47 codes, e.g. "en").
     public var languages: [String]?
+    /// The audio a step takes.
     public var audio: Audio
+    /// What the front end makes of each block.
     public var frontEnd: FrontEnd
+    /// A chain of layers (empty for a graph).
     public var network: [LayerSpec]
     /// A graph of ops instead of a chain of layers (imported models); `network` is then empty.
     public var graph: GraphSpec?
+    /// How scores come out, and their labels.
     public var outputs: Outputs
+    /// The default label rules (segments or detections); every one can be overridden.
     public var decision: Decision?
     /// How a trained classifier was made and how it decides on a whole clip.
     public var training: Training?
@@ -49,6 +64,7 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         self.training = training
     }
 
+    /// The audio a step takes: rate, new samples per step, and samples of context before them.
     public struct Audio: Codable, Sendable, Equatable {
         /// Hz.
         public var sampleRate: Int
@@ -67,15 +83,25 @@ public struct ModelManifest: Codable, Sendable, Equatable {
     /// The feature front end, applied to each block (context + chunk): STFT frames of the block,
     /// after padding its ends.
     public struct FrontEnd: Codable, Sendable, Equatable {
+        /// STFT frames, the block of samples, or features the caller computes.
         public var type: FrontEndKind
+        /// STFT: the FFT size.
         public var nFFT: Int
+        /// STFT: samples between frames.
         public var hopLength: Int
+        /// STFT: the window's length (default nFFT; centred in the FFT).
         public var winLength: Int?
+        /// STFT: the window (default Hann).
         public var window: WindowKind?
+        /// STFT: a periodic (true, as librosa) or symmetric window.
         public var periodic: Bool?
+        /// STFT: samples of padding before the block.
         public var padLeft: Int?
+        /// STFT: samples of padding after the block.
         public var padRight: Int?
+        /// STFT: how the padding is filled.
         public var padMode: STFTConfig.PadMode?
+        /// STFT: magnitude or power.
         public var spectrum: STFTConfig.Spectrum?
 
         public init(type: FrontEndKind, nFFT: Int, hopLength: Int, winLength: Int? = nil, window: WindowKind? = nil, periodic: Bool? = nil,
@@ -93,11 +119,13 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         }
     }
 
+    /// How the network's last output becomes one score per label per step.
     public struct Outputs: Codable, Sendable, Equatable {
         /// sigmoid (independent labels), softmax (one of the labels), or none.
         public var activation: Activation
         /// How per-time outputs become one score vector per step: mean or last.
         public var reduceTime: ReduceTime?
+        /// One per score, in order.
         public var labels: [String]
 
         public init(activation: Activation, reduceTime: ReduceTime? = nil, labels: [String]) {
@@ -109,13 +137,21 @@ public struct ModelManifest: Codable, Sendable, Equatable {
 
     /// Default settings of the label logic (thresholds in score units, durations in ms/s).
     public struct Decision: Codable, Sendable, Equatable {
+        /// A step at or above it starts (or continues) a segment; a detection needs its window's mean above it.
         public var threshold: Double?
+        /// Below it a step is silence inside a segment (default threshold - 0.15).
         public var negativeThreshold: Double?
+        /// Segments this short or shorter are dropped.
         public var minSegmentMs: Double?
+        /// Silence this long ends a segment.
         public var minSilenceMs: Double?
+        /// Added before and after each segment.
         public var padMs: Double?
+        /// Longer segments are split.
         public var maxSegmentSeconds: Double?
+        /// Only silences longer than this are split points for long segments.
         public var minSilenceAtMaxSegmentMs: Double?
+        /// Split long segments at their longest silence (true) or their last.
         public var splitAtLongestSilence: Bool?
         /// Softmax models: the label that is not an event (e.g. "_silence_").
         public var backgroundLabel: String?
@@ -174,11 +210,17 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var decisionSeconds: Double
         /// The command line and the figures of the run, for the record.
         public var command: String?
+        /// The layers asked for (`--architecture`).
         public var architecture: String?
+        /// The front end asked for (`--features`).
         public var features: String?
+        /// The seed of every random choice of the training.
         public var seed: Int?
+        /// Epochs run.
         public var epochs: Int?
+        /// Clip accuracy on the validation set at the epoch kept.
         public var validationAccuracy: Double?
+        /// Wall time of the training.
         public var trainingSeconds: Double?
 
         public init(clipSeconds: Double, decisionSeconds: Double) {
@@ -191,6 +233,7 @@ public struct ModelManifest: Codable, Sendable, Equatable {
 /// One layer of the network as the manifest gives it. Which fields apply depends on `type`.
 public struct LayerSpec: Codable, Sendable, Equatable {
     public var type: String
+    /// The layer's name (for messages and `inspect`).
     public var name: String?
     // conv1d
     public var inChannels: Int?
