@@ -1,15 +1,19 @@
 /// A labelled stretch of one channel's audio.
 public struct Segment: Sendable, Equatable, Codable {
+    /// The channel (0 for a single stream).
     public var channel: Int
+    /// The label, as the model names it.
     public var label: String
     /// Bounds in samples of the source's clock (its own sample rate), end exclusive.
     public var start: Int
+    /// The end in samples of the source's clock (exclusive).
     public var end: Int
     /// The source's sample rate (Hz), for the times in seconds.
     public var sampleRate: Int
     /// Mean score of the label over the segment's steps (before padding).
     public var confidence: Float
 
+    /// A segment of `channel` from `start` to `end` (samples at `sampleRate`).
     public init(channel: Int, label: String, start: Int, end: Int, sampleRate: Int, confidence: Float) {
         self.channel = channel
         self.label = label
@@ -19,21 +23,27 @@ public struct Segment: Sendable, Equatable, Codable {
         self.confidence = confidence
     }
 
+    /// The start in seconds.
     public var startSeconds: Double { Double(start) / Double(sampleRate) }
+    /// The end in seconds.
     public var endSeconds: Double { Double(end) / Double(sampleRate) }
 }
 
 /// An event without extent on one channel: a wake word heard, at the end of the step that
 /// decided it.
 public struct Detection: Sendable, Equatable, Codable {
+    /// The channel (0 for a single stream).
     public var channel: Int
+    /// The label, as the model names it.
     public var label: String
     /// Where it was decided, in samples of the source's clock.
     public var sample: Int
+    /// The source's sample rate (Hz).
     public var sampleRate: Int
     /// The score that decided it (the mean over the detection window).
     public var score: Float
 
+    /// A detection of `label` on `channel` at `sample` (at `sampleRate`).
     public init(channel: Int, label: String, sample: Int, sampleRate: Int, score: Float) {
         self.channel = channel
         self.label = label
@@ -42,15 +52,19 @@ public struct Detection: Sendable, Equatable, Codable {
         self.score = score
     }
 
+    /// Where it was decided, in seconds.
     public var seconds: Double { Double(sample) / Double(sampleRate) }
 }
 
 /// One model step's scores on one channel.
 public struct StepScores: Sendable, Equatable {
+    /// The channel (0 for a single stream).
     public var channel: Int
     /// The step's first sample, in the source's clock.
     public var start: Int
+    /// The end in samples of the source's clock (exclusive).
     public var end: Int
+    /// The source's sample rate (Hz).
     public var sampleRate: Int
     /// One score per label, in the model's label order.
     public var scores: [Float]
@@ -72,6 +86,7 @@ public enum ClassifierEvent: Sendable, Equatable {
     /// The channel stopped on an error; the session's other channels go on.
     case failed(channel: Int, error: StreamError)
 
+    /// The channel (0 for a single stream).
     public var channel: Int {
         switch self {
         case let .scores(s): return s.channel

@@ -5,15 +5,20 @@ import EarshotModel
 /// last is processed), mixed to mono or every channel on its own (a session), resampled to the
 /// model's rate, and turned into segments.
 public struct FileLabeler: Sendable {
+    /// Mix a file's channels to one stream, or label each as its own stream.
     public enum Channels: String, Sendable { case mix, each }
 
+    /// The model every file is labelled with.
     public let model: Model
+    /// The label rules.
     public var options: LabelOptions
+    /// Mixed or each channel.
     public var channels: Channels
     /// Samples read per chunk, over all channels (so a file of many channels takes no more
     /// memory than a mono one).
     public var chunkSamples: Int
 
+    /// A labeller; `chunkSamples` is how much audio (over all channels) is read at a time.
     public init(model: Model, options: LabelOptions? = nil, channels: Channels = .mix, chunkSamples: Int = 262_144) {
         self.model = model
         self.options = options ?? LabelOptions(model: model)
@@ -21,14 +26,20 @@ public struct FileLabeler: Sendable {
         self.chunkSamples = chunkSamples
     }
 
+    /// A labelled file: what it is and its events.
     public struct Result: Sendable {
+        /// The file.
         public var path: String
+        /// Its sample rate (Hz): the clock of its events.
         public var sampleRate: Int
+        /// Its channels.
         public var channelCount: Int
+        /// Frames read.
         public var frames: Int
         /// Every event in order (segments, scores when asked for, failures); empty when the
         /// events went to a handler as they happened.
         public var events: [ClassifierEvent]
+        /// The finished segments among the events.
         public var segments: [Segment] {
             events.compactMap { if case let .ended(s) = $0 { return s } else { return nil } }
         }

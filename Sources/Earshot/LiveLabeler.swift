@@ -13,14 +13,20 @@ import Foundation
 /// keeps only the detections of the others that come while it hears speech or within
 /// `gateSeconds` after, as openWakeWord's VAD threshold does.
 public struct LiveLabeler: Sendable {
+    /// The first model (the one of `init(model:options:)`).
     public let model: Model
+    /// Its label rules.
     public var options: LabelOptions
     /// Every model listening, the first being `model`, each with its options.
     public let models: [(model: Model, options: LabelOptions)]
+    /// Which of `models` gates the others' detections (a voice activity model), if any.
     public let gate: Int?
+    /// Whether the gate's own events are delivered.
     public let showGate: Bool
+    /// How long after speech a detection still counts (seconds).
     public var gateSeconds: Double = 1
 
+    /// One model on the capture.
     public init(model: Model, options: LabelOptions? = nil) {
         let options = options ?? LabelOptions(model: model)
         self.models = [(model, options)]
@@ -57,6 +63,7 @@ public struct LiveLabeler: Sendable {
 
     /// One delivery: the events completed by a captured chunk (or by the end of capture).
     public struct Delivery: Sendable {
+        /// The events, in order.
         public var events: [ClassifierEvent]
         /// From the capture of the chunk's last frame to now; nil for the events of the end.
         public var latency: Duration?
@@ -64,14 +71,19 @@ public struct LiveLabeler: Sendable {
         public var levels: [Float]
     }
 
+    /// What a run captured and lost.
     public struct Summary: Sendable {
+        /// Frames captured.
         public var frames = 0
+        /// Frames dropped before the model (reported as `.dropped` events).
         public var droppedFrames = 0
+        /// Device overruns.
         public var overruns = 0
         /// Latencies of the deliveries that carried events: a histogram of fixed size, so that
         /// a run of days takes no more memory than a run of seconds.
         public var latencies = LatencyHistogram()
 
+        /// The p-th percentile (0...1) of delivery latency; nil before any delivery.
         public func latencyPercentile(_ p: Double) -> Duration? { latencies.percentile(p) }
     }
 

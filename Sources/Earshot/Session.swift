@@ -9,9 +9,12 @@ import EarshotModel
 /// `removeChannel` lets one go, with no effect on the others' results: channel k in a batch,
 /// with whoever joins and leaves around it, gives what it gives alone.
 public actor Session {
+    /// A file channel is stepped in runs of blocks; a live channel first and block by block.
     public enum Kind: Sendable { case file, live }
 
+    /// The model every channel runs.
     public let model: Model
+    /// The default rate of the channels' audio.
     public let sourceSampleRate: Int
     private var channelSet: ChannelSet
 

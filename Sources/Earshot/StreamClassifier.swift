@@ -6,8 +6,11 @@ import EarshotModel
 ///     let stream = try StreamClassifier(model: model, sourceSampleRate: 44100)
 ///     for try await event in stream.events(for: chunks) { ... }
 public actor StreamClassifier {
+    /// The model.
     public let model: Model
+    /// The label rules.
     public let options: LabelOptions
+    /// The rate of the audio given to `process(_:)`: the clock of the events.
     public let sourceSampleRate: Int
     private var pipeline: ChannelPipeline
 

@@ -3,13 +3,17 @@
 /// (audio, for `audio-chunk`). Data in the header line itself is merged with the data that
 /// follows it, as the protocol's own reader does.
 public struct WyomingEvent: Sendable, Equatable {
+    /// The event's type (`describe`, `audio-chunk`, `detection`, ...).
     public var type: String
+    /// Its data (the header line's and the data segment's, merged).
     public var data: [String: JSONValue]
+    /// Its payload (audio, for `audio-chunk`).
     public var payload: [UInt8]
 
     /// The protocol version written in every header.
     public static let protocolVersion = "1.10.2"
 
+    /// An event to send.
     public init(type: String, data: [String: JSONValue] = [:], payload: [UInt8] = []) {
         self.type = type
         self.data = data
@@ -59,9 +63,13 @@ public enum WyomingError: Error, Sendable, Equatable, CustomStringConvertible {
 /// Frames Wyoming events out of bytes as they arrive, in bounded memory: a header line, data and
 /// payload each have a limit, and bytes beyond one event are kept only until the next is read.
 public struct WyomingReader: Sendable {
+    /// The most bytes an event's parts may hold.
     public struct Limits: Sendable, Equatable {
+        /// A header line.
         public var headerBytes: Int
+        /// The data segment.
         public var dataBytes: Int
+        /// The payload.
         public var payloadBytes: Int
 
         public init(headerBytes: Int = 16 * 1024, dataBytes: Int = 1 << 20, payloadBytes: Int = 1 << 20) {
@@ -71,6 +79,7 @@ public struct WyomingReader: Sendable {
         }
     }
 
+    /// The limits an event is held to.
     public let limits: Limits
     private var buffer: [UInt8] = []
     private var offset = 0
@@ -79,6 +88,7 @@ public struct WyomingReader: Sendable {
     /// How far the search for the end of a header line has got.
     private var scanned = 0
 
+    /// A reader with these limits.
     public init(limits: Limits = Limits()) { self.limits = limits }
 
     /// Bytes received and not yet part of a returned event.

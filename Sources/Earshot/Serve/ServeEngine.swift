@@ -5,14 +5,18 @@ import EarshotModel
 /// detection window: it answers `detection`) or a voice activity model (segments: it answers
 /// `voice-started` / `voice-stopped`).
 public struct ServedModel: Sendable {
+    /// The model.
     public var model: Model
+    /// Its decision rule (a detection window makes it a wake word).
     public var options: LabelOptions
 
+    /// A served model with its rule (default the manifest's).
     public init(model: Model, options: LabelOptions? = nil) {
         self.model = model
         self.options = options ?? LabelOptions(model: model)
     }
 
+    /// Whether it answers `detection` (else `voice-started` / `voice-stopped`).
     public var isWakeWord: Bool { options.detectionWindow != nil }
 
     /// The labels it reports (all but the background).

@@ -57,21 +57,27 @@ public struct ServeOptions: Sendable {
 
 /// What a service did, counted as it ran.
 public struct ServeSummary: Sendable {
+    /// Connections accepted.
     public var accepted = 0
     /// Connections refused because `maxClients` were connected.
     public var refused = 0
     /// Connections closed by the server: a protocol error, a timeout, a client not reading.
     public var closedByServer = 0
+    /// The most clients connected at once.
     public var peakClients = 0
     /// Streams started (audio-start) and finished (audio-stop).
     public var streamsStarted = 0
+    /// Streams ended by `audio-stop` (or the server's stop).
     public var streamsFinished = 0
     /// Audio chunks refused (before audio-start, a rate other than the stream's) and their samples.
     public var droppedChunks = 0
+    /// Samples of the refused chunks.
     public var droppedSamples = 0
     /// Seconds of audio received.
     public var audioSeconds = 0.0
+    /// Model steps run, all models.
     public var steps = 0
+    /// Ticks that stepped new audio.
     public var ticks = 0
     /// How long ticks took (every model step of every stream with new audio).
     public var tickTimes = LatencyHistogram()

@@ -19,8 +19,11 @@ public final class WyomingServer: @unchecked Sendable {
     // @unchecked Sendable: after init, every mutable property is touched only by the thread
     // inside `run()`; `stop()`, the one method for other threads, only writes to the eventfd of
     // `wake` (a system call, safe from any thread).
+    /// Where it listens (with the port chosen, when 0 was asked for).
     public let address: ServeURI
+    /// The models every stream runs.
     public let models: [ServedModel]
+    /// Its limits and pace.
     public let options: ServeOptions
     private let listener: Int32?
     private let wake: WakeSignal
