@@ -8,10 +8,14 @@ import Foundation
 public struct DetectionEvaluation: Sendable {
     /// A word in the stream, in seconds.
     public struct Word: Sendable, Equatable {
+        /// Its start (seconds).
         public var start: Double
+        /// Its end (seconds).
         public var end: Double
+        /// Its label.
         public var label: String
 
+        /// A true word.
         public init(start: Double, end: Double, label: String) {
             self.start = start
             self.end = end
@@ -22,24 +26,30 @@ public struct DetectionEvaluation: Sendable {
     /// A segment as it was announced: `announced` is how far into the stream (seconds of audio
     /// pushed) its `.started` event came.
     public struct Detection: Sendable, Equatable {
+        /// The segment the detection came from.
         public var segment: Segment
+        /// When listen would have announced it (seconds).
         public var announced: Double
 
+        /// A detection announced at `announced`.
         public init(segment: Segment, announced: Double) {
             self.segment = segment
             self.announced = announced
         }
     }
 
+    /// The true words.
     public let words: [Word]
     /// Detections of the labels that count (not ignored).
     public let detections: [Detection]
+    /// The stream's length (seconds).
     public let seconds: Double
     /// A detection of a word's label announced from its start to this long after its end finds it.
     public let window: Double
     /// Labels whose words and detections do not count (the background, unknown words).
     public let ignored: Set<String>
 
+    /// Matches each word with the first detection of its label within `window` seconds after it.
     public init(words: [Word], detections: [Detection], seconds: Double, window: Double, ignored: Set<String>) {
         self.words = words
         self.detections = detections
@@ -60,11 +70,15 @@ public struct DetectionEvaluation: Sendable {
     /// Each counted word with the detection that found it (nil: missed); each detection finds one word at most.
     public let matches: [(word: Word, detection: Detection?)]
 
+    /// Words counted (not ignored).
     public var keywordCount: Int { words.filter { !ignored.contains($0.label) }.count }
+    /// Words found.
     public var hits: Int { matches.filter { $0.detection != nil }.count }
+    /// Found over counted.
     public var hitRate: Double { Double(hits) / Double(max(1, keywordCount)) }
     /// Detections that found no word of their label.
     public var falseAlarms: Int { detections.count - hits }
+    /// Detections that matched no word, per hour of audio.
     public var falseAlarmsPerHour: Double { seconds > 0 ? Double(falseAlarms) / (seconds / 3600) : 0 }
     /// Seconds from each found word's end to its announcement, in order.
     public var delays: [Double] { matches.compactMap { m in m.detection.map { $0.announced - m.word.end } }.sorted() }

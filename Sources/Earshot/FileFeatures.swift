@@ -8,31 +8,43 @@ public struct FileFeatures: Sendable {
         case channel(Int)
     }
 
+    /// The front end.
     public let config: FeatureConfig
+    /// Mixed, or one channel.
     public var channels: Channels
     /// Frames read from the file per step.
     public var chunkFrames: Int
 
+    /// A job; `chunkFrames` frames of the file are read at a time.
     public init(config: FeatureConfig, channels: Channels = .mix, chunkFrames: Int = 16384) {
         self.config = config
         self.channels = channels
         self.chunkFrames = chunkFrames
     }
 
+    /// What a run read and computed.
     public struct Summary: Sendable {
+        /// The file.
         public var path: String
+        /// Its container (libsndfile's name).
         public var formatName: String
+        /// Its encoding (libsndfile's name).
         public var encodingName: String
+        /// Its sample rate (Hz).
         public var sourceRate: Int
+        /// Its channels.
         public var channelCount: Int
         /// Source frames read.
         public var frameCount: Int
         /// Samples after resampling to the front end's rate.
         public var sampleCount: Int
+        /// Feature frames computed.
         public var featureFrames: Int
         /// Per feature: mean, minimum and maximum over all frames.
         public var mean: [Float]
+        /// Per feature: the least value.
         public var minimum: [Float]
+        /// Per feature: the greatest value.
         public var maximum: [Float]
     }
 

@@ -32,6 +32,7 @@ public struct LabelOptions: Sendable, Equatable {
     /// After a detection, the same label waits this long before it can be detected again (ms).
     public var refractoryMs: Double = 2000
 
+    /// silero-vad's defaults.
     public init() {}
 
     /// The model's defaults (its manifest's `decision`), else silero-vad's.
@@ -51,8 +52,11 @@ public struct LabelOptions: Sendable, Equatable {
         if let v = d.refractoryMs { refractoryMs = v }
     }
 
+    /// The negative threshold in force: the one given, else threshold - 0.15 (at least 0.01).
     public var effectiveNegativeThreshold: Double { negativeThreshold ?? max(threshold - 0.15, 0.01) }
 
+    /// Checks every option against its range.
+    /// - Throws: `StreamError.invalidOption` naming the option, its value and what it may be.
     public func validate() throws(StreamError) {
         typealias Limits = ModelManifest.Decision
         guard Limits.scoreRange.contains(threshold) else { throw .invalidOption(name: "threshold", value: "\(threshold)", expected: "0...1") }

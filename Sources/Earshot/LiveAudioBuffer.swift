@@ -4,6 +4,7 @@ import EarshotFeatures
 /// When the source outruns the consumer, the oldest audio is dropped and every dropped sample
 /// is counted, so that the consumer can report it: nothing is lost silently.
 public final class LiveAudioBuffer: Sendable {
+    /// Samples held at most.
     public let capacity: Int
 
     private struct Storage {

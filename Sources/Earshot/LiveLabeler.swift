@@ -176,6 +176,7 @@ public struct LatencyHistogram: Sendable, Equatable {
     private var counts = [Int](repeating: 0, count: LatencyHistogram.bins)
     public private(set) var count = 0
 
+    /// An empty histogram.
     public init() {}
 
     static func bin(microseconds us: Double) -> Int {

@@ -3,8 +3,11 @@ import Foundation
 /// Finds a model package by name or path: a folder path as given; else NAME under
 /// `$EARSHOT_MODELS`; else NAME under `Models/` in the current folder or beside the executable.
 public enum ModelLocator {
+    /// The model used when none is named.
     public static let defaultModel = "silero-vad"
 
+    /// The package folder for a name or path.
+    /// - Throws: `ModelError.cannotRead` when no folder of that name is in any of the places searched.
     public static func find(_ nameOrPath: String, environment: [String: String] = ProcessInfo.processInfo.environment,
                             executable: String = CommandLine.arguments.first ?? "") throws(ModelError) -> URL {
         let fm = FileManager.default

@@ -5,13 +5,16 @@
 /// word only when speech was heard over it. The gate's own events are written only when it is
 /// also one of the models asked for.
 public struct MultiLabeler: Sendable {
+    /// One labeller per model.
     public var labelers: [FileLabeler]
     /// Index into `labelers` of the gate, if any.
     public var gate: Int?
     /// Whether the gate's own events are part of the output.
     public var showGate: Bool
+    /// How long after the gate's speech a detection still counts (seconds).
     public var gateSeconds: Double
 
+    /// Several models over the same files; `gate` indexes `labelers`.
     public init(labelers: [FileLabeler], gate: Int? = nil, showGate: Bool = true, gateSeconds: Double = 1) {
         self.labelers = labelers
         self.gate = gate

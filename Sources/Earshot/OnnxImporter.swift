@@ -11,6 +11,7 @@ import Foundation
 /// its constants. The graph is run once on silence while it is read, so every shape is known
 /// and every op is proven to run before a package is written.
 public struct OnnxImporter {
+    /// How a model is imported and what its package says.
     public struct Options: Sendable {
         /// Values for inputs that are settings, not audio (e.g. "sr": 16000).
         public var fixed: [String: Double] = [:]
@@ -20,6 +21,7 @@ public struct OnnxImporter {
         public var audioInput: String?
         /// The output whose values are the scores; the one output left when nil.
         public var scoreOutput: String?
+        /// The model's rate (Hz).
         public var sampleRate = 16000
         /// New samples per step; from the audio input's fixed size when nil.
         public var chunkSamples: Int?
@@ -28,19 +30,30 @@ public struct OnnxImporter {
         /// What a step takes: "samples" (a block of audio, the input's last axis) or
         /// "features" (a block of features the caller computes, of the input's whole shape).
         public var frontEnd = "samples"
+        /// The scores' labels (default: the package name, or class0, class1, ...).
         public var labels: [String] = []
+        /// The package's name.
         public var name = "imported"
+        /// The package's version.
         public var version = "1"
+        /// The default label rules.
         public var decision: ModelManifest.Decision?
+        /// The package's description.
         public var description: String?
+        /// The model's author.
         public var author: String?
+        /// The model's licence.
         public var license: String?
+        /// Where the model comes from.
         public var source: String?
         /// Attribution and wake-word metadata written into the manifest.
         public var url: String?
+        /// A wake word's phrase.
         public var phrase: String?
+        /// The languages it was trained on.
         public var languages: [String]?
 
+        /// The defaults.
         public init() {}
 
         /// The package's manifest with these options' name, decision and metadata.
@@ -55,6 +68,7 @@ public struct OnnxImporter {
         }
     }
 
+    /// Why a model cannot be imported, naming the file, node and what to do.
     public enum ImportError: Error, Sendable, CustomStringConvertible {
         case onnx(OnnxError)
         /// A node the importer cannot turn into the runtime's graph: its name, op, why, and what to do.

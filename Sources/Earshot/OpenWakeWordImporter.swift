@@ -12,7 +12,9 @@ import Foundation
 public enum OpenWakeWordImporter {
     public typealias ImportError = OnnxImporter.ImportError
 
+    /// New samples per step of a composed openWakeWord package (80 ms).
     public static let chunkSamples = 1280
+    /// Samples of context before them (the melspectrogram's window).
     public static let contextSamples = 480
     static let frames = 76, mels = 32, embeddings = 16, embeddingSize = 96, framesPerStep = 8
 

@@ -14,8 +14,10 @@ public enum SegmentFormat: String, Sendable, CaseIterable {
     /// RTTM: SPEAKER <file> <channel> <start> <duration> <NA> <NA> <label> <NA> <NA>
     case rttm
 
+    /// The line before the events (CSV's column names), if the format has one.
     public var header: String? { self == .csv ? "file,channel,label,start,end,score" : nil }
 
+    /// A segment as a line of this format.
     public func line(_ s: Segment, file: String, multiChannel: Bool) -> String {
         let start = String(format: "%.3f", s.startSeconds), end = String(format: "%.3f", s.endSeconds)
         let score = String(format: "%.2f", s.confidence)
@@ -79,6 +81,7 @@ public enum SegmentFormat: String, Sendable, CaseIterable {
             + s.scores.map { String(format: "%.4f", $0) }.joined(separator: ",")
     }
 
+    /// The header of the CSV table of step scores.
     public static func scoresHeader(labels: [String]) -> String {
         "file,channel,start,end," + labels.map(csvField).joined(separator: ",")
     }

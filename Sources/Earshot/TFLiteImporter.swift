@@ -37,6 +37,8 @@ public struct TFLiteImporter {
     /// Variable key → (state input name, the tensor now holding it, its shape), in first-read order.
     private var variables: [(key: String, input: String, current: String, shape: [Int], value: GraphTensor)] = []
 
+    /// A .tflite model as a package's manifest and tensors.
+    /// - Throws: `ImportError` naming the file, operator or tensor and the reason.
     public static func importModel(path: String, options: OnnxImporter.Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let model: TFLiteModel
         do { model = try TFLiteModel.read(path: path) } catch { throw .interface(path: path, reason: error.description, hint: "give a .tflite file") }
@@ -46,12 +48,17 @@ public struct TFLiteImporter {
 
     /// What a microWakeWord JSON config (NAME.json beside NAME.tflite) says of its model.
     public struct MicroWakeWordConfig: Sendable, Equatable {
+        /// The wake phrase.
         public var wakeWord: String
+        /// The mean probability a detection needs.
         public var probabilityCutoff: Double
         /// How many of the latest outputs are averaged before the cutoff.
         public var slidingWindowSize: Int
+        /// The model's author.
         public var author: String?
+        /// The author's page.
         public var website: String?
+        /// The languages it was trained on.
         public var languages: [String]
 
         /// Reads NAME.json beside `path` (NAME.tflite); nil when there is none or it is not a

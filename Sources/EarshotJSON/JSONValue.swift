@@ -9,14 +9,19 @@ public enum JSONValue: Sendable, Equatable {
     case array([JSONValue])
     case object([String: JSONValue])
 
+    /// An object's member (nil for other values).
     public subscript(key: String) -> JSONValue? {
         if case let .object(o) = self { return o[key] }
         return nil
     }
 
+    /// The string, if it is one.
     public var string: String? { if case let .string(s) = self { return s } else { return nil } }
+    /// The number, if it is one.
     public var number: Double? { if case let .number(n) = self { return n } else { return nil } }
+    /// The object's members, if it is one.
     public var object: [String: JSONValue]? { if case let .object(o) = self { return o } else { return nil } }
+    /// The elements, if it is an array.
     public var array: [JSONValue]? { if case let .array(a) = self { return a } else { return nil } }
 
     /// The number as an integer, when it is one exactly (and within ±2^53).
@@ -38,10 +43,12 @@ public enum JSONValue: Sendable, Equatable {
         return v
     }
 
+    /// Parses one JSON value filling `bytes`.
     public static func parse(_ bytes: [UInt8]) throws(JSONError) -> JSONValue {
         try bytes.withUnsafeBytes { raw in Result { () throws(JSONError) -> JSONValue in try parse(raw) } }.get()
     }
 
+    /// Parses one JSON value filling `text`.
     public static func parse(_ text: String) throws(JSONError) -> JSONValue { try parse(Array(text.utf8)) }
 
     /// Compact JSON text; object keys sorted, so the same value always gives the same bytes.
@@ -51,6 +58,7 @@ public enum JSONValue: Sendable, Equatable {
         return out
     }
 
+    /// Appends the value's compact JSON text.
     public func write(to out: inout String) {
         switch self {
         case .null: out += "null"
@@ -123,8 +131,10 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 public struct JSONError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Byte offset of the problem.
     public var offset: Int
+    /// What is wrong.
     public var reason: String
 
+    /// An error at `offset`.
     public init(offset: Int, reason: String) {
         self.offset = offset
         self.reason = reason

@@ -10,6 +10,7 @@ import Foundation
 ///     var state = model.makeState()
 ///     let scores = try model.prediction(from: block, using: &state)
 public final class Model: Sendable {
+    /// The package's model.json.
     public let manifest: ModelManifest
     /// The package folder.
     public let path: String
@@ -39,10 +40,13 @@ public final class Model: Sendable {
     let layerTypes: [String]
     let weightsBytes: Int
 
+    /// The package's name.
     public var name: String { manifest.name }
+    /// The audio rate a step takes (Hz).
     public var sampleRate: Int { manifest.audio.sampleRate }
     /// New samples per step.
     public var chunkSamples: Int { manifest.audio.chunkSamples }
+    /// One per score, in order.
     public var labels: [String] { manifest.outputs.labels }
 
     /// Loads and checks a package: `folder/model.json` and `folder/weights.safetensors`. Every

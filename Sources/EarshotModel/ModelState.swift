@@ -16,6 +16,7 @@ public struct ModelState: Sendable, Equatable {
     public var byteCount: Int { (context.count + carry.count) * MemoryLayout<Float>.size }
 
     static let magic: [UInt8] = Array("ESTATE".utf8)
+    /// The serialized format's version.
     public static let formatVersion: UInt32 = 2
 
     /// The most steps a state may have taken: 2^48 steps of even a 1 ms block is 8,900 years,

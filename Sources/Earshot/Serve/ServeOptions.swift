@@ -33,8 +33,11 @@ public struct ServeOptions: Sendable {
     /// Seconds a stopping server waits for its clients to take their last events.
     public var drainSeconds: Double = 5
 
+    /// The defaults.
     public init() {}
 
+    /// Checks every limit against its range.
+    /// - Throws: `ServeError.invalidOption` naming the option.
     public func validate() throws(ServeError) {
         func check(_ name: String, _ v: Double, _ range: ClosedRange<Double>) throws(ServeError) {
             guard v.isFinite, range.contains(v) else { throw .invalidOption(name: name, value: "\(v)", expected: "\(range.lowerBound)...\(range.upperBound)") }

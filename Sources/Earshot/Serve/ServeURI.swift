@@ -9,6 +9,8 @@ public enum ServeURI: Sendable, Equatable, CustomStringConvertible {
     /// Wyoming services listen on 10400 by default.
     public static let defaultPort = 10400
 
+    /// Reads a URI.
+    /// - Throws: `ServeError.invalidURI` saying what is wrong with it.
     public init(_ text: String) throws(ServeError) {
         if text == "stdio://" {
             self = .stdio
