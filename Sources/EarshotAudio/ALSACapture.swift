@@ -15,16 +15,20 @@ import Synchronization
 /// - Cancelling the consuming task (or dropping the stream) stops capture; `stop()` also waits
 ///   for the thread to end and the device to be released.
 public final class ALSACapture: Sendable {
+    /// The sample format asked of the device.
     public enum SampleFormat: String, Sendable, CaseIterable {
         case s16 = "S16_LE", s32 = "S32_LE", float = "FLOAT_LE"
     }
 
+    /// What to open and how.
     public struct Settings: Sendable {
         /// The PCM name.
         public var device: String = "default"
         /// Hz. Through `plug` (and `default`) ALSA converts whatever the hardware does to this.
         public var sampleRate: Int = 16000
+        /// Channels captured.
         public var channels: Int = 1
+        /// The sample format.
         public var format: SampleFormat = .s16
         /// Requested buffer latency; ALSA picks the period (about a quarter of it).
         public var latency: Duration = .milliseconds(40)
@@ -37,17 +41,21 @@ public final class ALSACapture: Sendable {
         /// defined in-process, e.g. a `file` PCM fed from a raw file.
         public var configuration: String?
 
+        /// The defaults: `default`, 16 kHz mono s16.
         public init() {}
     }
 
     /// A block of captured frames, interleaved.
     public struct Chunk: Sendable {
+        /// Interleaved samples, -1...1.
         public var samples: [Float]
+        /// Channels in `samples`.
         public var channels: Int
         /// Index of the chunk's first frame since capture started.
         public var firstFrame: Int
         /// When the chunk's last frame was read from the device.
         public var capturedAt: ContinuousClock.Instant
+        /// Frames in the chunk.
         public var frames: Int { samples.count / max(channels, 1) }
 
         /// Channel k of the chunk.
@@ -56,9 +64,11 @@ public final class ALSACapture: Sendable {
         }
     }
 
+    /// What the device granted (rate, channels, period).
     public let settings: Settings
     /// Period and buffer sizes ALSA granted, in frames.
     public let periodFrames: Int
+    /// The device buffer ALSA granted (frames).
     public let bufferFrames: Int
 
     /// The PCM handle: set up in init, then used only by the capture thread (or closed by
@@ -82,6 +92,8 @@ public final class ALSACapture: Sendable {
     /// Device overruns recovered.
     public var overruns: Int { overrunCount.load(ordering: .relaxed) }
 
+    /// Opens the device.
+    /// - Throws: `AudioError.deviceUnavailable` naming the device, the reason and what to try.
     public init(_ settings: Settings) throws(AudioError) {
         self.settings = settings
         let device = settings.device
@@ -273,7 +285,9 @@ public final class ALSACapture: Sendable {
 
 /// A capture-capable PCM or a sound card, as `earshot devices` lists them.
 public struct CaptureDevice: Sendable, Equatable {
+    /// The PCM or card name ALSA knows.
     public var name: String
+    /// ALSA's description of it.
     public var description: String
 
     /// PCMs that can capture (from ALSA's device hints) and the cards present.

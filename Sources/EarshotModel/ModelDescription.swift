@@ -1,13 +1,20 @@
 /// What a model takes, gives and costs: for people (`earshot inspect`) and for programs.
 public struct ModelDescription: Sendable, Codable, Equatable {
+    /// One layer or node: its shapes and costs.
     public struct LayerInfo: Sendable, Codable, Equatable {
+        /// Its name.
         public var name: String
+        /// Its type or op.
         public var type: String
         /// [channels, time] in and out, per step.
         public var inputShape: [Int]
+        /// Its output shape for one stream.
         public var outputShape: [Int]
+        /// Weights it holds.
         public var parameters: Int
+        /// Multiply-adds per step.
         public var multiplyAdds: Int
+        /// State it carries per stream (floats).
         public var stateFloats: Int
         /// How a graph's node runs: "packed product", "LSTM cell", "element-wise", "copy",
         /// "alias" (no work: a view of its input), "folded" (computed at load) or "reference"
@@ -16,32 +23,51 @@ public struct ModelDescription: Sendable, Codable, Equatable {
     }
 
     public var name: String
+    /// The model's version.
     public var version: String?
+    /// The package's description.
     public var summary: String?
+    /// Its author.
     public var author: String?
+    /// Its licence.
     public var license: String?
+    /// Where it comes from.
     public var source: String?
+    /// Audio rate (Hz).
     public var sampleRate: Int
+    /// New samples per step.
     public var chunkSamples: Int
+    /// Samples of context per step.
     public var contextSamples: Int
     /// The input one step takes: chunkSamples new samples at sampleRate.
     public var input: String
     /// For a graph: whether it runs compiled, and how many nodes on the reference kernels; or
     /// why it runs node by node on the reference kernels.
     public var execution: String?
+    /// The front end, in words.
     public var frontEnd: String
+    /// none, sigmoid or softmax.
     public var outputActivation: String
+    /// The labels.
     public var labels: [String]
+    /// Bytes of state per stream.
     public var stateBytesPerStream: Int
+    /// Weights in all.
     public var parameterCount: Int
+    /// Bytes of weights.safetensors.
     public var storageBytes: Int
+    /// How many layers or nodes of each type.
     public var layerCounts: [String: Int]
+    /// Multiply-adds per step, all layers.
     public var multiplyAddsPerStep: Int
+    /// The weights' hash (what states are bound to).
     public var contentHash: String
+    /// Per layer or node.
     public var layers: [LayerInfo]
 }
 
 extension Model {
+    /// What the model takes, gives and costs (`earshot inspect`).
     public var description: ModelDescription {
         if let graph {
             let block = manifest.audio.contextSamples + chunkSamples

@@ -4,10 +4,13 @@ import Foundation
 /// A clip's class by the runtime model, as the trainer decides it: the clip fitted to the model's
 /// clip length, run from a fresh state, and the mean score of its last steps.
 public struct ClipClassifier: Sendable {
+    /// The classifier.
     public let model: Model
     let clipSamples: Int
     let decisionSteps: Int
 
+    /// A clip classifier over a softmax package.
+    /// - Throws: `TrainingError` when the package is not a softmax classifier.
     public init(model: Model) throws(TrainingError) {
         guard model.manifest.outputs.activation == .softmax else {
             throw .model(reason: "\(model.path): a clip classifier needs a softmax model (this one's outputs are \(model.manifest.outputs.activation))")
@@ -44,33 +47,48 @@ public struct ClipClassifier: Sendable {
 
 /// Accuracy, per-class precision, recall and F1, and the confusion matrix of a model on labelled files.
 public struct Evaluation: Sendable {
+    /// One label's figures.
     public struct ClassFigures: Sendable {
+        /// The label.
         public var label: String
+        /// Right among the clips predicted as it.
         public var precision: Double
+        /// Found among its clips.
         public var recall: Double
+        /// Harmonic mean of the two.
         public var f1: Double
         /// Files of this label.
         public var support: Int
     }
 
+    /// One clip's prediction.
     public struct Prediction: Sendable {
+        /// The clip.
         public var path: String
+        /// Its label.
         public var truth: String
+        /// The label predicted.
         public var predicted: String
+        /// The predicted label's score.
         public var score: Float
+        /// Its group (`--group-by`).
         public var group: String
     }
 
+    /// The labels, in the model's order.
     public var labels: [String]
     /// [truth][predicted] counts, in `labels` order.
     public var confusion: [[Int]]
+    /// Every clip's prediction.
     public var predictions: [Prediction]
 
+    /// Clips predicted right, over all.
     public var accuracy: Double {
         let correct = labels.indices.reduce(0) { $0 + confusion[$1][$1] }
         return Double(correct) / Double(max(1, predictions.count))
     }
 
+    /// Per label.
     public var classes: [ClassFigures] {
         labels.indices.map { c in
             let tp = Double(confusion[c][c])

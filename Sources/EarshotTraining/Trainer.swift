@@ -12,6 +12,7 @@ public enum Augmentation: String, Sendable, CaseIterable {
     case shift
 }
 
+/// How a classifier is trained; every default is what `earshot train` uses.
 public struct TrainingOptions: Sendable {
     /// The learning rates training accepts (the CLI declares the same range).
     public static let learningRateRange = 1e-7...1.0
@@ -19,13 +20,19 @@ public struct TrainingOptions: Sendable {
     /// "conv:64x3,gru:2x64": a causal convolution (channels x taps) and GRU layers (count x hidden),
     /// then a linear layer to the labels. Parts may be left out or repeated.
     public var architecture = "conv:64x3,gru:2x64"
+    /// The front end: log-mel:N or mfcc:N.
     public var features = "log-mel:40"
     /// The model's rate; nil: the rate of the first training file.
     public var sampleRate: Int?
+    /// Passes over the data at most.
     public var epochs = 40
+    /// The seed of every random choice: the same seed, the same model.
     public var seed: UInt64 = 1
+    /// Clips per step.
     public var batchSize = 32
+    /// Adam's step size (in `learningRateRange`).
     public var learningRate: Float = 2e-3
+    /// Augmentations applied to training clips.
     public var augment: Set<Augmentation> = []
     /// Epochs without a better validation accuracy before training stops.
     public var patience = 8
@@ -44,28 +51,42 @@ public struct TrainingOptions: Sendable {
     /// For the manifest: what the model is, who made it, under which licence (trained weights
     /// often carry the data's licence).
     public var description: String?
+    /// The package's author.
     public var author: String?
+    /// The package's licence.
     public var license: String?
 
+    /// The defaults.
     public init() {}
 }
 
 /// One epoch's figures, for progress and for the record.
 public struct EpochReport: Sendable {
+    /// The epoch just run (from 1).
     public var epoch: Int
+    /// Epochs at most.
     public var epochs: Int
+    /// Mean training loss.
     public var loss: Double
+    /// Clip accuracy on the training set.
     public var trainingAccuracy: Double
+    /// Mean validation loss.
     public var validationLoss: Double
+    /// Clip accuracy on the validation set.
     public var validationAccuracy: Double
+    /// Wall time of the epoch.
     public var seconds: Double
     /// This epoch's model is the best so far (the one kept).
     public var best: Bool
 }
 
+/// A trained classifier as a package: its manifest and tensors, and how each epoch went.
 public struct TrainedClassifier: Sendable {
+    /// The package's model.json.
     public var manifest: ModelManifest
+    /// Its weights.
     public var tensors: [String: Tensor]
+    /// Per epoch.
     public var reports: [EpochReport]
     /// The validation accuracy of the kept model, as the trainer computed it.
     public var validationAccuracy: Double
@@ -81,6 +102,8 @@ public struct TrainedClassifier: Sendable {
 /// random draw comes from the seed and the clip and epoch it is for, and the two halves of a
 /// batch (one per core) are summed in a fixed order.
 public enum Trainer {
+    /// Trains a streaming classifier.
+    /// - Throws: `TrainingError` naming the option or file that stops it.
     public static func train(name: String, training: Dataset, validation: Dataset, options: TrainingOptions,
                              progress: (EpochReport) -> Void = { _ in }) throws(TrainingError) -> TrainedClassifier {
         let started = Date()
