@@ -8,14 +8,18 @@ import Foundation
 /// One reader serves one caller at a time; open another `AudioFile` to read the same file
 /// elsewhere.
 public final class AudioFile {
+    /// The file.
     public let path: String
+    /// Its sample rate (Hz).
     public let sampleRate: Int
+    /// Its channels.
     public let channelCount: Int
     /// Frames the file holds (one frame = one sample of every channel); nil when the stream
     /// does not say (a pipe: libsndfile learns the length only at its end).
     public let frameCount: Int?
     /// libsndfile's names of the container and encoding, e.g. ("WAV (Microsoft)", "Signed 16 bit PCM").
     public let formatName: String
+    /// Its encoding (libsndfile's name).
     public let encodingName: String
     /// Frames read so far.
     public private(set) var position = 0
@@ -36,6 +40,8 @@ public final class AudioFile {
     /// Serializes sf_open and the reading of its process-wide error.
     private static let openLock = NSLock()
 
+    /// Opens a file for reading in chunks.
+    /// - Throws: `AudioError.fileNotFound`, `.notAudio`, `.malformed` or `.unsupportedEncoding`, naming the file.
     public init(path: String) throws(AudioError) {
         self.path = path
         var isFolder: ObjCBool = false

@@ -6,15 +6,21 @@ import CSoxr
 /// see the tests for the tolerance held). Interleaved when there is more than one channel.
 /// Equal rates pass samples through untouched.
 public final class Resampler {
+    /// The rate of the samples given (Hz).
     public let inputRate: Double
+    /// The rate of the samples returned (Hz).
     public let outputRate: Double
+    /// Interleaved channels.
     public let channelCount: Int
     private var soxr: soxr_t?
     /// Output scratch, interleaved.
     private var scratch: [Float] = []
 
+    /// The rates a resampler takes.
     public static let supportedRates: ClosedRange<Double> = 1000...384_000
 
+    /// A streaming resampler (libsoxr, high quality).
+    /// - Throws: `AudioError.unsupportedSampleRate` or `.resampler`.
     public init(inputRate: Double, outputRate: Double, channelCount: Int = 1) throws(AudioError) {
         for rate in [inputRate, outputRate] where !Self.supportedRates.contains(rate) {
             throw .unsupportedSampleRate(rate)
@@ -43,6 +49,7 @@ public final class Resampler {
         try input.withUnsafeBufferPointer { (buf) throws(AudioError) in try process(buf) }
     }
 
+    /// Resamples the next samples; any chunking gives the same output as the whole.
     public func process(_ input: UnsafeBufferPointer<Float>) throws(AudioError) -> [Float] {
         guard let soxr else { return Array(input) }
         guard !input.isEmpty else { return [] }  // (an empty buffer may have no address: not the end of the stream)

@@ -3,11 +3,16 @@
 public struct FeatureConfig: Codable, Sendable, Equatable, Hashable {
     /// Sample rate of the audio the front end expects, in Hz.
     public var sampleRate: Int
+    /// The STFT.
     public var stft: STFTConfig
+    /// Mel bands over the spectrum (nil: the linear spectrum).
     public var mel: MelConfig?
+    /// The log applied to each value (nil: none).
     public var log: LogScale?
+    /// MFCCs of the log-mels (nil: none).
     public var mfcc: MFCCConfig?
 
+    /// A front end at `sampleRate`.
     public init(sampleRate: Int, stft: STFTConfig, mel: MelConfig? = nil, log: LogScale? = nil, mfcc: MFCCConfig? = nil) {
         self.sampleRate = sampleRate
         self.stft = stft
@@ -32,6 +37,8 @@ public struct FeatureConfig: Codable, Sendable, Equatable, Hashable {
     /// Values per feature frame.
     public var featureCount: Int { mfcc?.coefficientCount ?? mel?.melCount ?? stft.binCount }
 
+    /// Checks every setting.
+    /// - Throws: `FeatureError.invalidParameter` naming it.
     public func validate() throws(FeatureError) {
         guard sampleRate > 0 else {
             throw .invalidParameter(name: "sampleRate", value: "\(sampleRate)", expected: "> 0 Hz")
@@ -46,16 +53,21 @@ public struct FeatureConfig: Codable, Sendable, Equatable, Hashable {
 
 /// Feature frames, row-major: frame t holds `values[t * featureCount ..< (t + 1) * featureCount]`.
 public struct FeatureMatrix: Sendable, Equatable {
+    /// Values per frame.
     public var featureCount: Int
+    /// Frames one after another.
     public var values: [Float]
 
+    /// Frames of `featureCount` values.
     public init(featureCount: Int, values: [Float] = []) {
         self.featureCount = featureCount
         self.values = values
     }
 
+    /// Frames held.
     public var frameCount: Int { featureCount == 0 ? 0 : values.count / featureCount }
 
+    /// Frame t.
     public subscript(frame t: Int) -> ArraySlice<Float> {
         values[(t * featureCount)..<((t + 1) * featureCount)]
     }

@@ -6,6 +6,7 @@
 /// extractor is a snapshot: it continues independently from where the original was.
 /// ref: librosa.stft framing (center, pad_mode), librosa.feature.melspectrogram, librosa.feature.mfcc
 public struct FeatureExtractor: Sendable {
+    /// Its front end.
     public let config: FeatureConfig
     /// Shared by copies until one of them runs (then it takes a copy of its own).
     private var pipeline: PipelineBox
@@ -21,12 +22,15 @@ public struct FeatureExtractor: Sendable {
     /// [nFFT] frame assembly scratch for frames that touch padding.
     private var frameScratch: [Float]
 
+    /// A streaming extractor.
+    /// - Throws: `FeatureError` for an invalid configuration.
     public init(config: FeatureConfig) throws(FeatureError) {
         self.config = config
         pipeline = PipelineBox(try FeaturePipeline(config: config))
         frameScratch = [Float](repeating: 0, count: config.stft.nFFT)
     }
 
+    /// Values per frame.
     public var featureCount: Int { config.featureCount }
 
     /// Adds samples; returns the feature frames that became complete.

@@ -5,6 +5,7 @@ import Foundation
 /// `value = multiplier * log_base(max(x + offset, floor)) - multiplier * log_base(max(reference, floor))`.
 /// ref: librosa.power_to_db (reference = ref, floor = amin, topDB = top_db)
 public struct LogScale: Codable, Sendable, Equatable, Hashable {
+    /// Natural log or decibels.
     public enum Kind: String, Codable, Sendable {
         /// ln(x)
         case natural
@@ -14,6 +15,7 @@ public struct LogScale: Codable, Sendable, Equatable, Hashable {
         case decibels
     }
 
+    /// The log's kind.
     public var kind: Kind
     /// Added before the logarithm (e.g. 1e-6 for log(x + 1e-6)).
     public var offset: Float
@@ -26,6 +28,7 @@ public struct LogScale: Codable, Sendable, Equatable, Hashable {
     /// `LogScale.clip(_:topDB:)` to the whole output gives exactly that.
     public var topDB: Float?
 
+    /// A log scale.
     public init(kind: Kind, offset: Float = 0, floor: Float = 1e-10, reference: Float = 1, topDB: Float? = nil) {
         self.kind = kind
         self.offset = offset
@@ -34,6 +37,7 @@ public struct LogScale: Codable, Sendable, Equatable, Hashable {
         self.topDB = topDB
     }
 
+    /// Decibels as librosa's power_to_db computes them.
     public static func decibels(reference: Float = 1, floor: Float = 1e-10, topDB: Float? = nil) -> LogScale {
         LogScale(kind: .decibels, floor: floor, reference: reference, topDB: topDB)
     }

@@ -5,16 +5,22 @@ import Foundation
 /// `coefficientCount` coefficients.
 /// ref: scipy.fft.dct(type=2, norm='ortho'), as librosa.feature.mfcc uses it
 public struct MFCCConfig: Codable, Sendable, Equatable, Hashable {
+    /// Coefficients per frame.
     public var coefficientCount: Int
+    /// MFCCs with this many coefficients.
     public init(coefficientCount: Int) { self.coefficientCount = coefficientCount }
 }
 
+/// The orthonormal DCT-II (as scipy's `dct(norm="ortho")`).
 public struct DCT: Sendable, Equatable {
+    /// Values in.
     public let inputCount: Int
+    /// Coefficients out.
     public let outputCount: Int
     /// [outputCount][inputCount] row-major basis.
     let basis: [Float]
 
+    /// A DCT of `inputCount` values keeping `outputCount` coefficients.
     public init(inputCount: Int, outputCount: Int) throws(FeatureError) {
         guard inputCount >= 1 else {
             throw .invalidParameter(name: "melCount", value: "\(inputCount)", expected: ">= 1 for MFCC")
@@ -36,6 +42,7 @@ public struct DCT: Sendable, Equatable {
         self.basis = basis
     }
 
+    /// Transforms one frame.
     public func apply(_ input: UnsafeBufferPointer<Float>, into output: UnsafeMutableBufferPointer<Float>) {
         basis.withUnsafeBufferPointer { b in
             for k in 0..<outputCount {

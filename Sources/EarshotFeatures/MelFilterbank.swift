@@ -4,6 +4,7 @@ import Foundation
 /// Mel scale and filterbank settings.
 /// ref: librosa.filters.mel (sr, n_fft, n_mels, fmin, fmax, htk, norm)
 public struct MelConfig: Codable, Sendable, Equatable, Hashable {
+    /// Slaney's or HTK's mel scale.
     public enum Scale: String, Codable, Sendable {
         /// Slaney's Auditory Toolbox scale: linear below 1 kHz, logarithmic above (librosa's default).
         case slaney
@@ -11,6 +12,7 @@ public struct MelConfig: Codable, Sendable, Equatable, Hashable {
         case htk
     }
 
+    /// Slaney's area normalization, or none.
     public enum Normalization: String, Codable, Sendable {
         /// No normalisation: each triangle peaks at 1.
         case none
@@ -18,14 +20,18 @@ public struct MelConfig: Codable, Sendable, Equatable, Hashable {
         case slaney
     }
 
+    /// Mel bands.
     public var melCount: Int
     /// Lowest frequency in Hz.
     public var fmin: Double
     /// Highest frequency in Hz; nil means half the sample rate.
     public var fmax: Double?
+    /// The mel scale.
     public var scale: Scale
+    /// How each band is normalized.
     public var normalization: Normalization
 
+    /// Mel bands from fmin to fmax (default half the rate).
     public init(melCount: Int, fmin: Double = 0, fmax: Double? = nil, scale: Scale = .slaney,
                 normalization: Normalization = .slaney) {
         self.melCount = melCount
@@ -35,6 +41,7 @@ public struct MelConfig: Codable, Sendable, Equatable, Hashable {
         self.normalization = normalization
     }
 
+    /// Hz to mels.
     public static func hzToMel(_ hz: Double, scale: Scale) -> Double {
         switch scale {
         case .htk:
@@ -46,6 +53,7 @@ public struct MelConfig: Codable, Sendable, Equatable, Hashable {
         }
     }
 
+    /// Mels to Hz.
     public static func melToHz(_ mel: Double, scale: Scale) -> Double {
         switch scale {
         case .htk:
@@ -61,7 +69,9 @@ public struct MelConfig: Codable, Sendable, Equatable, Hashable {
 /// Triangular mel filters over the bins of a real FFT, stored sparsely (each filter's
 /// non-zero run of bins) so that applying them costs only the non-zero weights.
 public struct MelFilterbank: Sendable, Equatable {
+    /// Its bands.
     public let config: MelConfig
+    /// Spectrum bins it takes.
     public let binCount: Int
     /// Per filter: its first non-zero bin, its count of non-zero weights, and where they start
     /// in `weights`.
@@ -73,6 +83,7 @@ public struct MelFilterbank: Sendable, Equatable {
     /// Every filter's non-zero run of weights, each padded with zeros to a multiple of eight.
     private let weights: [Float]
 
+    /// The filterbank for a spectrum of nFFT/2+1 bins at `sampleRate`.
     public init(config: MelConfig, sampleRate: Int, nFFT: Int) throws(FeatureError) {
         let nyquist = Double(sampleRate) / 2
         let fmax = config.fmax ?? nyquist

@@ -17,9 +17,13 @@ import CEarshotKernels
 /// models take. The only state between frames is the noise estimate of each channel (`noise`);
 /// the caller keeps the samples (each frame reads the latest 480, 160 of them new).
 public enum MicroFrontend {
+    /// The rate it takes (Hz).
     public static let sampleRate = 16000
+    /// Samples per window (30 ms).
     public static let windowSamples = 480
+    /// Samples between windows (10 ms).
     public static let stepSamples = 160
+    /// Filterbank channels per frame.
     public static let channels = 40
     /// A frame's 16-bit value times this is the feature value pymicro-features gives.
     public static let featureScale: Float = 0.0390625

@@ -1,6 +1,7 @@
 /// How a signal is cut into frames and turned into spectra.
 /// ref: librosa.stft (n_fft, hop_length, win_length, window, center, pad_mode)
 public struct STFTConfig: Codable, Sendable, Equatable, Hashable {
+    /// How the signal's ends are padded.
     public enum PadMode: String, Codable, Sendable {
         /// Mirror without repeating the edge sample (numpy's `reflect`).
         case reflect
@@ -8,6 +9,7 @@ public struct STFTConfig: Codable, Sendable, Equatable, Hashable {
         case constant
     }
 
+    /// Magnitude or power.
     public enum Spectrum: String, Codable, Sendable {
         /// |X|
         case magnitude
@@ -21,14 +23,18 @@ public struct STFTConfig: Codable, Sendable, Equatable, Hashable {
     public var hopLength: Int
     /// Window length in samples (<= nFFT; the window is centred in the FFT frame).
     public var winLength: Int
+    /// The window.
     public var window: WindowKind
     /// Periodic (DFT-even) window rather than symmetric.
     public var periodic: Bool
     /// Pad nFFT/2 samples on both ends so that frame t is centred on sample t * hopLength.
     public var center: Bool
+    /// How the ends are padded.
     public var padMode: PadMode
+    /// What each bin holds.
     public var spectrum: Spectrum
 
+    /// An STFT.
     public init(
         nFFT: Int, hopLength: Int, winLength: Int? = nil, window: WindowKind = .hann,
         periodic: Bool = true, center: Bool = true, padMode: PadMode = .reflect,
@@ -57,6 +63,8 @@ public struct STFTConfig: Codable, Sendable, Equatable, Hashable {
         return sampleCount >= nFFT ? 1 + (sampleCount - nFFT) / hopLength : 0
     }
 
+    /// Checks every setting.
+    /// - Throws: `FeatureError.invalidParameter` naming it.
     public func validate() throws(FeatureError) {
         guard (2...(1 << 24)).contains(nFFT) else {
             throw .invalidParameter(name: "nFFT", value: "\(nFFT)", expected: "2...\(1 << 24)")

@@ -7,6 +7,7 @@ public enum WindowKind: String, Codable, Sendable, CaseIterable {
     case rectangular
 }
 
+/// Analysis windows, as scipy and librosa compute them.
 public enum Window {
     /// The window's `length` coefficients. `periodic` (the DFT-even form, scipy's `fftbins=True`,
     /// librosa's default) divides by `length`; symmetric divides by `length - 1`.

@@ -2,12 +2,18 @@ import CEarshotKernels
 
 /// One node of a graph: an ONNX op over named tensors ("" for an omitted input or output).
 public struct GraphNode: Sendable, Equatable {
+    /// The op.
     public let op: String
+    /// The node's name.
     public let name: String
+    /// Its input tensors.
     public let inputs: [String]
+    /// Its output tensors.
     public let outputs: [String]
+    /// Its attributes.
     public let attributes: [String: GraphAttribute]
 
+    /// A node.
     public init(op: String, name: String, inputs: [String], outputs: [String], attributes: [String: GraphAttribute] = [:]) {
         self.op = op
         self.name = name
@@ -49,9 +55,13 @@ public struct GraphPlan: Sendable {
         }
     }
 
+    /// The graph's inputs.
     public let inputNames: [String]
+    /// Their shapes for one stream.
     public let inputShapes: [[Int]]
+    /// The graph's outputs.
     public let outputNames: [String]
+    /// Their shapes for one stream.
     public let outputShapes: [[Int]]
     /// Per node (by name), how it runs: "folded", "alias", "copy", "packed product", "LSTM cell",
     /// "element-wise" or "reference".
@@ -239,6 +249,7 @@ public struct GraphPlan: Sendable {
 public struct GraphWorkspace: Sendable {
     var arena: [Float] = []
     var scratch: [Float] = []
+    /// An empty workspace.
     public init() {}
 }
 

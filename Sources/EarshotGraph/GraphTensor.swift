@@ -13,7 +13,9 @@ public enum GraphDType: String, Sendable, Codable {
 /// input it gets (dimensions not negative, as many values as the shape holds, bools 0 or 1)
 /// and answers a `GraphError` naming the input when one is malformed.
 public struct GraphTensor: Sendable, Equatable {
+    /// Its element type.
     public var dtype: GraphDType
+    /// Its shape.
     public var shape: [Int]
     /// The values of a float32 tensor (empty for the other types).
     public var floats: [Float]
@@ -55,6 +57,7 @@ public struct GraphTensor: Sendable, Equatable {
     /// The number of values the tensor stores.
     public var count: Int { dtype == .float32 ? floats.count : integers.count }
 
+    /// Dimensions.
     public var rank: Int { shape.count }
 
     /// The values of a bool tensor (or of an int64 tensor, as value != 0).
@@ -116,18 +119,21 @@ public enum GraphError: Error, Equatable, Sendable, CustomStringConvertible {
     /// `GraphOps.supportedOpsets`, or an attribute value they do not implement.
     case unsupported(node: String, op: String, reason: String)
 
+    /// The node that failed.
     public var node: String {
         switch self {
         case let .op(node, _, _), let .unsupported(node, _, _): return node
         }
     }
 
+    /// Its op.
     public var op: String {
         switch self {
         case let .op(_, op, _), let .unsupported(_, op, _): return op
         }
     }
 
+    /// Why.
     public var reason: String {
         switch self {
         case let .op(_, _, reason), let .unsupported(_, _, reason): return reason

@@ -12,6 +12,7 @@ public struct GraphSpec: Codable, Sendable, Equatable {
     /// The tensor that receives a block of audio, shaped `audioShape` (e.g. [1, 576]: the
     /// context and the chunk of one stream).
     public var audioInput: String
+    /// The audio input's shape for one stream (context and chunk).
     public var audioShape: [Int]
     /// The tensor whose values are the step's scores (one per label).
     public var scoreOutput: String
@@ -20,8 +21,10 @@ public struct GraphSpec: Codable, Sendable, Equatable {
     public var states: [StateSpec]
     /// Integer constants by name (float constants live in weights.safetensors).
     public var constants: [String: IntegerConstant]
+    /// The nodes, in an order that computes each input before it is read.
     public var nodes: [NodeSpec]
 
+    /// A graph.
     public init(opset: Int, audioInput: String, audioShape: [Int], scoreOutput: String, states: [StateSpec],
                 constants: [String: IntegerConstant], nodes: [NodeSpec]) {
         self.opset = opset
@@ -33,16 +36,19 @@ public struct GraphSpec: Codable, Sendable, Equatable {
         self.nodes = nodes
     }
 
+    /// A state tensor: read from `input` at a step's start, written from `output` at its end.
     public struct StateSpec: Codable, Sendable, Equatable {
         /// The tensor a step reads (ONNX: a graph input).
         public var input: String
         /// The tensor a step writes, which the next step reads as `input` (ONNX: an output).
         public var output: String
+        /// Its shape for one stream.
         public var shape: [Int]
         /// The weight tensor holding the state's values at stream start (as TFLite's variables
         /// take theirs from an init subgraph); zeros when nil.
         public var initial: String?
 
+        /// A state pair; `initial` names a constant with its first values (default zeros).
         public init(input: String, output: String, shape: [Int], initial: String? = nil) {
             self.input = input
             self.output = output
@@ -51,12 +57,16 @@ public struct GraphSpec: Codable, Sendable, Equatable {
         }
     }
 
+    /// An integer constant kept in the manifest.
     public struct IntegerConstant: Codable, Sendable, Equatable {
+        /// Its shape for one stream.
         public var shape: [Int]
+        /// Its values.
         public var values: [Int64]
         /// "int64" or "bool".
         public var dtype: String
 
+        /// A constant.
         public init(shape: [Int], values: [Int64], dtype: String = "int64") {
             self.shape = shape
             self.values = values
@@ -64,14 +74,20 @@ public struct GraphSpec: Codable, Sendable, Equatable {
         }
     }
 
+    /// A node: its op (ONNX's semantics), inputs, outputs and attributes.
     public struct NodeSpec: Codable, Sendable, Equatable {
+        /// The op.
         public var op: String
+        /// The node's name.
         public var name: String
         /// Tensor names; "" is an omitted optional input.
         public var inputs: [String]
+        /// Its outputs.
         public var outputs: [String]
+        /// Its attributes.
         public var attributes: [String: AttributeValue]?
 
+        /// A node.
         public init(op: String, name: String, inputs: [String], outputs: [String], attributes: [String: AttributeValue]? = nil) {
             self.op = op
             self.name = name

@@ -22,6 +22,7 @@ public struct ModelDescription: Sendable, Codable, Equatable {
         public var kernel: String?
     }
 
+    /// The package's name.
     public var name: String
     /// The model's version.
     public var version: String?

@@ -44,6 +44,7 @@ public struct ModelManifest: Codable, Sendable, Equatable {
     /// How a trained classifier was made and how it decides on a whole clip.
     public var training: Training?
 
+    /// A manifest.
     public init(format: String = ModelManifest.format, formatVersion: Int = ModelManifest.formatVersion, name: String,
                 version: String? = nil, description: String? = nil, author: String? = nil, license: String? = nil,
                 source: String? = nil, audio: Audio, frontEnd: FrontEnd, network: [LayerSpec], outputs: Outputs,
@@ -73,6 +74,7 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         /// Samples of the previous block prepended to each block (zeros at stream start).
         public var contextSamples: Int
 
+        /// The audio of a step.
         public init(sampleRate: Int, chunkSamples: Int, contextSamples: Int) {
             self.sampleRate = sampleRate
             self.chunkSamples = chunkSamples
@@ -104,6 +106,7 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         /// STFT: magnitude or power.
         public var spectrum: STFTConfig.Spectrum?
 
+        /// A front end.
         public init(type: FrontEndKind, nFFT: Int, hopLength: Int, winLength: Int? = nil, window: WindowKind? = nil, periodic: Bool? = nil,
                     padLeft: Int? = nil, padRight: Int? = nil, padMode: STFTConfig.PadMode? = nil, spectrum: STFTConfig.Spectrum? = nil) {
             self.type = type
@@ -128,6 +131,7 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         /// One per score, in order.
         public var labels: [String]
 
+        /// The outputs.
         public init(activation: Activation, reduceTime: ReduceTime? = nil, labels: [String]) {
             self.activation = activation
             self.reduceTime = reduceTime
@@ -162,6 +166,7 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         /// After a detection, the same label is not detected again for this long (ms).
         public var refractoryMs: Double?
 
+        /// Label rules (nil: the defaults).
         public init(threshold: Double? = nil, minSegmentMs: Double? = nil, minSilenceMs: Double? = nil, padMs: Double? = nil,
                     backgroundLabel: String? = nil) {
             self.threshold = threshold
@@ -223,6 +228,7 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         /// Wall time of the training.
         public var trainingSeconds: Double?
 
+        /// A training record.
         public init(clipSeconds: Double, decisionSeconds: Double) {
             self.clipSeconds = clipSeconds
             self.decisionSeconds = decisionSeconds
@@ -232,42 +238,69 @@ public struct ModelManifest: Codable, Sendable, Equatable {
 
 /// One layer of the network as the manifest gives it. Which fields apply depends on `type`.
 public struct LayerSpec: Codable, Sendable, Equatable {
+    /// The layer type (conv1d, lstm, gru, linear, layerNorm, batchNorm, an activation, ...).
     public var type: String
     /// The layer's name (for messages and `inspect`).
     public var name: String?
     // conv1d
+    /// conv1d: input channels.
     public var inChannels: Int?
+    /// conv1d: output channels.
     public var outChannels: Int?
+    /// conv1d: taps.
     public var kernelSize: Int?
+    /// conv1d: stride.
     public var stride: Int?
+    /// conv1d: padding on each side.
     public var padding: Int?
+    /// conv1d: dilation.
     public var dilation: Int?
+    /// conv1d: groups.
     public var groups: Int?
+    /// The weight tensor's name.
     public var weight: String?
+    /// The bias tensor's name.
     public var bias: String?
     /// conv1d: pad nothing on the right; carry the last (kernelSize - 1) * dilation input
     /// frames from step to step in the state (zeros at stream start).
     public var causal: Bool?
     // linear
+    /// linear: inputs.
     public var inFeatures: Int?
+    /// linear: outputs.
     public var outFeatures: Int?
     // lstm, gru
+    /// lstm, gru: inputs.
     public var inputSize: Int?
+    /// lstm, gru: hidden units.
     public var hiddenSize: Int?
+    /// lstm, gru: stacked layers.
     public var numLayers: Int?
+    /// lstm, gru: the gates' order in the weights (e.g. ifgo).
     public var gateOrder: String?
+    /// lstm, gru: a tensor of first states (default zeros).
     public var initialState: String?
+    /// lstm, gru: input weights.
     public var weightIH: String?
+    /// lstm, gru: recurrent weights.
     public var weightHH: String?
+    /// lstm, gru: input bias.
     public var biasIH: String?
+    /// lstm, gru: recurrent bias.
     public var biasHH: String?
     // layerNorm, batchNorm
+    /// layerNorm: features normalized.
     public var normalizedShape: Int?
+    /// batchNorm: features.
     public var numFeatures: Int?
+    /// layerNorm, batchNorm: epsilon.
     public var eps: Double?
+    /// batchNorm: the running mean's tensor.
     public var runningMean: String?
+    /// batchNorm: the running variance's tensor.
     public var runningVar: String?
 
+    /// A layer of a type, its fields to fill.
     public init(type: String) { self.type = type }
 }
 

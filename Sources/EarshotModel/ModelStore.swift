@@ -3,10 +3,12 @@ import Foundation
 /// Loads each model once per folder and hands the same instance to every stream that asks.
 /// Loading runs off the caller's actor; concurrent requests for one folder share one load.
 public actor ModelStore {
+    /// One store for the process.
     public static let shared = ModelStore()
 
     private var loaded: [String: Task<Model, Error>] = [:]
 
+    /// An empty store.
     public init() {}
 
     /// The model in `folder`, loading it on first use.

@@ -3,10 +3,14 @@ import Foundation
 
 /// A tensor read from a safetensors file, widened to Float.
 public struct Tensor: Sendable, Equatable {
+    /// Its shape.
     public var shape: [Int]
+    /// Its element type as safetensors names it.
     public var dtype: String
+    /// Its values, row-major.
     public var values: [Float]
 
+    /// A tensor.
     public init(shape: [Int], dtype: String = "F32", values: [Float]) {
         self.shape = shape
         self.dtype = dtype

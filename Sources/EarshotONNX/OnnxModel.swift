@@ -11,7 +11,9 @@ public struct OnnxModel: Sendable, Equatable {
     public let irVersion: Int64
     /// The operator sets the graph uses, in file order.
     public let opsetImports: [OnnxOpset]
+    /// The tool that wrote the file.
     public let producerName: String
+    /// Its version.
     public let producerVersion: String
     /// The main graph.
     public let graph: OnnxGraph
@@ -66,9 +68,12 @@ public struct OnnxModel: Sendable, Equatable {
 
 /// An operator set the model imports: a domain ("" is the default ONNX domain) and its version.
 public struct OnnxOpset: Sendable, Equatable {
+    /// An opset's domain ("" for ONNX).
     public let domain: String
+    /// Its version.
     public let version: Int64
 
+    /// An opset import.
     public init(domain: String, version: Int64) {
         self.domain = domain
         self.version = version
@@ -78,10 +83,15 @@ public struct OnnxOpset: Sendable, Equatable {
 /// A graph: nodes in file order (ONNX writes them topologically sorted), the constant tensors
 /// it holds, and its declared inputs, outputs and intermediate values.
 public struct OnnxGraph: Sendable, Equatable {
+    /// Its name.
     public let name: String
+    /// Its nodes, in order.
     public let nodes: [OnnxNode]
+    /// Its constant tensors.
     public let initializers: [OnnxTensor]
+    /// Its inputs.
     public let inputs: [OnnxValueInfo]
+    /// Its outputs.
     public let outputs: [OnnxValueInfo]
     /// Types and shapes of intermediate values, where the file records them.
     public let valueInfo: [OnnxValueInfo]
@@ -89,7 +99,9 @@ public struct OnnxGraph: Sendable, Equatable {
 
 /// One operator application.
 public struct OnnxNode: Sendable, Equatable {
+    /// Its name.
     public let name: String
+    /// The op.
     public let opType: String
     /// The operator's domain; "" (or "ai.onnx") is the default ONNX domain.
     public let domain: String
@@ -98,6 +110,7 @@ public struct OnnxNode: Sendable, Equatable {
     public let inputs: [String]
     /// Value names in order; an empty string is an optional output not wanted.
     public let outputs: [String]
+    /// Its attributes.
     public let attributes: [String: OnnxAttribute]
 }
 
@@ -140,10 +153,15 @@ public indirect enum OnnxAttribute: Sendable, Equatable {
 /// Two tensors are equal when they hold the same bits: a NaN equals the same NaN (so a tensor
 /// always equals itself), and 0 and -0 differ.
 public struct OnnxTensor: Sendable, Equatable {
+    /// Its name.
     public let name: String
+    /// Its element type.
     public let dataType: OnnxDataType
+    /// Its shape.
     public let dims: [Int]
+    /// Float values (float tensors).
     public let floats: [Float]?
+    /// Integer values (integer and boolean tensors).
     public let integers: [Int64]?
     /// The element count: the product of `dims` (1 for a scalar, whose dims are empty).
     public let count: Int
@@ -183,6 +201,7 @@ public enum OnnxDataType: Int, Sendable, CaseIterable {
 
 /// A graph input's, output's or intermediate value's declared type.
 public struct OnnxValueInfo: Sendable, Equatable {
+    /// Its name.
     public let name: String
     /// The element type of a tensor value; nil when the file gives none, or the value is not a
     /// tensor (a sequence, map or optional).

@@ -5,15 +5,20 @@ import Foundation
 /// the builtin options the runtime needs). Metadata, signatures, sparsity and custom options are
 /// not kept.
 public struct TFLiteModel: Sendable, Equatable {
+    /// The schema version.
     public let version: UInt32
+    /// The converter's description.
     public let description: String
+    /// Its subgraphs (the first is the model).
     public let subgraphs: [TFLiteSubgraph]
     /// Per operator code: the builtin operator's number (`TFLiteOperator.code`).
     public let operatorCodes: [Int32]
 
     /// The most subgraphs, tensors per subgraph, operators per subgraph and dimensions per tensor.
     public static let maxSubgraphs = 1024
+    /// The most tensors a file may hold.
     public static let maxTensors = 1 << 20
+    /// The most dimensions a tensor may have.
     public static let maxDimensions = 16
 
     /// Reads the TFLite model at `path`.
@@ -79,18 +84,27 @@ public enum TFLiteType: Int, Sendable, Equatable {
 /// A tensor's affine quantization: real = scale * (q - zeroPoint), per tensor (one scale) or
 /// per channel along `dimension`.
 public struct TFLiteQuantization: Sendable, Equatable {
+    /// Scales: one, or one per channel.
     public let scales: [Float]
+    /// Zero points, as the scales.
     public let zeroPoints: [Int64]
+    /// The per-channel dimension.
     public let dimension: Int
 }
 
+/// A tensor: name, shape, type, quantization.
 public struct TFLiteTensor: Sendable, Equatable {
+    /// Its name.
     public let name: String
+    /// Its shape.
     public let shape: [Int]
+    /// Its element type.
     public let type: TFLiteType
+    /// Its quantization (int8 tensors).
     public let quantization: TFLiteQuantization?
     /// The constant bytes (little-endian), nil for a tensor computed at run time.
     public let data: [UInt8]?
+    /// Whether it is a variable.
     public let isVariable: Bool
 
     /// The element count of the shape.
@@ -133,9 +147,13 @@ public struct TFLiteTensor: Sendable, Equatable {
 /// An operator: its builtin code, inputs and outputs (tensor indices, -1 for an omitted
 /// optional input) and its options.
 public struct TFLiteOperator: Sendable, Equatable {
+    /// The builtin operator code.
     public let code: Int32
+    /// Input tensor indices (-1: none).
     public let inputs: [Int]
+    /// Output tensor indices.
     public let outputs: [Int]
+    /// Its options.
     public let options: TFLiteOptions
 
     /// The builtin operators the importer knows, by TFLite's numbers.
@@ -167,11 +185,17 @@ public enum TFLiteOptions: Sendable, Equatable {
     case other(type: Int)
 }
 
+/// A subgraph: tensors, inputs, outputs and operators.
 public struct TFLiteSubgraph: Sendable, Equatable {
+    /// Its name.
     public let name: String
+    /// Its tensors.
     public let tensors: [TFLiteTensor]
+    /// Input tensor indices (-1: none).
     public let inputs: [Int]
+    /// Output tensor indices.
     public let outputs: [Int]
+    /// Its operators, in order.
     public let operators: [TFLiteOperator]
 
     init(_ graph: Table, index: Int, buffers: [Table], codes: [Int32], fb: FlatBuffer) throws(TFLiteError) {

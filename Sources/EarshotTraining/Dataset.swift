@@ -21,7 +21,9 @@ public enum TrainingError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// One labelled recording.
 public struct LabelledFile: Sendable, Equatable {
+    /// The clip.
     public var path: String
+    /// Its label.
     public var label: String
     /// What must not be split between training and validation (a speaker, say).
     public var group: String
@@ -30,11 +32,14 @@ public struct LabelledFile: Sendable, Equatable {
 /// Labelled audio: one subfolder per label (Create ML's labelled directories), or a CSV of
 /// `file,label` lines (paths relative to the CSV's folder; a header line `file,label` is allowed).
 public struct Dataset: Sendable, Equatable {
+    /// Labels, sorted.
     public var labels: [String]
+    /// The clips.
     public var files: [LabelledFile]
     /// Where it was read from.
     public var source: String
 
+    /// File extensions taken as audio.
     public static let audioExtensions: Set<String> = ["wav", "flac", "ogg", "oga", "aif", "aiff", "aifc", "au", "caf", "w64", "mp3"]
 
     /// Reads a folder or CSV. `groupBy` is a regular expression on each file's name: its first

@@ -72,6 +72,7 @@ public struct WyomingReader: Sendable {
         /// The payload.
         public var payloadBytes: Int
 
+        /// Limits (defaults: 16 KiB header lines, 1 MiB data and payloads).
         public init(headerBytes: Int = 16 * 1024, dataBytes: Int = 1 << 20, payloadBytes: Int = 1 << 20) {
             self.headerBytes = headerBytes
             self.dataBytes = dataBytes
