@@ -54,21 +54,20 @@ public enum SegmentFormat: String, Sendable, CaseIterable {
         }
     }
 
-    /// An RTTM file id: the file's name without its extension (`rttmID` keeps the extension where
-    /// two inputs would share an id), white space as underscores.
+    /// An RTTM file id as a field: white space as underscores. (For rttm, `line`'s `file` is the
+    /// id: see `rttmIDs`.)
     static func rttmName(_ id: String) -> String {
-        let name = id.contains("/") || id.contains(".") ? URL(fileURLWithPath: id).deletingPathExtension().lastPathComponent : id
-        return name.replacingOccurrences(of: " ", with: "_").replacingOccurrences(of: "\t", with: "_")
+        id.replacingOccurrences(of: " ", with: "_").replacingOccurrences(of: "\t", with: "_")
     }
 
     /// The RTTM file id of each input of a run: its name without extension, unless another input
     /// has the same one (x.wav and x.flac): then its name with the extension, as x.wav.
     public static func rttmIDs(_ files: [String]) -> [String: String] {
         let bare = files.map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent }
+        let uses = Dictionary(bare.map { ($0, 1) }, uniquingKeysWith: +)
         var ids: [String: String] = [:]
         for (file, name) in zip(files, bare) {
-            let shared = bare.filter { $0 == name }.count > 1
-            ids[file] = shared ? URL(fileURLWithPath: file).lastPathComponent.replacingOccurrences(of: ".", with: "_") : name
+            ids[file] = uses[name, default: 0] > 1 ? URL(fileURLWithPath: file).lastPathComponent.replacingOccurrences(of: ".", with: "_") : name
         }
         return ids
     }

@@ -103,27 +103,10 @@ enum BenchServeCommand {
         defer { close(epoll) }
         var all: [Client] = []
         for k in 0..<n {
-            let fd = socket(unix ? AF_UNIX : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            let ok: Int32
-            if unix {
-                var address = sockaddr_un()
-                address.sun_family = sa_family_t(AF_UNIX)
-                withUnsafeMutableBytes(of: &address.sun_path) { dst in for (i, b) in socketPath.utf8.enumerated() where i < dst.count - 1 { dst[i] = b } }
-                ok = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-                }
-            } else {
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = in_port_t(UInt16(port).bigEndian)
-                address.sin_addr.s_addr = inet_addr("127.0.0.1")
-                ok = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                }
+            let fd: Int32
+            do { fd = try Sockets.connect(unix ? .unix(path: socketPath) : .tcp(host: "127.0.0.1", port: port)) } catch {
+                throw UsageError("client \(k): \(error)")
             }
-            guard ok == 0 else { throw UsageError("client \(k): connect failed: \(String(cString: strerror(errno)))") }
-            var one: Int32 = 1
-            if !unix { setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) }
             let flags = fcntl(fd, F_GETFL)
             _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
             _ = earshot_epoll_ctl(epoll, 0, fd, earshot_epollin, UInt64(k))

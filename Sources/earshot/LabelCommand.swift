@@ -123,7 +123,7 @@ enum LabelCommand {
         var code: Int32?
         let showProgress = isatty(STDERR_FILENO) != 0 && !args.flag("quiet")
         let context = Context(format: format, model: model, channels: channels, output: output, multipleFiles: files.count > 1,
-                              rttmIDs: SegmentFormat.rttmIDs(files))
+                              rttmIDs: SegmentFormat.rttmIDs(files), scoreTable: format == .csv && labeler.options.includeScores)
         if labeler.options.includeScores {
             // Every step's scores: one file at a time, written as they come (memory stays flat
             // however long the file).
@@ -231,6 +231,8 @@ extension LabelCommand {
         let multipleFiles: Bool
         /// Each input's RTTM file id, unique in the run.
         let rttmIDs: [String: String]
+        /// CSV with --scores: the table of step scores, and nothing else.
+        let scoreTable: Bool
 
         /// Text output names each file before its segments when there are several.
         func heading(_ file: String) throws(OutputError) {
@@ -245,7 +247,6 @@ extension LabelCommand {
             let name = format == .rttm ? rttmIDs[file] ?? file : file
             // An Audacity label track has no file or channel column: with several, each label says them.
             let tagged = format == .audacity && (multipleFiles || multiChannel)
-            let scoreTable = format == .csv && events.contains { if case .scores = $0 { return true } else { return false } }
             for event in events {
                 switch event {
                 case var .ended(segment) where !scoreTable:

@@ -25,11 +25,7 @@ enum PlotCommand {
         }
         let file = try AudioFile(path: path)
         let rate = file.sampleRate
-        var channels = try file.readChannels(maxFrames: file.frameCount ?? 0)
-        if !each, channels.count > 1 {
-            let n = channels[0].count
-            channels = [(0..<n).map { i in channels.reduce(0) { $0 + $1[i] } / Float(channels.count) }]
-        }
+        let channels = each ? try file.readChannels(maxFrames: file.frameCount ?? 0) : [try file.readMono(maxFrames: file.frameCount ?? 0)]
         let truth = try args.string("truth").map(readTruth) ?? []
         var results: [FileLabeler.Result] = []
         for labeler in labelers { results.append(try await labeler.label(path: path)) }
@@ -169,7 +165,8 @@ struct Plot {
         let h = 128.0
         caption(label, height: h)
         guard let bins = frames.first?.count, bins > 0 else { y += h + 10; return }
-        let lo = frames.flatMap { $0 }.min() ?? 0, hi = frames.flatMap { $0 }.max() ?? 1
+        let all = frames.joined()
+        let lo = all.min() ?? 0, hi = all.max() ?? 1
         var pixels = [UInt8](repeating: 0, count: frames.count * bins * 3)
         for (t, frame) in frames.enumerated() {
             for (m, v) in frame.enumerated() {

@@ -38,6 +38,10 @@ struct OutputFormatTests {
         #expect(both.status == 0 && ids == ["x_wav", "x_flac"])
         let one = try runEarshot(["label", "-f", "rttm", folder.appendingPathComponent("x.wav").path])
         #expect(Set(one.out.split(separator: "\n").map { String($0.split(separator: " ")[1]) }) == ["x"])
+        // A name with dots keeps all but its extension.
+        try FileManager.default.copyItem(at: folder.appendingPathComponent("x.wav"), to: folder.appendingPathComponent("take 1.v2.wav"))
+        let dotted = try runEarshot(["label", "-f", "rttm", folder.appendingPathComponent("take 1.v2.wav").path])
+        #expect(Set(dotted.out.split(separator: "\n").map { String($0.split(separator: " ")[1]) }) == ["take_1.v2"])
         let stereo = try runEarshot(["label", "-f", "audacity", "--channels", "each", "AudioSamples/stereo-16k.wav"])
         let labels = stereo.out.split(separator: "\n").map { String($0.split(separator: "\t")[2]) }
         #expect(Set(labels) == ["AudioSamples/stereo-16k.wav:0 speech", "AudioSamples/stereo-16k.wav:1 speech"])

@@ -15,29 +15,11 @@ final class WyomingTestClient {
     private var reader = WyomingReader()
 
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard ok == 0 else { throw ServeError.socket(operation: "connect", address: "127.0.0.1:\(port)", reason: systemError()) }
-        // Each event goes out as it is written, as the wyoming package's asyncio streams send it.
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        fd = try Sockets.connect(.tcp(host: "127.0.0.1", port: port))
     }
 
     init(unixPath path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { dst in for (i, b) in path.utf8.enumerated() where i < dst.count - 1 { dst[i] = b } }
-        let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard ok == 0 else { throw ServeError.socket(operation: "connect", address: path, reason: systemError()) }
+        fd = try Sockets.connect(.unix(path: path))
     }
 
     deinit { close(fd) }
@@ -58,6 +40,19 @@ final class WyomingTestClient {
     }
 
     func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+
+    /// Whether the server has dropped the connection without this client reading: a send fails
+    /// (the peer reset it) within `seconds`.
+    func sendsFail(seconds: Double = 10) -> Bool {
+        let ping = WyomingEvent(type: "ping").encoded
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let n = ping.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+            if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK { return true }
+            usleep(10_000)
+        }
+        return false
+    }
 
     /// The next event; nil at the end of the connection or after `seconds` without one.
     func next(seconds: Double = 20) throws -> WyomingEvent? {
@@ -396,6 +391,7 @@ struct ServeTests {
         var describes: [UInt8] = []
         for _ in 0..<2000 { describes += WyomingEvent(type: "describe").encoded }
         for _ in 0..<10 { f.send(describes) }
+        #expect(f.sendsFail())
 
         // Through all of it, a good client is served.
         let good = try WyomingTestClient(port: port)

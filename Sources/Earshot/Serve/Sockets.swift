@@ -4,13 +4,13 @@ import Glibc
 import CEarshotSystem
 
 /// The system's text for an errno value.
-func systemError(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
+package func systemError(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
 
-/// Sockets and epoll through Glibc: listening, accepting, non-blocking reads and writes.
-enum Sockets {
+/// Sockets and epoll through Glibc: listening, accepting, connecting, non-blocking reads and writes.
+package enum Sockets {
     /// A listening, non-blocking socket for `uri`, and the address it is bound to (the port
     /// chosen when 0 was asked for).
-    static func listen(_ uri: ServeURI, backlog: Int32 = 1024) throws(ServeError) -> (fd: Int32, bound: ServeURI) {
+    package static func listen(_ uri: ServeURI, backlog: Int32 = 1024) throws(ServeError) -> (fd: Int32, bound: ServeURI) {
         switch uri {
         case .stdio:
             throw .invalidURI(uri.description, reason: "stdio:// does not listen")
@@ -72,6 +72,59 @@ enum Sockets {
                 return (fd, .tcp(host: host, port: localPort(fd) ?? port))
             }
             throw .socket(operation: "bind", address: uri.description, reason: lastError)
+        }
+    }
+
+    /// A blocking connection to a service at `uri` (a client's: tests, `earshot bench serve`);
+    /// over TCP each write goes out at once (no Nagle delay), as the wyoming package's clients send.
+    package static func connect(_ uri: ServeURI) throws(ServeError) -> Int32 {
+        switch uri {
+        case .stdio:
+            throw .invalidURI(uri.description, reason: "stdio:// is not a place to connect to")
+        case let .unix(path):
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { throw .socket(operation: "socket", address: uri.description, reason: systemError()) }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { dst in
+                for (i, b) in path.utf8.enumerated() where i < dst.count - 1 { dst[i] = b }
+            }
+            let ok = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            guard ok == 0 else {
+                let reason = systemError()
+                close(fd)
+                throw .socket(operation: "connect", address: uri.description, reason: reason)
+            }
+            return fd
+        case let .tcp(host, port):
+            var hints = addrinfo()
+            hints.ai_family = AF_UNSPEC
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            hints.ai_flags = AI_NUMERICSERV
+            var list: UnsafeMutablePointer<addrinfo>?
+            let status = getaddrinfo(host, String(port), &hints, &list)
+            guard status == 0, let first = list else {
+                throw .socket(operation: "resolve", address: uri.description, reason: String(cString: gai_strerror(status)))
+            }
+            defer { freeaddrinfo(list) }
+            var lastError = "no address"
+            var entry: UnsafeMutablePointer<addrinfo>? = first
+            while let a = entry {
+                entry = a.pointee.ai_next
+                let fd = socket(a.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                guard fd >= 0 else { lastError = systemError(); continue }
+                guard Glibc.connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 else {
+                    lastError = systemError()
+                    close(fd)
+                    continue
+                }
+                var one: Int32 = 1
+                setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                return fd
+            }
+            throw .socket(operation: "connect", address: uri.description, reason: lastError)
         }
     }
 
