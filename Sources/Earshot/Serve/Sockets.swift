@@ -46,33 +46,40 @@ package enum Sockets {
             }
             return (fd, uri)
         case let .tcp(host, port):
-            var hints = addrinfo()
-            hints.ai_family = AF_UNSPEC
-            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-            hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-            var list: UnsafeMutablePointer<addrinfo>?
-            let status = getaddrinfo(host, String(port), &hints, &list)
-            guard status == 0, let first = list else {
-                throw .socket(operation: "resolve", address: uri.description, reason: String(cString: gai_strerror(status)))
-            }
-            defer { freeaddrinfo(list) }
-            var lastError = "no address"
-            var entry: UnsafeMutablePointer<addrinfo>? = first
-            while let a = entry {
-                entry = a.pointee.ai_next
-                let fd = socket(a.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-                guard fd >= 0 else { lastError = systemError(); continue }
+            let fd = try firstSocket(uri, host: host, port: port, passive: true, flags: Int32(SOCK_NONBLOCK.rawValue), operation: "bind") { fd, a in
                 var one: Int32 = 1
                 setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-                guard bind(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0, Glibc.listen(fd, backlog) == 0 else {
-                    lastError = systemError()
-                    close(fd)
-                    continue
-                }
-                return (fd, .tcp(host: host, port: localPort(fd) ?? port))
+                return bind(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 && Glibc.listen(fd, backlog) == 0
             }
-            throw .socket(operation: "bind", address: uri.description, reason: lastError)
+            return (fd, .tcp(host: host, port: localPort(fd) ?? port))
         }
+    }
+
+    /// The first of `host`'s addresses on which a new stream socket passes `use` (bind or
+    /// connect); the others' sockets are closed.
+    private static func firstSocket(_ uri: ServeURI, host: String, port: Int, passive: Bool, flags: Int32, operation: String,
+                                    _ use: (Int32, UnsafeMutablePointer<addrinfo>) -> Bool) throws(ServeError) -> Int32 {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = (passive ? AI_PASSIVE : 0) | AI_NUMERICSERV
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let first = list else {
+            throw .socket(operation: "resolve", address: uri.description, reason: String(cString: gai_strerror(status)))
+        }
+        defer { freeaddrinfo(list) }
+        var lastError = "no address"
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let a = entry {
+            entry = a.pointee.ai_next
+            let fd = socket(a.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | flags | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { lastError = systemError(); continue }
+            if use(fd, a) { return fd }
+            lastError = systemError()
+            close(fd)
+        }
+        throw .socket(operation: operation, address: uri.description, reason: lastError)
     }
 
     /// A blocking connection to a service at `uri` (a client's: tests, `earshot bench serve`);
@@ -99,32 +106,12 @@ package enum Sockets {
             }
             return fd
         case let .tcp(host, port):
-            var hints = addrinfo()
-            hints.ai_family = AF_UNSPEC
-            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-            hints.ai_flags = AI_NUMERICSERV
-            var list: UnsafeMutablePointer<addrinfo>?
-            let status = getaddrinfo(host, String(port), &hints, &list)
-            guard status == 0, let first = list else {
-                throw .socket(operation: "resolve", address: uri.description, reason: String(cString: gai_strerror(status)))
+            let fd = try firstSocket(uri, host: host, port: port, passive: false, flags: 0, operation: "connect") { fd, a in
+                Glibc.connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0
             }
-            defer { freeaddrinfo(list) }
-            var lastError = "no address"
-            var entry: UnsafeMutablePointer<addrinfo>? = first
-            while let a = entry {
-                entry = a.pointee.ai_next
-                let fd = socket(a.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-                guard fd >= 0 else { lastError = systemError(); continue }
-                guard Glibc.connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 else {
-                    lastError = systemError()
-                    close(fd)
-                    continue
-                }
-                var one: Int32 = 1
-                setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                return fd
-            }
-            throw .socket(operation: "connect", address: uri.description, reason: lastError)
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            return fd
         }
     }
 
