@@ -10,7 +10,7 @@ struct ChannelPipeline {
     let options: LabelOptions
     let sourceRate: Int
     var state: ModelState
-    private var resampler: Resampler?
+    private var resampler: StreamResampler?
     /// Samples at the model's rate not yet in a block.
     private var pending: [Float] = []
     private var pendingOffset = 0
@@ -37,7 +37,7 @@ struct ChannelPipeline {
         self.sourceRate = sourceRate
         state = model.makeState()
         if sourceRate != model.sampleRate {
-            do { resampler = try Resampler(inputRate: Double(sourceRate), outputRate: Double(model.sampleRate)) } catch {
+            do { resampler = try StreamResampler(inputRate: sourceRate, outputRate: model.sampleRate) } catch {
                 throw .audio(error)
             }
         }
@@ -202,3 +202,84 @@ struct ChannelPipeline {
         }
     }
 }
+
+// MARK: Snapshots
+
+extension ChannelPipeline {
+    /// The pipeline as a snapshot.
+    func snapshot() -> StreamSnapshot {
+        var w = SnapshotWriter()
+        w.bytes8(state.serialized())
+        w.bool(resampler != nil)
+        if let s = resampler?.snapshot {
+            w.int(s.inputCount); w.int(s.outputCount); w.int(s.epoch); w.floats(s.samples[...])
+        }
+        w.floats(pending[pendingOffset...])
+        w.int(modelSamples)
+        w.bool(inputEnded)
+        w.bool(failed)
+        w.int(trackers.count)
+        for t in trackers { w.int(t.label); t.tracker.save(to: &w) }
+        w.int(detectors.count)
+        for d in detectors { w.int(d.label); d.tracker.save(to: &w) }
+        w.int(sumBase)
+        w.int(sums.count)
+        for s in sums { w.doubles(s) }
+        return StreamSnapshot(modelHash: model.contentHash, sourceSampleRate: sourceRate, sourceSamples: sourceSamples,
+                              steps: steps, options: options, body: w.bytes)
+    }
+
+    /// A pipeline that goes on from a snapshot of this model.
+    init(channel: Int, model: Model, restoring s: StreamSnapshot) throws(StreamError) {
+        guard s.modelHash == model.contentHash else {
+            throw .model(.stateModelMismatch(expected: model.contentHash, found: s.modelHash))
+        }
+        try self.init(channel: channel, model: model, sourceRate: s.sourceSampleRate, options: s.options)
+        var r = SnapshotReader(bytes: s.body)
+        do { state = try model.restoreState(try r.bytes8()) } catch let e as ModelError { throw .model(e) } catch let e as StreamError { throw e } catch { throw .snapshot(reason: "\(error)") }
+        guard state.steps == s.steps else { throw .snapshot(reason: "the model state took \(state.steps) steps, the stream \(s.steps)") }
+        let resampled = try r.bool()
+        guard resampled == (s.sourceSampleRate != model.sampleRate) else {
+            throw .snapshot(reason: resampled ? "a resampler at the model's own rate" : "no resampler for \(s.sourceSampleRate) Hz")
+        }
+        if resampled {
+            let snap = StreamResampler.Snapshot(inputRate: s.sourceSampleRate, outputRate: model.sampleRate,
+                                                inputCount: try r.int(in: 0...(1 << 52), "resampler input"),
+                                                outputCount: try r.int(in: 0...(1 << 52), "resampler output"),
+                                                epoch: try r.int(in: 0...(1 << 40), "resampler epoch"), samples: try r.floats())
+            guard snap.inputCount == s.sourceSamples else {
+                throw .snapshot(reason: "the resampler had \(snap.inputCount) samples, the stream \(s.sourceSamples)")
+            }
+            do { resampler = try StreamResampler(restoring: snap) } catch { throw .audio(error) }
+        }
+        pending = try r.floats()
+        pendingOffset = 0
+        modelSamples = try r.int(in: 0...(1 << 52), "model samples")
+        sourceSamples = s.sourceSamples
+        steps = s.steps
+        inputEnded = try r.bool()
+        failed = try r.bool()
+        guard inputEnded || failed || modelSamples == steps * model.chunkSamples + pending.count else {
+            throw .snapshot(reason: "\(modelSamples) samples at the model's rate do not match \(steps) steps and \(pending.count) waiting")
+        }
+        let trackerCount = try r.int(in: 0...4096, "segment trackers")
+        guard trackerCount == trackers.count else { throw .snapshot(reason: "\(trackerCount) segment trackers; these options give \(trackers.count)") }
+        for k in trackers.indices {
+            guard try r.int(in: 0...4096, "label") == trackers[k].label else { throw .snapshot(reason: "segment trackers in another label order") }
+            try trackers[k].tracker.load(from: &r)
+        }
+        let detectorCount = try r.int(in: 0...4096, "detection trackers")
+        guard detectorCount == detectors.count else { throw .snapshot(reason: "\(detectorCount) detection trackers; these options give \(detectors.count)") }
+        for k in detectors.indices {
+            guard try r.int(in: 0...4096, "label") == detectors[k].label else { throw .snapshot(reason: "detection trackers in another label order") }
+            try detectors[k].tracker.load(from: &r)
+        }
+        sumBase = try r.int(in: 0...steps, "score sum base")
+        guard try r.int(in: 0...4096, "score sums") == model.labels.count else { throw .snapshot(reason: "score sums for another label count") }
+        sums = []
+        for _ in model.labels { sums.append(try r.doubles()) }
+        guard sums.allSatisfy({ $0.count == steps - sumBase + 1 }) else { throw .snapshot(reason: "score sums do not cover the steps \(sumBase)...\(steps)") }
+        guard r.rest.isEmpty else { throw .snapshot(reason: "\(r.rest.count) bytes left over") }
+    }
+}
+

@@ -34,6 +34,20 @@ struct ChannelSet {
     mutating func add(sourceRate: Int, options: LabelOptions? = nil, kind: Session.Kind) throws(StreamError) -> Int {
         let k = pipelines.firstIndex(where: { $0 == nil }) ?? pipelines.count
         let pipeline = try ChannelPipeline(channel: k, model: model, sourceRate: sourceRate, options: options ?? defaultOptions)
+        place(pipeline, at: k, kind: kind)
+        return k
+    }
+
+    /// A channel that goes on from a stream snapshot; its number is the lowest not in use.
+    mutating func add(restoring snapshot: StreamSnapshot, kind: Session.Kind) throws(StreamError) -> Int {
+        let k = pipelines.firstIndex(where: { $0 == nil }) ?? pipelines.count
+        let pipeline = try ChannelPipeline(channel: k, model: model, restoring: snapshot)
+        place(pipeline, at: k, kind: kind)
+        finished[k] = pipeline.inputEnded || pipeline.failed
+        return k
+    }
+
+    private mutating func place(_ pipeline: ChannelPipeline, at k: Int, kind: Session.Kind) {
         if k == pipelines.count {
             pipelines.append(pipeline)
             kinds.append(kind)
@@ -46,7 +60,12 @@ struct ChannelSet {
             dropped[k] = 0
         }
         openCount += 1
-        return k
+    }
+
+    /// A channel's whole stream state.
+    func snapshot(_ k: Int) throws(StreamError) -> StreamSnapshot {
+        guard let p = pipelines[safe: k] ?? nil else { throw .noSuchChannel(channel: k, open: channels) }
+        return p.snapshot()
     }
 
     /// The channel leaves: its state and everything it had not stepped are discarded.

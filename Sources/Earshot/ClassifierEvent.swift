@@ -95,4 +95,16 @@ public enum ClassifierEvent: Sendable, Equatable {
         case let .dropped(channel, _, _), let .failed(channel, _): return channel
         }
     }
+
+    /// The same event on another channel number (a stream that moved between sessions).
+    public func renumbered(to k: Int) -> ClassifierEvent {
+        switch self {
+        case var .scores(s): s.channel = k; return .scores(s)
+        case var .started(s): s.channel = k; return .started(s)
+        case var .ended(s): s.channel = k; return .ended(s)
+        case var .detected(d): d.channel = k; return .detected(d)
+        case let .dropped(_, samples, total): return .dropped(channel: k, samples: samples, total: total)
+        case let .failed(_, error): return .failed(channel: k, error: error)
+        }
+    }
 }

@@ -31,4 +31,19 @@ struct DetectionTracker: Sendable {
         quietUntil = step + 1 + refractorySteps
         return mean
     }
+
+    // MARK: Snapshots
+
+    /// The tracker's progress: the recent scores and the refractory timer.
+    func save(to w: inout SnapshotWriter) {
+        w.doubles(recent); w.int(next); w.int(filled); w.int(step); w.int(quietUntil)
+    }
+
+    mutating func load(from r: inout SnapshotReader) throws(StreamError) {
+        let scores = try r.doubles()
+        guard scores.count == window else { throw .snapshot(reason: "\(scores.count) recent scores for a window of \(window)") }
+        recent = scores
+        next = try r.int(in: 0...(window - 1), "window position"); filled = try r.int(in: 0...window, "window fill")
+        step = try r.int(in: 0...(1 << 48), "detection step"); quietUntil = try r.int(in: 0...(1 << 48), "refractory end")
+    }
 }

@@ -188,4 +188,35 @@ struct SegmentTracker: Sendable {
         }
         return out
     }
+
+    // MARK: Snapshots
+
+    /// The tracker's progress (its settings come from the options).
+    func save(to w: inout SnapshotWriter) {
+        w.int(step); w.bool(triggered); w.optionalInt(currentStart)
+        w.int(tempEnd); w.int(prevEnd); w.int(nextStart)
+        w.int(possibleEnds.count)
+        for e in possibleEnds { w.int(e.end); w.int(e.duration) }
+        w.int(pending.count)
+        for p in pending { w.int(p.start); w.int(p.end) }
+        w.optionalInt(pendingFirstStart); w.optionalInt(announcedStart)
+    }
+
+    mutating func load(from r: inout SnapshotReader) throws(StreamError) {
+        let samples = 0...(1 << 52)
+        step = try r.int(in: samples, "tracker step"); triggered = try r.bool()
+        currentStart = try r.optionalInt(in: samples, "segment start")
+        tempEnd = try r.int(in: samples, "silence start"); prevEnd = try r.int(in: samples, "previous end")
+        nextStart = try r.int(in: samples, "next start")
+        possibleEnds = []
+        for _ in 0..<(try r.int(in: 0...(1 << 24), "possible ends")) {
+            possibleEnds.append((try r.int(in: samples, "possible end"), try r.int(in: samples, "silence length")))
+        }
+        pending = []
+        for _ in 0..<(try r.int(in: 0...(1 << 24), "closed segments")) {
+            pending.append(Raw(start: try r.int(in: samples, "segment start"), end: try r.int(in: samples, "segment end")))
+        }
+        pendingFirstStart = try r.optionalInt(in: samples, "padded start")
+        announcedStart = try r.optionalInt(in: samples, "announced start")
+    }
 }

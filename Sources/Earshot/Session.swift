@@ -56,6 +56,20 @@ public actor Session {
         try channelSet.add(sourceRate: sourceSampleRate ?? self.sourceSampleRate, options: options, kind: kind)
     }
 
+    /// Joins a channel that goes on from a stream snapshot (taken from a `StreamClassifier` or
+    /// a session channel, here or in another process): its events go on exactly as the
+    /// stream's would have. Returns its number.
+    /// - Throws: `StreamError.model(.stateModelMismatch)` for another model's snapshot,
+    ///   `.snapshot` for damaged or inconsistent contents.
+    public func addChannel(restoring snapshot: StreamSnapshot, kind: Kind = .live) throws(StreamError) -> Int {
+        try channelSet.add(restoring: snapshot, kind: kind)
+    }
+
+    /// Everything that decides a channel's future events (see `StreamSnapshot`).
+    public func snapshot(channel: Int) throws(StreamError) -> StreamSnapshot {
+        try channelSet.snapshot(channel)
+    }
+
     /// The channel leaves: its state and any audio it had not stepped are discarded (finish it
     /// first for its last events).
     public func removeChannel(_ channel: Int) throws(StreamError) {

@@ -9,9 +9,9 @@ public actor StreamClassifier {
     /// The model.
     public let model: Model
     /// The label rules.
-    public let options: LabelOptions
+    public private(set) var options: LabelOptions
     /// The rate of the audio given to `process(_:)`: the clock of the events.
-    public let sourceSampleRate: Int
+    public private(set) var sourceSampleRate: Int
     private var pipeline: ChannelPipeline
 
     /// - Parameters:
@@ -26,6 +26,29 @@ public actor StreamClassifier {
         self.options = options ?? LabelOptions(model: model)
         self.sourceSampleRate = sourceSampleRate ?? model.sampleRate
         pipeline = try ChannelPipeline(channel: 0, model: model, sourceRate: self.sourceSampleRate, options: self.options)
+    }
+
+    /// Resumes a stream from its snapshot (from this process or another): it goes on exactly
+    /// as the stream it was taken from would have, with that stream's rate and label rules.
+    /// - Throws: `StreamError.model(.stateModelMismatch)` for another model's snapshot,
+    ///   `.snapshot` for damaged or inconsistent contents.
+    public init(model: Model, restoring snapshot: StreamSnapshot) throws(StreamError) {
+        self.model = model
+        options = snapshot.options
+        sourceSampleRate = snapshot.sourceSampleRate
+        pipeline = try ChannelPipeline(channel: 0, model: model, restoring: snapshot)
+    }
+
+    /// Everything that decides this stream's future events (see `StreamSnapshot`); take it
+    /// between chunks.
+    public func snapshot() -> StreamSnapshot { pipeline.snapshot() }
+
+    /// Continues from a snapshot in place of this stream's whole state (rate and label rules
+    /// included).
+    public func restore(_ snapshot: StreamSnapshot) throws(StreamError) {
+        pipeline = try ChannelPipeline(channel: 0, model: model, restoring: snapshot)
+        options = snapshot.options
+        sourceSampleRate = snapshot.sourceSampleRate
     }
 
     /// Adds a chunk; returns the events it completed (model steps run as soon as a block is there).
@@ -62,7 +85,8 @@ public actor StreamClassifier {
     public var state: ModelState { pipeline.state }
 
     /// Continues from a model state serialized earlier (`state.serialized()`), of this model.
-    /// The label logic goes on from where this stream is.
+    /// Only the model state: the label logic goes on from where this stream is. To move a
+    /// whole stream, use `snapshot()` and `init(model:restoring:)`.
     public func restoreState(_ bytes: [UInt8]) throws(StreamError) {
         do { pipeline.setState(try model.restoreState(bytes)) } catch { throw .model(error) }
     }

@@ -320,7 +320,7 @@ enum ExitCode {
         case let .audio(a): return of(a)
         case let .model(m): return of(m)
         case .invalidOption, .noSuchChannel: return usage
-        case .source: return dataError
+        case .source, .snapshot: return dataError
         case .finished: return failure
         }
     }

@@ -106,7 +106,7 @@ struct StreamTests {
         events += await session.finish()
         for k in 0..<2 {
             var alone = try await Fixtures.run(channels[k], rate: 16000, options: Fixtures.withScores)
-            for i in alone.indices { alone[i] = alone[i].with(channel: k) }
+            for i in alone.indices { alone[i] = alone[i].renumbered(to: k) }
             #expect(events.filter { $0.channel == k } == alone, "channel \(k), seed \(random.seed)")
         }
         #expect(Set(segments(events).map(\.channel)) == [0, 1])
@@ -162,12 +162,12 @@ struct StreamTests {
         #expect(await session.channelCount == 0)
         for (s, stream) in streams.enumerated() where stream.abandons == nil {
             let alone = try await Fixtures.run(stream.samples, rate: stream.rate, options: Fixtures.withScores)
-            #expect(events[s].map { $0.with(channel: 0) } == alone, "stream \(s), seed \(random.seed)")
+            #expect(events[s].map { $0.renumbered(to: 0) } == alone, "stream \(s), seed \(random.seed)")
             #expect(!segments(alone).isEmpty)
         }
         // The abandoned stream's events up to its leaving are a prefix of its run alone.
         let alone1 = try await Fixtures.run(streams[1].samples, rate: 16000, options: Fixtures.withScores)
-        #expect(!events[1].isEmpty && Array(alone1.prefix(events[1].count)) == events[1].map { $0.with(channel: 0) })
+        #expect(!events[1].isEmpty && Array(alone1.prefix(events[1].count)) == events[1].map { $0.renumbered(to: 0) })
     }
 
     @Test("A channel whose audio turns NaN fails alone; the others equal their runs alone")
@@ -185,24 +185,12 @@ struct StreamTests {
         let failures = events.filter { if case .failed = $0 { return true } else { return false } }
         #expect(failures == [.failed(channel: 1, error: .source(channel: 1, reason: "audio sample 80017 is NaN or infinite"))])
         for k in [0, 2] {
-            let alone = try await Fixtures.run(inputs[k], rate: 16000).map { $0.with(channel: k) }
+            let alone = try await Fixtures.run(inputs[k], rate: 16000).map { $0.renumbered(to: k) }
             #expect(events.filter { $0.channel == k } == alone)
         }
     }
 }
 
-extension ClassifierEvent {
-    func with(channel: Int) -> ClassifierEvent {
-        switch self {
-        case var .scores(s): s.channel = channel; return .scores(s)
-        case var .started(s): s.channel = channel; return .started(s)
-        case var .ended(s): s.channel = channel; return .ended(s)
-        case var .detected(d): d.channel = channel; return .detected(d)
-        case let .dropped(_, samples, total): return .dropped(channel: channel, samples: samples, total: total)
-        case let .failed(_, error): return .failed(channel: channel, error: error)
-        }
-    }
-}
 
 @Suite("Stream state snapshots")
 struct StreamSnapshotTests {

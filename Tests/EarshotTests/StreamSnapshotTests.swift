@@ -1,0 +1,99 @@
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@testable import Earshot
+
+@Suite("Stream snapshots: a whole stream moved = the stream uninterrupted")
+struct WholeStreamSnapshotTests {
+    static let wakeModel: Model = {
+        (try? Model(contentsOf: Repo.root.appendingPathComponent("Models/okay-nabu")))!
+    }()
+
+    /// The events of `samples` in `sizes` chunks; at chunk `cut` the stream is snapshotted,
+    /// serialized, and goes on in a new classifier restored from the bytes alone.
+    static func run(_ model: Model, _ samples: [Float], rate: Int, sizes: [Int], cut: Int?, options: LabelOptions) async throws -> [ClassifierEvent] {
+        var stream = try StreamClassifier(model: model, sourceSampleRate: rate, options: options)
+        var events: [ClassifierEvent] = []
+        var offset = 0
+        for (i, size) in sizes.enumerated() {
+            if i == cut {
+                let bytes = await stream.snapshot().serialized()
+                stream = try StreamClassifier(model: model, restoring: try StreamSnapshot(serialized: bytes))
+            }
+            events += try await stream.process(Array(samples[offset..<(offset + size)]))
+            offset += size
+        }
+        return events + (try await stream.finish())
+    }
+
+    static func cases() -> [(model: Model, file: String)] {
+        [(Fixtures.model, "AudioSamples/speech-noise-16k.wav"), (Fixtures.model, "AudioSamples/speech-44k.wav"),
+         (Fixtures.model, "AudioSamples/speech-8k.wav"), (wakeModel, "Tests/EarshotTests/Goldens/microwakeword/wake-words.wav")]
+    }
+
+    @Test("Snapshot at random chunk boundaries (16 kHz, 44.1 kHz, 8 kHz; segments and detections), restore from bytes: the same events, bit for bit",
+          arguments: 0..<4)
+    func restoreEqualsUninterrupted(_ index: Int) async throws {
+        let (model, file) = Self.cases()[index]
+        let (samples, rate) = try AudioFile.readMono(path: Repo.path(file))
+        var options = LabelOptions(model: model)
+        options.includeScores = true
+        var random = SeededRandom.fromEnvironment()
+        let sizes = random.chunkSizes(total: samples.count, maxChunk: Int.random(in: 100...9000, using: &random))
+        let whole = try await Self.run(model, samples, rate: rate, sizes: sizes, cut: nil, options: options)
+        let decisions = whole.filter { if case .scores = $0 { return false } else { return true } }
+        #expect(decisions.count >= 2, "seed \(random.seed)")
+        for _ in 0..<4 {
+            let cut = Int.random(in: 0..<sizes.count, using: &random)
+            let moved = try await Self.run(model, samples, rate: rate, sizes: sizes, cut: cut, options: options)
+            #expect(moved == whole, "\(file): cut before chunk \(cut) of \(sizes.count), seed \(random.seed)")
+            let bits = { (e: [ClassifierEvent]) in scores(e).flatMap { $0.scores.map(\.bitPattern) } }
+            #expect(bits(moved) == bits(whole))
+        }
+    }
+
+    @Test("A session channel's snapshot goes on in another session, beside other channels, as it would have")
+    func sessionChannel() async throws {
+        let (samples, rate) = try Fixtures.audio("speech-44k.wav")
+        let alone = try await Fixtures.run(samples, rate: rate, options: Fixtures.withScores)
+        let first = try Session(model: Fixtures.model, channelCount: 0, options: Fixtures.withScores)
+        let k = try await first.addChannel(sourceSampleRate: rate)
+        let half = samples.count / 2 + 777
+        var events = try await first.process(Array(samples[..<half]), channel: k)
+        let bytes = try await first.snapshot(channel: k).serialized()
+        let second = try Session(model: Fixtures.model, channelCount: 0, options: Fixtures.withScores)
+        let other = try await second.addChannel(sourceSampleRate: 16000)
+        let moved = try await second.addChannel(restoring: try StreamSnapshot(serialized: bytes))
+        #expect(moved == 1 && other == 0)
+        var noiseRandom = SeededRandom(seed: 5)
+        let noise = noiseRandom.gaussian(count: 16000 * 3, deviation: 0.1)
+        let later = await second.process([noise, Array(samples[half...])]) + (await second.finish(channel: moved))
+        events += later.filter { $0.channel == moved }
+        let renumbered = events.map { $0.renumbered(to: 0) }
+        #expect(renumbered == alone)
+    }
+
+    @Test("Bad snapshots are refused with the reason: damaged, cut short, another model, another format")
+    func refused() async throws {
+        let stream = try StreamClassifier(model: Fixtures.model, sourceSampleRate: 44100)
+        var r = SeededRandom(seed: 1)
+        _ = try await stream.process(r.gaussian(count: 30000, deviation: 0.1))
+        let bytes = await stream.snapshot().serialized()
+        var damaged = bytes
+        damaged[damaged.count / 2] ^= 0x10
+        #expect { try StreamSnapshot(serialized: damaged) } throws: { "\($0)".contains("checksum mismatch") }
+        #expect { try StreamSnapshot(serialized: Array(bytes.prefix(40))) } throws: { "\($0)".contains("stream snapshot") }
+        #expect { try StreamSnapshot(serialized: Array("hello".utf8)) } throws: { "\($0)".contains("not an earshot stream snapshot") }
+        let snapshot = try StreamSnapshot(serialized: bytes)
+        #expect(snapshot.sourceSamples == 30000 && snapshot.sourceSampleRate == 44100)
+        #expect { try StreamClassifier(model: Self.wakeModel, restoring: snapshot) } throws: { error in
+            guard case .model(.stateModelMismatch) = error as? StreamError else { return false }
+            return true
+        }
+        // Every cut of the bytes is refused, none crashes.
+        for n in stride(from: 0, to: bytes.count, by: max(1, bytes.count / 200)) {
+            #expect(throws: StreamError.self) { try StreamSnapshot(serialized: Array(bytes.prefix(n))) }
+        }
+    }
+}
