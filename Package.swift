@@ -15,6 +15,9 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        // Redis's C client (Debian: libhiredis-dev), for workers on Redis Streams. No pkg-config:
+        // its flags hold a -D that SwiftPM refuses, and the header is in /usr/include/hiredis.
+        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
 
         .target(name: "EarshotAudio", dependencies: ["CSndFile", "CALSA", "CSoxr"]),
         .target(name: "EarshotFeatures", dependencies: ["CFFTW", "CEarshotKernels"]),
@@ -23,7 +26,9 @@ let package = Package(
         .target(name: "CEarshotKernels", cSettings: [.unsafeFlags(["-fno-math-errno"])]),
         .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph", "EarshotJSON"]),
         .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotTFLite", "EarshotGraph",
-                                               "EarshotWyoming", "CEarshotSystem"]),
+                                               "EarshotWyoming", "CEarshotSystem", "EarshotRedis"]),
+        // A Redis client on hiredis: commands, pipelines and replies, with typed errors.
+        .target(name: "EarshotRedis", dependencies: ["CHiredis"]),
         // epoll, eventfd and accept4 for the service's loop (Linux calls Glibc's module leaves out).
         .target(name: "CEarshotSystem"),
         // The Wyoming protocol's events and their JSON, read and written in Swift (no sockets).

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Earshot builds against: libsndfile, ALSA, FFTW (single
-# precision) and libsoxr, with pkg-config; and rsvg-convert, which `earshot plot -o x.png` uses.
+# precision), libsoxr and hiredis, with pkg-config; rsvg-convert, which `earshot plot -o x.png`
+# uses; and redis-server, which the worker tests and `earshot bench cluster` start on a free port.
 # Uses sudo when not run as root.
 set -euo pipefail
 sudo=""
 if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-packages=(pkg-config libsndfile1-dev libasound2-dev libfftw3-dev libsoxr-dev librsvg2-bin)
+packages=(pkg-config libsndfile1-dev libasound2-dev libfftw3-dev libsoxr-dev libhiredis-dev librsvg2-bin redis-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -66,7 +66,7 @@ struct SourceTests {
         let session = try Session(model: Fixtures.model, channelCount: 3)
         let events = try await collect(session.events(from: feeders.map { f in .pulled { try f.next() } }))
         #expect(events.filter { $0.channel == 0 } == (try await Fixtures.run(a, rate: 16000)))
-        #expect(events.filter { $0.channel == 2 } == (try await Fixtures.run(b, rate: 16000)).map { $0.with(channel: 2) })
+        #expect(events.filter { $0.channel == 2 } == (try await Fixtures.run(b, rate: 16000)).map { $0.renumbered(to: 2) })
         #expect(events.filter { $0.channel == 1 }.last == .failed(channel: 1, error: .source(channel: 1, reason: "the source broke")))
     }
 

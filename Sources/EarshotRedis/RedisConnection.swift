@@ -1,0 +1,273 @@
+import CHiredis
+import Glibc
+
+/// Where a Redis server listens: `redis://HOST[:PORT][/DB]` or `unix:///PATH[?db=DB]`.
+public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
+    public enum Address: Sendable, Equatable {
+        case tcp(host: String, port: Int)
+        case unix(path: String)
+    }
+
+    public var address: Address
+    /// The database number (SELECT), 0 by default.
+    public var database: Int
+
+    public init(address: Address, database: Int = 0) {
+        self.address = address
+        self.database = database
+    }
+
+    /// Parses a URL; throws `RedisError.badURL` naming what is wrong.
+    public init(url: String) throws(RedisError) {
+        func bad(_ why: String) -> RedisError { .badURL(url: url, reason: why) }
+        if url.hasPrefix("unix://") {
+            var rest = String(url.dropFirst("unix://".count))
+            var db = 0
+            if let q = rest.firstIndex(of: "?") {
+                let query = rest[rest.index(after: q)...]
+                guard query.hasPrefix("db="), let n = Int(query.dropFirst(3)), n >= 0 else { throw bad("expected ?db=N after the path") }
+                db = n
+                rest = String(rest[..<q])
+            }
+            guard rest.hasPrefix("/") else { throw bad("a unix socket needs an absolute path (unix:///run/redis.sock)") }
+            self.init(address: .unix(path: rest), database: db)
+            return
+        }
+        guard url.hasPrefix("redis://") else { throw bad("expected redis://HOST:PORT[/DB] or unix:///PATH") }
+        var rest = Substring(url.dropFirst("redis://".count))
+        var db = 0
+        if let slash = rest.firstIndex(of: "/") {
+            let tail = rest[rest.index(after: slash)...]
+            if !tail.isEmpty {
+                guard let n = Int(tail), n >= 0 else { throw bad("the database after / must be a number >= 0") }
+                db = n
+            }
+            rest = rest[..<slash]
+        }
+        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }  // (no AUTH: a password is not sent)
+        var host = String(rest), port = 6379
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { throw bad("an IPv6 address needs its closing ]") }
+            host = String(rest[rest.index(after: rest.startIndex)..<close])
+            let after = rest[rest.index(after: close)...]
+            if after.hasPrefix(":") {
+                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else { throw bad("the port must be 1...65535") }
+                port = p
+            }
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = String(rest[..<colon])
+            guard let p = Int(rest[rest.index(after: colon)...]), (1...65535).contains(p) else { throw bad("the port must be 1...65535") }
+            port = p
+        }
+        guard !host.isEmpty else { throw bad("no host") }
+        self.init(address: .tcp(host: host, port: port), database: db)
+    }
+
+    public var description: String {
+        switch address {
+        case let .tcp(host, port): return "redis://\(host.contains(":") ? "[\(host)]" : host):\(port)" + (database == 0 ? "" : "/\(database)")
+        case let .unix(path): return "unix://\(path)" + (database == 0 ? "" : "?db=\(database)")
+        }
+    }
+}
+
+/// What a Redis server answered.
+public indirect enum RedisReply: Sendable, Equatable {
+    case string([UInt8])
+    case status(String)
+    case integer(Int)
+    case null
+    /// The server refused the command (its message, e.g. "ERR ..." or "BUSYGROUP ...").
+    case error(String)
+    case array([RedisReply])
+
+    /// The bytes of a string or status reply.
+    public var bytes: [UInt8]? {
+        switch self {
+        case let .string(b): return b
+        case let .status(s): return Array(s.utf8)
+        default: return nil
+        }
+    }
+
+    /// A string, status or integer reply as text.
+    public var text: String? {
+        switch self {
+        case let .string(b): return String(decoding: b, as: UTF8.self)
+        case let .status(s): return s
+        case let .integer(i): return String(i)
+        default: return nil
+        }
+    }
+
+    public var integer: Int? {
+        switch self {
+        case let .integer(i): return i
+        case let .string(b): return Int(String(decoding: b, as: UTF8.self))
+        default: return nil
+        }
+    }
+
+    public var elements: [RedisReply]? { if case let .array(a) = self { return a } else { return nil } }
+
+    public var errorMessage: String? { if case let .error(e) = self { return e } else { return nil } }
+}
+
+/// Redis failures: the connection (the server is down, went away, or timed out) or a reply
+/// that was not what the command expects.
+public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
+    case badURL(url: String, reason: String)
+    /// Could not connect, or the connection broke: make a new connection.
+    case connection(endpoint: String, reason: String)
+    /// The server refused a command.
+    case refused(command: String, message: String)
+    /// A reply of another shape than the command gives.
+    case unexpectedReply(command: String, reply: String)
+
+    public var description: String {
+        switch self {
+        case let .badURL(url, reason): return "Redis URL \(url): \(reason)"
+        case let .connection(endpoint, reason): return "Redis at \(endpoint): \(reason)"
+        case let .refused(command, message): return "Redis refused \(command): \(message)"
+        case let .unexpectedReply(command, reply): return "Redis answered \(command) with \(reply)"
+        }
+    }
+
+    /// True when the connection is gone (retry on a new one).
+    public var isConnectionLost: Bool { if case .connection = self { return true } else { return false } }
+}
+
+/// One argument of a command: bytes (text as UTF-8, numbers in decimal).
+public struct RedisArgument: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    public let bytes: [UInt8]
+    public init(bytes: [UInt8]) { self.bytes = bytes }
+    public init(_ text: String) { bytes = Array(text.utf8) }
+    public init(_ number: Int) { bytes = Array(String(number).utf8) }
+    public init(stringLiteral value: String) { self.init(value) }
+    public init(integerLiteral value: Int) { self.init(value) }
+}
+
+/// A connection to one Redis server, on hiredis. Blocking calls with a timeout; one thread at
+/// a time uses it (a worker owns its connection). After a `.connection` error the connection is
+/// closed: make a new one.
+public final class RedisConnection {
+    public let endpoint: RedisEndpoint
+    private var context: UnsafeMutablePointer<redisContext>?
+
+    /// Connects (and SELECTs the endpoint's database).
+    /// - Parameter timeout: seconds for the connection and for each reply.
+    public init(_ endpoint: RedisEndpoint, timeout: Double = 5) throws(RedisError) {
+        self.endpoint = endpoint
+        let tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1_000_000))
+        let c: UnsafeMutablePointer<redisContext>?
+        switch endpoint.address {
+        case let .tcp(host, port): c = redisConnectWithTimeout(host, Int32(port), tv)
+        case let .unix(path): c = redisConnectUnixWithTimeout(path, tv)
+        }
+        guard let c else { throw .connection(endpoint: endpoint.description, reason: "out of memory") }
+        if c.pointee.err != 0 {
+            let reason = Self.message(c)
+            redisFree(c)
+            throw .connection(endpoint: endpoint.description, reason: reason)
+        }
+        redisSetTimeout(c, tv)
+        context = c
+        if endpoint.database != 0 {
+            let reply = try command(["SELECT", RedisArgument(endpoint.database)])
+            if let e = reply.errorMessage { close(); throw .refused(command: "SELECT \(endpoint.database)", message: e) }
+        }
+    }
+
+    deinit { close() }
+
+    /// Closes the connection (later commands throw `.connection`).
+    public func close() {
+        if let context { redisFree(context) }
+        context = nil
+    }
+
+    private static func message(_ c: UnsafeMutablePointer<redisContext>) -> String {
+        withUnsafeBytes(of: c.pointee.errstr) { raw in
+            let bytes = raw.prefix { $0 != 0 }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    private func lost(_ c: UnsafeMutablePointer<redisContext>) -> RedisError {
+        let why = Self.message(c)
+        close()
+        return .connection(endpoint: endpoint.description, reason: why.isEmpty ? "the connection was lost" : why)
+    }
+
+    /// Runs one command; a refusal comes back as `.error` (see `expect` for a typed one).
+    public func command(_ args: [RedisArgument]) throws(RedisError) -> RedisReply {
+        try pipeline([args])[0]
+    }
+
+    /// Sends many commands at once and reads their replies in order (one round trip).
+    public func pipeline(_ commands: [[RedisArgument]]) throws(RedisError) -> [RedisReply] {
+        guard let c = context else { throw .connection(endpoint: endpoint.description, reason: "the connection is closed") }
+        for args in commands {
+            var pointers: [UnsafePointer<CChar>?] = []
+            var lengths: [Int] = []
+            let storage = args.map { a -> UnsafeMutablePointer<CChar> in
+                let p = UnsafeMutablePointer<CChar>.allocate(capacity: max(a.bytes.count, 1))
+                a.bytes.withUnsafeBufferPointer { b in
+                    if let base = b.baseAddress { UnsafeMutableRawPointer(p).copyMemory(from: base, byteCount: b.count) }
+                }
+                return p
+            }
+            defer { storage.forEach { $0.deallocate() } }
+            for (p, a) in zip(storage, args) { pointers.append(UnsafePointer(p)); lengths.append(a.bytes.count) }
+            let status = pointers.withUnsafeMutableBufferPointer { pb in
+                lengths.withUnsafeBufferPointer { lb in redisAppendCommandArgv(c, Int32(args.count), pb.baseAddress, lb.baseAddress) }
+            }
+            if status != REDIS_OK { throw lost(c) }
+        }
+        var replies: [RedisReply] = []
+        replies.reserveCapacity(commands.count)
+        for _ in commands {
+            var raw: UnsafeMutableRawPointer?
+            guard redisGetReply(c, &raw) == REDIS_OK, let raw else { throw lost(c) }
+            let reply = raw.assumingMemoryBound(to: redisReply.self)
+            replies.append(Self.convert(reply))
+            freeReplyObject(raw)
+        }
+        return replies
+    }
+
+    private static func convert(_ r: UnsafeMutablePointer<redisReply>) -> RedisReply {
+        let reply = r.pointee
+        func bytes() -> [UInt8] {
+            guard let s = reply.str else { return [] }
+            return Array(UnsafeRawBufferPointer(start: s, count: reply.len).bindMemory(to: UInt8.self))
+        }
+        switch reply.type {
+        case REDIS_REPLY_STRING: return .string(bytes())
+        case REDIS_REPLY_STATUS: return .status(String(decoding: bytes(), as: UTF8.self))
+        case REDIS_REPLY_ERROR: return .error(String(decoding: bytes(), as: UTF8.self))
+        case REDIS_REPLY_INTEGER: return .integer(Int(reply.integer))
+        case REDIS_REPLY_ARRAY:
+            var items: [RedisReply] = []
+            items.reserveCapacity(reply.elements)
+            for i in 0..<reply.elements {
+                if let e = reply.element[i] { items.append(convert(e)) } else { items.append(.null) }
+            }
+            return .array(items)
+        default: return .null
+        }
+    }
+
+    /// Runs a command and throws `.refused` when the server refuses it.
+    @discardableResult
+    public func expect(_ args: [RedisArgument]) throws(RedisError) -> RedisReply {
+        let reply = try command(args)
+        if let e = reply.errorMessage { throw .refused(command: Self.name(args), message: e) }
+        return reply
+    }
+
+    /// The command's name and first key, for messages.
+    public static func name(_ args: [RedisArgument]) -> String {
+        args.prefix(2).map { String(decoding: $0.bytes.prefix(64), as: UTF8.self) }.joined(separator: " ")
+    }
+}
