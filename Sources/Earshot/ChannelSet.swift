@@ -28,6 +28,9 @@ struct ChannelSet {
     /// The open channels' numbers, in order.
     var channels: [Int] { pipelines.indices.filter { pipelines[$0] != nil } }
 
+    /// The rate of a channel's source audio.
+    func sourceRate(_ k: Int) -> Int? { pipelines[safe: k]??.sourceRate }
+
     func isOpen(_ k: Int) -> Bool { pipelines.indices.contains(k) && pipelines[k] != nil }
 
     /// A new channel with a fresh state; its number is the lowest not in use.

@@ -78,6 +78,57 @@ enum Specs {
         examples: ["earshot serve --uri tcp://0.0.0.0:10400 --model okay-nabu,hey-jarvis,silero-vad",
                    "earshot serve --uri unix:///run/earshot.sock --model okay-nabu --verbose"])
 
+    // Options of the commands that use a cluster on Redis Streams (worker, publish, events).
+    static let redis = OptionSpec.text("redis", "URL", default: "redis://127.0.0.1:6379", "the Redis server: redis://HOST:PORT[/DB] or unix:///PATH")
+    static let group = OptionSpec.text("group", "NAME", default: "earshot", "the workers' consumer group")
+    static let prefix = OptionSpec.text("prefix", "NAME", default: "earshot", "the prefix of the cluster's keys")
+
+    static let worker = CommandSpec(
+        name: "worker", operands: "",
+        summary: "A worker of a cluster on Redis Streams: it takes its fair share of the published sources, runs them in one batched "
+            + "session of one model, appends their events to earshot:events:{source}, and checkpoints each source's whole-stream "
+            + "snapshot with the acknowledgement of its audio. A worker that dies loses nothing: another claims its sources after "
+            + "--claim-after, restores their snapshots and replays the audio after them; each event is written once. Redis going "
+            + "away is retried. SIGTERM or Ctrl-C: checkpoints and hands its sources on.",
+        options: [OptionSpec](arrayLiteral: redis, group, prefix,
+                  .text("model", short: "m", "NAME|PATH", default: ModelLocator.defaultModel, "the model the worker runs"),
+                  .text("name", "NAME", default: "HOST-PID", "the consumer name; started again under it, a worker takes back its own sources first"),
+                  .int("checkpoint-every", "N", 1...1_000_000, default: 20, "entries per source between checkpoints"),
+                  .double("claim-after", "S", 0.1...86_400, default: 5, "seconds without a heartbeat before a worker's sources are claimed"))
+                 + labelling.filter { ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech"].contains($0.name) } + [
+                  .flag("quiet", short: "q", "no notes on stderr"),
+                 ],
+        examples: ["earshot worker --redis redis://127.0.0.1:6379", "earshot worker --model okay-nabu --name kitchen-1"])
+
+    static let publish = CommandSpec(
+        name: "publish", operands: "FILE",
+        summary: "Puts a source's audio on a cluster: FILE (any format libsndfile reads, channels mixed) or an ALSA capture device, "
+            + "in entries of --chunk-ms, then an end entry. A source id is published once.",
+        options: [redis, group, prefix,
+                  .text("source", "ID", "the source's id (1-200 printable characters, no spaces)"),
+                  .text("device", "PCM", "capture from an ALSA PCM instead of a file; Ctrl-C ends the source"),
+                  .int("rate", "HZ", 1000...384_000, default: 16000, "the capture rate (--device)"),
+                  .double("duration", "SECONDS", 0.001...(86_400 * 365), defaultText: "until stopped", "stop capturing after this long (--device)"),
+                  .double("chunk-ms", "MS", 1...60_000, default: 100, "audio per entry"),
+                  .choice("sample-format", ["s16", "f32"], default: "s16", "the entries' samples"),
+                  .flag("realtime", "send a file at its real-time pace"),
+                  .flag("quiet", short: "q", "no summary on stderr"),
+                 ],
+        examples: ["earshot publish --source room-1 AudioSamples/speech-44k.wav",
+                   "earshot publish --source desk --device plughw:1,0 --rate 16000"])
+
+    static let events = CommandSpec(
+        name: "events", operands: "",
+        summary: "The events a cluster wrote, in every label format (the file column is the source id): one source or all; "
+            + "--follow waits for more (one source: until it ends; all: until Ctrl-C). A source's error goes to stderr (exit 65).",
+        options: [redis, prefix,
+                  .text("source", "ID", default: "all", "one source"),
+                  .choice("format", short: "f", SegmentFormat.allCases.map(\.rawValue), default: "text on a terminal, jsonl in a pipe", "the output format"),
+                  .flag("follow", "wait for more events"),
+                  .text("output", short: "o", "FILE|-", default: "standard output", "written whole or not at all"),
+                 ],
+        examples: ["earshot events --source room-1 --format csv", "earshot events --follow"])
+
     static let features = CommandSpec(
         name: "features", operands: "FILE",
         summary: "Streams FILE through the log-mel front end and prints what it computed.",
@@ -244,7 +295,7 @@ enum Specs {
         name: "man", operands: "", summary: "The manual page (roff), from the commands' declarations.", options: [],
         examples: ["earshot man > /usr/local/share/man/man1/earshot.1"])
 
-    static let all: [CommandSpec] = [label, listen, serve, plot, features, inspect, devices, benchFeatures, benchModel, benchStreams,
+    static let all: [CommandSpec] = [label, listen, serve, worker, publish, events, plot, features, inspect, devices, benchFeatures, benchModel, benchStreams,
                                      benchOffline, benchServe, train, evaluate, importModel, completions, manPage]
 
     /// The top-level commands (the first word of each spec's name).

@@ -58,6 +58,9 @@ enum EarshotCommand {
             case "evaluate": code = try await EvaluateCommand.run(words)
             case "import": try ImportCommand.run(words)
             case "serve": try await ServeCommand.run(words)
+            case "worker": try ClusterCommands.worker(words)
+            case "publish": try await ClusterCommands.publish(words)
+            case "events": code = try ClusterCommands.events(words)
             case "plot": code = try await PlotCommand.run(words)
             case "completions": try Completions.run(words)
             case "man":

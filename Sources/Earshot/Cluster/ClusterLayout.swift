@@ -1,0 +1,253 @@
+import EarshotRedis
+import Glibc
+
+/// Where a cluster keeps its streams in Redis, all under one prefix (default `earshot`):
+///
+/// - `P:sources`: the registry, one entry `{source}` per source to run. Workers read it in
+///   their consumer group; an entry stays pending with the worker that owns the source until
+///   the source ends, so a dead worker's sources are claimed (XAUTOCLAIM) by another.
+/// - `P:audio:{source}`: the source's audio, entries `{seq, rate, channels, format, audio[, t]}`
+///   (seq 1, 2, 3, ...; format `s16` or `f32`, little-endian, interleaved), and last `{seq, end}`.
+/// - `P:events:{source}`: the events, entry id `{seq}-{k}`: the k-th event the audio of entry
+///   seq completed. A replay writes the same ids, which Redis refuses as not new: a reader
+///   sees each event once.
+/// - `P:checkpoint:{source}`: a hash `{seq, entry, model, snapshot, done}`, written with the
+///   acknowledgement of the audio it covers in one script.
+/// - `P:active`: the set of sources not yet ended; `P:workers`: live workers by heartbeat;
+///   `P:stats`: each worker's figures every second.
+public struct ClusterKeys: Sendable, Equatable {
+    public var prefix: String
+    public init(prefix: String = "earshot") { self.prefix = prefix }
+    public var sources: String { "\(prefix):sources" }
+    public var active: String { "\(prefix):active" }
+    public var workers: String { "\(prefix):workers" }
+    public var stats: String { "\(prefix):stats" }
+    public func audio(_ source: String) -> String { "\(prefix):audio:\(source)" }
+    public func events(_ source: String) -> String { "\(prefix):events:\(source)" }
+    public func checkpoint(_ source: String) -> String { "\(prefix):checkpoint:\(source)" }
+
+    /// A source id: 1-200 bytes of printable ASCII without spaces.
+    public static func validate(source: String) throws(ClusterError) {
+        let bytes = Array(source.utf8)
+        guard (1...200).contains(bytes.count), bytes.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw .badSource(source: source, reason: "a source id is 1 to 200 printable ASCII characters without spaces")
+        }
+    }
+}
+
+/// Errors of publishers, workers and event readers.
+public enum ClusterError: Error, Sendable, Equatable, CustomStringConvertible {
+    case redis(RedisError)
+    case badSource(source: String, reason: String)
+    /// An audio entry that cannot be used; the source fails alone.
+    case malformedEntry(source: String, entry: String, reason: String)
+    case stream(StreamError)
+
+    public var description: String {
+        switch self {
+        case let .redis(e): return e.description
+        case let .badSource(source, reason): return "source \(source): \(reason)"
+        case let .malformedEntry(source, entry, reason): return "source \(source), entry \(entry): \(reason)"
+        case let .stream(e): return e.description
+        }
+    }
+}
+
+/// Samples in an audio entry.
+public enum ClusterSampleFormat: String, Sendable, CaseIterable {
+    /// 16-bit signed integers, little-endian.
+    case s16
+    /// 32-bit floats, little-endian.
+    case f32
+
+    var bytesPerSample: Int { self == .s16 ? 2 : 4 }
+}
+
+/// One entry of a source's audio stream.
+struct AudioEntry {
+    var id: String
+    var seq: Int
+    var end: Bool
+    var rate: Int
+    var channels: Int
+    /// Mono samples (channels mixed).
+    var samples: [Float]
+    /// When the publisher wrote it (microseconds since 1970), for latency figures.
+    var publishedMicros: Int?
+
+    /// Reads the fields of an XREADGROUP / XRANGE entry.
+    init(id: String, fields: [RedisReply], source: String) throws(ClusterError) {
+        func bad(_ why: String) -> ClusterError { .malformedEntry(source: source, entry: id, reason: why) }
+        var map: [String: [UInt8]] = [:]
+        var i = 0
+        while i + 1 < fields.count {
+            if let k = fields[i].text, let v = fields[i + 1].bytes { map[k] = v }
+            i += 2
+        }
+        func int(_ key: String) -> Int? { map[key].flatMap { Int(String(decoding: $0, as: UTF8.self)) } }
+        self.id = id
+        guard let seq = int("seq"), seq >= 1 else { throw bad("no seq field (a whole number >= 1)") }
+        self.seq = seq
+        publishedMicros = int("t")
+        if map["end"] != nil {
+            end = true; rate = 0; channels = 0; samples = []
+            return
+        }
+        end = false
+        guard let rate = int("rate"), (1000...384_000).contains(rate) else { throw bad("rate must be 1000...384000 Hz") }
+        guard let channels = int("channels"), (1...64).contains(channels) else { throw bad("channels must be 1...64") }
+        guard let name = map["format"].map({ String(decoding: $0, as: UTF8.self) }), let format = ClusterSampleFormat(rawValue: name) else {
+            throw bad("format must be s16 or f32")
+        }
+        guard let audio = map["audio"] else { throw bad("no audio field") }
+        let frameBytes = format.bytesPerSample * channels
+        guard audio.count % frameBytes == 0 else { throw bad("\(audio.count) audio bytes are not whole frames of \(frameBytes) bytes") }
+        self.rate = rate
+        self.channels = channels
+        samples = Self.decode(audio, format: format, channels: channels)
+        if let k = samples.firstIndex(where: { !$0.isFinite }) { throw bad("sample \(k) is \(samples[k])") }
+    }
+
+    static func decode(_ audio: [UInt8], format: ClusterSampleFormat, channels c: Int) -> [Float] {
+        let frames = audio.count / (format.bytesPerSample * c)
+        return audio.withUnsafeBytes { raw in
+            (0..<frames).map { f in
+                var sum: Float = 0
+                for ch in 0..<c {
+                    let at = (f * c + ch) * format.bytesPerSample
+                    switch format {
+                    case .s16: sum += Float(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: Int16.self))) / 32768
+                    case .f32: sum += Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
+                    }
+                }
+                return c == 1 ? sum : sum / Float(c)
+            }
+        }
+    }
+
+    static func encode(_ samples: [Float], format: ClusterSampleFormat) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(samples.count * format.bytesPerSample)
+        for v in samples {
+            switch format {
+            case .s16:
+                let i = Int16(max(-32768, min(32767, (v * 32768).rounded())))
+                withUnsafeBytes(of: i.littleEndian) { out += $0 }
+            case .f32: withUnsafeBytes(of: v.bitPattern.littleEndian) { out += $0 }
+            }
+        }
+        return out
+    }
+}
+
+/// An event as a cluster stores it in `P:events:{source}`.
+public struct ClusterEvent: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case segment(Segment)
+        case detection(Detection)
+        /// The source failed (its error's text); nothing more comes from it.
+        case error(String)
+        /// The source's audio ended and every event is out.
+        case end
+    }
+
+    public var source: String
+    /// The audio entry whose samples completed it, and its place among that entry's events.
+    public var seq: Int, index: Int
+    public var kind: Kind
+
+    public init(source: String, seq: Int, index: Int, kind: Kind) {
+        self.source = source
+        self.seq = seq
+        self.index = index
+        self.kind = kind
+    }
+
+    /// The stream entry id: `seq-index`.
+    public var entryID: String { "\(seq)-\(index)" }
+
+    var fields: [RedisArgument] {
+        switch kind {
+        case let .segment(s):
+            return ["type", "segment", "label", RedisArgument(s.label), "start", RedisArgument(s.start), "end", RedisArgument(s.end),
+                    "rate", RedisArgument(s.sampleRate), "score", RedisArgument(Self.text(s.confidence))]
+        case let .detection(d):
+            return ["type", "detection", "label", RedisArgument(d.label), "sample", RedisArgument(d.sample),
+                    "rate", RedisArgument(d.sampleRate), "score", RedisArgument(Self.text(d.score))]
+        case let .error(text): return ["type", "error", "text", RedisArgument(text)]
+        case .end: return ["type", "end"]
+        }
+    }
+
+    /// Exact: the float's bit pattern round-trips through its shortest decimal.
+    static func text(_ v: Float) -> String { "\(v)" }
+
+    /// Reads an entry of an events stream; nil for one that is not an event.
+    init?(source: String, id: String, fields: [RedisReply]) {
+        var map: [String: String] = [:]
+        var i = 0
+        while i + 1 < fields.count {
+            if let k = fields[i].text, let v = fields[i + 1].text { map[k] = v }
+            i += 2
+        }
+        let parts = id.split(separator: "-")
+        guard parts.count == 2, let seq = Int(parts[0]), let index = Int(parts[1]) else { return nil }
+        self.source = source
+        self.seq = seq
+        self.index = index
+        switch map["type"] {
+        case "segment":
+            guard let label = map["label"], let start = map["start"].flatMap(Int.init), let end = map["end"].flatMap(Int.init),
+                  let rate = map["rate"].flatMap(Int.init), let score = map["score"].flatMap(Float.init) else { return nil }
+            kind = .segment(Segment(channel: 0, label: label, start: start, end: end, sampleRate: rate, confidence: score))
+        case "detection":
+            guard let label = map["label"], let sample = map["sample"].flatMap(Int.init), let rate = map["rate"].flatMap(Int.init),
+                  let score = map["score"].flatMap(Float.init) else { return nil }
+            kind = .detection(Detection(channel: 0, label: label, sample: sample, sampleRate: rate, score: score))
+        case "error": kind = .error(map["text"] ?? "")
+        case "end": kind = .end
+        default: return nil
+        }
+    }
+}
+
+/// Redis replies in the shapes the stream commands give.
+enum StreamReplies {
+    /// `[[id, [field, value, ...]], ...]`: entries (a deleted entry's fields are nil).
+    static func entries(_ reply: RedisReply) -> [(id: String, fields: [RedisReply]?)] {
+        (reply.elements ?? []).compactMap { e in
+            guard let pair = e.elements, pair.count == 2, let id = pair[0].text else { return nil }
+            return (id, pair[1].elements)
+        }
+    }
+
+    /// XREADGROUP / XREAD: `[[key, entries], ...]` (nil when nothing came).
+    static func streams(_ reply: RedisReply) -> [(key: String, entries: [(id: String, fields: [RedisReply]?)])] {
+        (reply.elements ?? []).compactMap { s in
+            guard let pair = s.elements, pair.count == 2, let key = pair[0].text else { return nil }
+            return (key, entries(pair[1]))
+        }
+    }
+
+    /// HGETALL as a dictionary of bytes.
+    static func hash(_ reply: RedisReply) -> [String: [UInt8]] {
+        var map: [String: [UInt8]] = [:]
+        let items = reply.elements ?? []
+        var i = 0
+        while i + 1 < items.count {
+            if let k = items[i].text, let v = items[i + 1].bytes { map[k] = v }
+            i += 2
+        }
+        return map
+    }
+}
+
+/// Wall-clock time (for heartbeats and latency figures shared between machines).
+enum WallClock {
+    static func micros() -> Int {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
+    }
+    static func millis() -> Int { micros() / 1000 }
+}

@@ -1,0 +1,101 @@
+import EarshotRedis
+
+/// Puts one source's audio on a cluster: registers the source, then appends entries
+/// `{seq, rate, channels, format, audio, t}` and at last `{seq, end}`.
+///
+///     let publisher = try SourcePublisher(connection: redis, source: "room-1", sampleRate: 44100)
+///     for chunk in chunks { try publisher.append(chunk) }
+///     try publisher.end()
+public final class SourcePublisher {
+    public let source: String
+    public let sampleRate: Int
+    public let channels: Int
+    public let format: ClusterSampleFormat
+    public let keys: ClusterKeys
+    private let connection: RedisConnection
+    /// The last entry's sequence number.
+    public private(set) var seq = 0
+    public private(set) var ended = false
+
+    /// Registers the source (its audio stream, the workers' group on it, the registry entry).
+    /// - Throws: `ClusterError.badSource` for an id out of form or one whose audio stream is
+    ///   already there (a source is published once), `.redis` when Redis refuses or is gone.
+    public init(connection: RedisConnection, source: String, sampleRate: Int, channels: Int = 1, format: ClusterSampleFormat = .s16,
+                group: String = "earshot", keys: ClusterKeys = ClusterKeys()) throws(ClusterError) {
+        try ClusterKeys.validate(source: source)
+        guard (1000...384_000).contains(sampleRate) else { throw .badSource(source: source, reason: "rate \(sampleRate): expected 1000...384000 Hz") }
+        guard (1...64).contains(channels) else { throw .badSource(source: source, reason: "\(channels) channels: expected 1...64") }
+        self.connection = connection
+        self.source = source
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.format = format
+        self.keys = keys
+        do {
+            let exists = try connection.expect(["EXISTS", RedisArgument(keys.audio(source))])
+            guard exists.integer == 0 else {
+                throw ClusterError.badSource(source: source, reason: "\(keys.audio(source)) is already there: a source is published once (pick another id, or delete its keys)")
+            }
+            let replies = try connection.pipeline([
+                ["XGROUP", "CREATE", RedisArgument(keys.audio(source)), RedisArgument(group), "0", "MKSTREAM"],
+                ["XGROUP", "CREATE", RedisArgument(keys.sources), RedisArgument(group), "0", "MKSTREAM"],
+                ["SADD", RedisArgument(keys.active), RedisArgument(source)],
+                ["XADD", RedisArgument(keys.sources), "*", "source", RedisArgument(source)],
+            ])
+            for r in replies { if let e = r.errorMessage, !e.hasPrefix("BUSYGROUP") { throw RedisError.refused(command: "register \(source)", message: e) } }
+        } catch let e as ClusterError { throw e } catch let e as RedisError { throw .redis(e) } catch { throw .badSource(source: source, reason: "\(error)") }
+    }
+
+    /// Appends samples (interleaved when the source has several channels) as one entry.
+    @discardableResult
+    public func append(_ samples: [Float]) throws(ClusterError) -> Int {
+        guard !ended else { throw .badSource(source: source, reason: "the source has ended") }
+        guard samples.count % channels == 0 else { throw .badSource(source: source, reason: "\(samples.count) samples are not whole frames of \(channels)") }
+        seq += 1
+        do {
+            try connection.expect(["XADD", RedisArgument(keys.audio(source)), "*", "seq", RedisArgument(seq), "rate", RedisArgument(sampleRate),
+                                   "channels", RedisArgument(channels), "format", RedisArgument(format.rawValue),
+                                   "audio", RedisArgument(bytes: AudioEntry.encode(samples, format: format)), "t", RedisArgument(WallClock.micros())])
+        } catch { seq -= 1; throw .redis(error) }
+        return seq
+    }
+
+    /// The last entry: the source's audio has ended.
+    public func end() throws(ClusterError) {
+        guard !ended else { return }
+        do { try connection.expect(["XADD", RedisArgument(keys.audio(source)), "*", "seq", RedisArgument(seq + 1), "end", "1"]) } catch { throw .redis(error) }
+        seq += 1
+        ended = true
+    }
+}
+
+/// Reads the events a cluster wrote.
+public enum ClusterEvents {
+    /// The sources that have events, sorted.
+    public static func sources(_ connection: RedisConnection, keys: ClusterKeys = ClusterKeys()) throws(ClusterError) -> [String] {
+        var found: Set<String> = []
+        var cursor = "0"
+        let prefix = keys.events("")
+        repeat {
+            let reply: RedisReply
+            do { reply = try connection.expect(["SCAN", RedisArgument(cursor), "MATCH", RedisArgument(prefix + "*"), "COUNT", "1000"]) } catch { throw .redis(error) }
+            guard let parts = reply.elements, parts.count == 2, let next = parts[0].text else { break }
+            for k in parts[1].elements ?? [] { if let key = k.text, key.hasPrefix(prefix) { found.insert(String(key.dropFirst(prefix.count))) } }
+            cursor = next
+        } while cursor != "0"
+        return found.sorted()
+    }
+
+    /// A source's events after the entry id `after` ("0" from the start), at most `count`;
+    /// waiting up to `blockMs` for the first when given. Returns them and the id to read after next.
+    public static func read(_ connection: RedisConnection, source: String, after: String = "0", count: Int = 1000, blockMs: Int? = nil,
+                            keys: ClusterKeys = ClusterKeys()) throws(ClusterError) -> (events: [ClusterEvent], next: String) {
+        var args: [RedisArgument] = ["XREAD", "COUNT", RedisArgument(count)]
+        if let blockMs { args += ["BLOCK", RedisArgument(blockMs)] }
+        args += ["STREAMS", RedisArgument(keys.events(source)), RedisArgument(after)]
+        let reply: RedisReply
+        do { reply = try connection.expect(args) } catch { throw .redis(error) }
+        let entries = StreamReplies.streams(reply).first?.entries ?? []
+        return (entries.compactMap { e in e.fields.flatMap { ClusterEvent(source: source, id: e.id, fields: $0) } }, entries.last?.id ?? after)
+    }
+}

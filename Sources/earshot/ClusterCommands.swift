@@ -1,0 +1,206 @@
+import Dispatch
+import Earshot
+import EarshotRedis
+import Foundation
+import Synchronization
+
+/// Ctrl-C and SIGTERM set it; the command's loop sees it and stops cleanly.
+/// `@unchecked Sendable`: `sources` is written once, in `init`, and only cancelled after; the
+/// flag is atomic.
+final class StopSignal: @unchecked Sendable {
+    private final class Flag: Sendable { let value = Atomic<Bool>(false) }
+    private let flag = Flag()
+    private var sources: [DispatchSourceSignal] = []
+
+    init(_ signals: [Int32] = [SIGINT, SIGTERM]) {
+        let flag = self.flag
+        for number in signals {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { flag.value.store(true, ordering: .relaxed) }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    var stopped: Bool { flag.value.load(ordering: .relaxed) }
+
+    func cancel() { sources.forEach { $0.cancel() } }
+}
+
+enum ClusterCommands {
+    static func endpoint(_ args: Arguments) throws(UsageError) -> RedisEndpoint {
+        do { return try RedisEndpoint(url: args.string("redis") ?? "redis://127.0.0.1:6379") } catch {
+            throw UsageError("--redis: \(error)", hint: "--redis redis://127.0.0.1:6379")
+        }
+    }
+
+    static func keys(_ args: Arguments) -> ClusterKeys { ClusterKeys(prefix: args.string("prefix") ?? "earshot") }
+
+    /// Connects, retrying with backoff while the server is not there yet (a note on stderr).
+    static func connect(_ endpoint: RedisEndpoint, stop: StopSignal, command: String) throws -> RedisConnection {
+        var wait = 0.1
+        while true {
+            do { return try RedisConnection(endpoint) } catch {
+                guard error.isConnectionLost, !stop.stopped else { throw error }
+                printError("earshot \(command): \(error); retrying in \(String(format: "%.1f", wait)) s")
+                Thread.sleep(forTimeInterval: wait)
+                wait = min(wait * 2, 5)
+            }
+        }
+    }
+
+    // MARK: worker
+
+    static func worker(_ words: [String]) throws {
+        let args = try Arguments(words, spec: Specs.worker)
+        guard args.positionals.isEmpty else { throw UsageError("worker takes no files: '\(args.positionals[0])'", hint: "earshot publish puts audio on the cluster") }
+        let chosen = try LabelCommand.models(args)
+        guard chosen.models.count == 1, let model = chosen.models.first else {
+            throw UsageError("--model: a worker runs one model", hint: "start one worker per model: --model okay-nabu")
+        }
+        let options = try LabelCommand.options(args, model: model, name: chosen.names[0])
+        var settings = WorkerOptions(endpoint: try endpoint(args), name: args.string("name") ?? defaultName())
+        settings.group = args.string("group") ?? "earshot"
+        settings.keys = keys(args)
+        settings.checkpointEvery = args.int("checkpoint-every")
+        settings.claimAfter = args.double("claim-after")
+        settings.heartbeat = min(1, settings.claimAfter / 3)
+        let quiet = args.flag("quiet")
+        let name = settings.name
+        settings.log = { line in if !quiet { printError("earshot worker \(name): \(line)") } }
+        let worker = try ClusterWorker(model: model, options: options, settings: settings)
+        let stop = StopSignal()
+        if !quiet { printError("earshot worker \(name): \(model.name) on \(settings.endpoint), group \(settings.group)") }
+        let summary = worker.run { stop.stopped }
+        stop.cancel()
+        if !quiet {
+            printError("earshot worker \(name): stopped; \(summary.entries) entries, \(summary.events) events (\(summary.duplicateEvents) already there), "
+                       + "\(summary.sourcesEnded) sources ended, \(summary.sourcesFailed) failed, \(summary.sourcesReleased) handed on, \(summary.checkpoints) checkpoints")
+        }
+    }
+
+    static func defaultName() -> String {
+        "\(ProcessInfo.processInfo.hostName)-\(getpid())"
+    }
+
+    // MARK: publish
+
+    static func publish(_ words: [String]) async throws {
+        let args = try Arguments(words, spec: Specs.publish)
+        guard let source = args.string("source") else { throw UsageError("publish needs --source ID", hint: "earshot publish --source room-1 FILE") }
+        let device = args.string("device")
+        guard (device == nil) == (args.positionals.count == 1), args.positionals.count <= 1 else {
+            throw UsageError("publish takes one FILE or --device PCM", hint: "earshot publish --source room-1 recording.wav")
+        }
+        let stop = StopSignal()
+        let redis = try connect(try endpoint(args), stop: stop, command: "publish")
+        let chunkMs = args.double("chunk-ms")
+        let format: ClusterSampleFormat = args.string("sample-format") == "f32" ? .f32 : .s16
+        if let device {
+            var settings = ALSACapture.Settings()
+            settings.device = device
+            settings.sampleRate = args.int("rate", default: 16000)
+            settings.channels = 1
+            settings.latency = .milliseconds(max(1, Int(chunkMs)))
+            if args.string("duration") != nil { settings.maxFrames = Int(args.double("duration") * Double(settings.sampleRate)) }
+            let capture = try ALSACapture(settings)
+            let publisher = try SourcePublisher(connection: redis, source: source, sampleRate: settings.sampleRate, format: format,
+                                                group: args.string("group") ?? "earshot", keys: keys(args))
+            do {
+                for try await chunk in capture.chunks() {
+                    if stop.stopped { break }
+                    try publisher.append(chunk.samples)
+                }
+            } catch {
+                await capture.stop()
+                throw error
+            }
+            await capture.stop()
+            try publisher.end()
+            if !args.flag("quiet") { printError("earshot publish: \(source): \(publisher.seq - 1) entries from \(device)") }
+            return
+        }
+        let path = args.positionals[0]
+        let file = try AudioFile(path: path)
+        let rate = file.sampleRate
+        let frames = max(1, Int(chunkMs / 1000 * Double(rate)))
+        let publisher = try SourcePublisher(connection: redis, source: source, sampleRate: rate, format: format,
+                                            group: args.string("group") ?? "earshot", keys: keys(args))
+        let realtime = args.flag("realtime")
+        let start = DispatchTime.now().uptimeNanoseconds
+        var sent = 0
+        while !stop.stopped {
+            let chunk = try file.readMono(maxFrames: frames)
+            if chunk.isEmpty { break }
+            if realtime {
+                let due = start + UInt64(Double(sent) / Double(rate) * 1e9)
+                let now = DispatchTime.now().uptimeNanoseconds
+                if due > now { usleep(UInt32(min(1_000_000, (due - now) / 1000))) }
+            }
+            try publisher.append(chunk)
+            sent += chunk.count
+        }
+        try publisher.end()
+        stop.cancel()
+        if !args.flag("quiet") {
+            printError("earshot publish: \(source): \(publisher.seq - 1) entries, \(String(format: "%.1f", Double(sent) / Double(rate))) s at \(rate) Hz")
+        }
+    }
+
+    // MARK: events
+
+    static func events(_ words: [String]) throws -> Int32 {
+        let args = try Arguments(words, spec: Specs.events)
+        guard args.positionals.isEmpty else { throw UsageError("events takes no files: '\(args.positionals[0])'", hint: "earshot events --source room-1") }
+        let stop = StopSignal()
+        let redis = try connect(try endpoint(args), stop: stop, command: "events")
+        let keys = keys(args)
+        let follow = args.flag("follow")
+        let formatName = args.string("format") ?? (isatty(STDOUT_FILENO) != 0 ? "text" : "jsonl")
+        guard let format = SegmentFormat(rawValue: formatName) else { throw UsageError("--format \(formatName): expected \(SegmentFormat.allCases.map(\.rawValue).joined(separator: ", "))") }
+        let out = try OutputFile.open(args.string("output"))
+        if let header = format.header { try out.write(header) }
+        var cursors: [String: String] = [:]
+        var ended: Set<String> = []
+        var failed = false
+        let only = args.string("source")
+        if let only { try ClusterKeys.validate(source: only) }
+        var lastScan = 0.0
+        func pass(block: Int?) throws {
+            let now = Date().timeIntervalSince1970
+            if only == nil && now - lastScan > 1 {
+                for s in try ClusterEvents.sources(redis, keys: keys) where cursors[s] == nil { cursors[s] = "0" }
+                lastScan = now
+            } else if let only, cursors[only] == nil { cursors[only] = "0" }
+            for source in cursors.keys.sorted() where !ended.contains(source) {
+                while true {
+                    let (events, next) = try ClusterEvents.read(redis, source: source, after: cursors[source] ?? "0", blockMs: cursors.count == 1 ? block : nil, keys: keys)
+                    cursors[source] = next
+                    for e in events {
+                        switch e.kind {
+                        case let .segment(s): try out.write(format.line(s, file: source, multiChannel: false))
+                        case let .detection(d): try out.write(format.line(d, file: source, multiChannel: false))
+                        case let .error(text): printError("earshot events: \(source): \(text)"); failed = true
+                        case .end: ended.insert(source)
+                        }
+                    }
+                    if events.isEmpty || ended.contains(source) { break }
+                }
+            }
+        }
+        try pass(block: nil)
+        if follow {
+            // Until every source followed has ended (one source), or until stopped (all sources).
+            while !stop.stopped {
+                if let only, ended.contains(only) { break }
+                try out.flush()
+                try pass(block: 500)
+                if cursors.count != 1 { Thread.sleep(forTimeInterval: 0.2) }
+            }
+        }
+        stop.cancel()
+        try out.commit()
+        return failed ? ExitCode.dataError : 0
+    }
+}
