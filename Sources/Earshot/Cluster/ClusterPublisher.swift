@@ -20,17 +20,9 @@ public final class SourcePublisher {
     /// Registers the source (its audio stream, the workers' group on it, the registry entry).
     /// - Throws: `ClusterError.badSource` for an id out of form or one whose audio stream is
     ///   already there (a source is published once), `.redis` when Redis refuses or is gone.
-    public init(connection: RedisConnection, source: String, sampleRate: Int, channels: Int = 1, format: ClusterSampleFormat = .s16,
-                group: String = "earshot", keys: ClusterKeys = ClusterKeys()) throws(ClusterError) {
-        try ClusterKeys.validate(source: source)
-        guard (1000...384_000).contains(sampleRate) else { throw .badSource(source: source, reason: "rate \(sampleRate): expected 1000...384000 Hz") }
-        guard (1...64).contains(channels) else { throw .badSource(source: source, reason: "\(channels) channels: expected 1...64") }
-        self.connection = connection
-        self.source = source
-        self.sampleRate = sampleRate
-        self.channels = channels
-        self.format = format
-        self.keys = keys
+    public convenience init(connection: RedisConnection, source: String, sampleRate: Int, channels: Int = 1, format: ClusterSampleFormat = .s16,
+                            group: String = "earshot", keys: ClusterKeys = ClusterKeys()) throws(ClusterError) {
+        try self.init(resuming: connection, source: source, sampleRate: sampleRate, channels: channels, format: format, seq: 0, keys: keys)
         do {
             let exists = try connection.expect(["EXISTS", RedisArgument(keys.audio(source))])
             guard exists.integer == 0 else {
@@ -44,6 +36,23 @@ public final class SourcePublisher {
             ])
             for r in replies { if let e = r.errorMessage, !e.hasPrefix("BUSYGROUP") { throw RedisError.refused(command: "register \(source)", message: e) } }
         } catch let e as ClusterError { throw e } catch let e as RedisError { throw .redis(e) } catch { throw .badSource(source: source, reason: "\(error)") }
+    }
+
+    /// Goes on with a source already registered (after a lost connection, or from another
+    /// process): the next entry is `seq + 1`.
+    public init(resuming connection: RedisConnection, source: String, sampleRate: Int, channels: Int = 1, format: ClusterSampleFormat = .s16,
+                seq: Int, keys: ClusterKeys = ClusterKeys()) throws(ClusterError) {
+        try ClusterKeys.validate(source: source)
+        guard (1000...384_000).contains(sampleRate) else { throw .badSource(source: source, reason: "rate \(sampleRate): expected 1000...384000 Hz") }
+        guard (1...64).contains(channels) else { throw .badSource(source: source, reason: "\(channels) channels: expected 1...64") }
+        guard seq >= 0 else { throw .badSource(source: source, reason: "seq \(seq): expected >= 0") }
+        self.connection = connection
+        self.source = source
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.format = format
+        self.keys = keys
+        self.seq = seq
     }
 
     /// Appends samples (interleaved when the source has several channels) as one entry.

@@ -1,0 +1,331 @@
+import EarshotRedis
+import EarshotTestSupport
+import Foundation
+import Testing
+
+@testable import Earshot
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A redis-server of the test's own, on a free loopback port, in a temporary folder (with an
+/// append-only file, so that it can be stopped and started again with its data).
+final class TestRedis {
+    let port: Int
+    let folder: URL
+    private var process: Process?
+    static let binary = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    init() throws {
+        guard Self.binary != nil else {
+            throw FixtureError(message: "redis-server is not installed: run scripts/install-packages.sh (Debian's redis-server)")
+        }
+        port = try Self.freePort()
+        folder = try Repo.temporaryFolder()
+        try start()
+    }
+
+    var url: String { "redis://127.0.0.1:\(port)" }
+    var endpoint: RedisEndpoint { RedisEndpoint(address: .tcp(host: "127.0.0.1", port: port)) }
+
+    func start() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.binary ?? "")
+        p.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", folder.path, "--save", "", "--appendonly", "yes",
+                       "--appendfsync", "always", "--logfile", folder.appendingPathComponent("redis.log").path]
+        try p.run()
+        process = p
+        for _ in 0..<200 {
+            if let c = try? RedisConnection(endpoint, timeout: 1), (try? c.command(["PING"]))?.text == "PONG" { return }
+            usleep(25_000)
+        }
+        throw FixtureError(message: "redis-server on port \(port) did not answer PING")
+    }
+
+    /// Stops the server (SHUTDOWN: it writes its data and exits; a signal may be blocked in a
+    /// process the tests start, so the command is used, then SIGKILL if it is still there).
+    func stop() {
+        guard let p = process else { return }
+        if let c = try? RedisConnection(endpoint, timeout: 2) { _ = try? c.command(["SHUTDOWN"]) }
+        for _ in 0..<100 where p.isRunning { usleep(20_000) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
+        process = nil
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = 0
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+        }
+        guard ok else { throw FixtureError(message: "no free loopback port: \(String(cString: strerror(errno)))") }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+}
+
+/// An `earshot worker` process, its stderr kept.
+final class WorkerProcess {
+    let name: String
+    let process = Process()
+    let log: URL
+
+    init(name: String, redis: TestRedis, extra: [String] = []) throws {
+        self.name = name
+        log = redis.folder.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6)).log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        process.executableURL = earshotBinary
+        process.arguments = ["worker", "--redis", redis.url, "--name", name, "--claim-after", "1.5", "--checkpoint-every", "5"] + extra
+        process.currentDirectoryURL = Repo.root
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: log)
+        try process.run()
+    }
+
+    var stderr: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM: it checkpoints, hands its sources on and exits 0.
+    func stop() -> Int32 {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+@Suite("Workers on Redis Streams: nothing lost, nothing twice", .serialized)
+struct ClusterTests {
+    static let files = ["speech-44k.wav", "speech-8k.wav", "speech-noise-16k.wav"]
+
+    /// What `earshot label` finds in a file: its segments, exactly.
+    static func expected(_ file: String) async throws -> [Segment] {
+        let (samples, rate) = try Fixtures.audio(file)
+        return segments(try await Fixtures.run(samples, rate: rate))
+    }
+
+    /// The cluster's events of one source, read back.
+    static func events(_ c: RedisConnection, _ source: String) throws -> [ClusterEvent] {
+        var all: [ClusterEvent] = []
+        var after = "0"
+        while true {
+            let (page, next) = try ClusterEvents.read(c, source: source, after: after)
+            if page.isEmpty { return all }
+            all += page
+            after = next
+        }
+    }
+
+    static func segmentsOf(_ events: [ClusterEvent]) -> [Segment] {
+        events.compactMap { if case let .segment(s) = $0.kind { return s } else { return nil } }
+    }
+
+    /// Publishes every source in rounds, one 100 ms entry per source per round, `pause` between
+    /// rounds; `at` runs actions before given rounds.
+    static func publish(_ redis: TestRedis, sources: [(id: String, file: String)], pause: Double, at: [Int: () throws -> Void] = [:]) throws {
+        let (publishers, audio) = try register(redis, sources)
+        var round = 0
+        var offsets = [Int](repeating: 0, count: sources.count)
+        while publishers.contains(where: { !$0.ended }) {
+            try at[round]?()
+            for (i, p) in publishers.enumerated() where !p.ended {
+                let n = p.sampleRate / 10
+                if offsets[i] >= audio[i].count { try p.end(); continue }
+                try p.append(Array(audio[i][offsets[i]..<min(offsets[i] + n, audio[i].count)]))
+                offsets[i] += n
+            }
+            round += 1
+            Thread.sleep(forTimeInterval: pause)
+        }
+    }
+
+    /// A publisher per source (registered), and the source's audio.
+    static func register(_ redis: TestRedis, _ sources: [(id: String, file: String)]) throws -> ([SourcePublisher], [[Float]]) {
+        let c = try RedisConnection(redis.endpoint)
+        var publishers: [SourcePublisher] = []
+        var audio: [[Float]] = []
+        for s in sources {
+            let (samples, rate) = try Fixtures.audio(s.file)
+            publishers.append(try SourcePublisher(connection: c, source: s.id, sampleRate: rate))
+            audio.append(samples)
+        }
+        return (publishers, audio)
+    }
+
+    /// Waits until every source has its end event.
+    static func waitForEnds(_ redis: TestRedis, _ ids: [String], timeout: Double) throws -> [String: [ClusterEvent]] {
+        let c = try RedisConnection(redis.endpoint)
+        let deadline = Date().addingTimeInterval(timeout)
+        var result: [String: [ClusterEvent]] = [:]
+        while Date() < deadline {
+            result = [:]
+            for id in ids { result[id] = try events(c, id) }
+            if result.values.allSatisfy({ $0.last?.kind == .end }) { return result }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        let open = ids.filter { result[$0]?.last?.kind != .end }
+        throw FixtureError(message: "\(open.count) sources never ended: \(open.prefix(5))")
+    }
+
+    @Test("Kill test: 3 workers, 60 sources of real audio; kill -9 one mid-stream, start it again, then a 4th joins: every source's events = earshot label's, none missing, none twice")
+    func killRestartRebalance() async throws {
+        let redis = try TestRedis()
+        let sources = (0..<60).map { (id: "src-\($0)", file: Self.files[$0 % Self.files.count]) }
+        var expected: [String: [Segment]] = [:]
+        for f in Self.files { expected[f] = try await Self.expected(f) }
+        var workers = try ["w1", "w2", "w3"].map { try WorkerProcess(name: $0, redis: redis) }
+        var restarted: WorkerProcess?
+        var fourth: WorkerProcess?
+        try Self.publish(redis, sources: sources, pause: 0.06, at: [
+            20: { workers[0].kill9() },
+            60: { restarted = try WorkerProcess(name: "w1", redis: redis) },
+            75: { fourth = try WorkerProcess(name: "w4", redis: redis) },
+        ])
+        let got = try Self.waitForEnds(redis, sources.map(\.id), timeout: 120)
+        for s in sources {
+            let events = got[s.id] ?? []
+            #expect(Self.segmentsOf(events) == expected[s.file], "\(s.id) (\(s.file))")
+            #expect(Set(events.map(\.entryID)).count == events.count, "\(s.id): an event twice")
+            #expect(!events.contains { if case .error = $0.kind { return true } else { return false } }, "\(s.id): \(events)")
+        }
+        var logs = workers.dropFirst().map(\.stderr)
+        for w in workers.dropFirst() { #expect(w.stop() == 0) }
+        if let restarted { logs.append(restarted.stderr); #expect(restarted.stop() == 0) }
+        if let fourth {
+            let log = fourth.stderr
+            #expect(log.contains("took source"), "the 4th worker took no source: \(log)")
+            #expect(fourth.stop() == 0)
+        }
+        // The dead worker's sources were claimed by the others.
+        #expect(logs.joined().contains("claimed source entry"), "\(logs)")
+        workers.removeAll()
+    }
+
+    @Test("Redis goes away mid-stream and comes back: the worker retries (saying so), and every source's events are still label's")
+    func redisRestarts() async throws {
+        let redis = try TestRedis()
+        let sources = (0..<6).map { (id: "r-\($0)", file: Self.files[$0 % Self.files.count]) }
+        let worker = try WorkerProcess(name: "solo", redis: redis)
+        // The publisher stops while the server is down, and goes on after.
+        var (publishers, audio) = try Self.register(redis, sources)
+        var round = 0
+        while publishers.contains(where: { !$0.ended }) {
+            round += 1
+            if round == 30 {
+                redis.stop()
+                usleep(1_500_000)
+                try redis.start()
+                let again = try RedisConnection(redis.endpoint)
+                for (i, s) in sources.enumerated() {
+                    // The same publisher state on a new connection.
+                    publishers[i] = try SourcePublisher(resuming: again, source: s.id, sampleRate: publishers[i].sampleRate, seq: publishers[i].seq)
+                }
+            }
+            for (i, p) in publishers.enumerated() where !p.ended {
+                let n = p.sampleRate / 10, at = (p.seq) * n
+                if at >= audio[i].count { try p.end(); continue }
+                try p.append(Array(audio[i][at..<min(at + n, audio[i].count)]))
+            }
+            usleep(10_000)
+        }
+        let got = try Self.waitForEnds(redis, sources.map(\.id), timeout: 60)
+        for s in sources { #expect(Self.segmentsOf(got[s.id] ?? []) == (try await Self.expected(s.file)), "\(s.id)") }
+        let log = worker.stderr
+        #expect(log.contains("retrying"), "\(log)")
+        #expect(log.contains("connected to") && log.contains("again"), "\(log)")
+        #expect(worker.stop() == 0)
+    }
+
+    @Test("Bad input fails its source alone with an error event: a bad rate, broken audio, a gap in seq, a snapshot of another model; a good source beside them is label's")
+    func badInput() async throws {
+        let redis = try TestRedis()
+        let c = try RedisConnection(redis.endpoint)
+        let (samples, rate) = try Fixtures.audio("speech-44k.wav")
+        let good = try SourcePublisher(connection: c, source: "good", sampleRate: rate)
+        func raw(_ id: String, _ entries: [[RedisArgument]]) throws {
+            _ = try SourcePublisher(connection: c, source: id, sampleRate: 16000)
+            for e in entries { try c.expect(["XADD", RedisArgument("earshot:audio:\(id)"), "*"] + e) }
+        }
+        let pcm = RedisArgument(bytes: [UInt8](repeating: 0, count: 3200))
+        try raw("bad-rate", [["seq", "1", "rate", "5", "channels", "1", "format", "s16", "audio", pcm]])
+        try raw("bad-audio", [["seq", "1", "rate", "16000", "channels", "1", "format", "s16", "audio", RedisArgument(bytes: [1, 2, 3])]])
+        try raw("gap", [["seq", "1", "rate", "16000", "channels", "1", "format", "s16", "audio", pcm],
+                        ["seq", "3", "rate", "16000", "channels", "1", "format", "s16", "audio", pcm]])
+        try raw("no-seq", [["rate", "16000", "channels", "1", "format", "s16", "audio", pcm]])
+        // Checkpoints made by another model: with the audio all there, the source starts again
+        // from its first entry; with its first entries gone, it fails.
+        let wake = try StreamClassifier(model: WholeStreamSnapshotTests.wakeModel)
+        let foreign = await wake.snapshot().serialized()
+        let restartable = try SourcePublisher(connection: c, source: "foreign", sampleRate: rate)
+        let trimmed = try SourcePublisher(connection: c, source: "trimmed", sampleRate: rate)
+        for p in [good, restartable, trimmed] {
+            for at in stride(from: 0, to: samples.count, by: 4410) { try p.append(Array(samples[at..<min(at + 4410, samples.count)])) }
+            try p.end()
+        }
+        let firstIDs = StreamReplies.entries(try c.expect(["XRANGE", "earshot:audio:trimmed", "-", "+", "COUNT", "3"])).map(\.id)
+        try c.expect(["XDEL", "earshot:audio:trimmed"] + firstIDs.map { RedisArgument($0) })
+        for id in ["foreign", "trimmed"] {
+            let entry = StreamReplies.entries(try c.expect(["XRANGE", RedisArgument("earshot:audio:\(id)"), "-", "+", "COUNT", "10"])).last?.id ?? ""
+            try c.expect(["HSET", RedisArgument("earshot:checkpoint:\(id)"), "seq", "10", "entry", RedisArgument(entry), "model", "other",
+                          "snapshot", RedisArgument(bytes: foreign), "done", "0"])
+        }
+        let worker = try WorkerProcess(name: "strict", redis: redis)
+        let ids = ["good", "bad-rate", "bad-audio", "gap", "no-seq", "foreign", "trimmed"]
+        let deadline = Date().addingTimeInterval(30)
+        var got: [String: [ClusterEvent]] = [:]
+        while Date() < deadline {
+            for id in ids { got[id] = try Self.events(c, id) }
+            if got.values.allSatisfy({ e in e.contains { if case .end = $0.kind { return true }; if case .error = $0.kind { return true }; return false } }) { break }
+            usleep(200_000)
+        }
+        func error(_ id: String) -> String? {
+            got[id]?.compactMap { if case let .error(t) = $0.kind { return t } else { return nil } }.first
+        }
+        let label = try await Self.expected("speech-44k.wav")
+        #expect(Self.segmentsOf(got["good"] ?? []) == label)
+        #expect(error("good") == nil)
+        #expect(error("bad-rate")?.contains("rate must be 1000...384000") == true, "\(got["bad-rate"] ?? [])")
+        #expect(error("bad-audio")?.contains("not whole frames") == true, "\(got["bad-audio"] ?? [])")
+        #expect(error("gap")?.contains("seq 3 after 1") == true, "\(got["gap"] ?? [])")
+        #expect(error("no-seq")?.contains("no seq field") == true, "\(got["no-seq"] ?? [])")
+        #expect(Self.segmentsOf(got["foreign"] ?? []) == label, "\(got["foreign"] ?? [])")
+        #expect(error("trimmed")?.contains("no longer there") == true, "\(got["trimmed"] ?? [])")
+        #expect(worker.stderr.contains("starting it again from its first entry"))
+        #expect(worker.stop() == 0)
+    }
+
+    @Test("earshot publish, worker and events from the shell: events in every label format equal label's (file column = source id)")
+    func commandLine() throws {
+        let redis = try TestRedis()
+        let wav = Repo.path("AudioSamples/speech-noise-16k.wav")
+        let pub = try runEarshot(["publish", "--redis", redis.url, "--source", "cli-1", "--chunk-ms", "250", wav])
+        #expect(pub.status == 0, "\(pub.err)")
+        let again = try runEarshot(["publish", "--redis", redis.url, "--source", "cli-1", wav])
+        #expect(again.status != 0 && again.err.contains("published once"), "\(again.err)")
+        let worker = try WorkerProcess(name: "cli", redis: redis)
+        for format in SegmentFormat.allCases {
+            let events = try runEarshot(["events", "--redis", redis.url, "--source", "cli-1", "--follow", "--format", format.rawValue])
+            #expect(events.status == 0, "\(events.err)")
+            let label = try runEarshot(["label", "--format", format.rawValue, wav])
+            let id = format == .rttm ? "speech-noise-16k" : wav
+            #expect(events.out == label.out.replacingOccurrences(of: id, with: "cli-1"), "\(format)")
+        }
+        #expect(worker.stop() == 0)
+        let bad = try runEarshot(["worker", "--redis", "redis://127.0.0.1:notaport"])
+        #expect(bad.status == 64 && bad.err.contains("the port must be"), "\(bad.err)")
+    }
+}
