@@ -159,13 +159,17 @@ struct ChannelPipeline {
 
     /// Drops the cumulative scores of steps no open segment can reach any more.
     private mutating func trimSums() {
+        let drop = sumsNotNeeded
+        guard drop >= 1024 else { return }  // now and then, not every step
+        for i in sums.indices { sums[i].removeFirst(drop) }
+        sumBase += drop
+    }
+
+    /// How many of the oldest cumulative scores no open segment can reach any more.
+    private var sumsNotNeeded: Int {
         let oldest = trackers.compactMap { $0.tracker.oldestOpenSample }.min() ?? steps * model.chunkSamples
         let keepFrom = max(0, oldest / model.chunkSamples - 1)
-        let drop = keepFrom - sumBase
-        guard drop >= 1024 else { return }  // now and then, not every step
-        let removed = min(drop, (sums.first?.count ?? 1) - 1)
-        for i in sums.indices { sums[i].removeFirst(removed) }
-        sumBase += removed
+        return max(0, min(keepFrom - sumBase, (sums.first?.count ?? 1) - 1))
     }
 
     /// Closes open segments at the end of the input.
@@ -222,9 +226,12 @@ extension ChannelPipeline {
         for t in trackers { w.int(t.label); t.tracker.save(to: &w) }
         w.int(detectors.count)
         for d in detectors { w.int(d.label); d.tracker.save(to: &w) }
-        w.int(sumBase)
+        // Only the sums open segments still need (the values are cumulative: trimming them
+        // changes no result).
+        let drop = sumsNotNeeded
+        w.int(sumBase + drop)
         w.int(sums.count)
-        for s in sums { w.doubles(s) }
+        for s in sums { w.doubles(Array(s.dropFirst(drop))) }
         return StreamSnapshot(modelHash: model.contentHash, sourceSampleRate: sourceRate, sourceSamples: sourceSamples,
                               steps: steps, options: options, body: w.bytes)
     }

@@ -4,7 +4,7 @@ import Foundation
 enum BenchCommand {
     static func run(_ words: [String]) async throws {
         guard let what = words.first else {
-            throw UsageError("bench needs a subject", hint: "earshot bench features|model|streams|offline|serve")
+            throw UsageError("bench needs a subject", hint: "earshot bench features|model|streams|offline|serve|cluster")
         }
         switch what {
         case "features": try features(Array(words.dropFirst()))
@@ -12,8 +12,9 @@ enum BenchCommand {
         case "streams": try await streams(Array(words.dropFirst()))
         case "offline": try await offline(Array(words.dropFirst()))
         case "serve": try BenchServeCommand.run(Array(words.dropFirst()))
+        case "cluster": try BenchClusterCommand.run(Array(words.dropFirst()))
         default:
-            let subjects = ["features", "model", "streams", "offline", "serve"]
+            let subjects = ["features", "model", "streams", "offline", "serve", "cluster"]
             throw UsageError("unknown benchmark '\(what)'", hint: closest(what, in: subjects).map { "did you mean 'earshot bench \($0)'?" }
                              ?? "earshot bench " + subjects.joined(separator: "|"))
         }

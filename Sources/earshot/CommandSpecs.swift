@@ -189,6 +189,17 @@ enum Specs {
                   .choice("transport", ["tcp", "unix"], default: "tcp", "loopback TCP (as Home Assistant connects) or a unix socket"), json],
         examples: ["earshot bench serve --clients 500,1000 --seconds 30"])
 
+    static let benchCluster = CommandSpec(
+        name: "bench cluster", operands: "",
+        summary: "A redis-server of its own, W earshot worker processes and N sources published by this process at real-time pace "
+            + "(100 ms entries): entries in and done per second, publish-to-processed latency, the workers' and Redis's CPU, per (N, W).",
+        options: [.text("model", short: "m", "NAME", default: "silero-vad", "the workers' model"), audio,
+                  .text("sources", "N,N,...", default: "100,300,600", "source counts to try"),
+                  .text("workers", "N,N,...", default: "1,2,4", "worker counts to try"),
+                  .double("seconds", "S", 1...3600, default: 20, "seconds measured per row (after 3 s of warm-up)"),
+                  .text("redis-server", "PATH", default: "/usr/bin/redis-server", "the server to start"), json],
+        examples: ["earshot bench cluster --sources 300 --workers 1,2,4 --seconds 10"])
+
     static let train = CommandSpec(
         name: "train", operands: "",
         summary: "Trains a streaming classifier (one subfolder per label, or a CSV of file,label) and writes it as a model package "
@@ -296,7 +307,7 @@ enum Specs {
         examples: ["earshot man > /usr/local/share/man/man1/earshot.1"])
 
     static let all: [CommandSpec] = [label, listen, serve, worker, publish, events, plot, features, inspect, devices, benchFeatures, benchModel, benchStreams,
-                                     benchOffline, benchServe, train, evaluate, importModel, completions, manPage]
+                                     benchOffline, benchServe, benchCluster, train, evaluate, importModel, completions, manPage]
 
     /// The top-level commands (the first word of each spec's name).
     static var commands: [String] {

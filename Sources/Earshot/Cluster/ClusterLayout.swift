@@ -212,7 +212,7 @@ public struct ClusterEvent: Sendable, Equatable {
 }
 
 /// Redis replies in the shapes the stream commands give.
-enum StreamReplies {
+package enum StreamReplies {
     /// `[[id, [field, value, ...]], ...]`: entries (a deleted entry's fields are nil).
     static func entries(_ reply: RedisReply) -> [(id: String, fields: [RedisReply]?)] {
         (reply.elements ?? []).compactMap { e in
@@ -226,6 +226,20 @@ enum StreamReplies {
         (reply.elements ?? []).compactMap { s in
             guard let pair = s.elements, pair.count == 2, let key = pair[0].text else { return nil }
             return (key, entries(pair[1]))
+        }
+    }
+
+    /// XRANGE entries as dictionaries of text.
+    package static func entriesOf(_ reply: RedisReply) -> [[String: String]] {
+        entries(reply).map { e in
+            var map: [String: String] = [:]
+            let f = e.fields ?? []
+            var i = 0
+            while i + 1 < f.count {
+                if let k = f[i].text, let v = f[i + 1].text { map[k] = v }
+                i += 2
+            }
+            return map
         }
     }
 
@@ -243,11 +257,11 @@ enum StreamReplies {
 }
 
 /// Wall-clock time (for heartbeats and latency figures shared between machines).
-enum WallClock {
-    static func micros() -> Int {
+package enum WallClock {
+    package static func micros() -> Int {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
     }
-    static func millis() -> Int { micros() / 1000 }
+    package static func millis() -> Int { micros() / 1000 }
 }

@@ -69,6 +69,25 @@ public final class SourcePublisher {
         return seq
     }
 
+    /// One entry for each of many sources on one connection, sent together (one round trip).
+    public static func appendAll(_ items: [(publisher: SourcePublisher, samples: [Float])], on connection: RedisConnection) throws(ClusterError) {
+        var commands: [[RedisArgument]] = []
+        commands.reserveCapacity(items.count)
+        let now = WallClock.micros()
+        for (p, samples) in items {
+            guard !p.ended, samples.count % p.channels == 0 else { throw .badSource(source: p.source, reason: "ended, or samples not whole frames") }
+            commands.append(["XADD", RedisArgument(p.keys.audio(p.source)), "*", "seq", RedisArgument(p.seq + 1), "rate", RedisArgument(p.sampleRate),
+                             "channels", RedisArgument(p.channels), "format", RedisArgument(p.format.rawValue),
+                             "audio", RedisArgument(bytes: AudioEntry.encode(samples, format: p.format)), "t", RedisArgument(now)])
+        }
+        let replies: [RedisReply]
+        do { replies = try connection.pipeline(commands) } catch { throw .redis(error) }
+        for ((p, _), r) in zip(items, replies) {
+            if let e = r.errorMessage { throw .redis(.refused(command: "XADD \(p.keys.audio(p.source))", message: e)) }
+            p.seq += 1
+        }
+    }
+
     /// The last entry: the source's audio has ended.
     public func end() throws(ClusterError) {
         guard !ended else { return }
