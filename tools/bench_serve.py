@@ -5,15 +5,12 @@ the serve section of BENCHMARKS.md, between its markers; tools/benchmarks.py run
     swift build -c release && python3 tools/bench_serve.py [--clients 100,500,1000,1250,1500,2000] [--seconds 60]
 """
 import argparse
-import json
-import re
-import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from earshot_bench import snake_keys  # noqa: E402
+from earshot_bench import earshot_json, replace_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- serve: tools/bench_serve.py -->", "<!-- /serve -->"
@@ -57,17 +54,9 @@ def main():
     parser.add_argument("--clients", default="100,500,1000,1250,1500,2000")
     parser.add_argument("--seconds", default="60")
     args = parser.parse_args()
-    out = subprocess.run([str(ROOT / ".build/release/earshot"), "bench", "serve", "--clients", args.clients,
-                          "--seconds", args.seconds, "--json"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
-    result = snake_keys(json.loads(out.strip().splitlines()[-1]))
-    path = ROOT / "BENCHMARKS.md"
-    text = path.read_text()
+    result = earshot_json(str(ROOT / ".build/release/earshot"), ["bench", "serve", "--clients", args.clients, "--seconds", args.seconds], ROOT)
     new = section(result)
-    if BEGIN in text:
-        text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: new, text, flags=re.S)
-    else:
-        text = text.rstrip() + "\n\n" + new + "\n"
-    path.write_text(text)
+    replace_section(ROOT / "BENCHMARKS.md", BEGIN, END, new)
     print(new)
 
 

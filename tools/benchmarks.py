@@ -214,6 +214,7 @@ def main():
     print("\n".join(lines))
     # The service under load, as its own section (tools/bench_serve.py keeps it up to date alone too).
     subprocess.run([PY, "tools/bench_serve.py"], cwd=ROOT, check=True)
+    subprocess.run([PY, "tools/bench_cluster.py"], cwd=ROOT, check=True)
 
 
 if __name__ == "__main__":

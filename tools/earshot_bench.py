@@ -18,3 +18,20 @@ def earshot_us(binary, package, audio=None):
     cmd = [binary, "bench", "model", "--model", package, "--json"] + (["--audio", audio] if audio else [])
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return snake_keys(json.loads(out.strip().splitlines()[-1]))["us_per_chunk_median"]
+
+
+def replace_section(path, begin, end, new):
+    """Puts `new` (which starts with `begin` and ends with `end`) in place of the file's section
+    between those markers, or at its end."""
+    text = path.read_text()
+    if begin in text:
+        text = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: new, text, flags=re.S)
+    else:
+        text = text.rstrip() + "\n\n" + new + "\n"
+    path.write_text(text)
+
+
+def earshot_json(binary, args, cwd):
+    """The last JSON line an `earshot ... --json` command prints, with snake_case keys."""
+    out = subprocess.run([binary] + args + ["--json"], cwd=cwd, check=True, capture_output=True, text=True).stdout
+    return snake_keys(json.loads(out.strip().splitlines()[-1]))
