@@ -102,22 +102,43 @@ enum ClusterCommands {
             settings.device = device
             settings.sampleRate = args.int("rate", default: 16000)
             settings.channels = 1
-            settings.latency = .milliseconds(max(1, Int(chunkMs)))
+            settings.latency = .milliseconds(max(1, min(40, Int(chunkMs))))
             if args.string("duration") != nil { settings.maxFrames = Int(args.double("duration") * Double(settings.sampleRate)) }
+            // Audio held for a slow Redis before the oldest is dropped (and published as silence).
+            settings.queuedFrames = Int(args.double("buffer-seconds") * Double(settings.sampleRate))
             let capture = try ALSACapture(settings)
             let publisher = try SourcePublisher(connection: redis, source: source, sampleRate: settings.sampleRate, format: format,
                                                 group: args.string("group") ?? "earshot", keys: keys(args))
+            let frames = max(1, Int(chunkMs / 1000 * Double(settings.sampleRate)))
+            var pending: [Float] = []
+            var next = 0, dropped = 0
+            func flush(_ all: Bool) throws {
+                while pending.count >= frames || (all && !pending.isEmpty) {
+                    let n = min(frames, pending.count)
+                    try publisher.append(Array(pending[..<n]))
+                    pending.removeFirst(n)
+                }
+            }
             do {
                 for try await chunk in capture.chunks() {
                     if stop.stopped { break }
-                    try publisher.append(chunk.samples)
+                    if chunk.firstFrame > next {
+                        // Frames the capture dropped: silence in their place keeps the source's clock.
+                        dropped += chunk.firstFrame - next
+                        pending += [Float](repeating: 0, count: chunk.firstFrame - next)
+                    }
+                    next = chunk.firstFrame + chunk.frames
+                    pending += chunk.samples
+                    try flush(false)
                 }
+                try flush(true)
             } catch {
                 await capture.stop()
                 throw error
             }
             await capture.stop()
             try publisher.end()
+            if dropped > 0 { printError("earshot publish: \(source): \(dropped) frames dropped by the capture (Redis too slow), published as silence") }
             if !args.flag("quiet") { printError("earshot publish: \(source): \(publisher.seq - 1) entries from \(device)") }
             return
         }

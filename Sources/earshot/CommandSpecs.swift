@@ -109,6 +109,7 @@ enum Specs {
                   .text("device", "PCM", "capture from an ALSA PCM instead of a file; Ctrl-C ends the source"),
                   .int("rate", "HZ", 1000...384_000, default: 16000, "the capture rate (--device)"),
                   .double("duration", "SECONDS", 0.001...(86_400 * 365), defaultText: "until stopped", "stop capturing after this long (--device)"),
+                  .double("buffer-seconds", "S", 0.01...3600, default: 10, "captured audio held while Redis is slow; beyond it the oldest is dropped, reported, and published as silence (--device)"),
                   .double("chunk-ms", "MS", 1...60_000, default: 100, "audio per entry"),
                   .choice("sample-format", ["s16", "f32"], default: "s16", "the entries' samples"),
                   .flag("realtime", "send a file at its real-time pace"),

@@ -324,6 +324,18 @@ struct ClusterTests {
             let id = format == .rttm ? "speech-noise-16k" : wav
             #expect(events.out == label.out.replacingOccurrences(of: id, with: "cli-1"), "\(format)")
         }
+        // Live capture (ALSA's file plugin over the same samples) as a source.
+        let config = try ListenCommandTests.configFile(name: "earshot_pub")
+        let live = try runEarshot(["publish", "--redis", redis.url, "--source", "mic", "--device", "earshot_pub", "--duration", "36.499", "--buffer-seconds", "60"],
+                                  environment: ["ALSA_CONFIG_PATH": config])
+        #expect(live.status == 0, "\(live.err)")
+        let mic = try runEarshot(["events", "--redis", redis.url, "--source", "mic", "--follow", "--format", "csv"])
+        let label = try runEarshot(["label", "--format", "csv", wav])
+        #expect(mic.out == label.out.replacingOccurrences(of: wav, with: "mic"))
+        // Every source at once, sorted by source.
+        let all = try runEarshot(["events", "--redis", redis.url, "--format", "csv"])
+        #expect(all.out == label.out.replacingOccurrences(of: wav, with: "cli-1")
+                + label.out.split(separator: "\n").dropFirst().map { $0.replacingOccurrences(of: wav, with: "mic") + "\n" }.joined())
         #expect(worker.stop() == 0)
         let bad = try runEarshot(["worker", "--redis", "redis://127.0.0.1:notaport"])
         #expect(bad.status == 64 && bad.err.contains("the port must be"), "\(bad.err)")
