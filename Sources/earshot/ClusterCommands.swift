@@ -50,6 +50,37 @@ enum ClusterCommands {
         }
     }
 
+    /// A source's publisher that rides out a lost connection: it reconnects with backoff
+    /// (saying so) and sends the entry again under the same seq (a worker skips a seq it has).
+    final class Publishing {
+        let endpoint: RedisEndpoint
+        let stop: StopSignal
+        var publisher: SourcePublisher
+
+        init(_ endpoint: RedisEndpoint, stop: StopSignal, _ publisher: SourcePublisher) {
+            self.endpoint = endpoint
+            self.stop = stop
+            self.publisher = publisher
+        }
+
+        func send(_ op: (SourcePublisher) throws(ClusterError) -> Void) throws {
+            while true {
+                do { return try op(publisher) } catch {
+                    guard case let .redis(e) = error, e.isConnectionLost, !stop.stopped else { throw error }
+                    printError("earshot publish: \(e); reconnecting")
+                    let p = publisher
+                    let c = try ClusterCommands.connect(endpoint, stop: stop, command: "publish")
+                    publisher = try SourcePublisher(resuming: c, source: p.source, sampleRate: p.sampleRate, channels: p.channels,
+                                                    format: p.format, seq: p.seq, keys: p.keys)
+                }
+            }
+        }
+
+        func append(_ samples: [Float]) throws { try send { p throws(ClusterError) in _ = try p.append(samples) } }
+        func end() throws { try send { p throws(ClusterError) in try p.end() } }
+        var seq: Int { publisher.seq }
+    }
+
     // MARK: worker
 
     static func worker(_ words: [String]) throws {
@@ -107,8 +138,9 @@ enum ClusterCommands {
             // Audio held for a slow Redis before the oldest is dropped (and published as silence).
             settings.queuedFrames = Int(args.double("buffer-seconds") * Double(settings.sampleRate))
             let capture = try ALSACapture(settings)
-            let publisher = try SourcePublisher(connection: redis, source: source, sampleRate: settings.sampleRate, format: format,
-                                                group: args.string("group") ?? "earshot", keys: keys(args))
+            let publisher = Publishing(try endpoint(args), stop: stop,
+                                       try SourcePublisher(connection: redis, source: source, sampleRate: settings.sampleRate, format: format,
+                                                           group: args.string("group") ?? "earshot", keys: keys(args)))
             let frames = max(1, Int(chunkMs / 1000 * Double(settings.sampleRate)))
             var pending: [Float] = []
             var next = 0, dropped = 0
@@ -146,8 +178,9 @@ enum ClusterCommands {
         let file = try AudioFile(path: path)
         let rate = file.sampleRate
         let frames = max(1, Int(chunkMs / 1000 * Double(rate)))
-        let publisher = try SourcePublisher(connection: redis, source: source, sampleRate: rate, format: format,
-                                            group: args.string("group") ?? "earshot", keys: keys(args))
+        let publisher = Publishing(try endpoint(args), stop: stop,
+                                   try SourcePublisher(connection: redis, source: source, sampleRate: rate, format: format,
+                                                       group: args.string("group") ?? "earshot", keys: keys(args)))
         let realtime = args.flag("realtime")
         let start = DispatchTime.now().uptimeNanoseconds
         var sent = 0

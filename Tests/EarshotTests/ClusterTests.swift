@@ -222,6 +222,13 @@ struct ClusterTests {
         let worker = try WorkerProcess(name: "solo", redis: redis)
         // The publisher stops while the server is down, and goes on after.
         var (publishers, audio) = try Self.register(redis, sources)
+        // And `earshot publish`, at real-time pace meanwhile, reconnects by itself.
+        let cli = Process()
+        cli.executableURL = earshotBinary
+        cli.arguments = ["publish", "--redis", redis.url, "--source", "cli-r", "--realtime", Repo.path("AudioSamples/speech-8k.wav")]
+        let cliErr = Pipe()
+        cli.standardError = cliErr
+        try cli.run()
         var round = 0
         while publishers.contains(where: { !$0.ended }) {
             round += 1
@@ -242,8 +249,14 @@ struct ClusterTests {
             }
             usleep(10_000)
         }
-        let got = try Self.waitForEnds(redis, sources.map(\.id), timeout: 60)
-        for s in sources { #expect(Self.segmentsOf(got[s.id] ?? []) == (try await Self.expected(s.file)), "\(s.id)") }
+        cli.waitUntilExit()
+        let cliLog = String(decoding: cliErr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(cli.terminationStatus == 0, "\(cliLog)")
+        #expect(cliLog.contains("reconnecting"), "\(cliLog)")
+        let got = try Self.waitForEnds(redis, sources.map(\.id) + ["cli-r"], timeout: 60)
+        for s in sources + [(id: "cli-r", file: "speech-8k.wav")] {
+            #expect(Self.segmentsOf(got[s.id] ?? []) == (try await Self.expected(s.file)), "\(s.id)")
+        }
         let log = worker.stderr
         #expect(log.contains("retrying"), "\(log)")
         #expect(log.contains("connected to") && log.contains("again"), "\(log)")

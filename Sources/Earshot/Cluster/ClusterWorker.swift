@@ -67,6 +67,8 @@ public final class ClusterWorker {
     private var nextHeartbeat = 0
     private var latencies: [Int] = []
     private var entriesSinceStats = 0
+    /// Per source, the last seq after which a gap made it be taken up again.
+    private var gapRetried: [String: Int] = [:]
 
     /// One source this worker owns.
     private struct Owned {
@@ -372,14 +374,14 @@ public final class ClusterWorker {
     /// belong to one entry; every source of a round steps in one batch.
     private func process(_ batch: [String: [(id: String, fields: [RedisReply]?)]], _ c: RedisConnection) throws(RedisError) {
         var commands: [[RedisArgument]] = []
-        var written: [(source: String, count: Int)] = []
+        var retake: Set<String> = []
         let rounds = batch.values.map(\.count).max() ?? 0
         let now = WallClock.micros()
         for r in 0..<rounds {
             var pushed: [String: Int] = [:]  // source → seq pushed this round
             var events: [String: [ClusterEvent]] = [:]
             var ending: [(id: String, seq: Int)] = []
-            for (id, entries) in batch where r < entries.count {
+            for (id, entries) in batch where r < entries.count && !retake.contains(id) {
                 guard var o = owned[id], !o.done else { continue }
                 let raw = entries[r]
                 do {
@@ -392,6 +394,14 @@ public final class ClusterWorker {
                         continue
                     }
                     guard entry.seq == o.lastSeq + 1 else {
+                        // The entries between may have gone to the source's previous owner just
+                        // as this worker took it: take the source up again from its checkpoint,
+                        // claiming everything pending, once. Still missing then: they are lost.
+                        if gapRetried[id] != o.lastSeq {
+                            gapRetried[id] = o.lastSeq
+                            retake.insert(id)
+                            continue
+                        }
                         throw ClusterError.malformedEntry(source: id, entry: raw.id, reason: "seq \(entry.seq) after \(o.lastSeq): entries are missing")
                     }
                     summary.entries += 1
@@ -450,7 +460,6 @@ public final class ClusterWorker {
                     commands.append(["XADD", RedisArgument(keys.events(id)), RedisArgument(e.entryID)] + e.fields)
                     if case .error = e.kind { markFailed(id) }
                 }
-                written.append((id, list.count))
             }
         }
         // The events go before the checkpoints that cover their audio.
@@ -464,9 +473,15 @@ public final class ClusterWorker {
                 summary.events += 1
             }
         }
-        for id in batch.keys.sorted() {
+        for id in batch.keys.sorted() where !retake.contains(id) {
             guard let o = owned[id] else { continue }
             if o.done || o.unacked.count >= settings.checkpointEvery { try checkpoint(id, c) }
+        }
+        for id in retake.sorted() {
+            guard let o = owned[id] else { continue }
+            settings.log("source \(id): entries after \(o.lastSeq) are missing here; taking it up again from its checkpoint")
+            drop(id)
+            try take(registryEntry: o.registryEntry, fields: [.string(Array("source".utf8)), .string(Array(id.utf8))], c)
         }
     }
 
