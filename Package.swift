@@ -20,11 +20,11 @@ let package = Package(
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
 
         .target(name: "EarshotAudio", dependencies: ["CSndFile", "CALSA", "CSoxr"]),
-        .target(name: "EarshotFeatures", dependencies: ["CFFTW", "CEarshotKernels"]),
+        .target(name: "EarshotFeatures", dependencies: ["CFFTW", "CEarshotKernels"], swiftSettings: [.unsafeFlags(["-O"])]),
         // Dense kernels in C, compiled per instruction set and chosen at run time. Math functions
         // never set errno, so that loops of sqrtf vectorize (IEEE results are the same).
-        .target(name: "CEarshotKernels", cSettings: [.unsafeFlags(["-fno-math-errno"])]),
-        .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph", "EarshotJSON"]),
+        .target(name: "CEarshotKernels", cSettings: [.unsafeFlags(["-fno-math-errno", "-O2"])]),
+        .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph", "EarshotJSON"], swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotTFLite", "EarshotGraph",
                                                "EarshotWyoming", "CEarshotSystem", "EarshotRedis"]),
         // A Redis client on hiredis: commands, pipelines and replies, with typed errors.
@@ -36,7 +36,10 @@ let package = Package(
         // JSON values read and written by hand: the one JSON writer of the package.
         .target(name: "EarshotJSON"),
         // Trains classifiers made of runtime layers, with the runtime's own features and products.
-        .target(name: "EarshotTraining", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph"]),
+        // Optimized in debug builds too: the tests train real models, which unoptimized loops
+        // would make ten times slower.
+        .target(name: "EarshotTraining", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph"],
+                swiftSettings: [.unsafeFlags(["-O"])]),
         // ONNX files read in Swift: the protobuf wire format and ONNX's messages (onnx.proto).
         .target(name: "EarshotONNX"),
         // TFLite files read in Swift: FlatBuffers and TFLite's schema (schema.fbs).

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Earshot builds against: libsndfile, ALSA, FFTW (single
 # precision), libsoxr and hiredis, with pkg-config; rsvg-convert, which `earshot plot -o x.png`
-# uses; and redis-server, which the worker tests and `earshot bench cluster` start on a free port.
+# uses; redis-server, which the worker tests and `earshot bench cluster` start on a free port;
+# and espeak-ng and sox, which make the training tests' data (tools/make_yes_no.sh).
 # Uses sudo when not run as root.
 set -euo pipefail
 sudo=""
 if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-packages=(pkg-config libsndfile1-dev libasound2-dev libfftw3-dev libsoxr-dev libhiredis-dev librsvg2-bin redis-server)
+packages=(pkg-config libsndfile1-dev libasound2-dev libfftw3-dev libsoxr-dev libhiredis-dev librsvg2-bin redis-server espeak-ng sox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

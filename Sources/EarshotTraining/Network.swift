@@ -58,30 +58,46 @@ func softmax(_ logits: ArraySlice<Float>) -> [Float] {
     return p
 }
 
-/// The training objective: softmax cross-entropy at each clip's last `decisionFrames` frames,
-/// each clip weighted by its class's weight, summed and divided by `normalizer`.
+/// The training objective: softmax cross-entropy at each clip's last `decisionFrames` frames
+/// (its label), and at the frames `extra` names (the preceding context's targets: the clip
+/// before it at its end, the background in the gap after), each frame weighted by its class's
+/// weight, summed and divided by `normalizer`.
 struct Objective: Sendable {
     let classWeights: [Float]
     let decisionFrames: Int
 
+    /// Per clip, frames of the context and their labels.
+    typealias Targets = [(frame: Int, label: Int)]
+
+    /// The sum of the weights of every frame the loss covers (what `normalizer` should be).
+    func weight(labels: [Int], extra: [Targets]) -> Float {
+        labels.reduce(Float(0)) { $0 + classWeights[$1] } * Float(decisionFrames)
+            + extra.reduce(Float(0)) { total, t in t.reduce(total) { $0 + classWeights[$1.label] } }
+    }
+
     /// Loss, the logits' gradient, and each clip's predicted class (the largest mean probability
     /// over its decision frames: how `evaluate` decides).
-    func evaluate(_ logits: Frames, labels: [Int], normalizer: Float) -> (loss: Double, dLogits: Frames, predictions: [Int]) {
+    func evaluate(_ logits: Frames, labels: [Int], extra: [Targets] = [], normalizer: Float) -> (loss: Double, dLogits: Frames, predictions: [Int]) {
         let C = logits.channels, T = logits.time, first = max(0, T - decisionFrames)
         var d = Frames(batch: logits.batch, time: T, channels: C)
         var loss = 0.0
         var predictions: [Int] = []
+        func target(_ b: Int, _ t: Int, _ label: Int) -> [Float] {
+            let w = classWeights[label] / normalizer
+            let row = (b * T + t) * C
+            let p = softmax(logits.values[row..<(row + C)])
+            loss -= Double(w) * Double(log(max(p[label], 1e-30)))
+            for c in 0..<C { d.values[row + c] += w * (p[c] - (c == label ? 1 : 0)) }
+            return p
+        }
         for b in 0..<logits.batch {
-            let w = classWeights[labels[b]] / normalizer
             var mean = [Float](repeating: 0, count: C)
             for t in first..<T {
-                let row = (b * T + t) * C
-                let p = softmax(logits.values[row..<(row + C)])
-                loss -= Double(w) * Double(log(max(p[labels[b]], 1e-30)))
-                for c in 0..<C {
-                    d.values[row + c] = w * (p[c] - (c == labels[b] ? 1 : 0))
-                    mean[c] += p[c]
-                }
+                let p = target(b, t, labels[b])
+                for c in 0..<C { mean[c] += p[c] }
+            }
+            if b < extra.count {
+                for (t, label) in extra[b] where t >= 0 && t < first { _ = target(b, t, label) }
             }
             predictions.append(mean.indices.max { mean[$0] < mean[$1] } ?? 0)
         }

@@ -24,25 +24,30 @@ public struct TrainingOptions: Sendable {
     public var features = "log-mel:40"
     /// The model's rate; nil: the rate of the first training file.
     public var sampleRate: Int?
-    /// Passes over the data at most.
-    public var epochs = 40
+    /// Passes over the data at most; nil: enough for about 3000 optimizer steps (30 to 400
+    /// passes), so that a small data set trains as long as a large one.
+    public var epochs: Int?
     /// The seed of every random choice: the same seed, the same model.
     public var seed: UInt64 = 1
     /// Clips per step.
     public var batchSize = 32
-    /// Adam's step size (in `learningRateRange`).
+    /// Adam's peak step size (in `learningRateRange`): reached by a linear warm-up over the
+    /// first 5% of the steps (at least 20), then lowered along a cosine to 5% of it at the last.
     public var learningRate: Float = 2e-3
     /// Augmentations applied to training clips.
-    public var augment: Set<Augmentation> = []
-    /// Epochs without a better validation accuracy before training stops.
-    public var patience = 8
+    public var augment: Set<Augmentation> = [.noise, .gain, .shift]
+    /// Epochs without a better validation accuracy (or as good with a lower loss) before
+    /// training stops, counted only after the first fifth of the epochs (at least 5), so that
+    /// a plateau at the start does not end it; nil: a quarter of the epochs, at least 10.
+    public var patience: Int?
     /// Clip length; nil: the 95th percentile of the training clips' lengths.
     public var clipSeconds: Double?
     /// The last part of a clip the loss and the decision look at.
     public var decisionSeconds = 0.3
     /// Audio before each training clip: another training clip and a gap, up to this long, so that
-    /// the model learns to decide whatever came before (a stream's state, not a fresh one). 0: none.
-    public var contextSeconds = 0.0
+    /// the model learns to decide whatever came before (a stream's state, not a fresh one), as it
+    /// must in `listen` and `label`. 0: none (each clip from a fresh state).
+    public var contextSeconds = 1.0
     /// The label that is no event (silence, background): `listen` and `label` report no segments
     /// for it. Without one, the trainer adds a label "_background_" of noise and near-silence.
     public var background: String?
@@ -113,7 +118,8 @@ public enum Trainer {
         if let background = options.background, !training.labels.contains(background) {
             throw .option(name: "background", value: background, expected: "one of the labels \(training.labels)")
         }
-        guard (1...100_000).contains(options.epochs) else { throw .option(name: "epochs", value: "\(options.epochs)", expected: "1...100000") }
+        if let epochs = options.epochs, !(1...100_000).contains(epochs) { throw .option(name: "epochs", value: "\(epochs)", expected: "1...100000") }
+        if let patience = options.patience, !(1...100_000).contains(patience) { throw .option(name: "patience", value: "\(patience)", expected: "1...100000") }
         guard (2...4096).contains(options.batchSize) else { throw .option(name: "batch-size", value: "\(options.batchSize)", expected: "2...4096") }
         for (name, value, range) in [("decision-seconds", options.decisionSeconds, 0.01...60.0), ("context-seconds", options.contextSeconds, 0...60.0),
                                      ("clip-seconds", options.clipSeconds ?? 1, 0.1...600.0),
@@ -162,57 +168,70 @@ public enum Trainer {
 
         let network = try architecture(options.architecture, inputs: recipe.melCount, classes: labels.count)
         var parameters = network.initialParameters(seed: options.seed)
-        var adam = Adam(shapes: network.parameterShapes, learningRate: options.learningRate)
+        var adam = Adam(shapes: network.parameterShapes)
+        let stepsPerEpoch = (trainAudio.count + options.batchSize - 1) / options.batchSize
+        let epochs = options.epochs ?? Self.automaticEpochs(stepsPerEpoch: stepsPerEpoch)
+        let patience = options.patience ?? max(10, epochs / 4)
+        let patienceFrom = max(5, epochs / 5)
+        let schedule = LearningRateSchedule(peak: options.learningRate, totalSteps: epochs * stepsPerEpoch)
         let counts = labels.indices.map { l in trainLabels.filter { $0 == l }.count }
         let weights = counts.map { $0 == 0 ? 0 : Float(trainLabels.count) / Float(labels.count * $0) }
         let objective = Objective(classWeights: weights, decisionFrames: decisionFrames)
         let noise = options.background.map { b in trainAudio.indices.filter { trainLabels[$0] == labels.firstIndex(of: b) }.map { trainAudio[$0] } } ?? []
         let augmenter = Augmenter(kinds: options.augment, noise: noise, clip: clip, rate: rate)
         let contextSamples = Int((options.contextSeconds * 100).rounded()) * recipe.hop
+        let backgroundIndex = labels.firstIndex(of: background ?? Self.syntheticBackground) ?? labels.count - 1
 
         var reports: [EpochReport] = []
         var best = (accuracy: -1.0, loss: Double.infinity, parameters: parameters)
         var sinceBest = 0
-        for epoch in 1...options.epochs {
+        for epoch in 1...epochs {
             let epochStart = Date()
             var order = SplitMix64(seed: options.seed, 1, epoch)
             let shuffled = Array(trainAudio.indices).shuffled(using: &order)
             var totalLoss = 0.0, correct = 0
             for start in stride(from: 0, to: shuffled.count, by: options.batchSize) {
                 let members = Array(shuffled[start..<min(start + options.batchSize, shuffled.count)])
+                // Each clip after another one (augmented too) and a gap, as a stream brings them:
+                // the clip before is trained on its label at its end and the background in the
+                // gap after it, so the model learns to leave a label as well as to reach it.
+                var extra: [Objective.Targets] = []
                 let audio = members.map { m in
                     let clip = augmenter.apply(trainAudio[m], seed: options.seed, epoch: epoch, clip: m)
-                    guard contextSamples > 0 else { return clip }
-                    // Another clip (augmented too), a gap of up to a third of the context, then this clip.
+                    guard contextSamples > 0 else { extra.append([]); return clip }
                     var random = SplitMix64(seed: options.seed &+ 0xC0DE, epoch, m)
                     let other = Int.random(in: 0..<trainAudio.count, using: &random)
                     let before = augmenter.apply(trainAudio[other], seed: options.seed &+ 1, epoch: epoch, clip: other)
                     let gap = Int.random(in: 0...(contextSamples / 3), using: &random)
                     let lead = Array(before.suffix(contextSamples - gap)) + [Float](repeating: 0, count: gap)
+                    extra.append(Self.contextTargets(contextFrames: contextSamples / recipe.hop, gapFrames: gap / recipe.hop,
+                                                     before: trainLabels[other], clipFrames: frames,
+                                                     clipStartFrame: max(0, clip.count - trainAudio[m].count) / recipe.hop,
+                                                     clipLabel: trainLabels[m], background: backgroundIndex, decisionFrames: decisionFrames))
                     return [Float](repeating: 0, count: contextSamples - lead.count) + lead + clip
                 }
                 let x = try features(audio, model: featureModel)
                 let batchLabels = members.map { trainLabels[$0] }
-                let normalizer = batchLabels.reduce(Float(0)) { $0 + weights[$1] } * Float(decisionFrames)
-                let step = gradients(network, parameters, x, batchLabels, objective, normalizer: normalizer)
+                let normalizer = objective.weight(labels: batchLabels, extra: extra)
+                let step = gradients(network, parameters, x, batchLabels, extra, objective, normalizer: normalizer)
                 totalLoss += step.loss
                 correct += zip(step.predictions, batchLabels).filter { $0 == $1 }.count
-                adam.update(&parameters, step.grads)
+                adam.update(&parameters, step.grads, learningRate: schedule.rate(atStep: adam.step))
             }
             let check = validate(network, parameters, validationFrames, validationLabels, objective)
-            let report = EpochReport(epoch: epoch, epochs: options.epochs, loss: totalLoss / Double(max(1, (shuffled.count + options.batchSize - 1) / options.batchSize)),
+            let report = EpochReport(epoch: epoch, epochs: epochs, loss: totalLoss / Double(max(1, (shuffled.count + options.batchSize - 1) / options.batchSize)),
                                      trainingAccuracy: Double(correct) / Double(shuffled.count), validationLoss: check.loss,
                                      validationAccuracy: check.accuracy, seconds: Date().timeIntervalSince(epochStart),
                                      best: check.accuracy > best.accuracy || (check.accuracy == best.accuracy && check.loss < best.loss))
             if report.best {
                 best = (check.accuracy, check.loss, parameters)
                 sinceBest = 0
-            } else {
+            } else if epoch > patienceFrom {
                 sinceBest += 1
             }
             reports.append(report)
             progress(report)
-            if sinceBest >= options.patience { break }
+            if sinceBest >= patience { break }
         }
 
         var record = ModelManifest.Training(clipSeconds: Double(clip.samples) / Double(rate), decisionSeconds: Double(decisionFrames) / 100)
@@ -230,6 +249,31 @@ public enum Trainer {
         manifest.license = options.license
         return TrainedClassifier(manifest: manifest, tensors: tensors, reports: reports, validationAccuracy: best.accuracy,
                                  network: network, parameters: best.parameters, featureModel: featureModel)
+    }
+
+    /// The context's frame targets (frames counted from the sequence's start; the clip follows
+    /// the context): the clip before at its last decision frames, then, from 0.15 s after its end
+    /// until 0.1 s before this clip's audio begins, the background. A background clip before is
+    /// the background at every frame.
+    static func contextTargets(contextFrames: Int, gapFrames: Int, before: Int, clipFrames: Int, clipStartFrame: Int, clipLabel: Int,
+                               background: Int, decisionFrames: Int) -> Objective.Targets {
+        let beforeEnd = contextFrames - gapFrames
+        var targets: Objective.Targets = []
+        let firstOfBefore = before == background ? max(0, beforeEnd - 2 * decisionFrames) : max(0, beforeEnd - decisionFrames)
+        if beforeEnd > firstOfBefore { for t in firstOfBefore..<beforeEnd { targets.append((t, before)) } }
+        let quietFrom = beforeEnd + 15, quietTo = contextFrames + clipStartFrame - 10
+        if quietTo > quietFrom { for t in quietFrom..<quietTo { targets.append((t, background)) } }
+        if clipLabel == background {
+            // A background clip: all of it is the background (its last frames are already targets).
+            let from = max(contextFrames, quietTo), to = contextFrames + clipFrames - decisionFrames
+            if to > from { for t in from..<to { targets.append((t, background)) } }
+        }
+        return targets
+    }
+
+    /// Epochs for about 3000 optimizer steps, 30 to 400.
+    public static func automaticEpochs(stepsPerEpoch: Int) -> Int {
+        min(400, max(30, (3000 + stepsPerEpoch - 1) / max(1, stepsPerEpoch)))
     }
 
     /// The label the trainer adds when the data has no background label of its own.
@@ -303,12 +347,14 @@ public enum Trainer {
 
     /// Loss, gradients and predictions of a batch: its two halves on the two cores, their
     /// gradients added in a fixed order.
-    static func gradients(_ network: Network, _ parameters: [[Float]], _ x: Frames, _ labels: [Int], _ objective: Objective,
-                          normalizer: Float) -> (loss: Double, grads: [[Float]], predictions: [Int]) {
+    static func gradients(_ network: Network, _ parameters: [[Float]], _ x: Frames, _ labels: [Int], _ extra: [Objective.Targets] = [],
+                          _ objective: Objective, normalizer: Float) -> (loss: Double, grads: [[Float]], predictions: [Int]) {
         let halves = split(x, labels)
+        let half = (x.batch + 1) / 2
         let parts = parallelMap(halves.count) { h in
             let (logits, caches) = network.forward(halves[h].x, parameters)
-            let (loss, dLogits, predictions) = objective.evaluate(logits, labels: halves[h].labels, normalizer: normalizer)
+            let targets = Array(extra.dropFirst(h * half).prefix(halves[h].labels.count))
+            let (loss, dLogits, predictions) = objective.evaluate(logits, labels: halves[h].labels, extra: targets, normalizer: normalizer)
             return (loss, network.backward(dLogits, caches: caches, parameters).grads, predictions)
         }
         var grads = parts[0].1
@@ -349,15 +395,17 @@ public enum Trainer {
     }
 }
 
-/// Fits audio to the clip length: cut at the end, or padded with silence.
+/// Fits audio to the clip length so that it ends where the clip ends (a stream's decision comes
+/// at a sound's end): silence before a short one, the start of a long one cut.
 struct Clip: Sendable {
     let samples: Int
     let hop: Int
 
     func fitted(_ audio: [Float], offset: Int = 0) -> [Float] {
         var out = [Float](repeating: 0, count: samples)
+        let start = samples - audio.count + offset  // where audio[0] lands
         for i in 0..<samples {
-            let j = i - offset
+            let j = i - start
             if j >= 0 && j < audio.count { out[i] = audio[j] }
         }
         return out
@@ -401,21 +449,35 @@ struct Augmenter: Sendable {
     }
 }
 
+/// The step size over training: a linear warm-up over the first 5% of the steps (at least 20),
+/// then a cosine from the peak down to 5% of it at the last step.
+/// ref: Loshchilov and Hutter, "SGDR: Stochastic Gradient Descent with Warm Restarts" (2017); Goyal et al., "Accurate, Large Minibatch SGD" (2017)
+struct LearningRateSchedule: Sendable {
+    let peak: Float
+    let totalSteps: Int
+    var warmupSteps: Int { min(max(20, totalSteps / 20), max(1, totalSteps)) }
+
+    func rate(atStep step: Int) -> Float {
+        if step < warmupSteps { return peak * Float(step + 1) / Float(warmupSteps) }
+        let progress = Double(step - warmupSteps) / Double(max(1, totalSteps - warmupSteps))
+        let floor = 0.05
+        return peak * Float(floor + (1 - floor) * 0.5 * (1 + cos(Double.pi * min(1, progress))))
+    }
+}
+
 /// Adam with the gradient clipped to a global norm of 5.
 /// ref: Kingma and Ba, "Adam: A Method for Stochastic Optimization" (2015)
 struct Adam {
     var m: [[Float]], v: [[Float]]
     var step = 0
-    let learningRate: Float
     let beta1: Float = 0.9, beta2: Float = 0.999, epsilon: Float = 1e-8, clip: Float = 5
 
-    init(shapes: [[Int]], learningRate: Float) {
+    init(shapes: [[Int]]) {
         m = shapes.map { [Float](repeating: 0, count: $0.reduce(1, *)) }
         v = m
-        self.learningRate = learningRate
     }
 
-    mutating func update(_ parameters: inout [[Float]], _ grads: [[Float]]) {
+    mutating func update(_ parameters: inout [[Float]], _ grads: [[Float]], learningRate: Float) {
         let norm = grads.reduce(Float(0)) { $0 + $1.reduce(0) { $0 + $1 * $1 } }.squareRoot()
         guard norm.isFinite else { return }  // a batch whose gradient overflowed moves nothing (its loss shows it)
         step += 1

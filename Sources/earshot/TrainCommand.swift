@@ -13,11 +13,11 @@ enum TrainCommand {
         var options = TrainingOptions()
         options.architecture = args.string("architecture") ?? options.architecture
         options.features = args.string("features") ?? options.features
-        options.epochs = args.int("epochs")
+        options.epochs = args.optionalInt("epochs")
         options.seed = UInt64(args.int("seed"))
         options.batchSize = args.int("batch-size")
         options.learningRate = Float(args.double("learning-rate"))
-        options.patience = args.int("patience")
+        options.patience = args.optionalInt("patience")
         options.decisionSeconds = args.double("decision-seconds")
         options.contextSeconds = args.double("context-seconds")
         if let v = args.optionalDouble("clip-seconds") { options.clipSeconds = v }
@@ -27,9 +27,11 @@ enum TrainCommand {
         options.author = args.string("author")
         options.license = args.string("license")
         if let kinds = args.string("augment") {
-            for word in kinds.split(separator: ",") {
+            // Given: exactly these (none: no augmentation).
+            options.augment = []
+            for word in kinds.split(separator: ",") where word != "none" {
                 guard let kind = Augmentation(rawValue: String(word)) else {
-                    throw UsageError("--augment \(kinds): expected some of \(Augmentation.allCases.map(\.rawValue).joined(separator: ","))")
+                    throw UsageError("--augment \(kinds): expected some of \(Augmentation.allCases.map(\.rawValue).joined(separator: ",")), or none")
                 }
                 options.augment.insert(kind)
             }

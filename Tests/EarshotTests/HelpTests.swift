@@ -35,7 +35,8 @@ struct HelpTests {
     func oneDeclaration() throws {
         guard case let .double(range)? = Specs.train.option("learning-rate")?.kind else { Issue.record("no learning-rate"); return }
         #expect(range == TrainingOptions.learningRateRange)
-        #expect(Specs.train.option("epochs")?.defaultText == String(TrainingOptions().epochs))
+        #expect(Specs.train.option("context-seconds")?.defaultText.flatMap(Double.init) == TrainingOptions().contextSeconds)
+        #expect(Specs.train.option("learning-rate")?.defaultText == String(TrainingOptions().learningRate))
         #expect(Specs.serve.option("max-clients")?.defaultText == String(ServeOptions().maxClients))
         let bad = try runEarshot(["train", "--data", "x", "--output", "y", "--learning-rate", "2"])
         #expect(bad.status == 64 && bad.err.contains("--learning-rate 2: expected a number in 1e-07...1.0"))

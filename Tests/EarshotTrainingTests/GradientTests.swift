@@ -83,9 +83,13 @@ struct GradientTests {
         let x = Frames(batch: 3, time: 6, channels: 3, values: Self.random(54, &random))
         let labels = [0, 2, 1]
         let objective = Objective(classWeights: [1, 0.5, 2], decisionFrames: 3)
-        func loss() -> Double { objective.evaluate(network.forward(x, parameters).logits, labels: labels, normalizer: 9).loss }
+        // Context targets before the decision frames too (frame, label), as training in streams gives.
+        let extra: [Objective.Targets] = [[(0, 1), (1, 1)], [], [(2, 0)]]
+        let normalizer = objective.weight(labels: labels, extra: extra)
+        #expect(normalizer == 3 * 3.5 + 0.5 + 0.5 + 1)
+        func loss() -> Double { objective.evaluate(network.forward(x, parameters).logits, labels: labels, extra: extra, normalizer: normalizer).loss }
         let (logits, caches) = network.forward(x, parameters)
-        let (_, dLogits, _) = objective.evaluate(logits, labels: labels, normalizer: 9)
+        let (_, dLogits, _) = objective.evaluate(logits, labels: labels, extra: extra, normalizer: normalizer)
         let grads = network.backward(dLogits, caches: caches, parameters).grads
         #expect(grads.map(\.count) == parameters.map(\.count))
         // A smaller step here: a bias moves every row of its channel, and a step of 1e-2 could carry
@@ -110,12 +114,12 @@ struct GradientTests {
 
     @Test("Adam: the first step moves each parameter by the learning rate against its gradient; later steps follow the moments; an overflowed gradient moves nothing")
     func adam() {
-        var adam = Adam(shapes: [[3]], learningRate: 0.1)
+        var adam = Adam(shapes: [[3]])
         var p: [[Float]] = [[1, 2, 3]]
-        adam.update(&p, [[0.5, -2, 0]])
+        adam.update(&p, [[0.5, -2, 0]], learningRate: 0.1)
         // m̂ = g, v̂ = g²: a step of lr * g / (|g| + 1e-8).
         #expect(zip(p[0], [Float(0.9), 2.1, 3]).allSatisfy { abs($0 - $1) < 1e-6 }, "\(p)")
-        adam.update(&p, [[1, 1, 1]])
+        adam.update(&p, [[1, 1, 1]], learningRate: 0.1)
         // By hand: m = 0.9 m + 0.1 g, v = 0.999 v + 0.001 g², then m / 0.19 and v / 0.001999.
         func expected(_ g1: Double, _ g2: Double) -> Double {
             let m = 0.9 * (0.1 * g1) + 0.1 * g2, v = 0.999 * (0.001 * g1 * g1) + 0.001 * g2 * g2
@@ -124,12 +128,24 @@ struct GradientTests {
         let want = [0.9 - expected(0.5, 1), 2.1 - expected(-2, 1), 3 - expected(0, 1)]
         #expect(zip(p[0], want).allSatisfy { abs(Double($0) - $1) < 1e-5 }, "\(p) vs \(want)")
         let before = p
-        adam.update(&p, [[.infinity, 1, 1]])
+        adam.update(&p, [[.infinity, 1, 1]], learningRate: 0.1)
         #expect(p == before)
         // A gradient of norm 10 is clipped to 5: the same direction, so the first step is the same.
-        var clipped = Adam(shapes: [[2]], learningRate: 0.1), q: [[Float]] = [[0, 0]]
-        clipped.update(&q, [[6, 8]])
+        var clipped = Adam(shapes: [[2]]), q: [[Float]] = [[0, 0]]
+        clipped.update(&q, [[6, 8]], learningRate: 0.1)
         #expect(zip(q[0], [Float(-0.1), -0.1]).allSatisfy { abs($0 - $1) < 1e-6 })
         #expect(abs(clipped.m[0][0] - 0.1 * 3) < 1e-6 && abs(clipped.m[0][1] - 0.1 * 4) < 1e-6)
+    }
+
+    @Test("The learning rate warms up linearly, peaks, then falls along a cosine to 5% of the peak at the last step")
+    func schedule() {
+        let s = LearningRateSchedule(peak: 1, totalSteps: 1000)
+        #expect(s.warmupSteps == 50)
+        #expect(abs(s.rate(atStep: 0) - 0.02) < 1e-6 && abs(s.rate(atStep: 24) - 0.5) < 1e-6 && abs(s.rate(atStep: 49) - 1) < 1e-6)
+        #expect(abs(s.rate(atStep: 50) - 1) < 1e-6)
+        #expect(abs(s.rate(atStep: 525) - 0.525) < 1e-3)  // halfway down: (1 + 0.05) / 2
+        #expect(abs(s.rate(atStep: 1000) - 0.05) < 1e-6)
+        let rates = (50...1000).map { s.rate(atStep: $0) }
+        #expect(zip(rates, rates.dropFirst()).allSatisfy { $0 >= $1 })
     }
 }
