@@ -10,6 +10,15 @@ public enum Augmentation: String, Sendable, CaseIterable {
     case gain
     /// A random time shift of up to 100 ms either way.
     case shift
+    /// Speed and pitch together, 0.9 to 1.1 times (the clip resampled with libsoxr), as
+    /// Kaldi's speed perturbation: other voices from the same speakers.
+    case speed
+    /// A synthetic room (a Schroeder reverberator: four feedback combs and two all-passes),
+    /// reverberation time 0.1 to 0.6 s, mixed in at 10% to 50%.
+    case reverb
+    /// SpecAugment: a band of up to 6 mel channels and a span of up to 10 frames of the clip set
+    /// to the features' mean.
+    case mask
 }
 
 /// How a classifier is trained; every default is what `earshot train` uses.
@@ -210,7 +219,10 @@ public enum Trainer {
                                                      clipLabel: trainLabels[m], background: backgroundIndex, decisionFrames: decisionFrames))
                     return [Float](repeating: 0, count: contextSamples - lead.count) + lead + clip
                 }
-                let x = try features(audio, model: featureModel)
+                var x = try features(audio, model: featureModel)
+                if options.augment.contains(.mask) {
+                    for (b, m) in members.enumerated() { Self.mask(&x, clip: b, lastFrames: frames, seed: options.seed, epoch: epoch, index: m) }
+                }
                 let batchLabels = members.map { trainLabels[$0] }
                 let normalizer = objective.weight(labels: batchLabels, extra: extra)
                 let step = gradients(network, parameters, x, batchLabels, extra, objective, normalizer: normalizer)
@@ -269,6 +281,27 @@ public enum Trainer {
             if to > from { for t in from..<to { targets.append((t, background)) } }
         }
         return targets
+    }
+
+    /// SpecAugment's masks on one clip of a batch of (normalized) features: a band of up to 6
+    /// channels and a span of up to 10 of its last `lastFrames` frames set to 0, the mean.
+    /// ref: Park et al., "SpecAugment: A Simple Data Augmentation Method for Automatic Speech Recognition" (2019)
+    static func mask(_ x: inout Frames, clip b: Int, lastFrames: Int, seed: UInt64, epoch: Int, index: Int) {
+        var random = SplitMix64(seed: seed &+ 0x3A5C, epoch, index)
+        let C = x.channels, T = x.time
+        let width = Int.random(in: 0...min(6, C / 4), using: &random)
+        let band = Int.random(in: 0...(C - width), using: &random)
+        let span = Int.random(in: 0...min(10, lastFrames / 4), using: &random)
+        let firstFrame = max(0, T - lastFrames)
+        let from = Int.random(in: firstFrame...max(firstFrame, T - span), using: &random)
+        for t in 0..<T {
+            let row = (b * T + t) * C
+            if t >= from && t < from + span {
+                for c in 0..<C { x.values[row + c] = 0 }
+            } else {
+                for c in band..<(band + width) { x.values[row + c] = 0 }
+            }
+        }
     }
 
     /// Epochs for about 3000 optimizer steps, 30 to 400.
@@ -423,10 +456,23 @@ struct Augmenter: Sendable {
         var random = SplitMix64(seed: seed &+ 0x5EED, epoch, index)
         let shiftLimit = rate / 10
         let offset = kinds.contains(.shift) ? Int.random(in: -shiftLimit...shiftLimit, using: &random) : 0
-        var out = clip.fitted(audio, offset: offset)
+        var source = audio
+        if kinds.contains(.speed) {
+            // Played 0.9 to 1.1 times as fast: read at rate * factor, written at rate.
+            let factor = Double.random(in: 0.9...1.1, using: &random)
+            if let r = try? Resampler(inputRate: Double(rate) * factor, outputRate: Double(rate)),
+               let faster = try? r.process(audio) + r.finish() {
+                source = faster
+            }
+        }
+        var out = clip.fitted(source, offset: offset)
         if kinds.contains(.gain) {
             let gain = Float(pow(10, Double.random(in: -6...6, using: &random) / 20))
             for i in out.indices { out[i] *= gain }
+        }
+        if kinds.contains(.reverb), Double.random(in: 0..<1, using: &random) < 0.7 {
+            out = Self.reverberate(out, rate: rate, seconds: Double.random(in: 0.1...0.6, using: &random),
+                                   wet: Float.random(in: 0.1...0.5, using: &random))
         }
         if kinds.contains(.noise), Double.random(in: 0..<1, using: &random) < 0.8 {
             let power = out.reduce(Float(0)) { $0 + $1 * $1 } / Float(out.count)
@@ -462,6 +508,38 @@ struct LearningRateSchedule: Sendable {
         let progress = Double(step - warmupSteps) / Double(max(1, totalSteps - warmupSteps))
         let floor = 0.05
         return peak * Float(floor + (1 - floor) * 0.5 * (1 + cos(Double.pi * min(1, progress))))
+    }
+}
+
+extension Augmenter {
+    /// A Schroeder reverberator: four feedback combs in parallel (29.7, 37.1, 41.1, 43.7 ms, each
+    /// decaying by 60 dB in `seconds`), then two all-passes (5 and 1.7 ms, gain 0.7); `wet` of
+    /// it mixed with the dry signal.
+    /// ref: M. R. Schroeder, "Natural sounding artificial reverberation", JAES 10 (1962)
+    static func reverberate(_ x: [Float], rate: Int, seconds: Double, wet: Float) -> [Float] {
+        let n = x.count
+        var sum = [Float](repeating: 0, count: n)
+        for ms in [29.7, 37.1, 41.1, 43.7] {
+            let d = max(1, Int(ms / 1000 * Double(rate)))
+            let g = Float(pow(10, -3 * (ms / 1000) / seconds))
+            var y = [Float](repeating: 0, count: n)
+            for i in 0..<n { y[i] = x[i] + (i >= d ? g * y[i - d] : 0) }
+            for i in 0..<n { sum[i] += y[i] * 0.25 }
+        }
+        for ms in [5.0, 1.7] {
+            let d = max(1, Int(ms / 1000 * Double(rate)))
+            let g: Float = 0.7
+            var y = [Float](repeating: 0, count: n)
+            for i in 0..<n {
+                let delayed = i >= d ? sum[i - d] : 0, fed = i >= d ? y[i - d] : 0
+                y[i] = -g * sum[i] + delayed + g * fed
+            }
+            sum = y
+        }
+        // The room's level matched to the dry signal's, then mixed.
+        let dry = x.reduce(Float(0)) { $0 + $1 * $1 }, room = sum.reduce(Float(0)) { $0 + $1 * $1 }
+        let scale = room > 0 ? (dry / room).squareRoot() : 0
+        return (0..<n).map { (1 - wet) * x[$0] + wet * sum[$0] * scale }
     }
 }
 

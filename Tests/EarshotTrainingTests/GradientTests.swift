@@ -1,3 +1,4 @@
+import Foundation
 import EarshotTestSupport
 import Testing
 @testable import EarshotTraining
@@ -147,5 +148,60 @@ struct GradientTests {
         #expect(abs(s.rate(atStep: 1000) - 0.05) < 1e-6)
         let rates = (50...1000).map { s.rate(atStep: $0) }
         #expect(zip(rates, rates.dropFirst()).allSatisfy { $0 >= $1 })
+    }
+}
+
+@Suite("Augmentations")
+struct AugmentationTests {
+    static func tone(_ n: Int, rate: Int = 16000, frequency: Double = 440) -> [Float] {
+        (0..<n).map { Float(0.5 * sin(2 * .pi * frequency * Double($0) / Double(rate))) }
+    }
+
+    /// The frequency of a clean tone from its zero crossings.
+    static func frequency(_ x: [Float], rate: Int = 16000) -> Double {
+        let crossings = zip(x, x.dropFirst()).filter { $0 < 0 && $1 >= 0 }.count
+        return Double(crossings) / (Double(x.count) / Double(rate))
+    }
+
+    @Test("Speed: the clip plays 0.9 to 1.1 times as fast (length and pitch), drawn from (seed, epoch, clip)")
+    func speed() {
+        let clip = Clip(samples: 32000, hop: 160)
+        let augmenter = Augmenter(kinds: [.speed], noise: [], clip: clip, rate: 16000)
+        let source = Self.tone(16000)
+        var seen: Set<Int> = []
+        for epoch in 1...8 {
+            let out = augmenter.apply(source, seed: 1, epoch: epoch, clip: 0)
+            #expect(out == augmenter.apply(source, seed: 1, epoch: epoch, clip: 0))
+            // Right-aligned: the sound ends at the clip's end; its length says the factor.
+            let length = out.count - (out.firstIndex { abs($0) > 1e-3 } ?? 0)
+            let factor = 16000 / Double(length)
+            #expect((0.89...1.11).contains(factor), "\(factor)")
+            let f = Self.frequency(Array(out.suffix(length).dropFirst(200).dropLast(200)))
+            #expect(abs(f / 440 - factor) < 0.02, "pitch \(f) Hz at speed \(factor)")
+            seen.insert(Int(factor * 100))
+        }
+        #expect(seen.count > 3)
+    }
+
+    @Test("Reverb: the same level, and a tail after the sound stops")
+    func reverb() {
+        var x = Self.tone(8000)
+        x += [Float](repeating: 0, count: 8000)
+        let y = Augmenter.reverberate(x, rate: 16000, seconds: 0.5, wet: 0.5)
+        let energy = { (v: ArraySlice<Float>) in v.reduce(Float(0)) { $0 + $1 * $1 } }
+        #expect(abs(energy(y[..<8000]) / energy(x[..<8000]) - 1) < 0.3)
+        #expect(energy(y[8000..<9600]) > 0.01 * energy(y[..<8000]) / 5)  // 100 ms after: still ringing
+        #expect(energy(y[15000...]) < energy(y[8000..<9000]))  // and dying away
+    }
+
+    @Test("SpecAugment: one band of channels and one span of the clip's frames at 0, the rest untouched")
+    func mask() {
+        var x = Frames(batch: 2, time: 50, channels: 40, values: [Float](repeating: 1, count: 4000))
+        Trainer.mask(&x, clip: 1, lastFrames: 40, seed: 3, epoch: 2, index: 7)
+        #expect(x.values[0..<2000].allSatisfy { $0 == 1 })  // the other clip
+        let zeroRows = (0..<50).filter { t in (0..<40).allSatisfy { x.values[2000 + t * 40 + $0] == 0 } }
+        #expect(zeroRows.allSatisfy { $0 >= 10 } && zeroRows.count <= 10)
+        let zeroColumns = (0..<40).filter { c in (0..<50).allSatisfy { x.values[2000 + $0 * 40 + c] == 0 } }
+        #expect(zeroColumns.count <= 6)
     }
 }
