@@ -172,11 +172,11 @@ struct AugmentationTests {
         for epoch in 1...8 {
             let out = augmenter.apply(source, seed: 1, epoch: epoch, clip: 0)
             #expect(out == augmenter.apply(source, seed: 1, epoch: epoch, clip: 0))
-            // Right-aligned: the sound ends at the clip's end; its length says the factor.
-            let length = out.count - (out.firstIndex { abs($0) > 1e-3 } ?? 0)
+            // The sound starts at the clip's start; its length says the factor.
+            let length = (out.lastIndex { abs($0) > 1e-3 } ?? 0) + 1
             let factor = 16000 / Double(length)
             #expect((0.89...1.11).contains(factor), "\(factor)")
-            let f = Self.frequency(Array(out.suffix(length).dropFirst(200).dropLast(200)))
+            let f = Self.frequency(Array(out.prefix(length).dropFirst(200).dropLast(200)))
             #expect(abs(f / 440 - factor) < 0.02, "pitch \(f) Hz at speed \(factor)")
             seen.insert(Int(factor * 100))
         }
