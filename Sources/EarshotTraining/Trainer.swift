@@ -215,7 +215,6 @@ public enum Trainer {
                     let lead = Array(before.suffix(contextSamples - gap)) + [Float](repeating: 0, count: gap)
                     extra.append(Self.contextTargets(contextFrames: contextSamples / recipe.hop, gapFrames: gap / recipe.hop,
                                                      before: trainLabels[other], clipFrames: frames,
-                                                     clipStartFrame: 0,  // (clips start at their start)
                                                      clipLabel: trainLabels[m], background: backgroundIndex, decisionFrames: decisionFrames))
                     return [Float](repeating: 0, count: contextSamples - lead.count) + lead + clip
                 }
@@ -267,13 +266,14 @@ public enum Trainer {
     /// the context): the clip before at its last decision frames, then, from 0.15 s after its end
     /// until 0.1 s before this clip's audio begins, the background. A background clip before is
     /// the background at every frame.
-    static func contextTargets(contextFrames: Int, gapFrames: Int, before: Int, clipFrames: Int, clipStartFrame: Int, clipLabel: Int,
+    static func contextTargets(contextFrames: Int, gapFrames: Int, before: Int, clipFrames: Int, clipLabel: Int,
                                background: Int, decisionFrames: Int) -> Objective.Targets {
         let beforeEnd = contextFrames - gapFrames
         var targets: Objective.Targets = []
         let firstOfBefore = before == background ? max(0, beforeEnd - 2 * decisionFrames) : max(0, beforeEnd - decisionFrames)
         if beforeEnd > firstOfBefore { for t in firstOfBefore..<beforeEnd { targets.append((t, before)) } }
-        let quietFrom = beforeEnd + 15, quietTo = contextFrames + clipStartFrame - 10
+        // (A clip's audio starts where the clip starts.)
+        let quietFrom = beforeEnd + 15, quietTo = contextFrames - 10
         if quietTo > quietFrom { for t in quietFrom..<quietTo { targets.append((t, background)) } }
         if clipLabel == background {
             // A background clip: all of it is the background (its last frames are already targets).

@@ -56,7 +56,7 @@ enum BenchClusterCommand {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-bench-cluster-\(getpid())-\(n)-\(w)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let port = try freePort()
+        let port = try Sockets.freeLoopbackPort()
         let redis = Process()
         redis.executableURL = URL(fileURLWithPath: server)
         redis.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", folder.path, "--save", "", "--appendonly", "no",
@@ -155,19 +155,5 @@ enum BenchClusterCommand {
             }
         }
         return (read, lag)
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
-        }
-        guard ok else { throw UsageError("no free loopback port") }
-        return Int(UInt16(bigEndian: addr.sin_port))
     }
 }

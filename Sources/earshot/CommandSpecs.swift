@@ -19,6 +19,8 @@ enum Specs {
         .double("max-speech", "S", 0.1...86_400, defaultText: "none", "longer segments are split at their longest silence"),
     ]
     static let json = OptionSpec.flag("json", "one JSON line instead of text")
+    /// The decision rules alone (the commands that run models but label no files: serve, worker).
+    static let decisionRules = labelling.filter { ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech"].contains($0.name) }
 
     static let label = CommandSpec(
         name: "label", operands: "FILE|FOLDER|-...",
@@ -64,7 +66,7 @@ enum Specs {
             .text("uri", "tcp://HOST:PORT|unix://PATH|stdio://", default: "tcp://0.0.0.0:10400", "where to listen"),
             .text("model", short: "m", "NAME|PATH[,NAME...]", default: ServeCommand.defaultModels,
                   "the models served: wake words answer detection, voice activity models voice-started/stopped"),
-        ] + labelling.filter { ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech"].contains($0.name) } + [
+        ] + decisionRules + [
             .int("max-clients", "N", 1...1_000_000, default: ServeOptions().maxClients, "clients at once; one more gets an error and is closed"),
             .double("max-buffer-seconds", "S", 0.01...3600, default: ServeOptions().maxBufferSeconds,
                     "audio read but not yet stepped per client before its socket is no longer read"),
@@ -95,7 +97,7 @@ enum Specs {
                   .text("name", "NAME", default: "HOST-PID", "the consumer name; started again under it, a worker takes back its own sources first"),
                   .int("checkpoint-every", "N", 1...1_000_000, default: 20, "entries per source between checkpoints"),
                   .double("claim-after", "S", 0.1...86_400, default: 5, "seconds without a heartbeat before a worker's sources are claimed"))
-                 + labelling.filter { ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech"].contains($0.name) } + [
+                 + decisionRules + [
                   .flag("quiet", short: "q", "no notes on stderr"),
                  ],
         examples: ["earshot worker --redis redis://127.0.0.1:6379", "earshot worker --model okay-nabu --name kitchen-1"])

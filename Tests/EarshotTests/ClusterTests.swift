@@ -21,7 +21,7 @@ final class TestRedis {
         guard Self.binary != nil else {
             throw FixtureError(message: "redis-server is not installed: run scripts/install-packages.sh (Debian's redis-server)")
         }
-        port = try Self.freePort()
+        port = try Sockets.freeLoopbackPort()
         folder = try Repo.temporaryFolder()
         try start()
     }
@@ -57,21 +57,6 @@ final class TestRedis {
     deinit {
         stop()
         try? FileManager.default.removeItem(at: folder)
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
-        }
-        guard ok else { throw FixtureError(message: "no free loopback port: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: addr.sin_port))
     }
 }
 

@@ -78,12 +78,7 @@ struct AudioEntry {
     /// Reads the fields of an XREADGROUP / XRANGE entry.
     init(id: String, fields: [RedisReply], source: String) throws(ClusterError) {
         func bad(_ why: String) -> ClusterError { .malformedEntry(source: source, entry: id, reason: why) }
-        var map: [String: [UInt8]] = [:]
-        var i = 0
-        while i + 1 < fields.count {
-            if let k = fields[i].text, let v = fields[i + 1].bytes { map[k] = v }
-            i += 2
-        }
+        let map = StreamReplies.pairs(fields)
         func int(_ key: String) -> Int? { map[key].flatMap { Int(String(decoding: $0, as: UTF8.self)) } }
         self.id = id
         guard let seq = int("seq"), seq >= 1 else { throw bad("no seq field (a whole number >= 1)") }
@@ -184,12 +179,7 @@ public struct ClusterEvent: Sendable, Equatable {
 
     /// Reads an entry of an events stream; nil for one that is not an event.
     init?(source: String, id: String, fields: [RedisReply]) {
-        var map: [String: String] = [:]
-        var i = 0
-        while i + 1 < fields.count {
-            if let k = fields[i].text, let v = fields[i + 1].text { map[k] = v }
-            i += 2
-        }
+        let map = StreamReplies.pairs(fields).mapValues { String(decoding: $0, as: UTF8.self) }
         let parts = id.split(separator: "-")
         guard parts.count == 2, let seq = Int(parts[0]), let index = Int(parts[1]) else { return nil }
         self.source = source
@@ -231,22 +221,15 @@ package enum StreamReplies {
 
     /// XRANGE entries as dictionaries of text.
     package static func entriesOf(_ reply: RedisReply) -> [[String: String]] {
-        entries(reply).map { e in
-            var map: [String: String] = [:]
-            let f = e.fields ?? []
-            var i = 0
-            while i + 1 < f.count {
-                if let k = f[i].text, let v = f[i + 1].text { map[k] = v }
-                i += 2
-            }
-            return map
-        }
+        entries(reply).map { e in pairs(e.fields ?? []).mapValues { String(decoding: $0, as: UTF8.self) } }
     }
 
     /// HGETALL as a dictionary of bytes.
-    static func hash(_ reply: RedisReply) -> [String: [UInt8]] {
+    static func hash(_ reply: RedisReply) -> [String: [UInt8]] { pairs(reply.elements ?? []) }
+
+    /// `[field, value, field, value, ...]` (an entry's fields, a hash) as a dictionary of bytes.
+    static func pairs(_ items: [RedisReply]) -> [String: [UInt8]] {
         var map: [String: [UInt8]] = [:]
-        let items = reply.elements ?? []
         var i = 0
         while i + 1 < items.count {
             if let k = items[i].text, let v = items[i + 1].bytes { map[k] = v }

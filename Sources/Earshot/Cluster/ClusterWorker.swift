@@ -280,10 +280,7 @@ public final class ClusterWorker {
 
     /// Takes the source of a registry entry: its checkpoint restored, its audio after it replayed.
     private func take(registryEntry: String, fields: [RedisReply]?, _ c: RedisConnection) throws(RedisError) {
-        var source: String?
-        var i = 0
-        let f = fields ?? []
-        while i + 1 < f.count { if f[i].text == "source" { source = f[i + 1].text }; i += 2 }
+        let source = StreamReplies.pairs(fields ?? [])["source"].map { String(decoding: $0, as: UTF8.self) }
         guard let id = source, (try? ClusterKeys.validate(source: id)) != nil else {
             // A registry entry that names no source (or one deleted): nothing to run.
             try c.expect(["XACK", RedisArgument(keys.sources), group, RedisArgument(registryEntry)])
