@@ -120,6 +120,13 @@ struct ChannelPipeline {
         }
     }
 
+    /// Every ready block stepped (1024 at a time): a lone stream's steps.
+    mutating func stepReady() throws(StreamError) -> [ClassifierEvent] {
+        var events: [ClassifierEvent] = []
+        while readyBlocks > 0 { events += try stepConsecutive(min(readyBlocks, 1024)) }
+        return events
+    }
+
     /// Stops the channel after a failure found elsewhere (its blocks are no longer stepped).
     mutating func markFailed() { failed = true }
 

@@ -86,21 +86,39 @@ public struct DetectionEvaluation: Sendable {
     /// Runs `model` over `audio` in `chunkSeconds` pieces and scores its segments.
     public static func run(model: Model, audio: [Float], sampleRate: Int, words: [Word], ignoring: Set<String>,
                            options: LabelOptions? = nil, chunkSeconds: Double = 0.02, window: Double = 1.0) async throws -> DetectionEvaluation {
-        let stream = try StreamClassifier(model: model, sourceSampleRate: sampleRate, options: options)
+        try evaluate(model: model, audio: audio, sampleRate: sampleRate, words: words, ignoring: ignoring, options: options,
+                     chunkSeconds: chunkSeconds, window: window)
+    }
+
+    /// As `run`, on the caller's thread: one stream's pipeline (what a `StreamClassifier` runs),
+    /// `chunkSeconds` at a time, each detection announced when the chunk that completed it is in.
+    public static func evaluate(model: Model, audio: [Float], sampleRate: Int, words: [Word], ignoring: Set<String>,
+                                options: LabelOptions? = nil, chunkSeconds: Double = 0.02, window: Double = 1.0) throws(StreamError) -> DetectionEvaluation {
+        var pipeline = try ChannelPipeline(channel: 0, model: model, sourceRate: sampleRate, options: options ?? LabelOptions(model: model))
         let chunk = max(1, Int(chunkSeconds * Double(sampleRate)))
         var detections: [Detection] = []
         var pushed = 0
         func note(_ events: [ClassifierEvent]) {
-            for case let .started(segment) in events where !ignoring.contains(segment.label) {
+            for event in events {
+                // A segment's start, or a wake-word model's detection (a segment of no length).
+                let segment: Segment
+                switch event {
+                case let .started(s): segment = s
+                case let .detected(d): segment = Segment(channel: d.channel, label: d.label, start: d.sample, end: d.sample, sampleRate: d.sampleRate, confidence: d.score)
+                default: continue
+                }
+                guard !ignoring.contains(segment.label) else { continue }
                 detections.append(Detection(segment: segment, announced: Double(pushed) / Double(sampleRate)))
             }
         }
         for start in stride(from: 0, to: audio.count, by: chunk) {
             let piece = Array(audio[start..<min(start + chunk, audio.count)])
             pushed += piece.count
-            note(try await stream.process(piece))
+            try pipeline.push(piece)
+            note(try pipeline.stepReady())
         }
-        note(try await stream.finish())
+        try pipeline.endInput()
+        note(try pipeline.stepReady() + pipeline.finishSegments())
         return DetectionEvaluation(words: words, detections: detections, seconds: Double(audio.count) / Double(sampleRate),
                                    window: window, ignored: ignoring)
     }

@@ -22,84 +22,105 @@ public enum OpenWakeWordImporter {
     public static func importModel(head: String, melspectrogram: String? = nil, embedding: String? = nil,
                                    options: OnnxImporter.Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let folder = URL(fileURLWithPath: head).deletingLastPathComponent()
-        let melPath = melspectrogram ?? folder.appendingPathComponent("melspectrogram.onnx").path
-        let embeddingPath = embedding ?? folder.appendingPathComponent("embedding_model.onnx").path
-        var melOptions = OnnxImporter.Options()
-        melOptions.chunkSamples = chunkSamples + contextSamples
+        let frontEnd = try FrontEnd(melspectrogram: melspectrogram ?? folder.appendingPathComponent("melspectrogram.onnx").path,
+                                    embedding: embedding ?? folder.appendingPathComponent("embedding_model.onnx").path)
         var featureOptions = OnnxImporter.Options()
         featureOptions.frontEnd = "features"
-        let mel = try OnnxImporter.importModel(path: melPath, options: melOptions)
-        let emb = try OnnxImporter.importModel(path: embeddingPath, options: featureOptions)
         let top = try OnnxImporter.importModel(path: head, options: featureOptions)
-        var c = Composer()
-        guard let melGraph = mel.manifest.graph, let embGraph = emb.manifest.graph, let headGraph = top.manifest.graph else {
-            throw .interface(path: head, reason: "an openWakeWord model did not import as a graph", hint: "import each with earshot import to see why")
+        guard let headGraph = top.manifest.graph else {
+            throw .interface(path: head, reason: "the wake-word head did not import as a graph", hint: "import it with earshot import to see why")
         }
-        func expect(_ graph: GraphSpec, _ shape: [Int], _ path: String, _ what: String) throws(ImportError) {
-            guard graph.audioShape.reduce(1, *) == shape.reduce(1, *), graph.states.isEmpty else {
-                throw .interface(path: path, reason: "\(what) takes \(graph.audioShape)", hint: "openWakeWord's \(what) takes \(shape) and has no state")
-            }
-        }
-        try expect(melGraph, [1, chunkSamples + contextSamples], melPath, "the melspectrogram model")
-        try expect(embGraph, [1, frames, mels, 1], embeddingPath, "the embedding model")
         try expect(headGraph, [1, embeddings, embeddingSize], head, "the wake-word head")
+        return frontEnd.package(head: headGraph, tensors: top.tensors, options: options,
+                                source: options.source ?? "earshot import of openWakeWord's \(URL(fileURLWithPath: head).lastPathComponent) with its melspectrogram and embedding models")
+    }
 
-        // Audio in [-1, 1] to the int16 scale openWakeWord feeds its melspectrogram model.
-        let scale = c.weight("int16 scale", [1], [32768])
-        c.node("Mul", "samples as int16", ["samples", scale], ["samples (int16)"])
-        let melOut = c.add(melGraph, tensors: mel.tensors, prefix: "mel/", input: "samples (int16)")
-        let ten = c.weight("mel / 10", [1], [10]), two = c.weight("mel + 2", [1], [2])
-        c.node("Div", "mel / 10", [melOut, ten], ["mel scaled"])
-        c.node("Add", "mel + 2", ["mel scaled", two], ["mel frames"])
-        // The window of the latest 76 frames.
-        let newFrames = c.reshape("mel frames", [framesPerStep, mels])
-        c.node("Concat", "frames window", ["frames", newFrames], ["frames + new"], ["axis": .int(0)])
-        c.slice("frames + new", from: framesPerStep, to: frames + framesPerStep, into: "frames (next)")
-        var streamStates: [GraphSpec.StateSpec] = []
-        let embOut: String
-        if let incremental = try? c.addIncremental(embGraph, tensors: emb.tensors, prefix: "embedding/", window: "frames (next)",
-                                                    newRows: framesPerStep, states: &streamStates) {
-            embOut = incremental
-        } else {
-            streamStates = []
-            let window = c.reshape("frames (next)", [1, frames, mels, 1])
-            embOut = c.add(embGraph, tensors: emb.tensors, prefix: "embedding/", input: window)
+    static func expect(_ graph: GraphSpec, _ shape: [Int], _ path: String, _ what: String) throws(ImportError) {
+        guard graph.audioShape.reduce(1, *) == shape.reduce(1, *), graph.states.isEmpty else {
+            throw .interface(path: path, reason: "\(what) takes \(graph.audioShape)", hint: "openWakeWord's \(what) takes \(shape) and has no state")
         }
-        // The window of the latest 16 embeddings.
-        let newEmbedding = c.reshape(embOut, [1, embeddingSize])
-        c.node("Concat", "embeddings window", ["embeddings", newEmbedding], ["embeddings + new"], ["axis": .int(0)])
-        c.slice("embeddings + new", from: 1, to: embeddings + 1, into: "embeddings (next)")
-        let features = c.reshape("embeddings (next)", [1, embeddings, embeddingSize])
-        let score = c.add(headGraph, tensors: top.tensors, prefix: "head/", input: features)
-        // openWakeWord's first five scores are 0: a step count (saturating at 5) gates the score.
-        let one = c.weight("one", [1], [1]), four = c.weight("four", [1], [4]), five = c.weight("five", [1], [5]), zero = c.weight("zero", [1], [0])
-        c.node("Add", "steps + 1", ["steps", one], ["steps + 1"])
-        c.node("Min", "steps (next)", ["steps + 1", five], ["steps (next)"])
-        c.node("Sub", "steps - 4", ["steps", four], ["steps - 4"])
-        c.node("Max", "after 5", ["steps - 4", zero], ["after 5 (0 or more)"])
-        c.node("Min", "gate", ["after 5 (0 or more)", one], ["gate"])
-        c.node("Mul", "score", [score, "gate"], ["score"])
+    }
 
-        let states: [GraphSpec.StateSpec] = [
-            .init(input: "frames", output: "frames (next)", shape: [frames, mels],
-                  initial: c.weight("frames (first values)", [frames, mels], [Float](repeating: 1, count: frames * mels))),
-            .init(input: "embeddings", output: "embeddings (next)", shape: [embeddings, embeddingSize],
-                  initial: c.weight("embeddings (first values)", [embeddings, embeddingSize], [Float](repeating: 0, count: embeddings * embeddingSize))),
-            .init(input: "steps", output: "steps (next)", shape: [1], initial: c.weight("steps (first values)", [1], [0])),
-        ] + streamStates
-        let spec = GraphSpec(opset: max(melGraph.opset, embGraph.opset, headGraph.opset), audioInput: "samples",
-                             audioShape: [1, chunkSamples + contextSamples], scoreOutput: "score", states: states,
-                             constants: c.constants, nodes: c.nodes)
-        var labels = options.labels
-        if labels.isEmpty { labels = [options.name] }
-        var manifest = options.manifest(
-            source: options.source ?? "earshot import of openWakeWord's \(URL(fileURLWithPath: head).lastPathComponent) with its melspectrogram and embedding models",
-            audio: .init(sampleRate: 16000, chunkSamples: chunkSamples, contextSamples: contextSamples),
-            frontEnd: .init(type: .samples, nFFT: 0, hopLength: 0), network: [],
-            outputs: .init(activation: .none, labels: labels), decision: options.decision ?? .init(threshold: 0.5))
-        if manifest.decision?.detectionWindow == nil { manifest.decision?.detectionWindow = 1 }
-        manifest.graph = spec
-        return (manifest, c.tensors)
+    /// openWakeWord's melspectrogram and embedding models, imported: the front end its heads
+    /// (imported, or trained by `earshot train --embedding openwakeword`) run on.
+    public struct FrontEnd: Sendable {
+        let mel: GraphSpec, melTensors: [String: Tensor]
+        let embedding: GraphSpec, embeddingTensors: [String: Tensor]
+
+        /// Embeddings a head sees: the latest 16, one every 80 ms.
+        public static let window = OpenWakeWordImporter.embeddings
+        /// The size of one embedding.
+        public static let width = OpenWakeWordImporter.embeddingSize
+
+        /// Imports melspectrogram.onnx and embedding_model.onnx.
+        public init(melspectrogram melPath: String, embedding embeddingPath: String) throws(ImportError) {
+            var melOptions = OnnxImporter.Options()
+            melOptions.chunkSamples = chunkSamples + contextSamples
+            var featureOptions = OnnxImporter.Options()
+            featureOptions.frontEnd = "features"
+            let mel = try OnnxImporter.importModel(path: melPath, options: melOptions)
+            let emb = try OnnxImporter.importModel(path: embeddingPath, options: featureOptions)
+            guard let melGraph = mel.manifest.graph else {
+                throw .interface(path: melPath, reason: "the melspectrogram model did not import as a graph", hint: "import it with earshot import to see why")
+            }
+            guard let embGraph = emb.manifest.graph else {
+                throw .interface(path: embeddingPath, reason: "the embedding model did not import as a graph", hint: "import it with earshot import to see why")
+            }
+            try expect(melGraph, [1, chunkSamples + contextSamples], melPath, "the melspectrogram model")
+            try expect(embGraph, [1, frames, mels, 1], embeddingPath, "the embedding model")
+            (self.mel, melTensors, embedding, embeddingTensors) = (melGraph, mel.tensors, embGraph, emb.tensors)
+        }
+
+        /// A package whose score is each step's new embedding (96 values, every 80 ms): the
+        /// features a head is trained on, computed as the composed package computes them.
+        public func embeddingPackage() -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+            var c = Composer()
+            let streamStates = c.frontEnd(self)
+            let spec = GraphSpec(opset: max(mel.opset, embedding.opset), audioInput: "samples", audioShape: [1, chunkSamples + contextSamples],
+                                 scoreOutput: "embedding (new)", states: c.windowStates(head: false) + streamStates, constants: c.constants, nodes: c.nodes)
+            var options = OnnxImporter.Options()
+            options.name = "openwakeword-embedding"
+            options.labels = (0..<OpenWakeWordImporter.embeddingSize).map { "e\($0)" }
+            var manifest = options.manifest(source: "openWakeWord's melspectrogram and embedding models, every 80 ms",
+                                            audio: .init(sampleRate: 16000, chunkSamples: chunkSamples, contextSamples: contextSamples),
+                                            frontEnd: .init(type: .samples, nFFT: 0, hopLength: 0), network: [],
+                                            outputs: .init(activation: .none, labels: options.labels), decision: nil)
+            manifest.graph = spec
+            return (manifest, c.tensors)
+        }
+
+        /// The front end, the window of the latest 16 embeddings, and `head` on it ([1, 16, 96]
+        /// in, one score per label out); the first five scores are 0, as openWakeWord's Model gives.
+        public func package(head: GraphSpec, tensors headTensors: [String: Tensor], options: OnnxImporter.Options,
+                            source: String) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+            var c = Composer()
+            let streamStates = c.frontEnd(self)
+            // The window of the latest 16 embeddings.
+            c.node("Concat", "embeddings window", ["embeddings", "embedding (new)"], ["embeddings + new"], ["axis": .int(0)])
+            c.slice("embeddings + new", from: 1, to: embeddings + 1, into: "embeddings (next)")
+            let features = c.reshape("embeddings (next)", [1, embeddings, embeddingSize])
+            let score = c.add(head, tensors: headTensors, prefix: "head/", input: features)
+            // openWakeWord's first five scores are 0: a step count (saturating at 5) gates the score.
+            let one = c.weight("one", [1], [1]), four = c.weight("four", [1], [4]), five = c.weight("five", [1], [5]), zero = c.weight("zero", [1], [0])
+            c.node("Add", "steps + 1", ["steps", one], ["steps + 1"])
+            c.node("Min", "steps (next)", ["steps + 1", five], ["steps (next)"])
+            c.node("Sub", "steps - 4", ["steps", four], ["steps - 4"])
+            c.node("Max", "after 5", ["steps - 4", zero], ["after 5 (0 or more)"])
+            c.node("Min", "gate", ["after 5 (0 or more)", one], ["gate"])
+            c.node("Mul", "score", [score, "gate"], ["score"])
+            let spec = GraphSpec(opset: max(mel.opset, embedding.opset, head.opset), audioInput: "samples",
+                                 audioShape: [1, chunkSamples + contextSamples], scoreOutput: "score", states: c.windowStates(head: true) + streamStates,
+                                 constants: c.constants, nodes: c.nodes)
+            var labels = options.labels
+            if labels.isEmpty { labels = [options.name] }
+            var manifest = options.manifest(
+                source: source, audio: .init(sampleRate: 16000, chunkSamples: chunkSamples, contextSamples: contextSamples),
+                frontEnd: .init(type: .samples, nFFT: 0, hopLength: 0), network: [],
+                outputs: .init(activation: .none, labels: labels), decision: options.decision ?? .init(threshold: 0.5))
+            if manifest.decision?.detectionWindow == nil { manifest.decision?.detectionWindow = 1 }
+            manifest.graph = spec
+            return (manifest, c.tensors)
+        }
     }
 
     /// Builds one graph out of several.
@@ -107,6 +128,51 @@ public enum OpenWakeWordImporter {
         var nodes: [GraphSpec.NodeSpec] = []
         var tensors: [String: Tensor] = [:]
         var constants: [String: GraphSpec.IntegerConstant] = [:]
+
+        /// The front end's nodes: audio to the int16 scale, the melspectrogram (as x / 10 + 2),
+        /// the window of the latest 76 frames, and the embedding of it ("embedding (new)", [1, 96]).
+        /// Returns the state tensors it needs beside the frames window (the incremental
+        /// embedding's caches).
+        mutating func frontEnd(_ f: FrontEnd) -> [GraphSpec.StateSpec] {
+            // Audio in [-1, 1] to the int16 scale openWakeWord feeds its melspectrogram model.
+            let scale = weight("int16 scale", [1], [32768])
+            node("Mul", "samples as int16", ["samples", scale], ["samples (int16)"])
+            let melOut = add(f.mel, tensors: f.melTensors, prefix: "mel/", input: "samples (int16)")
+            let ten = weight("mel / 10", [1], [10]), two = weight("mel + 2", [1], [2])
+            node("Div", "mel / 10", [melOut, ten], ["mel scaled"])
+            node("Add", "mel + 2", ["mel scaled", two], ["mel frames"])
+            // The window of the latest 76 frames.
+            let newFrames = reshape("mel frames", [framesPerStep, mels])
+            node("Concat", "frames window", ["frames", newFrames], ["frames + new"], ["axis": .int(0)])
+            slice("frames + new", from: framesPerStep, to: frames + framesPerStep, into: "frames (next)")
+            var streamStates: [GraphSpec.StateSpec] = []
+            let embOut: String
+            let saved = self
+            if let incremental = try? addIncremental(f.embedding, tensors: f.embeddingTensors, prefix: "embedding/", window: "frames (next)",
+                                                      newRows: framesPerStep, states: &streamStates) {
+                embOut = incremental
+            } else {
+                self = saved
+                streamStates = []
+                let window = reshape("frames (next)", [1, frames, mels, 1])
+                embOut = add(f.embedding, tensors: f.embeddingTensors, prefix: "embedding/", input: window)
+            }
+            let new = reshape(embOut, [1, embeddingSize])
+            node("Identity", "embedding (new)", [new], ["embedding (new)"])
+            return streamStates
+        }
+
+        /// The frames window (its first values ones, as openWakeWord's are), and with a head the
+        /// embeddings window (zeros) and the step count (0), in that order.
+        mutating func windowStates(head: Bool) -> [GraphSpec.StateSpec] {
+            let framesWindow = GraphSpec.StateSpec(input: "frames", output: "frames (next)", shape: [frames, mels],
+                                                   initial: weight("frames (first values)", [frames, mels], [Float](repeating: 1, count: frames * mels)))
+            guard head else { return [framesWindow] }
+            return [framesWindow,
+             .init(input: "embeddings", output: "embeddings (next)", shape: [embeddings, embeddingSize],
+                   initial: weight("embeddings (first values)", [embeddings, embeddingSize], [Float](repeating: 0, count: embeddings * embeddingSize))),
+             .init(input: "steps", output: "steps (next)", shape: [1], initial: weight("steps (first values)", [1], [0]))]
+        }
 
         mutating func node(_ op: String, _ name: String, _ inputs: [String], _ outputs: [String],
                            _ attributes: [String: GraphSpec.AttributeValue]? = nil) {

@@ -70,11 +70,7 @@ public actor StreamClassifier {
         return try runReadySteps() + pipeline.finishSegments()
     }
 
-    private func runReadySteps() throws(StreamError) -> [ClassifierEvent] {
-        var events: [ClassifierEvent] = []
-        while pipeline.readyBlocks > 0 { events += try pipeline.stepConsecutive(min(pipeline.readyBlocks, 1024)) }
-        return events
-    }
+    private func runReadySteps() throws(StreamError) -> [ClassifierEvent] { try pipeline.stepReady() }
 
     /// Discards the state: the stream starts afresh (a new `model.makeState()`).
     public func reset() throws(StreamError) {

@@ -27,8 +27,9 @@ public struct TrainingOptions: Sendable {
     public static let learningRateRange = 1e-7...1.0
 
     /// "conv:64x3,gru:2x64": a causal convolution (channels x taps) and GRU layers (count x hidden),
-    /// then a linear layer to the labels. Parts may be left out or repeated.
-    public var architecture = "conv:64x3,gru:2x64"
+    /// then a linear layer to the labels. Parts may be left out or repeated. nil: that one
+    /// (`Trainer.defaultArchitecture`), or `Trainer.headArchitecture` for a head on an embedding.
+    public var architecture: String?
     /// The front end: log-mel:N or mfcc:N.
     public var features = "log-mel:40"
     /// The model's rate; nil: the rate of the first training file.
@@ -57,6 +58,10 @@ public struct TrainingOptions: Sendable {
     /// the model learns to decide whatever came before (a stream's state, not a fresh one), as it
     /// must in `listen` and `label`. 0: none (each clip from a fresh state).
     public var contextSeconds = 1.0
+    /// A recording and its truth, run each epoch as `listen` runs the model: the epoch kept is the
+    /// one that finds the most words less false alarms (then the best clip accuracy, the lowest
+    /// loss), and patience counts on that. nil: clip accuracy alone.
+    public var validationStream: ValidationStream?
     /// The label that is no event (silence, background): `listen` and `label` report no segments
     /// for it. Without one, the trainer adds a label "_background_" of noise and near-silence.
     public var background: String?
@@ -92,6 +97,11 @@ public struct EpochReport: Sendable {
     public var seconds: Double
     /// This epoch's model is the best so far (the one kept).
     public var best: Bool
+    /// A head's: the fraction of the validation sequences' background steps at which another
+    /// label wins (where a stream would raise a false alarm).
+    public var validationFalseSteps: Double? = nil
+    /// On the validation stream, when one is given.
+    public var stream: StreamScore? = nil
 }
 
 /// A trained classifier as a package: its manifest and tensors, and how each epoch went.
@@ -175,25 +185,17 @@ public enum Trainer {
         let featureModel = try recipe.model(mean: mean, variance: variance)
         let validationFrames = try features(validationAudio.map { clip.fitted($0) }, model: featureModel)
 
-        let network = try architecture(options.architecture, inputs: recipe.melCount, classes: labels.count)
+        let network = try architecture(options.architecture ?? defaultArchitecture, inputs: recipe.melCount, classes: labels.count)
         var parameters = network.initialParameters(seed: options.seed)
         var adam = Adam(shapes: network.parameterShapes)
-        let stepsPerEpoch = (trainAudio.count + options.batchSize - 1) / options.batchSize
-        let epochs = options.epochs ?? Self.automaticEpochs(stepsPerEpoch: stepsPerEpoch)
-        let patience = options.patience ?? max(10, epochs / 4)
-        let patienceFrom = max(5, epochs / 5)
-        let schedule = LearningRateSchedule(peak: options.learningRate, totalSteps: epochs * stepsPerEpoch)
-        let counts = labels.indices.map { l in trainLabels.filter { $0 == l }.count }
-        let weights = counts.map { $0 == 0 ? 0 : Float(trainLabels.count) / Float(labels.count * $0) }
-        let objective = Objective(classWeights: weights, decisionFrames: decisionFrames)
+        var (epochs, _, schedule, stopping) = plan(options, clips: trainAudio.count)
+        let objective = Objective(classWeights: balancedWeights(trainLabels, classes: labels.count), decisionFrames: decisionFrames)
         let noise = options.background.map { b in trainAudio.indices.filter { trainLabels[$0] == labels.firstIndex(of: b) }.map { trainAudio[$0] } } ?? []
         let augmenter = Augmenter(kinds: options.augment, noise: noise, clip: clip, rate: rate)
         let contextSamples = Int((options.contextSeconds * 100).rounded()) * recipe.hop
         let backgroundIndex = labels.firstIndex(of: background ?? Self.syntheticBackground) ?? labels.count - 1
 
-        var reports: [EpochReport] = []
-        var best = (accuracy: -1.0, loss: Double.infinity, parameters: parameters)
-        var sinceBest = 0
+        let streamCheck = try options.validationStream.map { (v) throws(TrainingError) in try StreamCheck(v, background: background) }
         for epoch in 1...epochs {
             let epochStart = Date()
             var order = SplitMix64(seed: options.seed, 1, epoch)
@@ -230,35 +232,26 @@ public enum Trainer {
                 adam.update(&parameters, step.grads, learningRate: schedule.rate(atStep: adam.step))
             }
             let check = validate(network, parameters, validationFrames, validationLabels, objective)
-            let report = EpochReport(epoch: epoch, epochs: epochs, loss: totalLoss / Double(max(1, (shuffled.count + options.batchSize - 1) / options.batchSize)),
-                                     trainingAccuracy: Double(correct) / Double(shuffled.count), validationLoss: check.loss,
-                                     validationAccuracy: check.accuracy, seconds: Date().timeIntervalSince(epochStart),
-                                     best: check.accuracy > best.accuracy || (check.accuracy == best.accuracy && check.loss < best.loss))
-            if report.best {
-                best = (check.accuracy, check.loss, parameters)
-                sinceBest = 0
-            } else if epoch > patienceFrom {
-                sinceBest += 1
+            let stream = try streamCheck.map { (c) throws(TrainingError) in
+                let (m, t) = try export(name: name, recipe: recipe, mean: mean, variance: variance, network: network, parameters: parameters,
+                                        labels: labels, background: background, record: .init(clipSeconds: 1, decisionSeconds: 0.3))
+                return try c.score(m, t)
             }
-            reports.append(report)
+            let report = stopping.close(epoch: epoch, epochs: epochs, loss: totalLoss / Double(max(1, (shuffled.count + options.batchSize - 1) / options.batchSize)),
+                                        trainingAccuracy: Double(correct) / Double(shuffled.count), validation: (check.accuracy, check.loss),
+                                        stream: stream, parameters: parameters, started: epochStart)
             progress(report)
-            if sinceBest >= patience { break }
+            if stopping.shouldStop { break }
         }
-
-        var record = ModelManifest.Training(clipSeconds: Double(clip.samples) / Double(rate), decisionSeconds: Double(decisionFrames) / 100)
-        record.command = options.command
-        record.architecture = options.architecture
-        record.features = "log-mel:\(recipe.melCount)"
-        record.seed = Int(truncatingIfNeeded: options.seed)
-        record.epochs = reports.count
-        record.validationAccuracy = best.accuracy
-        record.trainingSeconds = Date().timeIntervalSince(started)
+        let best = stopping.kept(or: parameters)
+        let record = stopping.record(clipSeconds: Double(clip.samples) / Double(rate), decisionSeconds: Double(decisionFrames) / 100, options: options,
+                                     architecture: options.architecture ?? defaultArchitecture, features: "log-mel:\(recipe.melCount)", started: started)
         var (manifest, tensors) = try export(name: name, recipe: recipe, mean: mean, variance: variance, network: network,
                                              parameters: best.parameters, labels: labels, background: background, record: record)
         if let d = options.description { manifest.description = d }
         manifest.author = options.author
         manifest.license = options.license
-        return TrainedClassifier(manifest: manifest, tensors: tensors, reports: reports, validationAccuracy: best.accuracy,
+        return TrainedClassifier(manifest: manifest, tensors: tensors, reports: stopping.reports, validationAccuracy: best.accuracy,
                                  network: network, parameters: best.parameters, featureModel: featureModel)
     }
 
@@ -303,6 +296,9 @@ public enum Trainer {
             }
         }
     }
+
+    /// The layers of a classifier on log-mel features.
+    public static let defaultArchitecture = "conv:64x3,gru:2x64"
 
     /// Epochs for about 3000 optimizer steps, 30 to 400.
     public static func automaticEpochs(stepsPerEpoch: Int) -> Int {
@@ -460,11 +456,7 @@ struct Augmenter: Sendable {
         var source = audio
         if kinds.contains(.speed) {
             // Played 0.9 to 1.1 times as fast: read at rate * factor, written at rate.
-            let factor = Double.random(in: 0.9...1.1, using: &random)
-            if let r = try? Resampler(inputRate: Double(rate) * factor, outputRate: Double(rate)),
-               let faster = try? r.process(audio) + r.finish() {
-                source = faster
-            }
+            source = Self.speed(audio, factor: Double.random(in: 0.9...1.1, using: &random), rate: rate)
         }
         var out = clip.fitted(source, offset: offset)
         if kinds.contains(.gain) {
@@ -513,6 +505,14 @@ struct LearningRateSchedule: Sendable {
 }
 
 extension Augmenter {
+    /// `audio` played `factor` times as fast (read at rate * factor, written at rate, by
+    /// libsoxr); as it was if the resampler cannot be made.
+    static func speed(_ audio: [Float], factor: Double, rate: Int) -> [Float] {
+        guard let r = try? Resampler(inputRate: Double(rate) * factor, outputRate: Double(rate)),
+              let faster = try? r.process(audio) + r.finish() else { return audio }
+        return faster
+    }
+
     /// A Schroeder reverberator: four feedback combs in parallel (29.7, 37.1, 41.1, 43.7 ms, each
     /// decaying by 60 dB in `seconds`), then two all-passes (5 and 1.7 ms, gain 0.7); `wet` of
     /// it mixed with the dry signal.

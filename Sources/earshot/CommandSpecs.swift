@@ -205,8 +205,8 @@ enum Specs {
 
     static let train = CommandSpec(
         name: "train", operands: "",
-        summary: "Trains a streaming classifier (one subfolder per label, or a CSV of file,label) and writes it as a model package "
-            + "(an existing folder only with --force); progress on stderr.",
+        summary: "Trains a streaming classifier (one subfolder per label, or a CSV of file,label), or with --embedding a wake-phrase head "
+            + "on a frozen embedding, and writes it as a model package (an existing folder only with --force); progress on stderr.",
         options: [
             .text("data", "FOLDER|CSV", "the labelled clips (required)"),
             .text("output", short: "o", "FOLDER", "the package to write (required)"),
@@ -214,8 +214,15 @@ enum Specs {
             .text("validation", "FOLDER|CSV", "held-out clips (instead of --validation-split)"),
             .double("validation-split", "X", 0.01...0.99, default: 0.2, "the fraction held out for validation"),
             .text("group-by", "REGEX", "clips whose paths share this match stay on one side of the split (speakers)"),
+            .text("validation-stream", "FILE", "a recording run each epoch as listen runs the model: the epoch kept finds the most words "
+                  + "less false alarms (then clip accuracy, loss), and --patience counts on that"),
+            .text("validation-truth", "CSV", default: "the stream's name with .truth.csv", "the stream's words: start,end,label lines (seconds)"),
             .text("background", "LABEL", "the label that is no event"),
-            .text("architecture", "SPEC", default: TrainingOptions().architecture, "layers, e.g. conv:64x3,gru:2x64"),
+            .text("architecture", "SPEC", default: "\(Trainer.defaultArchitecture); \(Trainer.headArchitecture) with --embedding",
+                  "layers: conv:CHANNELSxTAPS and gru:COUNTxHIDDEN parts (a head: conv parts only)"),
+            .text("embedding", "NAME", "train a head on a frozen embedding: openwakeword (its melspectrogram and embedding models, "
+                  + "from --embedding-models); the package runs both"),
+            .text("embedding-models", "FOLDER", "the folder holding melspectrogram.onnx and embedding_model.onnx (for --embedding openwakeword)"),
             .text("features", "SPEC", default: TrainingOptions().features, "the front end, e.g. log-mel:40"),
             .int("epochs", "N", 1...100_000, defaultText: "enough for 3000 steps, 30...400", "passes over the data at most"),
             .int("seed", "S", 0...Int.max, default: Int(TrainingOptions().seed), "the seed of every random choice"),
@@ -237,7 +244,8 @@ enum Specs {
             .text("license", "TEXT", "the package's licence"),
             .flag("quiet", short: "q", "no progress on stderr"),
         ],
-        examples: ["earshot train --data clips/ --output Models/my-words --epochs 60"])
+        examples: ["earshot train --data clips/ --output Models/my-words --epochs 60",
+                   "earshot train --data phrase/ --background other --embedding openwakeword --embedding-models oww/ --output Models/hey-earshot"])
 
     static let evaluate = CommandSpec(
         name: "evaluate", operands: "",

@@ -11,7 +11,7 @@ enum TrainCommand {
         guard let dataPath = args.string("data") else { throw UsageError("train needs --data FOLDER (one subfolder per label) or a CSV") }
         guard let output = args.string("output") else { throw UsageError("train needs --output FOLDER (e.g. Models/my-classifier)") }
         var options = TrainingOptions()
-        options.architecture = args.string("architecture") ?? options.architecture
+        options.architecture = args.string("architecture")
         options.features = args.string("features") ?? options.features
         options.epochs = args.optionalInt("epochs")
         options.seed = UInt64(args.int("seed"))
@@ -23,6 +23,15 @@ enum TrainCommand {
         if let v = args.optionalDouble("clip-seconds") { options.clipSeconds = v }
         if let v = args.optionalInt("sample-rate") { options.sampleRate = v }
         options.background = args.string("background")
+        if let stream = args.string("validation-stream") {
+            let truth = args.string("validation-truth") ?? ((stream as NSString).deletingPathExtension + ".truth.csv")
+            for (option, path) in [("validation-stream", stream), ("validation-truth", truth)] where !FileManager.default.fileExists(atPath: path) {
+                throw UsageError("--\(option) \(path): no such file")
+            }
+            options.validationStream = ValidationStream(audio: stream, truth: truth)
+        } else if args.string("validation-truth") != nil {
+            throw UsageError("--validation-truth needs --validation-stream FILE")
+        }
         options.description = args.string("description")
         options.author = args.string("author")
         options.license = args.string("license")
@@ -59,17 +68,42 @@ enum TrainCommand {
                    + "\(training.labels.count) labels (\(training.labels.joined(separator: " "))), "
                    + "\(Set(training.files.map(\.group)).count) and \(Set(validation.files.map(\.group)).count) groups") }
         let started = Date()
-        let trained = try Trainer.train(name: name, training: training, validation: validation, options: options) { report in
+        let show: (EpochReport) -> Void = { report in
             guard !quiet else { return }
             let perEpoch = Date().timeIntervalSince(started) / Double(report.epoch)
             let left = perEpoch * Double(report.epochs - report.epoch)
-            printError(String(format: "epoch %3d/%d  loss %.4f  training %5.1f%%  validation %5.1f%% (loss %.4f)%@  %.1f s/epoch, at most %@ left",
+            var falseSteps = report.validationFalseSteps.map { String(format: "  false steps %.2f%%", $0 * 100) } ?? ""
+            if let s = report.stream {
+                falseSteps += String(format: "  stream %d/%d found, %d false (%.1f/h)", s.hits, s.words, s.falseAlarms, s.falseAlarmsPerHour)
+            }
+            printError(String(format: "epoch %3d/%d  loss %.4f  training %5.1f%%  validation %5.1f%% (loss %.4f)%@%@  %.1f s/epoch, at most %@ left",
                               report.epoch, report.epochs, report.loss, report.trainingAccuracy * 100, report.validationAccuracy * 100,
-                              report.validationLoss, report.best ? " best" : "     ", perEpoch, duration(left)))
+                              report.validationLoss, falseSteps, report.best ? " best" : "     ", perEpoch, duration(left)))
+        }
+        let trained: TrainedClassifier
+        if let embedding = args.string("embedding") {
+            trained = try Trainer.trainHead(name: name, training: training, validation: validation, options: options,
+                                            embedding: try embeddingFrontEnd(embedding, models: args.string("embedding-models")), progress: show)
+        } else {
+            trained = try Trainer.train(name: name, training: training, validation: validation, options: options, progress: show)
         }
         try Model.write(manifest: trained.manifest, tensors: trained.tensors, to: URL(fileURLWithPath: output), replacing: args.flag("force"))
         try out(String(format: "%@: validation accuracy %.2f%% after %d epochs, %@ of training; written to %@", name,
                      trained.validationAccuracy * 100, trained.reports.count, duration(Date().timeIntervalSince(started)), output))
+    }
+
+    /// The frozen embedding `--embedding NAME` names, read from its models' folder.
+    static func embeddingFrontEnd(_ name: String, models: String?) throws -> EmbeddingFrontEnd {
+        guard name == "openwakeword" else { throw UsageError("--embedding \(name): expected openwakeword") }
+        guard let folder = models else {
+            throw UsageError("--embedding openwakeword needs --embedding-models FOLDER", hint: "the folder holding openWakeWord's melspectrogram.onnx and embedding_model.onnx")
+        }
+        let mel = (folder as NSString).appendingPathComponent("melspectrogram.onnx")
+        let emb = (folder as NSString).appendingPathComponent("embedding_model.onnx")
+        for path in [mel, emb] where !FileManager.default.fileExists(atPath: path) {
+            throw UsageError("--embedding-models \(folder): no \((path as NSString).lastPathComponent) there", hint: "openWakeWord ships it in openwakeword/resources/models")
+        }
+        return try EmbeddingFrontEnd.openWakeWord(melspectrogram: mel, embedding: emb)
     }
 
     static func duration(_ seconds: Double) -> String {

@@ -68,4 +68,76 @@ struct DetectionTests {
         #expect(e.falseAlarms == 0)
         #expect(e.delays.allSatisfy { $0 < 0.5 })
     }
+
+    @Test("Early stopping: a better stream score wins over clip accuracy; without a stream, accuracy then loss; patience counts after its start")
+    func earlyStoppingOrder() {
+        var stopping = EarlyStopping(patience: 2, from: 1)
+        func stream(_ hits: Int, _ falseAlarms: Int) -> StreamScore { StreamScore(words: 10, hits: hits, falseAlarms: falseAlarms, falseAlarmsPerHour: 0) }
+        let kept1 = stopping.offer(epoch: 1, accuracy: 0.9, loss: 0.5, stream: stream(6, 1), parameters: [[1]])
+        #expect(kept1)
+        let kept2 = stopping.offer(epoch: 2, accuracy: 0.99, loss: 0.1, stream: stream(6, 2), parameters: [[2]])
+        #expect(!kept2)  // 4 < 5: not better
+        let kept3 = stopping.offer(epoch: 3, accuracy: 0.5, loss: 0.9, stream: stream(8, 1), parameters: [[3]])
+        #expect(kept3)
+        let kept4 = stopping.offer(epoch: 4, accuracy: 0.5, loss: 0.9, stream: stream(8, 1), parameters: [[4]])
+        #expect(!kept4)   // the same: not better
+        #expect(!stopping.shouldStop)
+        let kept5 = stopping.offer(epoch: 5, accuracy: 0.4, loss: 0.9, stream: stream(7, 0), parameters: [[5]])
+        #expect(!kept5)
+        #expect(stopping.shouldStop && stopping.best?.parameters == [[3]])
+        var clips = EarlyStopping(patience: 5, from: 0)
+        let kept6 = clips.offer(epoch: 1, accuracy: 0.8, loss: 0.5, stream: nil, parameters: [[1]])
+        #expect(kept6)
+        let kept7 = clips.offer(epoch: 2, accuracy: 0.8, loss: 0.4, stream: nil, parameters: [[2]])
+        #expect(kept7)
+        let kept8 = clips.offer(epoch: 3, accuracy: 0.7, loss: 0.1, stream: nil, parameters: [[3]])
+        #expect(!kept8)
+    }
+
+    @Test("With a validation stream each epoch's package runs over it as listen runs it; the model kept is the epoch that scored best there")
+    func validationStream() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-vstream-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        var random = SeededRandom(seed: 32)
+        func noise(_ n: Int) -> [Float] { (0..<n).map { _ in Float.random(in: -0.02...0.02, using: &random) } }
+        for (label, band) in [("high", 1500.0...2500.0), ("quiet", 0.0...0.0)] {
+            try FileManager.default.createDirectory(atPath: root + "/" + label, withIntermediateDirectories: true)
+            for i in 0..<8 {
+                let f = Double.random(in: band, using: &random)
+                let middle = f > 0 ? zip(sine(frequency: f, sampleRate: 8000, count: 2400, amplitude: 0.3), noise(2400)).map(+) : noise(2400)
+                try writeAudio("\(root)/\(label)/s\(i / 2)_\(i).wav", samples: noise(2400) + middle + noise(1600), channels: 1, sampleRate: 8000)
+            }
+        }
+        var audio: [Float] = [], truth = "start,end,label\n"
+        for _ in 0..<8 {
+            audio += noise(9600)
+            truth += "\(Double(audio.count) / 8000),\(Double(audio.count + 3200) / 8000),high\n"
+            audio += zip(sine(frequency: 1800, sampleRate: 8000, count: 3200, amplitude: 0.3), noise(3200)).map(+)
+        }
+        audio += noise(9600)
+        try writeAudio(root + "/stream.wav", samples: audio, channels: 1, sampleRate: 8000)
+        try truth.write(toFile: root + "/stream.truth.csv", atomically: true, encoding: .utf8)
+        var options = TrainerTests.options(epochs: 20)
+        options.background = "quiet"
+        options.augment = []
+        options.contextSeconds = 0.5
+        options.patience = 20
+        options.validationStream = ValidationStream(audio: root + "/stream.wav", truth: root + "/stream.truth.csv")
+        let (training, validation) = try Dataset.load(root, groupBy: "^(s[0-9]+)_").split(validationFraction: 0.25, seed: 3)
+        let trained = try Trainer.train(name: "high", training: training, validation: validation, options: options)
+        let scores = trained.reports.compactMap(\.stream)
+        #expect(scores.count == trained.reports.count && scores.allSatisfy { $0.words == 8 })
+        let kept = try #require(trained.reports.last(where: \.best)?.stream)
+        #expect(scores.allSatisfy { $0.hits - $0.falseAlarms <= kept.hits - kept.falseAlarms })
+        #expect(kept.hits >= 6 && Set(scores.map(\.hits)).count > 1, "the stream tells epochs apart")
+        // The package written is that epoch's: run over the stream again, the same score.
+        let model = try Model(manifest: trained.manifest, tensors: trained.tensors, fftPlanning: .estimate)
+        let e = try DetectionEvaluation.evaluate(model: model, audio: audio, sampleRate: 8000,
+                                                 words: try DetectionEvaluation.words(csv: root + "/stream.truth.csv"), ignoring: ["quiet", "_unknown_"])
+        print("validation stream: per epoch \(scores.map { "\($0.hits)/\($0.falseAlarms)" }), kept \(kept.hits)/\(kept.falseAlarms)")
+        #expect(e.hits == kept.hits && e.falseAlarms == kept.falseAlarms)
+        // A missing stream is named.
+        options.validationStream = ValidationStream(audio: root + "/none.wav", truth: root + "/stream.truth.csv")
+        #expect(throws: TrainingError.self) { try Trainer.train(name: "high", training: training, validation: validation, options: options) }
+    }
 }

@@ -1,0 +1,95 @@
+import EarshotModel
+import EarshotTestSupport
+import Foundation
+import Testing
+@testable import EarshotTraining
+
+/// Heads trained on openWakeWord's frozen embedding (fetched by scripts/fetch-test-models.sh).
+@Suite("Heads on a frozen embedding")
+struct EmbeddingHeadTests {
+    static func frontEnd() throws -> EmbeddingFrontEnd {
+        let folder = Repo.path("Tests/.models/openwakeword")
+        guard FileManager.default.fileExists(atPath: folder + "/embedding_model.onnx") else {
+            throw FixtureError(message: "openWakeWord's models are missing: run scripts/fetch-test-models.sh")
+        }
+        return try EmbeddingFrontEnd.openWakeWord(melspectrogram: folder + "/melspectrogram.onnx", embedding: folder + "/embedding_model.onnx")
+    }
+
+    /// Tones as a "phrase" (16 kHz), noise as the background.
+    static func tones() throws -> String {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-head-\(UUID().uuidString)").path
+        var random = SeededRandom(seed: 4)
+        for label in ["chirp", "other"] {
+            try FileManager.default.createDirectory(atPath: root + "/" + label, withIntermediateDirectories: true)
+            for i in 0..<12 {
+                let audio = label == "chirp"
+                    ? sine(frequency: Double.random(in: 600...900, using: &random), sampleRate: 16000, count: 9600, amplitude: 0.3)
+                    : (0..<9600).map { _ in Float.random(in: -0.05...0.05, using: &random) }
+                try writeAudio("\(root)/\(label)/s\(i / 2)_\(i).wav", samples: audio, channels: 1, sampleRate: 16000)
+            }
+        }
+        return root
+    }
+
+    static func train(_ root: String, embedding: EmbeddingFrontEnd, epochs: Int) throws -> TrainedClassifier {
+        let (training, validation) = try Dataset.load(root, groupBy: "^(s[0-9]+)_").split(validationFraction: 0.25, seed: 3)
+        var options = TrainingOptions()
+        options.background = "other"
+        options.epochs = epochs
+        options.batchSize = 8
+        return try Trainer.trainHead(name: "chirp", training: training, validation: validation, options: options, embedding: embedding)
+    }
+
+    @Test("The package (front end and head), written and loaded, gives the trainer's scores at every step after the gated five")
+    func runtimeEqualsTrainer() throws {
+        let embedding = try Self.frontEnd()
+        let root = try Self.tones()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let trained = try Self.train(root, embedding: embedding, epochs: 3)
+        let folder = URL(fileURLWithPath: root + "/model")
+        try Model.write(manifest: trained.manifest, tensors: trained.tensors, to: folder)
+        let model = try Model(contentsOf: folder)
+        #expect(model.labels == ["chirp"] && model.manifest.phrase == "chirp" && model.manifest.decision?.detectionWindow == 1)
+        #expect(model.chunkSamples == 1280 && model.sampleRate == 16000)
+
+        var random = SeededRandom(seed: 21)
+        let audio = (0..<(1280 * 20)).map { _ in Float.random(in: -0.1...0.1, using: &random) }
+            + sine(frequency: 700, sampleRate: 16000, count: 1280 * 10, amplitude: 0.3) + [Float](repeating: 0, count: 1280 * 10)
+        // The trainer: the embeddings from the front end's own model, its layers, softmax per step.
+        let x = try Trainer.features([audio], model: trained.featureModel)
+        let logits = trained.network.forward(x, trained.parameters).logits
+        // (The labels are chirp and other: the package's one score is chirp's probability.)
+        let trainer = (0..<logits.time).map { t in softmax(logits.values[(t * 2)..<(t * 2 + 2)])[0] }
+        var state = model.makeState()
+        let steps = try stride(from: 0, to: audio.count, by: 1280).map { try model.prediction(from: Array(audio[$0..<($0 + 1280)]), using: &state)[0] }
+        #expect(steps.count == trainer.count && steps.count == 40)
+        #expect(steps.prefix(5).allSatisfy { $0 == 0 })  // openWakeWord's gate
+        let worst = zip(steps, trainer).dropFirst(5).map { abs($0 - $1) }.max() ?? .infinity
+        print("head package vs trainer over \(steps.count) steps: max |diff| \(worst)")
+        #expect(worst <= 1e-5)
+    }
+
+    @Test("The same seed trains the same head, bit for bit; a head refuses a GRU and a window wider than the embeddings it sees")
+    func deterministicAndChecked() throws {
+        let embedding = try Self.frontEnd()
+        let root = try Self.tones()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let a = try Self.train(root, embedding: embedding, epochs: 2), b = try Self.train(root, embedding: embedding, epochs: 2)
+        #expect(a.tensors == b.tensors && a.reports.map(\.loss) == b.reports.map(\.loss))
+        let (training, validation) = try Dataset.load(root, groupBy: "^(s[0-9]+)_").split(validationFraction: 0.25, seed: 3)
+        for architecture in ["conv:8x16,gru:1x8", "conv:8x17", "conv:8x4,conv:8x2"] {
+            var options = TrainingOptions()
+            options.background = "other"
+            options.architecture = architecture
+            #expect(throws: TrainingError.self) {
+                try Trainer.trainHead(name: "x", training: training, validation: validation, options: options, embedding: embedding)
+            }
+        }
+        var noBackground = TrainingOptions()
+        noBackground.epochs = 1
+        #expect(throws: TrainingError.option(name: "background", value: "",
+                                             expected: "the label of the clips that are not a wake phrase (a head needs negative clips)")) {
+            try Trainer.trainHead(name: "x", training: training, validation: validation, options: noBackground, embedding: embedding)
+        }
+    }
+}
