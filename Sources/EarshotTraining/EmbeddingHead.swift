@@ -48,14 +48,15 @@ extension Trainer {
     /// against 3 in 72 minutes of unheard real speech at 0.95, the same 159 of 160 phrases found.
     static let headCopies = 8
     /// A trained head's threshold (listen and label may override it). On tools/make_wake_phrase.sh's
-    /// full set: 0.5 found 160 of 160 held-out takes with 7 false alarms in 1.9 hours of
-    /// negatives; 0.9, 159 with 2; 0.95, 159 with none.
+    /// full set: 0.5 found 160 of 160 held-out takes with 3 false alarms in 1.9 hours of
+    /// negatives; 0.9 and 0.95, 158 with none.
     public static let headThreshold = 0.95
     /// Steps at a stream's start whose scores the package gates to 0 (and the loss leaves out).
     static let headGatedSteps = 5
 
     /// Trains a head on `embedding` for the labels of `training`; the package is the embedding's
-    /// front end and the head, with one score per label other than the background.
+    /// front end and the head, with one score per label other than the background
+    /// (`options.background`; without one, a label of noise and near-silence is added).
     /// - Throws: `TrainingError` naming the option or file that stops it.
     public static func trainHead(name: String, training: Dataset, validation: Dataset, options: TrainingOptions, embedding: EmbeddingFrontEnd,
                                  progress: (EpochReport) -> Void = { _ in }) throws(TrainingError) -> TrainedClassifier {
@@ -63,10 +64,7 @@ extension Trainer {
         guard training.labels == validation.labels else {
             throw .data(path: validation.source, reason: "labels \(validation.labels) differ from the training data's \(training.labels)")
         }
-        guard let background = options.background else {
-            throw .option(name: "background", value: "", expected: "the label of the clips that are not a wake phrase (a head needs negative clips)")
-        }
-        guard let backgroundIndex = training.labels.firstIndex(of: background) else {
+        if let background = options.background, !training.labels.contains(background) {
             throw .option(name: "background", value: background, expected: "one of the labels \(training.labels)")
         }
         if let epochs = options.epochs, !(1...100_000).contains(epochs) { throw .option(name: "epochs", value: "\(epochs)", expected: "1...100000") }
@@ -78,11 +76,13 @@ extension Trainer {
         guard !training.files.isEmpty, !validation.files.isEmpty else {
             throw .data(path: training.files.isEmpty ? training.source : validation.source, reason: "no files")
         }
-        let labels = training.labels
+        var labels = training.labels
         let rate = embedding.model.sampleRate, S = embedding.model.chunkSamples
-        let trainAudio = try loadAudio(training.files, rate: rate), validationAudio = try loadAudio(validation.files, rate: rate)
-        let trainLabels = training.files.map { labels.firstIndex(of: $0.label)! }  // labels hold every file's label
-        let validationLabels = validation.files.map { labels.firstIndex(of: $0.label)! }
+        var trainAudio = try loadAudio(training.files, rate: rate), validationAudio = try loadAudio(validation.files, rate: rate)
+        var trainLabels = training.files.map { labels.firstIndex(of: $0.label)! }  // labels hold every file's label
+        var validationLabels = validation.files.map { labels.firstIndex(of: $0.label)! }
+        let background = options.background ?? addBackground(&labels, &trainAudio, &trainLabels, &validationAudio, &validationLabels, seed: options.seed)
+        let backgroundIndex = labels.firstIndex(of: background)!  // given and checked, or just added
 
         let architectureText = options.architecture ?? headArchitecture
         let network = try architecture(architectureText, inputs: embedding.width, classes: labels.count)
@@ -105,9 +105,11 @@ extension Trainer {
         let D = headDecisionSteps
         let layout = HeadSequence(rate: rate, step: S, leadSteps: embedding.window + (Int(0.8 * Double(rate)) + S - 1) / S,
                                   clipSteps: max(1, (clipSamples + S - 1) / S), decisionSteps: D, gatedSteps: headGatedSteps)
-        let leads = trainAudio.indices.filter { trainLabels[$0] == backgroundIndex }.map { trainAudio[$0] }
-        let validationLeads = validationAudio.indices.filter { validationLabels[$0] == backgroundIndex }.map { validationAudio[$0] }
-        let augmenter = Augmenter(kinds: options.augment.subtracting([.shift, .speed, .mask]), noise: leads,
+        // Leads: every clip (the background's, and the others' when they fit whole); noise: the background's.
+        let leads = trainAudio.indices.map { (trainAudio[$0], trainLabels[$0]) }
+        let validationLeads = validationAudio.indices.map { (validationAudio[$0], validationLabels[$0]) }
+        let noise = trainAudio.indices.filter { trainLabels[$0] == backgroundIndex }.map { trainAudio[$0] }
+        let augmenter = Augmenter(kinds: options.augment.subtracting([.shift, .speed, .mask]), noise: noise,
                                   clip: Clip(samples: layout.samples, hop: S), rate: rate)
 
         func embeddings(_ sequences: [[Float]]) throws(TrainingError) -> Frames { try features(sequences, model: embedding.model) }
@@ -147,6 +149,7 @@ extension Trainer {
             do { (manifest, tensors) = try embedding.package(head, headTensors) } catch { throw .model(reason: "the head's package: \(error)") }
             manifest.outputs.labels = keep.map { labels[$0] }
             manifest.decision?.threshold = headThreshold
+            manifest.decision?.backgroundLabel = background
             return (manifest, tensors)
         }
         for epoch in 1...epochs {
@@ -273,24 +276,35 @@ struct HeadSequence: Sendable {
 
     /// The clip (its last `clipSteps` steps' worth when longer) ending within the step before the
     /// decision steps (`centred`: at its middle), after a lead: silence (a quarter of the time)
-    /// or a clip of `leads` (the background's clips) and a gap of 0.1 to 0.6 s. Targets: the
-    /// clip's label at the decision steps (the caller's), the background from the gated steps on
-    /// until half of the clip has been heard (all of it for a background clip).
-    func sequence(clip: [Float], label: Int, background: Int, leads: [[Float]], random: inout SplitMix64,
+    /// or a clip of `leads` and a gap of 0.1 to 0.6 s (a lead of another label only when it fits
+    /// whole). Targets: the clip's label at the decision steps (the caller's), the background from
+    /// the gated steps on until half of the clip has been heard (all of it for a background
+    /// clip); after a lead of another label, that label at the decision steps after its end and
+    /// the background only from a step after them.
+    func sequence(clip: [Float], label: Int, background: Int, leads: [(audio: [Float], label: Int)], random: inout SplitMix64,
                   centred: Bool = false) -> (audio: [Float], targets: Objective.Targets) {
         var audio = [Float](repeating: 0, count: samples)
         let body = Array(clip.suffix(clipSteps * step))
         let end = samples - decisionSteps * step + (centred ? step / 2 : Int.random(in: 0...step, using: &random))
         let start = end - body.count
         for (k, v) in body.enumerated() where start + k >= 0 { audio[start + k] = v }
+        var quietFrom = gatedSteps
+        var targets: Objective.Targets = []
         if !leads.isEmpty, Double.random(in: 0..<1, using: &random) < 0.75 {
             let lead = leads[Int.random(in: 0..<leads.count, using: &random)]
             let leadEnd = start - Int(Double.random(in: 0.1...0.6, using: &random) * Double(rate))
-            for (k, v) in lead.suffix(max(0, leadEnd)).reversed().enumerated() where leadEnd - 1 - k >= 0 { audio[leadEnd - 1 - k] = v }
+            if lead.label == background || lead.audio.count <= leadEnd {
+                for (k, v) in lead.audio.suffix(max(0, leadEnd)).reversed().enumerated() where leadEnd - 1 - k >= 0 { audio[leadEnd - 1 - k] = v }
+                if lead.label != background {
+                    // The first step whose end is at or after the lead's end, and the decision steps from it.
+                    let first = (leadEnd + step - 1) / step - 1
+                    for t in max(first, gatedSteps)..<max(first + decisionSteps, gatedSteps) where t < steps - decisionSteps { targets.append((t, lead.label)) }
+                    quietFrom = max(gatedSteps, first + decisionSteps + 1)
+                }
+            }
         }
         let quietUntil = label == background ? steps - decisionSteps : min(steps - decisionSteps, (start + body.count / 2) / step)
-        var targets: Objective.Targets = []
-        if quietUntil > gatedSteps { for t in gatedSteps..<quietUntil { targets.append((t, background)) } }
+        if quietUntil > quietFrom { for t in quietFrom..<quietUntil { targets.append((t, background)) } }
         return (audio, targets)
     }
 }

@@ -2,22 +2,45 @@ import EarshotModel
 import Foundation
 
 /// A clip's class by the runtime model, as the trainer decides it: the clip fitted to the model's
-/// clip length, run from a fresh state, and the mean score of its last steps.
+/// clip length, run from a fresh state, and the mean score of its last steps. A head trained on
+/// an embedding (`train --embedding`) sees the clip as its validation does: at the end of its
+/// sequence (silence before), the decision steps after it; its background's score is what its
+/// phrases leave (1 - their sum).
 public struct ClipClassifier: Sendable {
     /// The classifier.
     public let model: Model
+    /// Its labels (a head's: the phrases, then the background).
+    public let labels: [String]
     let clipSamples: Int
     let decisionSteps: Int
+    let head: HeadSequence?
 
-    /// A clip classifier over a softmax package.
-    /// - Throws: `TrainingError` when the package is not a softmax classifier.
+    /// A clip classifier over a softmax package or a head trained on an embedding.
+    /// - Throws: `TrainingError` when the package is neither.
     public init(model: Model) throws(TrainingError) {
-        guard model.manifest.outputs.activation == .softmax else {
-            throw .model(reason: "\(model.path): a clip classifier needs a softmax model (this one's outputs are \(model.manifest.outputs.activation))")
-        }
         self.model = model
         let n = model.chunkSamples
-        if let t = model.manifest.training {
+        let training = model.manifest.training
+        if let t = training, t.features?.hasPrefix("embedding:") == true, model.manifest.outputs.activation == .none,
+           let background = model.manifest.decision?.backgroundLabel {
+            guard (0.01...3600).contains(t.clipSeconds), (0.001...3600).contains(t.decisionSeconds) else {
+                throw .model(reason: "\(model.path): training.clipSeconds \(t.clipSeconds) and decisionSeconds \(t.decisionSeconds) must lie in 0.01...3600 s")
+            }
+            let steps = max(1, Int((t.clipSeconds * Double(model.sampleRate) / Double(n)).rounded()))
+            let decision = max(1, Int((t.decisionSeconds * Double(model.sampleRate) / Double(n)).rounded()))
+            labels = model.labels + [background]
+            clipSamples = steps * n
+            decisionSteps = decision
+            head = HeadSequence(rate: model.sampleRate, step: n, leadSteps: 0, clipSteps: max(1, steps - decision), decisionSteps: decision,
+                                gatedSteps: Trainer.headGatedSteps)
+            return
+        }
+        guard model.manifest.outputs.activation == .softmax else {
+            throw .model(reason: "\(model.path): a clip classifier needs a softmax model or a head trained on an embedding (this one's outputs are \(model.manifest.outputs.activation))")
+        }
+        labels = model.labels
+        head = nil
+        if let t = training {
             guard (0.01...3600).contains(t.clipSeconds), (0.001...3600).contains(t.decisionSeconds) else {
                 throw .model(reason: "\(model.path): training.clipSeconds \(t.clipSeconds) and decisionSeconds \(t.decisionSeconds) must lie in 0.01...3600 s")
             }
@@ -29,18 +52,27 @@ public struct ClipClassifier: Sendable {
         }
     }
 
-    /// The winning label's index and the mean scores over the decision steps.
+    /// The winning label's index (in `labels`) and the mean scores over the decision steps.
     public func classify(_ audio: [Float]) throws(TrainingError) -> (label: Int, scores: [Float]) {
         let n = model.chunkSamples
-        let length = clipSamples > 0 ? clipSamples : max(n, (audio.count + n - 1) / n * n)
-        let fitted = Clip(samples: length, hop: n).fitted(audio)
-        let blocks = stride(from: 0, to: length, by: n).map { Array(fitted[$0..<($0 + n)]) }
+        let fitted: [Float]
+        if let head {
+            var random = SplitMix64(seed: 0)
+            fitted = head.sequence(clip: audio, label: 0, background: 1, leads: [], random: &random, centred: true).audio
+        } else {
+            let length = clipSamples > 0 ? clipSamples : max(n, (audio.count + n - 1) / n * n)
+            fitted = Clip(samples: length, hop: n).fitted(audio)
+        }
+        let blocks = stride(from: 0, to: fitted.count, by: n).map { Array(fitted[$0..<($0 + n)]) }
         var state = model.makeState()
         let steps: [[Float]]
         do { steps = try model.predictions(forConsecutive: blocks, using: &state) } catch { throw .model(reason: "\(error)") }
-        var mean = [Float](repeating: 0, count: model.labels.count)
+        var mean = [Float](repeating: 0, count: labels.count)
         let last = steps.suffix(decisionSteps)
-        for s in last { for c in mean.indices { mean[c] += s[c] / Float(last.count) } }
+        for s in last {
+            for c in s.indices { mean[c] += s[c] / Float(last.count) }
+            if head != nil { mean[labels.count - 1] += (1 - s.reduce(0, +)) / Float(last.count) }
+        }
         return (mean.indices.max { mean[$0] < mean[$1] } ?? 0, mean)
     }
 }
@@ -113,7 +145,7 @@ public struct Evaluation: Sendable {
     /// listed in `failures`; with `strict` the first failure is thrown instead.
     public static func run(model: Model, data: Dataset, strict: Bool = false) throws(TrainingError) -> Evaluation {
         let classifier = try ClipClassifier(model: model)
-        let labels = model.labels
+        let labels = classifier.labels
         for label in data.labels where !labels.contains(label) {
             throw .data(path: data.source, reason: "label '\(label)' is not one of the model's \(labels)")
         }

@@ -156,20 +156,7 @@ public enum Trainer {
         var validationAudio = try loadAudio(validation.files, rate: rate)
         var trainLabels = training.files.map { labels.firstIndex(of: $0.label)! }  // labels hold every file's label
         var validationLabels = validation.files.map { labels.firstIndex(of: $0.label)! }
-        var background = options.background
-        if background == nil {
-            // No label for "nothing here": add one, of noise and near-silence, as many clips as
-            // the median label has, so that a stream between events has somewhere to go.
-            background = Self.syntheticBackground
-            let perLabel = labels.indices.map { l in trainLabels.filter { $0 == l }.count }.sorted()[labels.count / 2]
-            let length = trainAudio.map(\.count).sorted()[trainAudio.count / 2]
-            labels.append(Self.syntheticBackground)
-            trainAudio += (0..<perLabel).map { Self.backgroundClip(length: length, seed: options.seed, index: $0) }
-            trainLabels += Array(repeating: labels.count - 1, count: perLabel)
-            let held = max(1, perLabel * validationAudio.count / max(1, trainAudio.count - perLabel))
-            validationAudio += (0..<held).map { Self.backgroundClip(length: length, seed: options.seed, index: -1 - $0) }
-            validationLabels += Array(repeating: labels.count - 1, count: held)
-        }
+        let background = options.background ?? addBackground(&labels, &trainAudio, &trainLabels, &validationAudio, &validationLabels, seed: options.seed)
 
         // Clip length: a whole number of hops, at least the decision span and 0.1 s.
         let lengths = trainAudio.map(\.count).sorted()
@@ -193,7 +180,7 @@ public enum Trainer {
         let noise = options.background.map { b in trainAudio.indices.filter { trainLabels[$0] == labels.firstIndex(of: b) }.map { trainAudio[$0] } } ?? []
         let augmenter = Augmenter(kinds: options.augment, noise: noise, clip: clip, rate: rate)
         let contextSamples = Int((options.contextSeconds * 100).rounded()) * recipe.hop
-        let backgroundIndex = labels.firstIndex(of: background ?? Self.syntheticBackground) ?? labels.count - 1
+        let backgroundIndex = labels.firstIndex(of: background) ?? labels.count - 1
 
         let streamCheck = try options.validationStream.map { (v) throws(TrainingError) in try StreamCheck(v, background: background) }
         for epoch in 1...epochs {
@@ -303,6 +290,22 @@ public enum Trainer {
     /// Epochs for about 3000 optimizer steps, 30 to 400.
     public static func automaticEpochs(stepsPerEpoch: Int) -> Int {
         min(400, max(30, (3000 + stepsPerEpoch - 1) / max(1, stepsPerEpoch)))
+    }
+
+    /// No label for "nothing here": adds one, of noise and near-silence, as many clips as the
+    /// median label has (and as many in proportion to validation), so that a stream between
+    /// events has somewhere to go. Returns its name.
+    static func addBackground(_ labels: inout [String], _ trainAudio: inout [[Float]], _ trainLabels: inout [Int],
+                              _ validationAudio: inout [[Float]], _ validationLabels: inout [Int], seed: UInt64) -> String {
+        let perLabel = labels.indices.map { l in trainLabels.filter { $0 == l }.count }.sorted()[labels.count / 2]
+        let length = trainAudio.map(\.count).sorted()[trainAudio.count / 2]
+        labels.append(syntheticBackground)
+        trainAudio += (0..<perLabel).map { backgroundClip(length: length, seed: seed, index: $0) }
+        trainLabels += Array(repeating: labels.count - 1, count: perLabel)
+        let held = max(1, perLabel * validationAudio.count / max(1, trainAudio.count - perLabel))
+        validationAudio += (0..<held).map { backgroundClip(length: length, seed: seed, index: -1 - $0) }
+        validationLabels += Array(repeating: labels.count - 1, count: held)
+        return syntheticBackground
     }
 
     /// The label the trainer adds when the data has no background label of its own.

@@ -72,6 +72,10 @@ struct TrainingRecipeTests {
             #expect(run.status == 0, "\(run.err)")
             return try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any] ?? [:]
         }
+        // Clip by clip, each at the end of its sequence as in training: measured 64 of 64.
+        let clips = try runEarshot(["evaluate", "--model", model, "--data", "\(set)/test", "--format", "json"])
+        let clipResult = try JSONSerialization.jsonObject(with: Data(clips.out.utf8)) as? [String: Any]
+        #expect((clipResult?["accuracy"] as? Double ?? 0) >= 63.0 / 64, "\(clips.out)")
         // 32 held-out takes between 32 distractors; measured: all 32 found, no false alarm.
         let phrase = try evaluate("stream.wav", "stream.truth.csv")
         #expect(phrase["keywords"] as? Int == 32 && (phrase["hits"] as? Int ?? 0) >= 31, "\(phrase)")

@@ -69,7 +69,7 @@ struct EmbeddingHeadTests {
         #expect(worst <= 1e-5)
     }
 
-    @Test("The same seed trains the same head, bit for bit; a head refuses a GRU and a window wider than the embeddings it sees")
+    @Test("The same seed trains the same head, bit for bit; a head refuses a GRU, a window wider than the embeddings it sees, an unknown background; without one it adds its own")
     func deterministicAndChecked() throws {
         let embedding = try Self.frontEnd()
         let root = try Self.tones()
@@ -85,11 +85,15 @@ struct EmbeddingHeadTests {
                 try Trainer.trainHead(name: "x", training: training, validation: validation, options: options, embedding: embedding)
             }
         }
+        var wrongBackground = TrainingOptions()
+        wrongBackground.background = "silence"
+        #expect(throws: TrainingError.option(name: "background", value: "silence", expected: "one of the labels [\"chirp\", \"other\"]")) {
+            try Trainer.trainHead(name: "x", training: training, validation: validation, options: wrongBackground, embedding: embedding)
+        }
+        // Without a background label, one of noise is added: both labels are scored.
         var noBackground = TrainingOptions()
         noBackground.epochs = 1
-        #expect(throws: TrainingError.option(name: "background", value: "",
-                                             expected: "the label of the clips that are not a wake phrase (a head needs negative clips)")) {
-            try Trainer.trainHead(name: "x", training: training, validation: validation, options: noBackground, embedding: embedding)
-        }
+        let both = try Trainer.trainHead(name: "x", training: training, validation: validation, options: noBackground, embedding: embedding)
+        #expect(both.manifest.outputs.labels == ["chirp", "other"] && both.manifest.decision?.backgroundLabel == "_background_")
     }
 }
