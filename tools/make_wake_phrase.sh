@@ -8,8 +8,9 @@
 # voice at a speed and pitch drawn from the voice's name. Every fifth variant (in sorted order) is
 # held out: never in training, in any accent. Negatives ("other"): each voice says three of the
 # distractors below (a held-out voice one) (words that share sounds with the phrase, other wake phrases, sentences),
-# noise clips, and, when SPEECH_COMMANDS is given (../shared/data/speech-commands), the clips of
-# its speakers whose ids start with 0-7 (those of 8-f stay out of training, for evaluation).
+# noise clips, and, when SPEECH_COMMANDS is given (../shared/data/speech-commands), the words
+# of its speakers whose ids start with 0-7 (those of 8-f stay out of training, for evaluation)
+# and its _silence_ recordings.
 #
 # Writes OUT/train/{PHRASE-LABEL,other}/*.wav (16 kHz mono; the label is the phrase with spaces
 # as dashes), OUT/test/... for the held-out voices, and two streams of the held-out voices:
@@ -17,6 +18,7 @@
 # truth in OUT/stream.truth.csv) and OUT/distractors.wav (distractors only; OUT/none.truth.csv).
 # Deterministic (espeak-ng and sox with fixed seeds).
 set -euo pipefail
+export LC_ALL=C  # file and voice order
 out=${1:?usage: tools/make_wake_phrase.sh OUT [PHRASE] [VARIANTS] [SPEECH_COMMANDS]}
 phrase=${2:-hey earshot}
 count=${3:-1000}
@@ -39,8 +41,11 @@ say() {  # say VOICE TEXT FILE: 16 kHz, trimmed of espeak-ng's silence, then 0.1
   "${SOX[@]}" "$file.raw.wav" -r 16000 -c 1 -b 16 "$file" norm -3 silence 1 0.01 -50d reverse silence 1 0.01 -50d reverse pad 0.1 0.1
   rm "$file.raw.wav"
 }
+if [ -e "$out" ] && [ ! -f "$out/.wake-phrase-set" ]; then echo "$out exists and is not a set this script made: not replacing it" >&2; exit 1; fi
+if [ -n "$commands" ] && [ ! -d "$commands/_silence_" ]; then echo "$commands: not Speech Commands (no _silence_ folder)" >&2; exit 1; fi
 rm -rf "$out"
 mkdir -p "$out"/{train,test}/"$label" "$out"/{train,test}/other
+touch "$out/.wake-phrase-set"
 for k in "${!variants[@]}"; do
   v=${variants[$k]}
   set=train
@@ -66,7 +71,10 @@ for k in $(seq 1 40); do
   "${SOX[@]}" -n -r 16000 -c 1 -b 16 "$out/train/other/noise-$k.wav" synth 1.5 $color vol "0.0$((k % 9 + 1))"
 done
 if [ -n "$commands" ]; then
-  for f in "$commands"/*/[0-7]*.flac; do
+  # Keyword folders hold <speaker>_nohash_<n>.flac (the first pattern; unknown words start with
+  # a letter), _unknown_ holds <word>_<speaker>_nohash_<n>.wav.flac, _silence_ numbered noise.
+  shopt -s nullglob
+  for f in "$commands"/*/[0-7]*_nohash_*.flac "$commands"/_unknown_/*_[0-7]???????_nohash_*.flac "$commands"/_silence_/*.flac; do
     w=$(basename "$(dirname "$f")")
     "${SOX[@]}" "$f" -r 16000 -c 1 -b 16 "$out/train/other/sc-$w-$(basename "$f" .flac).wav"
   done

@@ -17,15 +17,16 @@ field() { sed -n "s/.*\"$1\":\([0-9.e+-]*\).*/\1/p"; }
 hours() { awk -v s="$1" 'BEGIN { printf "%.2f", s / 3600 }'; }
 echo "| threshold | held-out takes found | false alarms among them | distractors | unseen real speech | seen real speech | all negatives |"
 echo "|---|---|---|---|---|---|---|"
+audios=("$set/stream.wav" "$set/distractors.wav" "$neg/unseen.wav" "$neg/seen.wav")
+truths=("$set/stream.truth.csv" "$set/none.truth.csv" "$neg/none.truth.csv" "$neg/none.truth.csv")
 for th in $thresholds; do
   row="| $th |"
   total=0; seconds=0
-  for pair in "$set/stream.wav $set/stream.truth.csv" "$set/distractors.wav $set/none.truth.csv" \
-              "$neg/unseen.wav $neg/none.truth.csv" "$neg/seen.wav $neg/none.truth.csv"; do
-    read -r audio truth <<<"$pair"
-    json=$("$earshot" evaluate --model "$model" --stream "$audio" --truth "$truth" --threshold "$th" --format json)
+  for k in 0 1 2 3; do
+    json=$("$earshot" evaluate --model "$model" --stream "${audios[$k]}" --truth "${truths[$k]}" --threshold "$th" --format json)
     fa=$(field falseAlarms <<<"$json"); s=$(field seconds <<<"$json")
-    if [ "$audio" = "$set/stream.wav" ]; then
+    [ -n "$fa" ] && [ -n "$s" ] || { echo "no figures from earshot evaluate on ${audios[$k]}: $json" >&2; exit 1; }
+    if [ "$k" = 0 ]; then
       row="$row $(field hits <<<"$json") of $(field keywords <<<"$json") | $fa in $(hours "$s") h |"
     else
       row="$row $fa in $(hours "$s") h |"

@@ -131,23 +131,7 @@ public enum Trainer {
     public static func train(name: String, training: Dataset, validation: Dataset, options: TrainingOptions,
                              progress: (EpochReport) -> Void = { _ in }) throws(TrainingError) -> TrainedClassifier {
         let started = Date()
-        guard training.labels == validation.labels else {
-            throw .data(path: validation.source, reason: "labels \(validation.labels) differ from the training data's \(training.labels)")
-        }
-        if let background = options.background, !training.labels.contains(background) {
-            throw .option(name: "background", value: background, expected: "one of the labels \(training.labels)")
-        }
-        if let epochs = options.epochs, !(1...100_000).contains(epochs) { throw .option(name: "epochs", value: "\(epochs)", expected: "1...100000") }
-        if let patience = options.patience, !(1...100_000).contains(patience) { throw .option(name: "patience", value: "\(patience)", expected: "1...100000") }
-        guard (2...4096).contains(options.batchSize) else { throw .option(name: "batch-size", value: "\(options.batchSize)", expected: "2...4096") }
-        for (name, value, range) in [("decision-seconds", options.decisionSeconds, 0.01...60.0), ("context-seconds", options.contextSeconds, 0...60.0),
-                                     ("clip-seconds", options.clipSeconds ?? 1, 0.1...600.0),
-                                     ("learning-rate", Double(options.learningRate), TrainingOptions.learningRateRange)] where !range.contains(value) {
-            throw .option(name: name, value: "\(value)", expected: "\(range.lowerBound)...\(range.upperBound)")
-        }
-        guard !training.files.isEmpty, !validation.files.isEmpty else {
-            throw .data(path: training.files.isEmpty ? training.source : validation.source, reason: "no files")
-        }
+        try check(options, training: training, validation: validation)
         let rate: Int
         if let given = options.sampleRate { rate = given } else { rate = try sampleRate(of: training.files[0].path) }
         let recipe = try FeatureRecipe.parse(options.features, sampleRate: rate)
@@ -290,6 +274,28 @@ public enum Trainer {
     /// Epochs for about 3000 optimizer steps, 30 to 400.
     public static func automaticEpochs(stepsPerEpoch: Int) -> Int {
         min(400, max(30, (3000 + stepsPerEpoch - 1) / max(1, stepsPerEpoch)))
+    }
+
+    /// The checks both trainers make before any work: the data sets agree, the background is one
+    /// of their labels, each option lies in its range.
+    static func check(_ options: TrainingOptions, training: Dataset, validation: Dataset) throws(TrainingError) {
+        guard training.labels == validation.labels else {
+            throw .data(path: validation.source, reason: "labels \(validation.labels) differ from the training data's \(training.labels)")
+        }
+        if let background = options.background, !training.labels.contains(background) {
+            throw .option(name: "background", value: background, expected: "one of the labels \(training.labels)")
+        }
+        if let epochs = options.epochs, !(1...100_000).contains(epochs) { throw .option(name: "epochs", value: "\(epochs)", expected: "1...100000") }
+        if let patience = options.patience, !(1...100_000).contains(patience) { throw .option(name: "patience", value: "\(patience)", expected: "1...100000") }
+        guard (2...4096).contains(options.batchSize) else { throw .option(name: "batch-size", value: "\(options.batchSize)", expected: "2...4096") }
+        for (name, value, range) in [("decision-seconds", options.decisionSeconds, 0.01...60.0), ("context-seconds", options.contextSeconds, 0...60.0),
+                                     ("clip-seconds", options.clipSeconds ?? 1, 0.1...600.0),
+                                     ("learning-rate", Double(options.learningRate), TrainingOptions.learningRateRange)] where !range.contains(value) {
+            throw .option(name: name, value: "\(value)", expected: "\(range.lowerBound)...\(range.upperBound)")
+        }
+        guard !training.files.isEmpty, !validation.files.isEmpty else {
+            throw .data(path: training.files.isEmpty ? training.source : validation.source, reason: "no files")
+        }
     }
 
     /// No label for "nothing here": adds one, of noise and near-silence, as many clips as the
@@ -475,9 +481,10 @@ struct Augmenter: Sendable {
             let snr = Float.random(in: 5...25, using: &random)
             var added = [Float](repeating: 0, count: out.count)
             if !noise.isEmpty, Bool.random(using: &random) {
+                // A background clip from a random place, looped when shorter than the clip.
                 let source = noise[Int.random(in: 0..<noise.count, using: &random)]
                 let start = source.count > out.count ? Int.random(in: 0...(source.count - out.count), using: &random) : 0
-                for i in added.indices where start + i < source.count { added[i] = source[start + i] }
+                if !source.isEmpty { for i in added.indices { added[i] = source[(start + i) % source.count] } }
             } else {
                 for i in added.indices { added[i] = random.normal() }
             }

@@ -221,7 +221,8 @@ enum Specs {
             .text("architecture", "SPEC", default: "\(Trainer.defaultArchitecture); \(Trainer.headArchitecture) with --embedding",
                   "layers: conv:CHANNELSxTAPS and gru:COUNTxHIDDEN parts (a head: conv parts only)"),
             .text("embedding", "NAME", "train a head on a frozen embedding: openwakeword (its melspectrogram and embedding models, "
-                  + "from --embedding-models); the package runs both"),
+                  + "from --embedding-models); the package runs both. The embedding fixes the features, rate and step: "
+                  + "--features, --sample-rate, --decision-seconds and --context-seconds do not apply"),
             .text("embedding-models", "FOLDER", "the folder holding melspectrogram.onnx and embedding_model.onnx (for --embedding openwakeword)"),
             .text("features", "SPEC", default: TrainingOptions().features, "the front end, e.g. log-mel:40"),
             .int("epochs", "N", 1...100_000, defaultText: "enough for 3000 steps, 30...400", "passes over the data at most"),

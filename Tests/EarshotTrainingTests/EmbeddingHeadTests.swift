@@ -96,4 +96,40 @@ struct EmbeddingHeadTests {
         let both = try Trainer.trainHead(name: "x", training: training, validation: validation, options: noBackground, embedding: embedding)
         #expect(both.manifest.outputs.labels == ["chirp", "other"] && both.manifest.decision?.backgroundLabel == "_background_")
     }
+
+    @Test("A head's sequence: the clip ends in the first decision step; a lead's label right after it ends, the background a step later until half the clip is heard")
+    func sequenceTargets() {
+        // 10 samples a step at 100 Hz: 8 lead steps, 2 clip steps, 2 decision steps; 1 gated.
+        let layout = HeadSequence(rate: 100, step: 10, leadSteps: 8, clipSteps: 2, decisionSteps: 2, gatedSteps: 1)
+        let clip = [Float](repeating: 0.5, count: 15), lead = [Float](repeating: 1, count: 15)
+        var leads = 0, silences = 0
+        for seed in 0..<60 {
+            var random = SplitMix64(seed: UInt64(seed))
+            let (audio, targets) = layout.sequence(clip: clip, label: 0, background: 1, leads: [(lead, 2)], random: &random)
+            #expect(audio.count == 120)
+            // The clip ends within the first decision step (samples 100..<110): its end is 100 to 109.
+            let clipEnd = (audio.lastIndex(of: 0.5) ?? -1) + 1
+            #expect((100..<110).contains(clipEnd) && audio[(clipEnd - 15)..<clipEnd].allSatisfy { $0 == 0.5 })
+            let clipStart = clipEnd - 15
+            if let last = audio.lastIndex(of: 1) {
+                leads += 1
+                // 0.1 to 0.6 s (10 to 60 samples) before the clip, whole.
+                #expect((10...60).contains(clipStart - last - 1) && audio.filter { $0 == 1 }.count == 15)
+                let first = last / 10
+                let from = max(1, first + 3), to = (clipStart + 7) / 10
+                let expected = (first..<(first + 2)).map { ($0, 2) } + (from < to ? Array(from..<to) : []).map { ($0, 1) }
+                #expect(targets.map(\.frame) == expected.map(\.0) && targets.map(\.label) == expected.map(\.1), "seed \(seed)")
+            } else {
+                silences += 1
+                #expect(targets.map(\.frame) == Array(1..<((clipStart + 7) / 10)) && targets.allSatisfy { $0.label == 1 })
+            }
+        }
+        #expect(leads > 30 && silences > 5)  // about three leads in four
+        // A background clip is the background all through; a long clip keeps its end.
+        var random = SplitMix64(seed: 1)
+        let long = (0..<40).map { Float($0) }
+        let (audio, targets) = layout.sequence(clip: long, label: 1, background: 1, leads: [], random: &random, centred: true)
+        #expect(Array(audio[85..<105]) == Array(long.suffix(20)) && audio[105...].allSatisfy { $0 == 0 })
+        #expect(targets.map(\.frame) == Array(1..<10) && targets.allSatisfy { $0.label == 1 })
+    }
 }
