@@ -131,7 +131,8 @@ extension Trainer {
 
         var parameters = network.initialParameters(seed: options.seed)
         var adam = Adam(shapes: network.parameterShapes)
-        var (epochs, stepsPerEpoch, schedule, stopping) = plan(options, clips: trainAudio.count)
+        let (epochs, stepsPerEpoch, schedule, plannedStopping) = plan(options, clips: trainAudio.count)
+        var stopping = plannedStopping
         let objective = Objective(classWeights: balancedWeights(trainLabels, classes: labels.count), decisionFrames: D)
         let streamCheck = try options.validationStream.map { (v) throws(TrainingError) in try StreamCheck(v, background: background) }
         let keep = labels.indices.filter { $0 != backgroundIndex }

@@ -21,11 +21,13 @@ public struct ClipClassifier: Sendable {
         self.model = model
         let n = model.chunkSamples
         let training = model.manifest.training
-        if let t = training, t.features?.hasPrefix("embedding:") == true, model.manifest.outputs.activation == .none,
-           let background = model.manifest.decision?.backgroundLabel {
+        if let t = training {
             guard (0.01...3600).contains(t.clipSeconds), (0.001...3600).contains(t.decisionSeconds) else {
                 throw .model(reason: "\(model.path): training.clipSeconds \(t.clipSeconds) and decisionSeconds \(t.decisionSeconds) must lie in 0.01...3600 s")
             }
+        }
+        if let t = training, t.features?.hasPrefix("embedding:") == true, model.manifest.outputs.activation == .none,
+           let background = model.manifest.decision?.backgroundLabel {
             let steps = max(1, Int((t.clipSeconds * Double(model.sampleRate) / Double(n)).rounded()))
             let decision = max(1, Int((t.decisionSeconds * Double(model.sampleRate) / Double(n)).rounded()))
             labels = model.labels + [background]
@@ -41,9 +43,6 @@ public struct ClipClassifier: Sendable {
         labels = model.labels
         head = nil
         if let t = training {
-            guard (0.01...3600).contains(t.clipSeconds), (0.001...3600).contains(t.decisionSeconds) else {
-                throw .model(reason: "\(model.path): training.clipSeconds \(t.clipSeconds) and decisionSeconds \(t.decisionSeconds) must lie in 0.01...3600 s")
-            }
             clipSamples = max(n, Int((t.clipSeconds * Double(model.sampleRate) / Double(n)).rounded()) * n)
             decisionSteps = max(1, Int((t.decisionSeconds * Double(model.sampleRate) / Double(n)).rounded()))
         } else {

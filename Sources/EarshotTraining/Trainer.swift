@@ -159,7 +159,8 @@ public enum Trainer {
         let network = try architecture(options.architecture ?? defaultArchitecture, inputs: recipe.melCount, classes: labels.count)
         var parameters = network.initialParameters(seed: options.seed)
         var adam = Adam(shapes: network.parameterShapes)
-        var (epochs, _, schedule, stopping) = plan(options, clips: trainAudio.count)
+        let (epochs, _, schedule, plannedStopping) = plan(options, clips: trainAudio.count)
+        var stopping = plannedStopping
         let objective = Objective(classWeights: balancedWeights(trainLabels, classes: labels.count), decisionFrames: decisionFrames)
         let noise = options.background.map { b in trainAudio.indices.filter { trainLabels[$0] == labels.firstIndex(of: b) }.map { trainAudio[$0] } } ?? []
         let augmenter = Augmenter(kinds: options.augment, noise: noise, clip: clip, rate: rate)
