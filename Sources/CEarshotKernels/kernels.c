@@ -42,6 +42,51 @@ void earshot_pack(const float *w, long rows, long k, float *packed) {
 typedef float v16 __attribute__((vector_size(64), aligned(4)));
 #define load16(p) (*(const v16 *)(p))
 
+// The element-wise ops' values, one expression each, shared by the element-wise loops and the
+// products' epilogues so that a fused op gives what the op alone gives, bit for bit.
+#define LEAKY_RELU_OF(x, alpha) ((x) < 0 ? (alpha) * (x) : (x))
+#define RELU_OF(x) ((x) < 0 ? 0.0f : (x))
+#define MAX_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((p) > (q) ? (p) : (q)))
+#define MIN_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((p) < (q) ? (p) : (q)))
+
+typedef int vi16 __attribute__((vector_size(64), aligned(4)));
+#define SELECT16(m, a, b) ((v16)(((vi16)(a) & (m)) | ((vi16)(b) & ~(m))))
+
+// A tile's outputs `out` (a v16 variable) through the epilogue: column `column`'s bias, then each
+// op in order, lane by lane as the element-wise loops compute it. A macro: a function passing
+// 16-float vectors would have a different calling convention in each clone.
+#define EPILOGUE(ep, column, out) do {                                                            \
+        if (ep) {                                                                                  \
+            if ((ep)->column_bias) out = out + (ep)->column_bias[column];                          \
+            for (long o_ = 0; o_ < (ep)->count; o_++) {                                            \
+                float q_ = (ep)->values[o_];                                                       \
+                v16 qv_ = (v16){0} + q_;                                                           \
+                vi16 nan_;                                                                         \
+                switch ((ep)->kinds[o_]) {                                                         \
+                case EARSHOT_LEAKY_RELU: out = SELECT16(out < 0, qv_ * out, out); break;           \
+                case EARSHOT_RELU: out = SELECT16(out < 0, (v16){0}, out); break;                  \
+                case EARSHOT_NEG: out = -out; break;                                               \
+                case EARSHOT_ABS: out = (v16)((vi16)out & 0x7fffffff); break;                      \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_ADD: out = out + q_; break;                 \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_SUB: out = out - q_; break;                 \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_MUL: out = out * q_; break;                 \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_DIV: out = out / q_; break;                 \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_SQUARE: out = out * out; break;             \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_MAX:                                        \
+                    nan_ = (out != out) | (qv_ != qv_);                                            \
+                    out = SELECT16(nan_, out + qv_, SELECT16(out > qv_, out, qv_)); break;         \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_MIN:                                        \
+                    nan_ = (out != out) | (qv_ != qv_);                                            \
+                    out = SELECT16(nan_, out + qv_, SELECT16(out < qv_, out, qv_)); break;         \
+                case EARSHOT_SQRT:                                                                 \
+                    for (int l_ = 0; l_ < 16; l_++) out[l_] = __builtin_sqrtf(out[l_]);            \
+                    break;                                                                         \
+                default: break;                                                                    \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
 // A tile of NP panels (16 NP rows) by NC columns: one running sum per output, each the same
 // chain acc = acc + w[r][i] * x[t][i] for i = 0, 1, ..., k - 1 from 0, then + bias[r]. The
 // order does not depend on the tile, so every output of a batch is what it is alone.
@@ -51,7 +96,7 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
 static inline __attribute__((always_inline)) void tile_from(const float *wp, const int *blocks, const float *base,
                                                           const float *edges, long k, const float *x, long ldx,
                                                           const float *bias, long r0, long rows, float *y, long ldy,
-                                                          const int NP, const int NC) {
+                                                          const earshot_epilogue *ep, long c0, const int NP, const int NC) {
     v16 acc[8][6];
     for (int p = 0; p < NP; p++)
         for (int c = 0; c < NC; c++) acc[p][c] = (v16){0};
@@ -79,6 +124,7 @@ static inline __attribute__((always_inline)) void tile_from(const float *wp, con
         }
         for (int c = 0; c < NC; c++) {
             v16 out = acc[p][c] + b;
+            EPILOGUE(ep, c0 + c, out);
             float *yc = y + c * ldy + r;
             if (r + 16 <= rows) *(v16 *)yc = out;
             else for (long l = 0; r + l < rows; l++) yc[l] = out[l];
@@ -88,19 +134,19 @@ static inline __attribute__((always_inline)) void tile_from(const float *wp, con
 
 static inline __attribute__((always_inline)) void tile(const float *wp, long k, const float *x, long ldx, const float *bias,
                                                      long r0, long rows, float *y, long ldy, const int NP, const int NC) {
-    tile_from(wp, 0, 0, 0, k, x, ldx, bias, r0, rows, y, ldy, NP, NC);
+    tile_from(wp, 0, 0, 0, k, x, ldx, bias, r0, rows, y, ldy, 0, 0, NP, NC);
 }
 
 // One tile of NP panels by nc columns, from `wp` (packed) or, when `bp` is set, from the blocks
 // it lists (earshot_gemm_indirect).
 #define COLUMNS(NP, nc) do {                                                                   \
         switch (nc) {                                                                           \
-        case 1: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 1); break;   \
-        case 2: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 2); break;   \
-        case 3: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 3); break;   \
-        case 4: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 4); break;   \
-        case 5: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 5); break;   \
-        default: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, NP, 6); break;  \
+        case 1: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, ep, t, NP, 1); break;   \
+        case 2: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, ep, t, NP, 2); break;   \
+        case 3: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, ep, t, NP, 3); break;   \
+        case 4: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, ep, t, NP, 4); break;   \
+        case 5: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, ep, t, NP, 5); break;   \
+        default: tile_from(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, ep, t, NP, 6); break;  \
         }                                                                                       \
     } while (0)
 
@@ -109,7 +155,7 @@ static inline __attribute__((always_inline)) void tile(const float *wp, long k, 
 // blocks `blocks` lists (earshot_gemm_indirect).
 static inline __attribute__((always_inline)) void tiles(const float *packed, const int *blocks, const float *base,
                                                       const float *edges, long rows, long k, const float *x, long ldx,
-                                                      long n, const float *bias, float *y, long ldy) {
+                                                      long n, const float *bias, float *y, long ldy, const earshot_epilogue *ep) {
     long panels = (rows + 15) / 16;
     for (long p0 = 0; p0 < panels; p0 += 4) {
         const float *wp = packed ? packed + p0 * k * 16 : 0;
@@ -135,6 +181,8 @@ void earshot_gemm_packed(const float *packed, long rows, long k, const float *x,
     long panels = (rows + 15) / 16;
     const int *bp = 0;
     const float *base = 0, *edges = 0;
+    const earshot_epilogue *ep = 0;
+    const long t = 0;
     if (n <= 2) {
         // One or two columns (one stream): eight panels at a time, so that eight or sixteen
         // independent sums hide the latency of each multiply-add.
@@ -159,13 +207,13 @@ void earshot_gemm_packed(const float *packed, long rows, long k, const float *x,
         }
         return;
     }
-    tiles(packed, 0, 0, 0, rows, k, x, ldx, n, bias, y, ldy);
+    tiles(packed, 0, 0, 0, rows, k, x, ldx, n, bias, y, ldy, 0);
 }
 
 CLONES
 void earshot_gemm_indirect(const int *blocks, const float *base, const float *edges, long rows, long k, const float *x,
-                           long ldx, long n, const float *bias, float *y, long ldy) {
-    tiles(0, blocks, base, edges, rows, k, x, ldx, n, bias, y, ldy);
+                           long ldx, long n, const float *bias, float *y, long ldy, const earshot_epilogue *epilogue) {
+    tiles(0, blocks, base, edges, rows, k, x, ldx, n, bias, y, ldy, epilogue);
 }
 
 CLONES
@@ -365,6 +413,23 @@ void earshot_gather(const int *index, const float *x, float *y, long n) {
     }
 }
 
+// Blocks of 16 that are one run of x with some lanes zero (a receptive field reaching into the
+// padding): y[16 e + l] = x[starts[e] + l] where bit l of masks[e] is set, else 0. Every
+// x[starts[e]] ... x[starts[e] + 15] must be readable; the cleared lanes are masked by bits, so
+// whatever they hold (NaN included) gives an exact zero.
+CLONES
+void earshot_masked_blocks(const float *x, const int *starts, const unsigned short *masks, long count, float *y) {
+    const vi16 lanes = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    for (long e = 0; e < count; e++) {
+        vi16 bits = (vi16){0} + (int)masks[e];
+        vi16 keep = -((bits >> lanes) & 1);
+        vi16 v;
+        __builtin_memcpy(&v, x + starts[e], sizeof v);
+        v &= keep;
+        __builtin_memcpy(y + 16 * e, &v, sizeof v);
+    }
+}
+
 // Element-wise loops whose output may be their input itself (in place), never a shifted view of
 // it: no iteration reads what another writes, so they vectorize without a runtime overlap check
 // (which exact aliasing would fail, sending the loop to its scalar version).
@@ -374,10 +439,10 @@ CLONES
 void earshot_unary(int op, float alpha, const float *x, float *y, long n) {
     switch (op) {
     case EARSHOT_LEAKY_RELU:
-        SAFE for (long i = 0; i < n; i++) y[i] = x[i] < 0 ? alpha * x[i] : x[i];
+        SAFE for (long i = 0; i < n; i++) y[i] = LEAKY_RELU_OF(x[i], alpha);
         break;
     case EARSHOT_RELU:
-        SAFE for (long i = 0; i < n; i++) y[i] = x[i] < 0 ? 0.0f : x[i];
+        SAFE for (long i = 0; i < n; i++) y[i] = RELU_OF(x[i]);
         break;
     case EARSHOT_SQRT:
         SAFE for (long i = 0; i < n; i++) y[i] = __builtin_sqrtf(x[i]);
@@ -405,8 +470,8 @@ void earshot_binary(int op, const float *a, long a_step, const float *b, long b_
     case EARSHOT_SUB: BINARY_LOOP(p - q) break;
     case EARSHOT_MUL: BINARY_LOOP(p * q) break;
     case EARSHOT_DIV: BINARY_LOOP(p / q) break;
-    case EARSHOT_MAX: BINARY_LOOP(p != p || q != q ? p + q : (p > q ? p : q)) break;
-    case EARSHOT_MIN: BINARY_LOOP(p != p || q != q ? p + q : (p < q ? p : q)) break;
+    case EARSHOT_MAX: BINARY_LOOP(MAX_OF(p, q)) break;
+    case EARSHOT_MIN: BINARY_LOOP(MIN_OF(p, q)) break;
     case EARSHOT_SQUARE:  // b is the exponent 2
         if (a_step) { SAFE for (long i = 0; i < n; i++) y[i] = a[i] * a[i]; }
         else { SAFE for (long i = 0; i < n; i++) y[i] = a[0] * a[0]; }

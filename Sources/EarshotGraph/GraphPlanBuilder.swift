@@ -116,7 +116,7 @@ struct Builder {
     private mutating func fuseSpectra() {
         var removed = Set<Int>()
         for i in steps.indices {
-            guard var fft = steps[i] as? FFTConvStep, fft.output == .filters, fft.items == 1, fft.bias == nil,
+            guard var fft = steps[i] as? FFTConvStep, fft.output == .filters, fft.basis.part == .both, fft.items == 1, fft.bias == nil,
                   !isOutput(fft.y) else { continue }
             let half = fft.y.count / 2
             let real = Ref(shared: false, offset: fft.y.offset, count: half), imaginary = Ref(shared: false, offset: fft.y.offset + half, count: half)
@@ -333,15 +333,14 @@ struct Builder {
                 }
             }
         }
-        if group == 1, groupIn == 1, kh == 1, dw == 1, let (window, sign) = Self.dftBasis(w.floats, size: kw, rows: outChannels),
+        if group == 1, groupIn == 1, kh == 1, dw == 1, let basis = Self.dftBasis(w.floats, size: kw, rows: outChannels),
            let fft = AlignedRealFFT.make(size: kw) {
             // The filters are a windowed DFT basis: one FFT per position instead of the product.
             let y = allocate(outputs[0].count)
             refs[g.outputs[0]] = y
             let starts = (0..<positions).map { p in fields[p * kw] }
             let inPlace = (0..<positions).allSatisfy { p in starts[p] >= 0 && (0..<kw).allSatisfy { fields[p * kw + $0] == starts[p] + Int32($0) } }
-            steps.append(FFTConvStep(x: xRef, y: y, items: items, plane: height * width, positions: positions, window: window,
-                                     sign: sign, fields: fields, starts: inPlace ? starts.map { Int($0) } : nil, bias: bias?.floats, fft: fft))
+            steps.append(FFTConvStep(x: xRef, y: y, items: items, plane: height * width, positions: positions, basis: basis, fields: fields, starts: inPlace ? starts.map { Int($0) } : nil, bias: bias?.floats, fft: fft))
             scratchSize = max(scratchSize, positions * kw + 2 * kw + 4 + 2 * AlignedRealFFT.alignment + positions * (kw / 2 + 1))
             return "FFT"
         }
@@ -394,18 +393,36 @@ struct Builder {
                 }
             }
             // A block of 16 consecutive input values is read in place; the others (at the edges,
-            // padding) are gathered at each run.
-            var blocks = [Int32](repeating: 0, count: panels * depth), edges: [Int32] = []
+            // padding) are made at each run: a run of the input with the padding's lanes cleared,
+            // or, where no run fits, gathered value by value.
+            var blocks = [Int32](repeating: 0, count: panels * depth)
+            var spans: [(block: Int, start: Int32, mask: UInt16)] = [], gathered: [Int] = []
+            let inputCount = Int32(channels * height * width)
             for block in 0..<(panels * depth) {
-                let first = index[block * 16]
-                if first >= 0 && (1..<16).allSatisfy({ index[block * 16 + $0] == first + Int32($0) }) {
-                    blocks[block] = first
+                let lanes = index[(block * 16)..<(block * 16 + 16)]
+                guard let (l, first) = lanes.enumerated().first(where: { $0.element >= 0 }) else {
+                    gathered.append(block)
+                    continue
+                }
+                let start = first - Int32(l)
+                let inRun = lanes.enumerated().allSatisfy { $0.element < 0 || $0.element == start + Int32($0.offset) }
+                if inRun, lanes.allSatisfy({ $0 >= 0 }) {
+                    blocks[block] = start
+                } else if inRun, start >= 0, start + 16 <= inputCount {
+                    let mask = lanes.enumerated().reduce(UInt16(0)) { $0 | ($1.element >= 0 ? UInt16(1) << UInt16($1.offset) : 0) }
+                    spans.append((block, start, mask))
                 } else {
-                    blocks[block] = -Int32(edges.count / 16) - 1
-                    edges += index[(block * 16)..<(block * 16 + 16)]
+                    gathered.append(block)
                 }
             }
-            positionMajor = .init(blocks: blocks, edges: edges, filters: w.floats, bias: bias?.floats)
+            var edges: [Int32] = []
+            for (e, span) in spans.enumerated() { blocks[span.block] = -Int32(e) - 1 }
+            for (e, block) in gathered.enumerated() {
+                blocks[block] = -Int32(spans.count + e) - 1
+                edges += index[(block * 16)..<(block * 16 + 16)]
+            }
+            positionMajor = .init(blocks: blocks, spanStarts: spans.map(\.start), spanMasks: spans.map(\.mask), edges: edges,
+                                  filters: w.floats, bias: bias?.floats)
         }
         // The packed filters serve the other paths; the position-major one reads them unpacked.
         let packed = positionMajor != nil ? [] : (0..<group).map { gi in
@@ -420,27 +437,52 @@ struct Builder {
         return "packed product"
     }
 
-    /// Whether filters W [rows][size] are a windowed real DFT: rows k < F = size / 2 + 1 are
-    /// window[n] cos(2 pi k n / size), rows F + k are sign window[n] sin(2 pi k n / size), to
-    /// within float rounding. Returns the window and the sign.
-    static func dftBasis(_ w: [Float], size: Int, rows: Int) -> (window: [Float], sign: Float)? {
+    /// Whether filters W [rows][size] are a windowed real DFT, to within float rounding: with
+    /// F = size / 2 + 1 bins, rows k < F are window[n] cos(2 pi k n / size) and rows F + k are
+    /// sign window[n] sin(2 pi k n / size) (both parts), or the F rows are the cosines alone
+    /// (the real part) or the sines alone (the imaginary part), as an STFT exported as two
+    /// convolutions has them.
+    static func dftBasis(_ w: [Float], size: Int, rows: Int) -> FFTConvStep.Basis? {
         let bins = size / 2 + 1
-        guard size >= 8, rows == 2 * bins, w.count == rows * size else { return nil }
-        let window = Array(w[0..<size])
+        guard size >= 8, rows == 2 * bins || rows == bins, w.count == rows * size else { return nil }
+        func angle(_ k: Int, _ n: Int) -> Double { 2 * Double.pi * Double((k * n) % size) / Double(size) }
+        // Row 0 of the cosines is the window itself; the sines need one of their rows per sample
+        // (the sines of samples 0 and size / 2 are all zero: their window value is never used).
+        let cosinesFirst = rows == 2 * bins || (0..<size).contains { w[$0] != 0 }
+        var window: [Float]
+        var sign = 1.0
+        if cosinesFirst {
+            window = Array(w[0..<size])
+        } else {
+            var raw = [Double](repeating: 0, count: size)
+            for n in 0..<size {
+                let k = (0..<bins).max { abs(sin(angle($0, n))) < abs(sin(angle($1, n))) } ?? 0
+                let s = sin(angle(k, n))
+                if abs(s) > 0.5 { raw[n] = Double(w[k * size + n]) / s }
+            }
+            sign = raw.reduce(0, +) < 0 ? -1 : 1
+            window = raw.map { Float(sign * $0) }
+        }
         let scale = window.map { Double(abs($0)) }.max() ?? 0
         guard scale > 0, scale.isFinite else { return nil }
-        var correlation = 0.0
-        for n in 0..<size { correlation += Double(w[(bins + 1) * size + n]) * Double(window[n]) * sin(2 * Double.pi * Double(n) / Double(size)) }
-        let sign: Double = correlation < 0 ? -1 : 1
+        let part: FFTConvStep.Part = rows == 2 * bins ? .both : cosinesFirst ? .real : .imaginary
+        if part == .both {
+            var correlation = 0.0
+            for n in 0..<size { correlation += Double(w[(bins + 1) * size + n]) * Double(window[n]) * sin(angle(1, n)) }
+            sign = correlation < 0 ? -1 : 1
+        }
         let tolerance = 1e-5 * scale
         for k in 0..<bins {
             for n in 0..<size {
-                let angle = 2 * Double.pi * Double((k * n) % size) / Double(size)
-                let c = Double(window[n]) * cos(angle), s = sign * Double(window[n]) * sin(angle)
-                guard abs(Double(w[k * size + n]) - c) <= tolerance, abs(Double(w[(bins + k) * size + n]) - s) <= tolerance else { return nil }
+                let c = Double(window[n]) * cos(angle(k, n)), s = sign * Double(window[n]) * sin(angle(k, n))
+                switch part {
+                case .both: guard abs(Double(w[k * size + n]) - c) <= tolerance, abs(Double(w[(bins + k) * size + n]) - s) <= tolerance else { return nil }
+                case .real: guard abs(Double(w[k * size + n]) - c) <= tolerance else { return nil }
+                case .imaginary: guard abs(Double(w[k * size + n]) - s) <= tolerance else { return nil }
+                }
             }
         }
-        return (window, Float(sign))
+        return FFTConvStep.Basis(window: window, sign: Float(sign), part: part)
     }
 
     /// MatMul by a constant 2-D matrix; Gemm with constant B, A not transposed, and a bias of one value per column.

@@ -61,7 +61,25 @@ struct ConvStep: Step {
     let bias: [[Float]?]
     /// Element-wise ops fused into the step, applied in order to its output (each the only
     /// reader of the value before it).
-    var epilogue: [Epilogue] = []
+    var epilogue: [Epilogue] = [] {
+        didSet {
+            epilogueKinds = epilogue.map {
+                switch $0 {
+                case let .unary(kind, _): kind
+                case let .binary(kind, _): Int32(EARSHOT_EPILOGUE_BINARY) + kind
+                }
+            }
+            epilogueValues = epilogue.map {
+                switch $0 {
+                case let .unary(_, alpha): alpha
+                case let .binary(_, value): value
+                }
+            }
+        }
+    }
+    /// The epilogue as earshot_epilogue takes it, for a product that applies it as it stores.
+    private(set) var epilogueKinds: [Int32] = []
+    private(set) var epilogueValues: [Float] = []
 
     /// An element-wise op on a Conv's output as it is written: earshot_unary's op (and alpha),
     /// or earshot_binary's with a single constant second operand.
@@ -83,7 +101,11 @@ struct ConvStep: Step {
         /// The fields as the product packs a matrix (panels of 16 positions by depth), per block of
         /// 16: where it starts in the item's input, or (negative, -e - 1) edge block e.
         let blocks: [Int32]
-        /// The edge blocks' values as input indices (-1: zero), 16 per block.
+        /// The first edge blocks: runs of the input from these starts, the lanes whose mask bit
+        /// is clear zero (padding).
+        let spanStarts: [Int32]
+        let spanMasks: [UInt16]
+        /// The other edge blocks' values as input indices (-1: zero), 16 per block.
         let edges: [Int32]
         /// The filters [outChannels][depth].
         let filters: [Float]
@@ -94,7 +116,7 @@ struct ConvStep: Step {
 
     /// Scratch floats per stream.
     var scratch: Int {
-        if let pm = positionMajor { return pm.edges.count + 16 }
+        if let pm = positionMajor { return pm.spanStarts.count * 16 + pm.edges.count + 16 }
         return items * positions * (depth + groupOut) + (channelsLast == nil ? 0 : channels * plane)
     }
 
@@ -109,6 +131,19 @@ struct ConvStep: Step {
         }
     }
 
+    /// The epilogue (with a bias per column) for the product's call.
+    @inline(__always) private func withEpilogue(columnBias: [Float]?, _ body: (UnsafePointer<earshot_epilogue>) -> Void) {
+        epilogueKinds.withUnsafeBufferPointer { kinds in
+            epilogueValues.withUnsafeBufferPointer { values in
+                func call(_ bias: UnsafePointer<Float>?) {
+                    var e = earshot_epilogue(column_bias: bias, kinds: kinds.baseAddress, values: values.baseAddress, count: kinds.count)
+                    body(&e)
+                }
+                if let columnBias { columnBias.withUnsafeBufferPointer { call($0.baseAddress) } } else { call(nil) }
+            }
+        }
+    }
+
     func run(_ c: Context) {
         if let pm = positionMajor {
             let edges = c.scratch
@@ -118,17 +153,14 @@ struct ConvStep: Step {
                         let input = c.read(x, b), out = c.write(y, b)
                         for item in 0..<items {
                             let itemInput = input + item * channels * plane
-                            gather(pm.edges, from: itemInput, to: edges)
+                            earshot_masked_blocks(itemInput, pm.spanStarts, pm.spanMasks, pm.spanStarts.count, edges)
+                            gather(pm.edges, from: itemInput, to: edges + pm.spanStarts.count * 16)
                             let o = out + item * outChannels * positions
-                            earshot_gemm_indirect(blocks.baseAddress!, itemInput, edges, positions, depth, w.baseAddress!, depth,
-                                                  outChannels, nil, o, positions)
-                            if let bias = pm.bias {
-                                for m in 0..<outChannels {
-                                    var v = bias[m]
-                                    earshot_binary(Int32(EARSHOT_ADD), o + m * positions, 1, &v, 0, o + m * positions, positions)
-                                }
+                            // The bias and the fused ops as each output is stored.
+                            withEpilogue(columnBias: pm.bias) { epilogue in
+                                earshot_gemm_indirect(blocks.baseAddress!, itemInput, edges, positions, depth, w.baseAddress!, depth,
+                                                      outChannels, nil, o, positions, epilogue)
                             }
-                            activate(o, outChannels * positions)
                         }
                     }
                 }
@@ -179,13 +211,22 @@ struct ConvStep: Step {
     }
 }
 
-/// A Conv whose filters are a windowed DFT basis ([cos rows; sign * sin rows], one input
-/// channel): each receptive field times the window, one real FFT, the real parts to the first
-/// half of the channels and the imaginary parts (signed as the filters are) to the second.
+/// A Conv whose filters are a windowed DFT basis (one input channel): [cos rows; sign * sin
+/// rows], or the cos rows or the sin rows alone. Each receptive field times the window, one
+/// real FFT, then the real parts and the imaginary parts (signed as the filters are) to their
+/// channels.
 struct FFTConvStep: Step {
     /// What the step writes: the filters' outputs (real parts, then imaginary), or per bin the
     /// power re² + im² or the magnitude √(re² + im²), as the element-wise ops after it would.
     enum Output: Sendable { case filters, power, magnitude }
+    /// Which parts of the spectrum the filters are: cosines and sines, or one of them.
+    enum Part: Sendable { case both, real, imaginary }
+    /// The filters as a DFT: the window, the sign of the sines, the parts.
+    struct Basis: Sendable {
+        let window: [Float]
+        let sign: Float
+        let part: Part
+    }
 
     let x: GraphPlan.Ref
     var y: GraphPlan.Ref
@@ -193,8 +234,7 @@ struct FFTConvStep: Step {
     /// A power or magnitude spectrum written [positions][bins], for the Conv after, its only reader.
     var channelsLast = false
     let items, plane, positions: Int
-    let window: [Float]
-    let sign: Float
+    let basis: Basis
     /// As ConvStep's.
     let fields: [Int32]
     /// Where each position's frame starts in the input plane, when every frame is one
@@ -209,12 +249,13 @@ struct FFTConvStep: Step {
         // Power or magnitude: per position a row of bins, then all rows transposed at once.
         let powers = spectrum + size + 2
         // FFTW's imaginary parts are -sum x sin; the filters give sign * sum x sin.
-        let imaginary = -sign
-        window.withUnsafeBufferPointer { w in
+        let imaginary = -basis.sign
+        let part = basis.part, channels = part == .both ? 2 * bins : bins
+        basis.window.withUnsafeBufferPointer { w in
             for b in 0..<c.streams {
                 let input = c.read(x, b), out = c.write(y, b)
                 for item in 0..<items {
-                    let itemInput = input + item * plane, spectra = out + item * 2 * bins * positions
+                    let itemInput = input + item * plane, spectra = out + item * channels * positions
                     if starts == nil { gather(fields, from: itemInput, to: rows) }
                     for p in 0..<positions {
                         let row = starts.map { itemInput + $0[p] } ?? UnsafePointer(rows + p * size)
@@ -222,9 +263,12 @@ struct FFTConvStep: Step {
                         fft.execute(frame, spectrum)
                         switch output {
                         case .filters:
-                            for k in 0..<bins {
-                                spectra[k * positions + p] = spectrum[2 * k]
-                                spectra[(bins + k) * positions + p] = imaginary * spectrum[2 * k + 1]
+                            if part != .imaginary {
+                                for k in 0..<bins { spectra[k * positions + p] = spectrum[2 * k] }
+                            }
+                            if part != .real {
+                                let sines = spectra + (part == .both ? bins * positions : 0)
+                                for k in 0..<bins { sines[k * positions + p] = imaginary * spectrum[2 * k + 1] }
                             }
                         case .power, .magnitude:
                             earshot_spectrum(spectrum, bins, output == .magnitude ? 1 : 0, (channelsLast ? spectra : powers) + p * bins, 1)
@@ -232,7 +276,7 @@ struct FFTConvStep: Step {
                     }
                     if output != .filters && !channelsLast { earshot_transpose(powers, positions, bins, spectra) }
                     if let bias {
-                        for ch in 0..<(2 * bins) { for p in 0..<positions { spectra[ch * positions + p] += bias[ch] } }
+                        for ch in 0..<channels { for p in 0..<positions { spectra[ch * positions + p] += bias[ch] } }
                     }
                 }
             }

@@ -34,8 +34,9 @@ private func weights(_ shape: [Int], seed: Int = 7) -> GraphTensor {
 
 private func ints(_ v: [Int64]) -> GraphTensor { GraphTensor(shape: [v.count], integers: v) }
 
-/// Filters [2F][1][size] of a Hann-windowed real DFT: F cos rows, then F rows of -sin.
-private func dftFilters(size: Int) -> GraphTensor {
+/// Filters [2F][1][size] of a Hann-windowed real DFT: F cos rows, then F rows of -sin; or the F
+/// cos rows alone, or F rows of +sin alone (an STFT exported as two convolutions).
+private func dftFilters(size: Int, rows: String = "both") -> GraphTensor {
     let bins = size / 2 + 1
     var w = [Float](repeating: 0, count: 2 * bins * size)
     for n in 0..<size {
@@ -46,7 +47,11 @@ private func dftFilters(size: Int) -> GraphTensor {
             w[(bins + k) * size + n] = Float(-window * sin(angle))
         }
     }
-    return GraphTensor(shape: [2 * bins, 1, size], floats: w)
+    switch rows {
+    case "cos": return GraphTensor(shape: [bins, 1, size], floats: Array(w[..<(bins * size)]))
+    case "sin": return GraphTensor(shape: [bins, 1, size], floats: w[(bins * size)...].map { -$0 })
+    default: return GraphTensor(shape: [2 * bins, 1, size], floats: w)
+    }
 }
 
 private let planCases: [PlanCase] = [
@@ -70,6 +75,10 @@ private let planCases: [PlanCase] = [
              kernel: "packed product"),
     PlanCase(what: "filters that are a windowed DFT, stride 4, pads", op: "Conv", dynamic: [[2, 1, 40]], constants: [dftFilters(size: 16)],
              attributes: ["strides": .ints([4]), "pads": .ints([8, 8])], kernel: "FFT"),
+    PlanCase(what: "filters that are a windowed DFT's cosines alone, stride 4", op: "Conv", dynamic: [[1, 1, 40]],
+             constants: [dftFilters(size: 16, rows: "cos")], attributes: ["strides": .ints([4])], kernel: "FFT"),
+    PlanCase(what: "filters that are a windowed DFT's sines alone, stride 4, a bias", op: "Conv", dynamic: [[1, 1, 40]],
+             constants: [dftFilters(size: 16, rows: "sin"), weights([9], seed: 6)], attributes: ["strides": .ints([4])], kernel: "FFT"),
     PlanCase(what: "3-D by a constant matrix", op: "MatMul", dynamic: [[2, 3, 5]], constants: [weights([5, 4])], kernel: "packed product"),
     PlanCase(what: "transB, alpha, beta, a row bias", op: "Gemm", dynamic: [[3, 6]], constants: [weights([4, 6]), weights([1, 4])],
              attributes: ["transB": .int(1), "alpha": .float(0.5), "beta": .float(2)], kernel: "packed product"),
@@ -263,6 +272,32 @@ struct PlanTests {
             let worst = zip(expected, batch[s]).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 1
             #expect(expected.count == batch[s].count && worst <= 2e-6, "stream \(s): \(worst)")
         }
+    }
+
+    @Test("A Conv over many positions with LeakyRelu and Max fused gives what the Conv, then each op alone, gives, bit for bit")
+    func fusedEpilogueIsTheOpsAlone() throws {
+        let constants = ["w": weights([24, 3, 1, 3]), "b": weights([24], seed: 5), "floor": GraphTensor(scalar: Float(-0.1))]
+        let nodes = [GraphNode(op: "Conv", name: "conv", inputs: ["x", "w", "b"], outputs: ["c"], attributes: ["pads": .ints([0, 1, 0, 1])]),
+                     GraphNode(op: "LeakyRelu", name: "leaky", inputs: ["c"], outputs: ["l"], attributes: ["alpha": .float(0.2)]),
+                     GraphNode(op: "Max", name: "max", inputs: ["l", "floor"], outputs: ["y"])]
+        let shape = [1, 3, 9, 32]
+        let fused = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", shape)], outputs: ["y"], opset: 17)
+        // With the Conv's output also a graph output, LeakyRelu and Max run as steps of their own.
+        let alone = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", shape)], outputs: ["y", "c"], opset: 17)
+        #expect(fused.kernels["leaky"] == "with the Conv" && fused.kernels["max"] == "with the Conv")
+        #expect(alone.kernels["leaky"] == "element-wise" && alone.kernels["max"] == "element-wise")
+        func run(_ plan: GraphPlan) throws -> [Float] {
+            var ws = GraphWorkspace()
+            var y: [Float] = []
+            try plan.run(streams: 1, workspace: &ws, load: { _, _, buffer in
+                let v = EarshotGraphTests.values(buffer.count, seed: 70)
+                for k in 0..<buffer.count { buffer[k] = v[k] }
+            }, store: { _, j, v in if j == 0 { y = Array(v) } })
+            return y
+        }
+        let (a, b) = (try run(fused), try run(alone))
+        #expect(a.count == 24 * 9 * 32 && a.contains(-0.1) && a.contains { $0 > 0 })
+        #expect(a.map(\.bitPattern) == b.map(\.bitPattern))
     }
 
     @Test("An STFT's power (Pow, Pow, Add) or magnitude (and Sqrt) is computed by the FFT step, written channels-last when a Conv reads it: as the reference computes them",

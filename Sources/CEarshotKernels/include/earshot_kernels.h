@@ -19,11 +19,24 @@ void earshot_pack(const float *w, long rows, long k, float *packed);
 void earshot_gemm_packed(const float *packed, long rows, long k, const float *x, long ldx, long n, const float *bias,
                          float *y, long ldy);
 
+// What a product does to each output before storing it: adds column t's bias (when
+// column_bias is not NULL), then applies each of the `count` ops in order: kinds[o] is one of
+// earshot_unary's ops (alpha values[o]), or EARSHOT_EPILOGUE_BINARY + one of earshot_binary's
+// with the constant second operand values[o]. Each gives what the op alone gives, bit for bit.
+enum { EARSHOT_EPILOGUE_BINARY = 16 };
+typedef struct {
+    const float *column_bias;
+    const int *kinds;
+    const float *values;
+    long count;
+} earshot_epilogue;
+
 // earshot_gemm_packed on a matrix whose packed blocks of 16 values (panel p, column i) are not
 // copied into one array but read where they lie: base + blocks[p * k + i] when that is not
-// negative, else block -blocks[p * k + i] - 1 of `edges`. The same sums in the same order.
+// negative, else block -blocks[p * k + i] - 1 of `edges`. The same sums in the same order, then
+// the epilogue (may be NULL).
 void earshot_gemm_indirect(const int *blocks, const float *base, const float *edges, long rows, long k, const float *x,
-                           long ldx, long n, const float *bias, float *y, long ldy);
+                           long ldx, long n, const float *bias, float *y, long ldy, const earshot_epilogue *epilogue);
 
 // The index of the first NaN or infinite value of x[0..<n], or -1.
 long earshot_first_nonfinite(const float *x, long n);
@@ -72,6 +85,9 @@ enum { EARSHOT_RELU = 1, EARSHOT_SQRT = 2, EARSHOT_NEG = 3, EARSHOT_ABS = 4, EAR
 enum { EARSHOT_ADD = 1, EARSHOT_SUB = 2, EARSHOT_MUL = 3, EARSHOT_DIV = 4, EARSHOT_SQUARE = 5, EARSHOT_MAX = 6, EARSHOT_MIN = 7 };
 // y[e] = x[index[e]], or 0 where index[e] < 0.
 void earshot_gather(const int *index, const float *x, float *y, long n);
+// Blocks of 16: y[16 e + l] = x[starts[e] + l] where bit l of masks[e] is set, else 0; all 16
+// values of each run must lie in x.
+void earshot_masked_blocks(const float *x, const int *starts, const unsigned short *masks, long count, float *y);
 // y = op(x) for the EARSHOT_RELU (NaN kept), _SQRT, _NEG, _ABS and _LEAKY_RELU (slope alpha) ops.
 // Here and in earshot_binary, y may be an input itself (in place), but never a shifted view of one.
 void earshot_unary(int op, float alpha, const float *x, float *y, long n);
