@@ -33,4 +33,18 @@ public enum MicroFrontend {
     public static func frame(_ samples: UnsafePointer<Int16>, noise: UnsafeMutablePointer<UInt32>, into out: UnsafeMutablePointer<UInt16>) {
         earshot_microfrontend_frame(samples, noise, out)
     }
+
+    /// Streams whose frames `frames(lanes:)` computes together.
+    public static let lanes = 16
+    /// Bytes of scratch `frames(lanes:)` needs (64-byte aligned).
+    public static var lanesScratchBytes: Int { earshot_microfrontend_lanes_scratch() }
+
+    /// One frame of each of `lanes` streams at once, each value what `frame` gives that stream
+    /// alone: `samples[l]` is stream l's 480 samples; its noise estimate of channel c is
+    /// `noise[lanes * c + l]`, and its frame's channel c goes to `out[lanes * c + l]`.
+    @inline(__always)
+    public static func frames(lanes samples: UnsafePointer<UnsafePointer<Int16>?>, noise: UnsafeMutablePointer<UInt32>,
+                              into out: UnsafeMutablePointer<UInt16>, scratch: UnsafeMutableRawPointer) {
+        earshot_microfrontend_lanes(samples, noise, out, scratch)
+    }
 }

@@ -44,6 +44,43 @@ struct MicroFrontendTests {
         #expect(differing == 0, "\(name): \(differing) of \(expected.count) values differ")
     }
 
+    @Test("Sixteen streams at once (one per vector lane): each the edge signal's reference, or the recording's frames alone, bit for bit")
+    func lanes() throws {
+        let folder = Repo.path("Tests/EarshotFeaturesTests/Goldens/microfrontend")
+        let names = ["silence", "square", "sine", "noise", "tiny", "jump", "chirp"]
+        var signals = try names.map { try Self.littleEndian("\(folder)/\($0).s16", as: Int16.self) }
+        var expected = try names.map { try Self.littleEndian("\(folder)/\($0).u16", as: UInt16.self) }
+        let (audio, _) = try AudioFile.readMono(path: Repo.path("Tests/EarshotTests/Goldens/microwakeword/wake-words.wav"))
+        let recording = audio.map { Int16(($0 * 32768).rounded()) }
+        let length = signals[0].count
+        for l in names.count..<MicroFrontend.lanes {
+            let part = Array(recording[(l * 7_919)..<(l * 7_919 + length)])
+            signals.append(part)
+            expected.append(Self.frames(part))
+        }
+        let lanes = MicroFrontend.lanes, channels = MicroFrontend.channels, frames = expected[0].count / channels
+        #expect(frames == 98 && expected.allSatisfy { $0.count == frames * channels })
+        var noise = [UInt32](repeating: 0, count: lanes * channels), out = [UInt16](repeating: 0, count: lanes * channels)
+        var got = [[UInt16]](repeating: [], count: lanes)
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: MicroFrontend.lanesScratchBytes, alignment: 64)
+        defer { scratch.deallocate() }
+        let copies = signals.map { s in
+            let p = UnsafeMutablePointer<Int16>.allocate(capacity: s.count)
+            p.initialize(from: s, count: s.count)
+            return p
+        }
+        defer { copies.forEach { $0.deallocate() } }
+        for f in 0..<frames {
+            let pointers: [UnsafePointer<Int16>?] = copies.map { UnsafePointer($0 + f * MicroFrontend.stepSamples) }
+            pointers.withUnsafeBufferPointer { MicroFrontend.frames(lanes: $0.baseAddress!, noise: &noise, into: &out, scratch: scratch) }
+            for l in 0..<lanes { got[l] += (0..<channels).map { out[$0 * lanes + l] } }
+        }
+        for l in 0..<lanes {
+            let differing = zip(got[l], expected[l]).filter { $0 != $1 }.count
+            #expect(differing == 0, "lane \(l): \(differing) of \(expected[l].count) values differ")
+        }
+    }
+
     @Test("A recording of speech and wake phrases: the features microWakeWord's reference run took")
     func recording() throws {
         let goldens = Repo.path("Tests/EarshotTests/Goldens/microwakeword")

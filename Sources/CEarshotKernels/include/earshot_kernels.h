@@ -131,5 +131,10 @@ int earshot_requantize(int acc, int multiplier, int shift);
 // One frame of TensorFlow Lite Micro's audio front end (pymicro-features' configuration): 480
 // int16 samples at 16 kHz to 40 16-bit values, updating the 40 noise estimates.
 void earshot_microfrontend_frame(const short *samples, unsigned *noise, unsigned short *out);
+// earshot_microfrontend_frame for 16 streams at once, each exactly as alone: samples[l] is
+// stream l's frame, noise [40][16] and out [40][16] hold channel c of stream l at 16 c + l.
+// scratch: earshot_microfrontend_lanes_scratch() bytes, 64-byte aligned.
+void earshot_microfrontend_lanes(const short *const *samples, unsigned *noise, unsigned short *out, void *scratch);
+long earshot_microfrontend_lanes_scratch(void);
 // Audio in [-1, 1] as int16: x * 32768 rounded to the nearest (halves to even) and clamped.
 void earshot_pcm16(const float *x, long n, short *out);
