@@ -72,6 +72,9 @@ public struct GraphPlan: Sendable {
     let steps: [any Step]
     /// The steps as they are run (see `StepRunner`).
     let runners: [any StepRunner]
+    /// Whether a run always completes: no step runs a reference kernel (the only steps that can
+    /// throw), so a run never stops between storing one stream's outputs and the next's.
+    public let cannotFail: Bool
     /// Floats of one stream's arena (a multiple of 16, so each stream's arena stays aligned).
     let arenaSize: Int
     /// Floats of one stream's arena.
@@ -100,6 +103,7 @@ public struct GraphPlan: Sendable {
         outputRefs = builder.outputRefs
         steps = builder.steps
         runners = steps.map { $0.runner() }
+        cannotFail = !steps.contains { $0 is ReferenceStep }
         arenaSize = builder.arenaSize
         scratchSize = builder.scratchSize
         shared = builder.shared

@@ -138,12 +138,33 @@ struct GraphProgram: Sendable {
     /// replaced; its scores go to `scores + b * scoreCount`.
     func run(streams: Int, workspace: inout GraphWorkspace, audio: (Int, UnsafeMutableBufferPointer<Float>) -> Void,
              carries: UnsafeMutablePointer<Float>, scores: UnsafeMutablePointer<Float>) throws(ModelError) {
+        let S = stateCount
+        try run(streams: streams, workspace: &workspace, audio: audio,
+                loadState: { b, offset, buffer in buffer.baseAddress?.update(from: carries + b * S + offset, count: buffer.count) },
+                storeState: { b, offset, values in
+                    if let start = values.baseAddress { (carries + b * S + offset).update(from: start, count: values.count) }
+                }, scores: scores)
+    }
+
+    /// Whether a step of the compiled graph always completes (`GraphPlan.cannotFail`): then a
+    /// caller may let it read and write each stream's state where the stream keeps it.
+    var cannotFail: Bool { plan?.cannotFail ?? false }
+
+    /// As `run(streams:workspace:audio:carries:scores:)`, with stream b's state (stateCount
+    /// values) read by `loadState(b, offset, buffer)` (values offset..<offset + buffer.count into
+    /// buffer) and written by `storeState(b, offset, values)`.
+    func run(streams: Int, workspace: inout GraphWorkspace, audio: (Int, UnsafeMutableBufferPointer<Float>) -> Void,
+             loadState: (Int, Int, UnsafeMutableBufferPointer<Float>) -> Void, storeState: (Int, Int, UnsafeBufferPointer<Float>) -> Void,
+             scores: UnsafeMutablePointer<Float>) throws(ModelError) {
         let S = stateCount, n = scoreCount
         guard let plan else {
             var block = [Float](repeating: 0, count: spec.audioShape.reduce(1, *))
+            var carry = [Float](repeating: 0, count: S)
             for b in 0..<streams {
                 block.withUnsafeMutableBufferPointer { audio(b, $0) }
-                let out = try interpretedStep(audio: block, states: UnsafeMutableBufferPointer(start: carries + b * S, count: S))
+                carry.withUnsafeMutableBufferPointer { loadState(b, 0, $0) }
+                let out = try carry.withUnsafeMutableBufferPointer { c throws(ModelError) in try interpretedStep(audio: block, states: c) }
+                carry.withUnsafeBufferPointer { storeState(b, 0, $0) }
                 for k in 0..<n { scores[b * n + k] = out[k] }
             }
             return
@@ -153,12 +174,15 @@ struct GraphProgram: Sendable {
             try plan.run(streams: streams, workspace: &workspace, load: { b, i, buffer in
                 if i == 0 {
                     audio(b, buffer)
-                } else if let start = buffer.baseAddress {
-                    start.update(from: carries + b * S + offsets[i - 1], count: buffer.count)
+                } else {
+                    loadState(b, offsets[i - 1], buffer)
                 }
             }, store: { b, j, values in
-                guard let start = values.baseAddress else { return }
-                (j == 0 ? scores + b * n : carries + b * S + offsets[j - 1]).update(from: start, count: values.count)
+                if j == 0 {
+                    if let start = values.baseAddress { (scores + b * n).update(from: start, count: values.count) }
+                } else {
+                    storeState(b, offsets[j - 1], values)
+                }
             })
         } catch {
             throw .layer(path: path, layer: error.node, reason: "\(error)")

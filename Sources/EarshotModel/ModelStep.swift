@@ -81,6 +81,30 @@ extension Model {
         for i in blocks.indices { try check(blocks[i], states[i]) }
         let n = labels.count, S = stateCount
         scores.setCount(blocks.count * n)
+        if let graph, graph.cannotFail {
+            // A step that always completes reads and writes each state where it lies: no
+            // staging copy is needed to leave the states as they were when a step throws.
+            try withWorkspace { ws throws(ModelError) in
+                for start in stride(from: 0, to: blocks.count, by: streamsPerPass) {
+                    let count = min(streamsPerPass, blocks.count - start)
+                    try scores.withUnsafeMutableBufferPointer { out throws(ModelError) in
+                        try graph.run(streams: count, workspace: &ws.graph,
+                                      audio: { b, buffer in Self.fill(buffer, states[start + b].context, blocks[start + b]) },
+                                      loadState: { b, offset, buffer in
+                                          states[start + b].carry.withUnsafeBufferPointer { c in
+                                              if let from = c.baseAddress { buffer.baseAddress?.update(from: from + offset, count: buffer.count) }
+                                          }
+                                      },
+                                      storeState: { b, offset, values in
+                                          guard let from = values.baseAddress else { return }
+                                          states[start + b].carry.withUnsafeMutableBufferPointer { c in c.baseAddress.map { ($0 + offset).update(from: from, count: values.count) } }
+                                      }, scores: out.baseAddress! + start * n)
+                    }
+                }
+            }
+            for i in states.indices { Self.advance(&states[i], by: blocks[i]) }
+            return
+        }
         try withWorkspace { ws throws(ModelError) in
             var carries: [Float] = []
             swap(&carries, &ws.carries)
