@@ -669,7 +669,7 @@ struct Builder {
     /// is then the Conv's output, in place.
     private mutating func fuse(_ op: ConvStep.Epilogue, reading name: String, as input: Ref, into output: String) -> Bool {
         guard readers[name, default: 0] == 1, var conv = steps.last as? ConvStep, conv.y == input else { return false }
-        conv.epilogue.append(op)
+        conv.fuse(op)
         steps[steps.count - 1] = conv
         refs[output] = input
         return true

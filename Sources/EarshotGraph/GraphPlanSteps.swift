@@ -60,24 +60,7 @@ struct ConvStep: Step {
     let packed: [PackedMatrix]
     let bias: [[Float]?]
     /// Element-wise ops fused into the step, applied in order to its output (each the only
-    /// reader of the value before it).
-    var epilogue: [Epilogue] = [] {
-        didSet {
-            epilogueKinds = epilogue.map {
-                switch $0 {
-                case let .unary(kind, _): kind
-                case let .binary(kind, _): Int32(EARSHOT_EPILOGUE_BINARY) + kind
-                }
-            }
-            epilogueValues = epilogue.map {
-                switch $0 {
-                case let .unary(_, alpha): alpha
-                case let .binary(_, value): value
-                }
-            }
-        }
-    }
-    /// The epilogue as earshot_epilogue takes it, for a product that applies it as it stores.
+    /// reader of the value before it), as earshot_epilogue takes them: op kinds and their values.
     private(set) var epilogueKinds: [Int32] = []
     private(set) var epilogueValues: [Float] = []
 
@@ -86,6 +69,17 @@ struct ConvStep: Step {
     enum Epilogue: Sendable {
         case unary(Int32, alpha: Float)
         case binary(Int32, Float)
+    }
+
+    mutating func fuse(_ op: Epilogue) {
+        switch op {
+        case let .unary(kind, alpha):
+            epilogueKinds.append(kind)
+            epilogueValues.append(alpha)
+        case let .binary(kind, value):
+            epilogueKinds.append(Int32(EARSHOT_EPILOGUE_BINARY) + kind)
+            epilogueValues.append(value)
+        }
     }
     /// The input is already [plane][channels]: written so by the Conv before, its only reader.
     var inputChannelsLast = false
@@ -121,12 +115,12 @@ struct ConvStep: Step {
     }
 
     @inline(__always) private func activate(_ p: UnsafeMutablePointer<Float>, _ n: Int) {
-        for op in epilogue {
-            switch op {
-            case let .unary(kind, alpha): earshot_unary(kind, alpha, p, p, n)
-            case let .binary(kind, value):
+        for (kind, value) in zip(epilogueKinds, epilogueValues) {
+            if kind >= EARSHOT_EPILOGUE_BINARY {
                 var v = value
-                earshot_binary(kind, p, 1, &v, 0, p, n)
+                earshot_binary(kind - Int32(EARSHOT_EPILOGUE_BINARY), p, 1, &v, 0, p, n)
+            } else {
+                earshot_unary(kind, value, p, p, n)
             }
         }
     }

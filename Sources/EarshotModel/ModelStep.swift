@@ -81,56 +81,58 @@ extension Model {
         for i in blocks.indices { try check(blocks[i], states[i]) }
         let n = labels.count, S = stateCount
         scores.setCount(blocks.count * n)
-        if let graph, graph.cannotFail {
-            // A step that always completes reads and writes each state where it lies: no
-            // staging copy is needed to leave the states as they were when a step throws.
-            try withWorkspace { ws throws(ModelError) in
-                for start in stride(from: 0, to: blocks.count, by: streamsPerPass) {
-                    let count = min(streamsPerPass, blocks.count - start)
-                    try scores.withUnsafeMutableBufferPointer { out throws(ModelError) in
-                        try graph.run(streams: count, workspace: &ws.graph,
-                                      audio: { b, buffer in Self.fill(buffer, states[start + b].context, blocks[start + b]) },
-                                      loadState: { b, offset, buffer in
-                                          states[start + b].carry.withUnsafeBufferPointer { c in
-                                              if let from = c.baseAddress { buffer.baseAddress?.update(from: from + offset, count: buffer.count) }
-                                          }
-                                      },
-                                      storeState: { b, offset, values in
-                                          guard let from = values.baseAddress else { return }
-                                          states[start + b].carry.withUnsafeMutableBufferPointer { c in c.baseAddress.map { ($0 + offset).update(from: from, count: values.count) } }
-                                      }, scores: out.baseAddress! + start * n)
-                    }
-                }
-            }
-            for i in states.indices { Self.advance(&states[i], by: blocks[i]) }
-            return
-        }
+        // A graph step that always completes reads and writes each state where it lies.
+        // Otherwise every stream's carry is staged side by side ([streams][stateCount]) and written
+        // back only once every tile has run: a step that fails leaves every state as it was.
+        let direct = graph?.cannotFail == true
         try withWorkspace { ws throws(ModelError) in
             var carries: [Float] = []
             swap(&carries, &ws.carries)
             defer { swap(&carries, &ws.carries) }
             let tile = streamsPerPass
-            // Every stream's carry side by side ([streams][stateCount]), written back only once
-            // every tile has run: a step that fails leaves every state as it was.
-            carries.setCount(max(blocks.count * S, 1))
+            carries.setCount(direct ? 1 : max(blocks.count * S, 1))
             try carries.withUnsafeMutableBufferPointer { c throws(ModelError) in
-                for b in 0..<blocks.count {
-                    states[b].carry.withUnsafeBufferPointer { (c.baseAddress! + b * S).update(from: $0.baseAddress!, count: S) }
+                if !direct {
+                    for b in 0..<blocks.count {
+                        states[b].carry.withUnsafeBufferPointer { (c.baseAddress! + b * S).update(from: $0.baseAddress!, count: S) }
+                    }
                 }
                 for start in stride(from: 0, to: blocks.count, by: tile) {
                     let count = min(tile, blocks.count - start)
+                    let staged = c.baseAddress! + start * S
                     try scores.withUnsafeMutableBufferPointer { out throws(ModelError) in
                         if let graph {
-                            try graphForward(graph, streams: count, block: { blocks[start + $0] }, context: { states[start + $0].context },
-                                             carries: c.baseAddress! + start * S, scores: out.baseAddress! + start * n, workspace: &ws)
+                            try graph.run(streams: count, workspace: &ws.graph,
+                                          audio: { b, buffer in Self.fill(buffer, states[start + b].context, blocks[start + b]) },
+                                          loadState: { b, offset, buffer in
+                                              guard !direct else {
+                                                  states[start + b].carry.withUnsafeBufferPointer { from in
+                                                      from.baseAddress.map { buffer.baseAddress?.update(from: $0 + offset, count: buffer.count) }
+                                                  }
+                                                  return
+                                              }
+                                              buffer.baseAddress?.update(from: staged + b * S + offset, count: buffer.count)
+                                          },
+                                          storeState: { b, offset, values in
+                                              guard let from = values.baseAddress else { return }
+                                              guard !direct else {
+                                                  states[start + b].carry.withUnsafeMutableBufferPointer { to in
+                                                      to.baseAddress.map { ($0 + offset).update(from: from, count: values.count) }
+                                                  }
+                                                  return
+                                              }
+                                              (staged + b * S + offset).update(from: from, count: values.count)
+                                          }, scores: out.baseAddress! + start * n)
                         } else {
                             forward(streams: count, block: { blocks[start + $0] }, context: { states[start + $0].context },
-                                    carries: c.baseAddress! + start * S, scores: out.baseAddress! + start * n, workspace: &ws)
+                                    carries: staged, scores: out.baseAddress! + start * n, workspace: &ws)
                         }
                     }
                 }
-                for b in 0..<blocks.count {
-                    states[b].carry.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: c.baseAddress! + b * S, count: S) }
+                if !direct {
+                    for b in 0..<blocks.count {
+                        states[b].carry.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: c.baseAddress! + b * S, count: S) }
+                    }
                 }
             }
         }
