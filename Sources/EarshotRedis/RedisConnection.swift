@@ -135,6 +135,19 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// True when the connection is gone (retry on a new one).
     public var isConnectionLost: Bool { if case .connection = self { return true } else { return false } }
+
+    /// True when a retry may succeed: the connection is gone, or the server refused the command
+    /// only for now (restarting and loading its data, busy with a script, a failover).
+    public var isTransient: Bool {
+        switch self {
+        case .connection: return true
+        case let .refused(_, message): return Self.transientRefusals.contains { message.hasPrefix($0) }
+        default: return false
+        }
+    }
+
+    /// The error prefixes Redis answers with while it cannot serve a command yet.
+    static let transientRefusals = ["LOADING", "BUSY ", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"]
 }
 
 /// One argument of a command: bytes (text as UTF-8, numbers in decimal).

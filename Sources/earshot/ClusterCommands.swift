@@ -42,7 +42,7 @@ enum ClusterCommands {
         var wait = 0.1
         while true {
             do { return try RedisConnection(endpoint) } catch {
-                guard error.isConnectionLost, !stop.stopped else { throw error }
+                guard error.isTransient, !stop.stopped else { throw error }
                 printError("earshot \(command): \(error); retrying in \(String(format: "%.1f", wait)) s")
                 Thread.sleep(forTimeInterval: wait)
                 wait = min(wait * 2, 5)
@@ -63,16 +63,43 @@ enum ClusterCommands {
             self.publisher = publisher
         }
 
+        /// Runs `op` until it succeeds; a lost connection or a refusal the server gives only
+        /// for now (loading its data after a restart, say) is waited out, with backoff.
         func send(_ op: (SourcePublisher) throws(ClusterError) -> Void) throws {
+            var wait = 0.1
             while true {
                 do { return try op(publisher) } catch {
-                    guard case let .redis(e) = error, e.isConnectionLost, !stop.stopped else { throw error }
-                    printError("earshot publish: \(e); reconnecting")
-                    let p = publisher
-                    let c = try ClusterCommands.connect(endpoint, stop: stop, command: "publish")
-                    publisher = try SourcePublisher(resuming: c, source: p.source, sampleRate: p.sampleRate, channels: p.channels,
-                                                    format: p.format, seq: p.seq, keys: p.keys)
+                    try waitOut(error, wait: &wait)
+                    publisher = try resumed()
                 }
+            }
+        }
+
+        /// A publisher on a new connection, resuming the source at its seq.
+        private func resumed() throws -> SourcePublisher {
+            var wait = 0.1
+            while true {
+                let p = publisher
+                let c = try ClusterCommands.connect(endpoint, stop: stop, command: "publish")
+                do {
+                    return try SourcePublisher(resuming: c, source: p.source, sampleRate: p.sampleRate, channels: p.channels,
+                                               format: p.format, seq: p.seq, keys: p.keys)
+                } catch {
+                    c.close()
+                    try waitOut(error, wait: &wait)
+                }
+            }
+        }
+
+        /// Says what failed and sleeps (doubling `wait`) when it is transient; rethrows otherwise.
+        private func waitOut(_ error: ClusterError, wait: inout Double) throws {
+            guard case let .redis(e) = error, e.isTransient, !stop.stopped else { throw error }
+            if e.isConnectionLost {
+                printError("earshot publish: \(e); reconnecting")
+            } else {
+                printError("earshot publish: \(e); retrying in \(String(format: "%.1f", wait)) s")
+                Thread.sleep(forTimeInterval: wait)
+                wait = min(wait * 2, 5)
             }
         }
 

@@ -95,6 +95,17 @@ final class WorkerProcess {
 
 @Suite("Workers on Redis Streams: nothing lost, nothing twice", .serialized)
 struct ClusterTests {
+    @Test("What is worth a retry: a lost connection and Redis's refusals for now (loading after a restart, busy, failover), not other refusals")
+    func transientErrors() {
+        #expect(RedisError.connection(endpoint: "127.0.0.1:6379", reason: "Connection refused").isTransient)
+        #expect(RedisError.refused(command: "XADD earshot:audio:a", message: "LOADING Redis is loading the dataset in memory").isTransient)
+        #expect(RedisError.refused(command: "XADD earshot:audio:a", message: "BUSY Redis is busy running a script").isTransient)
+        #expect(RedisError.refused(command: "XADD earshot:audio:a", message: "MASTERDOWN Link with MASTER is down").isTransient)
+        #expect(!RedisError.refused(command: "XADD earshot:audio:a", message: "WRONGTYPE Operation against a key holding the wrong kind of value").isTransient)
+        #expect(!RedisError.refused(command: "XGROUP CREATE k", message: "BUSYGROUP Consumer Group name already exists").isTransient)
+        #expect(!RedisError.unexpectedReply(command: "XADD", reply: "an integer").isTransient)
+    }
+
     static let files = ["speech-44k.wav", "speech-8k.wav", "speech-noise-16k.wav"]
 
     /// What `earshot label` finds in a file: its segments, exactly.
