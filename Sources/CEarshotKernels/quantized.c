@@ -1,59 +1,135 @@
 #include "earshot_kernels.h"
+#include <immintrin.h>
 #include <stdint.h>
 
 #include "clones.h"
 
-// (a * b * 2 + 2^31 rounded) / 2^32, saturated: gemmlowp's SaturatingRoundingDoublingHighMul.
-static inline int32_t doubling_high_multiply(int32_t a, int32_t b) {
-    if (a == b && a == INT32_MIN) return INT32_MAX;
-    int64_t ab = (int64_t)a * (int64_t)b;
-    int64_t nudge = ab >= 0 ? (1LL << 30) : (1 - (1LL << 30));
-    return (int32_t)((ab + nudge) / (1LL << 31));
+// TFLite's MultiplyByQuantizedMultiplier without branches, so that loops of it vectorize:
+// the left shift (wrapping as TFLite's int32 would), gemmlowp's SaturatingRoundingDoublingHighMul
+// ((a * b * 2 + 2^31 rounded) / 2^32, saturated) and its RoundingDivideByPOT (half away from zero).
+static inline __attribute__((always_inline)) int32_t requantize(int32_t acc, int32_t multiplier, int32_t shift) {
+    int32_t left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : (shift < -31 ? 31 : -shift);
+    int32_t a = (int32_t)((uint32_t)acc << left);
+    int64_t ab = (int64_t)a * (int64_t)multiplier;
+    int64_t q = ab + (ab >= 0 ? (1LL << 30) : (1 - (1LL << 30)));
+    int32_t high = (int32_t)((q + (q < 0 ? (1LL << 31) - 1 : 0)) >> 31);  // q / 2^31, toward zero
+    high = (a == INT32_MIN && multiplier == INT32_MIN) ? INT32_MAX : high;
+    int32_t mask = (int32_t)((1U << right) - 1);
+    int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
+    return (high >> right) + ((high & mask) > threshold ? 1 : 0);
 }
 
-// x / 2^e, rounded half away from zero: gemmlowp's RoundingDivideByPOT.
-static inline int32_t rounding_divide(int32_t x, int e) {
-    int32_t mask = e >= 31 ? INT32_MAX : (int32_t)((1U << e) - 1);
-    int32_t remainder = x & mask;
-    int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-    return (x >> (e > 31 ? 31 : e)) + (remainder > threshold ? 1 : 0);
-}
+int earshot_requantize(int acc, int multiplier, int shift) { return requantize(acc, multiplier, shift); }
 
-int earshot_requantize(int acc, int multiplier, int shift) {
-    int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
-    int32_t scaled = (int32_t)((uint32_t)acc * (1U << left));  // wraps as TFLite's int32 would
-    return rounding_divide(doubling_high_multiply(scaled, multiplier), right);
-}
-
-// Sums of int16 products, wrapping as int32 (each product fits; the sum wraps as TFLite's
-// int32 accumulator would): the loop vectorizes to multiply-adds of pairs.
-static inline __attribute__((always_inline)) int32_t dot16(const short *a, const short *b, long n) {
-    uint32_t s = 0;
-    for (long i = 0; i < n; i++) s += (uint32_t)((int32_t)a[i] * (int32_t)b[i]);
-    return (int32_t)s;
+// n accumulators (bias included) requantized, offset, clamped and written as floats.
+static inline __attribute__((always_inline)) void store_requantized(const int32_t *acc, long n, const int *multiplier, const int *shift,
+                                                                    int output_offset, int lo, int hi, float *y) {
+    for (long o = 0; o < n; o++) {
+        int32_t v = (int32_t)((uint32_t)requantize(acc[o], multiplier[o], shift[o]) + (uint32_t)output_offset);
+        y[o] = (float)(v < lo ? lo : (v > hi ? hi : v));
+    }
 }
 
 // A value held as a float, as an int16 (whole numbers in range are exact; others are clamped,
 // NaN taken as the lowest).
 static inline int as_int16(float v) { return (int)__builtin_fminf(__builtin_fmaxf(v, -32768.0f), 32767.0f); }
 
+// The products of one receptive field: acc[j] (holding the bias) += the sum over pairs p of
+// w[p][j][0] * x[2p] + w[p][j][1] * x[2p + 1], for the n <= 64 outputs j of a block; pairs[p]
+// holds x[2p] and x[2p + 1] as one int32 and the weights' rows are `stride` outputs long. The
+// sums wrap as int32, as TFLite's accumulator would, so any order of them gives the same value.
+typedef void (*pair_products)(const int32_t *pairs, long count, const short *w, long stride, long n, int32_t *acc);
+
+static void pair_products_baseline(const int32_t *pairs, long count, const short *w, long stride, long n, int32_t *acc) {
+    for (long p = 0; p < count; p++) {
+        int32_t x0 = (int16_t)(pairs[p] & 0xffff), x1 = (int16_t)((uint32_t)pairs[p] >> 16);
+        const short *row = w + p * stride * 2;
+        for (long j = 0; j < n; j++) acc[j] = (int32_t)((uint32_t)acc[j] + (uint32_t)(row[2 * j] * x0) + (uint32_t)(row[2 * j + 1] * x1));
+    }
+}
+
+// Blocks of 16 outputs in AVX-512 registers: with VNNI one instruction a block and pair, else a
+// pairwise multiply-add and an add (the same wrapping sums).
+#define PAIR_PRODUCTS_512(NAME, TARGET, STEP)                                                                        \
+    __attribute__((target(TARGET))) static void NAME(const int32_t *pairs, long count, const short *w, long stride, \
+                                                     long n, int32_t *acc) {                                        \
+        long blocks = (n + 15) / 16;                                                                                 \
+        __mmask16 last = (__mmask16)(n % 16 == 0 ? 0xffff : (1U << (n % 16)) - 1);                                   \
+        __m512i a0 = _mm512_maskz_loadu_epi32(blocks == 1 ? last : 0xffff, acc);                                     \
+        __m512i a1 = blocks > 1 ? _mm512_maskz_loadu_epi32(blocks == 2 ? last : 0xffff, acc + 16) : _mm512_setzero_si512(); \
+        __m512i a2 = blocks > 2 ? _mm512_maskz_loadu_epi32(blocks == 3 ? last : 0xffff, acc + 32) : _mm512_setzero_si512(); \
+        __m512i a3 = blocks > 3 ? _mm512_maskz_loadu_epi32(last, acc + 48) : _mm512_setzero_si512();                  \
+        for (long p = 0; p < count; p++) {                                                                           \
+            __m512i x = _mm512_set1_epi32(pairs[p]);                                                                 \
+            const short *row = w + p * stride * 2;                                                                   \
+            a0 = STEP(a0, x, _mm512_loadu_si512(row));                                                               \
+            if (blocks > 1) a1 = STEP(a1, x, _mm512_loadu_si512(row + 32));                                          \
+            if (blocks > 2) a2 = STEP(a2, x, _mm512_loadu_si512(row + 64));                                          \
+            if (blocks > 3) a3 = STEP(a3, x, _mm512_loadu_si512(row + 96));                                          \
+        }                                                                                                            \
+        _mm512_mask_storeu_epi32(acc, blocks == 1 ? last : 0xffff, a0);                                              \
+        if (blocks > 1) _mm512_mask_storeu_epi32(acc + 16, blocks == 2 ? last : 0xffff, a1);                         \
+        if (blocks > 2) _mm512_mask_storeu_epi32(acc + 32, blocks == 3 ? last : 0xffff, a2);                         \
+        if (blocks > 3) _mm512_mask_storeu_epi32(acc + 48, last, a3);                                                \
+    }
+#define MADD_ADD(a, x, w) _mm512_add_epi32((a), _mm512_madd_epi16((x), (w)))
+PAIR_PRODUCTS_512(pair_products_avx512, "avx512f,avx512bw", MADD_ADD)
+PAIR_PRODUCTS_512(pair_products_vnni, "avx512f,avx512bw,avx512vnni", _mm512_dpwssd_epi32)
+
+static const pair_products paths[] = {pair_products_baseline, pair_products_avx512, pair_products_vnni};
+static int path_chosen = -1;  // the best the CPU has, unless a test chose one
+
+static int best_int8_path(void) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
+        return __builtin_cpu_supports("avx512vnni") ? 2 : 1;
+    }
+    return 0;
+}
+
+int earshot_int8_paths(void) { return best_int8_path() + 1; }
+
+int earshot_int8_path(int path) {
+    int best = best_int8_path();
+    __atomic_store_n(&path_chosen, path < 0 || path > best ? best : path, __ATOMIC_RELAXED);
+    return __atomic_load_n(&path_chosen, __ATOMIC_RELAXED);
+}
+
+static pair_products chosen_path(void) {
+    int path = __atomic_load_n(&path_chosen, __ATOMIC_RELAXED);
+    if (path < 0) {
+        path = best_int8_path();
+        __atomic_store_n(&path_chosen, path, __ATOMIC_RELAXED);
+    }
+    return paths[path];
+}
+
 CLONES
 void earshot_qconv(const float *x, long count, const int *fields, long groups, long positions, long k, const short *w, long per_group,
                    const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
-                   short *scratch, float *y) {
-    short *xi = scratch, *col = scratch + count + 1;
+                   int *scratch, float *y) {
+    pair_products products = chosen_path();
+    long pairs = (k + 1) / 2, stride = (per_group + 15) / 16 * 16;
+    short *xi = (short *)scratch;
+    int32_t *field = scratch + (count + 2) / 2;
     for (long j = 0; j < count; j++) xi[j] = (short)(as_int16(x[j]) + input_offset);
     xi[count] = 0;  // padding adds nothing
     long outputs = groups * per_group;
     for (long g = 0; g < groups; g++) {
+        const short *wg = w + g * pairs * stride * 2;
         for (long p = 0; p < positions; p++) {
             const int *f = fields + (g * positions + p) * k;
-            for (long i = 0; i < k; i++) col[i] = xi[f[i]];
-            for (long j = 0; j < per_group; j++) {
-                long o = g * per_group + j;
-                int32_t acc = (int32_t)((uint32_t)dot16(w + o * k, col, k) + (uint32_t)bias[o]);
-                int32_t v = (int32_t)((uint32_t)earshot_requantize(acc, multiplier[o], shift[o]) + (uint32_t)output_offset);
-                y[p * outputs + o] = (float)(v < lo ? lo : (v > hi ? hi : v));
+            for (long i = 0; i < pairs; i++) {
+                uint32_t x0 = (uint16_t)xi[f[2 * i]], x1 = 2 * i + 1 < k ? (uint16_t)xi[f[2 * i + 1]] : 0;
+                field[i] = (int32_t)(x0 | (x1 << 16));
+            }
+            for (long j0 = 0; j0 < per_group; j0 += 64) {
+                long n = per_group - j0 < 64 ? per_group - j0 : 64;
+                int32_t acc[64];
+                long o0 = g * per_group + j0;
+                for (long j = 0; j < n; j++) acc[j] = bias[o0 + j];
+                products(field, pairs, wg + j0 * 2, stride, n, acc);
+                store_requantized(acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y + p * outputs + o0);
             }
         }
     }
@@ -69,18 +145,14 @@ void earshot_qdepthwise(const float *x, long count, const int *taps, long positi
         const int *t = taps + p * k;
         for (long c0 = 0; c0 < channels; c0 += 64) {
             long n = channels - c0 < 64 ? channels - c0 : 64;
-            uint32_t acc[64];
-            for (long c = 0; c < n; c++) acc[c] = (uint32_t)bias[c0 + c];
+            int32_t acc[64];
+            for (long c = 0; c < n; c++) acc[c] = bias[c0 + c];
             for (long i = 0; i < k; i++) {
                 if (t[i] >= count) continue;  // padding adds nothing
                 const short *in = xi + t[i] + c0, *wi = w + i * channels + c0;
-                for (long c = 0; c < n; c++) acc[c] += (uint32_t)((int32_t)wi[c] * (int32_t)in[c]);
+                for (long c = 0; c < n; c++) acc[c] = (int32_t)((uint32_t)acc[c] + (uint32_t)((int32_t)wi[c] * (int32_t)in[c]));
             }
-            for (long c = 0; c < n; c++) {
-                long o = c0 + c;
-                int32_t v = (int32_t)((uint32_t)earshot_requantize((int32_t)acc[c], multiplier[o], shift[o]) + (uint32_t)output_offset);
-                y[p * channels + o] = (float)(v < lo ? lo : (v > hi ? hi : v));
-            }
+            store_requantized(acc, n, multiplier + c0, shift + c0, output_offset, lo, hi, y + p * channels + c0);
         }
     }
 }

@@ -20,8 +20,8 @@ struct QuantizedProductStep: Step {
     var writes: [GraphPlan.Ref] { [y] }
 
     func run(_ c: Context) {
-        // Room for the input as int16 (and one zero for padding), then one receptive field.
-        withUnsafeTemporaryAllocation(of: Int16.self, capacity: x.count + 1 + k) { scratch in
+        // Room for the input as int16 (and one zero for padding), then one receptive field in pairs.
+        withUnsafeTemporaryAllocation(of: Int32.self, capacity: (x.count + 2) / 2 + (k + 1) / 2) { scratch in
             fields.withUnsafeBufferPointer { f in
                 weights.withUnsafeBufferPointer { w in
                     bias.withUnsafeBufferPointer { b in
@@ -29,9 +29,10 @@ struct QuantizedProductStep: Step {
                             shifts.withUnsafeBufferPointer { s in
                                 for stream in 0..<c.streams {
                                     if channelTaps {
+                                        let int16s = UnsafeMutableRawPointer(scratch.baseAddress!).assumingMemoryBound(to: Int16.self)
                                         earshot_qdepthwise(c.read(x, stream), x.count, f.baseAddress!, positions, k, groups, w.baseAddress!,
                                                            b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
-                                                           scratch.baseAddress!, c.write(y, stream))
+                                                           int16s, c.write(y, stream))
                                     } else {
                                         earshot_qconv(c.read(x, stream), x.count, f.baseAddress!, groups, positions, k, w.baseAddress!, perGroup,
                                                       b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
@@ -44,6 +45,21 @@ struct QuantizedProductStep: Step {
                 }
             }
         }
+    }
+
+    /// Weights [O][k] (O = groups × perGroup) in the layout `earshot_qconv` reads: pairs of taps,
+    /// each pair's outputs in rows of perGroup rounded up to 16, zeros filling the rest.
+    static func pairLayout(_ weights: [Int16], groups: Int, perGroup: Int, k: Int) -> [Int16] {
+        let pairs = (k + 1) / 2, stride = (perGroup + 15) / 16 * 16
+        var laid = [Int16](repeating: 0, count: groups * pairs * stride * 2)
+        for g in 0..<groups {
+            for j in 0..<perGroup {
+                for i in 0..<k {
+                    laid[((g * pairs + i / 2) * stride + j) * 2 + i % 2] = weights[(g * perGroup + j) * k + i]
+                }
+            }
+        }
+        return laid
     }
 }
 
@@ -191,7 +207,7 @@ extension Builder {
         let y = allocate(output.count)
         refs[g.outputs[0]] = y
         steps.append(QuantizedProductStep(x: xRef, y: y, fields: fields, groups: groups, positions: positions, k: k, perGroup: perGroup,
-                                          weights: weights, bias: bias, multipliers: q.multipliers, shifts: q.shifts.map { Int32($0) },
+                                          weights: channelTaps ? weights : QuantizedProductStep.pairLayout(weights, groups: groups, perGroup: perGroup, k: k), bias: bias, multipliers: q.multipliers, shifts: q.shifts.map { Int32($0) },
                                           inputOffset: q.inputOffset, outputOffset: q.outputOffset, low: q.low, high: q.high,
                                           channelTaps: channelTaps))
         return channelTaps ? "int8 depthwise" : "int8 product"

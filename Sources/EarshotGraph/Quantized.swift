@@ -1,3 +1,5 @@
+import CEarshotKernels
+
 /// TFLite's integer kernels as graph ops, following TFLite's reference kernels bit for bit
 /// (int32 accumulation, the fixed-point multiplier and shift, rounding and saturation as
 /// `MultiplyByQuantizedMultiplier` does them). Tensors are float32 tensors whose values are the
@@ -18,6 +20,20 @@
 /// - `Quantize` (x): round(x / scale + zero_point) in double precision, halves to even,
 ///   clamped to [min, max]: how pymicro-wakeword quantizes features for a model's input.
 public enum Quantized {
+    /// The instruction paths the int8 products (convolutions, fully connected layers) run on;
+    /// every path gives the same values, the sums wrapping as TFLite's int32 accumulators.
+    public enum Path: Int32, CaseIterable, Sendable {
+        case baseline = 0, avx512, avx512VNNI
+    }
+
+    /// The paths this CPU has, the best last (the one used unless another is chosen).
+    public static var paths: [Path] { Array(Path.allCases.prefix(Int(earshot_int8_paths()))) }
+
+    /// Runs the int8 products of every plan in the process on `path` (nil: the best there is)
+    /// and returns the path now used. For tests and benchmarks that compare the paths.
+    @discardableResult
+    public static func use(_ path: Path?) -> Path { Path(rawValue: earshot_int8_path(path?.rawValue ?? -1)) ?? .baseline }
+
     // MARK: Fixed-point arithmetic, as TFLite's reference kernels do it
 
     /// (a * b * 2) / 2^32 rounded, saturated: gemmlowp's SaturatingRoundingDoublingHighMul.

@@ -56,6 +56,32 @@ struct MicroWakeWordTests {
         #expect(outputs.max() ?? 0 > 200 || name == "hey_jarvis", "the recording holds the phrase")
     }
 
+    @Test("Each int8 path the CPU has (plain C, AVX-512, AVX-512 VNNI) gives TFLite's reference outputs, batched and alone")
+    func everyPath() throws {
+        let model = try Self.importModel("okay_nabu")
+        let (frames, reference, _, stride) = try Self.reference("okay_nabu")
+        let blocks = Self.blocks(frames, stride: stride)
+        defer { Quantized.use(nil) }
+        #expect(Quantized.paths.first == .baseline)
+        for path in Quantized.paths {
+            #expect(Quantized.use(path) == path)
+            // Three streams batched, each from its own offset, and the first again alone.
+            let offsets = [0, 7, 19], steps = blocks.count - 19
+            var states = offsets.map { _ in model.makeState() }
+            var batched: [[Int]] = offsets.map { _ in [] }
+            for s in 0..<steps {
+                let scores = try model.predictions(from: offsets.map { blocks[$0 + s] }, using: &states)
+                for (i, score) in scores.enumerated() { batched[i].append(Int((score[0] * 256).rounded())) }
+            }
+            var alone = model.makeState()
+            let outputs = try blocks.map { Int((try model.prediction(from: $0, using: &alone)[0] * 256).rounded()) }
+            #expect(outputs == reference, "path \(path): every step as TFLite's reference kernels")
+            for (i, offset) in offsets.enumerated() where offset == 0 {
+                #expect(batched[i] == Array(reference.prefix(steps)), "path \(path): batched")
+            }
+        }
+    }
+
     @Test("Detections through a stream equal pymicro-wakeword's rule on the reference outputs", arguments: models)
     func detections(_ name: String) async throws {
         let model = try Self.importModel(name)

@@ -112,13 +112,15 @@ void earshot_keep_freed_memory(void);
 // (whole numbers). A convolution (or fully connected layer) of `groups` groups: the input's
 // `count` values plus `input_offset` as int16; for each group g and position p, the K of them at
 // fields[(g * positions + p) * k + i] (the index `count` stands for padding, which adds nothing)
-// meet the int16 weights w[o][0..k) of each output channel o of the group (outputs
-// g * per_group ...); acc + bias[o] is requantized with multiplier[o] and shift[o]
-// (MultiplyByQuantizedMultiplier), offset, clamped to [lo, hi] and written to
-// y[p * groups * per_group + o]. `scratch` is room for count + 1 + k int16 values.
+// meet the int16 weights of each output channel o of the group (outputs g * per_group + j);
+// acc + bias[o] is requantized with multiplier[o] and shift[o] (MultiplyByQuantizedMultiplier),
+// offset, clamped to [lo, hi] and written to y[p * groups * per_group + o]. The weights are laid
+// out in pairs of taps: w[((g * pairs + q) * stride + j) * 2 + t] is tap 2q + t of output j of
+// group g, with pairs = (k + 1) / 2, stride = per_group rounded up to a multiple of 16, and zeros
+// where j >= per_group or 2q + t >= k. `scratch` is room for (count + 2) / 2 + (k + 1) / 2 ints.
 void earshot_qconv(const float *x, long count, const int *fields, long groups, long positions, long k, const short *w, long per_group,
                    const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
-                   short *scratch, float *y);
+                   int *scratch, float *y);
 // A depthwise convolution of multiplier 1 whose taps are the same for every channel: at position
 // p, tap i reads channel c at taps[p * k + i] + c (an index >= count is padding); the weights are
 // [k][channels]. Otherwise as earshot_qconv; `scratch` is room for count int16 values.
@@ -127,6 +129,12 @@ void earshot_qdepthwise(const float *x, long count, const int *taps, long positi
                         short *scratch, float *y);
 // TFLite's MultiplyByQuantizedMultiplier (doubling high multiply, rounding shift).
 int earshot_requantize(int acc, int multiplier, int shift);
+// The int8 products run on one of these paths: 0 plain C, 1 AVX-512 (pairwise multiply-adds),
+// 2 AVX-512 VNNI. earshot_int8_paths() is how many this CPU has (the best is the default);
+// earshot_int8_path(p) chooses p for the process (beyond the best, or negative: the best) and
+// returns the path chosen. Every path gives the same values (the sums wrap as int32).
+int earshot_int8_paths(void);
+int earshot_int8_path(int path);
 
 // One frame of TensorFlow Lite Micro's audio front end (pymicro-features' configuration): 480
 // int16 samples at 16 kHz to 40 16-bit values, updating the 40 noise estimates.
