@@ -167,15 +167,16 @@ public struct TFLiteImporter {
         }
         if microFrontend {
             // The front end's first step has no group of frames: the model's states stay at their
-            // first values and the score is 0 (state = first + started × (next - first)).
+            // first values and the score is 0 (state = started > 0 ? next : first).
             let started = Value(name: startedName, tensor: GraphTensor(shape: [1, 1], floats: [0]), constant: false)
+            let zero = constant("zero", GraphTensor(shape: [1], floats: [0]))
+            let hasStarted = try apply("Greater", "front end started", [started, zero], output: unique("front end has started"), op: "front end")
             for i in states.indices {
                 guard let first = states[i].initial, let t = tensors[first] else { continue }
                 let firstValues = Value(name: first, tensor: GraphTensor(shape: t.shape, floats: t.values), constant: true)
                 let next = Value(name: states[i].output, tensor: firstValues.tensor, constant: false)
-                let delta = try apply("Sub", "\(next.name) - first", [next, firstValues], output: unique("\(next.name) - first"), op: "front end")
-                let gated = try apply("Mul", "\(delta.name) × started", [delta, started], output: unique("\(delta.name) × started"), op: "front end")
-                states[i].output = try apply("Add", "\(next.name) (gated)", [gated, firstValues], output: unique("\(next.name) (gated)"), op: "front end").name
+                states[i].output = try apply("Where", "\(next.name) (gated)", [hasStarted, next, firstValues], output: unique("\(next.name) (gated)"),
+                                             op: "front end").name
             }
             score = try apply("Mul", "score (gated)", [score, started], output: unique("score (gated)"), op: "front end")
             states = frontEndStates + states

@@ -118,12 +118,16 @@ public struct GraphPlan: Sendable {
                     load: (_ stream: Int, _ input: Int, UnsafeMutableBufferPointer<Float>) -> Void,
                     store: (_ stream: Int, _ output: Int, UnsafeBufferPointer<Float>) -> Void) throws(GraphError) {
         try run(count: streams, workspace: &ws) { arena, context throws(GraphError) in
-            for b in 0..<streams {
-                for (i, ref) in inputRefs.enumerated() { load(b, i, arena(b, ref)) }
-            }
-            try runSteps(where: { _ in true }, context(0, streams))
-            for b in 0..<streams {
-                for (j, ref) in outputRefs.enumerated() { store(b, j, UnsafeBufferPointer(arena(b, ref))) }
+            try inputRefs.withUnsafeBufferPointer { inputs throws(GraphError) in
+                try outputRefs.withUnsafeBufferPointer { outputs throws(GraphError) in
+                    for b in 0..<streams {
+                        for i in inputs.indices { load(b, i, arena(b, inputs[i])) }
+                    }
+                    try runSteps(where: { _ in true }, context(0, streams))
+                    for b in 0..<streams {
+                        for j in outputs.indices { store(b, j, UnsafeBufferPointer(arena(b, outputs[j]))) }
+                    }
+                }
             }
         }
     }
@@ -181,7 +185,9 @@ public struct GraphPlan: Sendable {
     /// The steps `chosen` by index, in order, each through its runner: no copy of the step.
     @inline(__always)
     private func runSteps(where chosen: (Int) -> Bool, _ context: Context) throws(GraphError) {
-        for k in runners.indices where chosen(k) { try runners[k].run(context) }
+        try runners.withUnsafeBufferPointer { runners throws(GraphError) in
+            for k in runners.indices where chosen(k) { try runners[k].run(context) }
+        }
     }
 
     /// `body` with `count` arenas in `ws`: `arena(b, ref)` is ref's place in arena b (or in the

@@ -24,6 +24,10 @@ struct Builder {
     var readers: [String: Int] = [:]
     /// The node that gives each tensor.
     var producers: [String: String] = [:]
+    /// Tensors read only as a Where's condition.
+    var conditionsOnly = Set<String>()
+    /// Comparisons of floats that only a Where reads, compiled into it.
+    var conditions: [String: SelectStep.Condition] = [:]
 
     /// The ops that only move values: compiled to copy runs.
     static let movers: Set<String> = [
@@ -58,6 +62,9 @@ struct Builder {
         fixed = Set(constants.keys)
         for name in nodes.flatMap(\.inputs) + outputs where !name.isEmpty { readers[name, default: 0] += 1 }
         for node in nodes { for name in node.outputs { producers[name] = node.name } }
+        var asCondition: [String: Int] = [:]
+        for node in nodes where node.op == "Where" && !node.inputs.isEmpty { asCondition[node.inputs[0], default: 0] += 1 }
+        conditionsOnly = Set(asCondition.filter { readers[$0.key] == $0.value }.keys)
         for input in inputs {
             guard values[input.name] == nil, input.shape.allSatisfy({ $0 >= 0 }) else {
                 throw .op(node: input.name, op: "input", reason: "input '\(input.name)' is given twice or has a negative dimension in \(input.shape)")
@@ -84,6 +91,10 @@ struct Builder {
             guard dependent else {
                 for name in node.outputs where !name.isEmpty { fixed.insert(name) }
                 kernels[node.name] = "folded"
+                continue
+            }
+            if let compiled = condition(node, inputs, outs) {
+                kernels[node.name] = compiled
                 continue
             }
             for (name, value) in zip(node.outputs, outs) where !name.isEmpty && value.dtype != .float32 {
@@ -195,6 +206,7 @@ struct Builder {
         case "MaxPool", "AveragePool": compiled = try pool(node, inputs, outputs)
         case _ where UnaryStep.Kind(rawValue: node.op) != nil: compiled = unary(node, inputs, outputs)
         case _ where BinaryStep.Kind(rawValue: node.op) != nil: compiled = binary(node, inputs, outputs)
+        case "Where": compiled = select(node, inputs, outputs)
         case "TFLiteConv2D", "TFLiteDepthwiseConv2D", "TFLiteFullyConnected", "TFLiteLookup", "Quantize":
             compiled = try quantized(node, inputs, outputs)
         case "MicroFrontend": compiled = microFrontend(node, inputs, outputs)
@@ -694,6 +706,33 @@ struct Builder {
     }
 }
 
+extension Builder {
+    /// A comparison of two float tensors that only Wheres read (as their condition): no step of
+    /// its own, the Where compares as it selects.
+    mutating func condition(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) -> String? {
+        guard let kind = SelectStep.Comparison(rawValue: g.op), outputs.count == 1, conditionsOnly.contains(g.outputs[0]),
+              inputs.count == 2, let a = inputs[0], let b = inputs[1], a.dtype == .float32, b.dtype == .float32,
+              let aRef = ref(g.inputs[0]), let bRef = ref(g.inputs[1]) else { return nil }
+        let shape = outputs[0].shape
+        conditions[g.outputs[0]] = .init(kind: kind, a: aRef, b: bRef, mapA: BinaryStep.map(a.shape, to: shape),
+                                         mapB: BinaryStep.map(b.shape, to: shape), shape: shape)
+        return "with the Where"
+    }
+
+    /// Where(condition, X, Y) on floats, its condition a comparison compiled into it.
+    mutating func select(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) -> String? {
+        guard inputs.count == 3, let condition = conditions[g.inputs[0]], let x = inputs[1], let y = inputs[2],
+              x.dtype == .float32, y.dtype == .float32, outputs[0].dtype == .float32,
+              let xRef = ref(g.inputs[1]), let yRef = ref(g.inputs[2]) else { return nil }
+        let shape = outputs[0].shape
+        let out = allocate(outputs[0].count)
+        refs[g.outputs[0]] = out
+        steps.append(SelectStep(condition: condition, conditionMap: BinaryStep.map(condition.shape, to: shape), x: xRef, y: yRef, out: out,
+                                mapX: BinaryStep.map(x.shape, to: shape), mapY: BinaryStep.map(y.shape, to: shape)))
+        return "element-wise"
+    }
+}
+
 /// A copy of `count` values to `dst` from element `src` of source `source`, or (source -1)
 /// `count` copies of `fill`.
 struct Run: Sendable {
@@ -720,7 +759,7 @@ struct Run: Sendable {
 
     /// Applies the runs: sources[i] is source i's first value.
     @inline(__always)
-    static func apply(_ runs: [Run], to y: UnsafeMutablePointer<Float>, from sources: (Int) -> UnsafePointer<Float>) {
+    static func apply(_ runs: UnsafeBufferPointer<Run>, to y: UnsafeMutablePointer<Float>, from sources: (Int) -> UnsafePointer<Float>) {
         for r in runs {
             if r.count == 1 {
                 y[r.dst] = r.source < 0 ? r.fill : sources(r.source)[r.src]

@@ -30,14 +30,27 @@ private final class Runner<S: Step>: StepRunner {
 
 struct MoveStep: Step {
     let sources: [GraphPlan.Ref]
-    let outputs: [(GraphPlan.Ref, [Run])]
+    /// The outputs, and each one's runs: runs[bounds[i]..<bounds[i + 1]] fill outputs[i].
+    let outputs: [GraphPlan.Ref]
+    let bounds: [Int]
+    let runs: [Run]
+
+    init(sources: [GraphPlan.Ref], outputs: [(GraphPlan.Ref, [Run])]) {
+        self.sources = sources
+        self.outputs = outputs.map(\.0)
+        bounds = outputs.reduce(into: [0]) { $0.append($0[$0.count - 1] + $1.1.count) }
+        runs = outputs.flatMap(\.1)
+    }
 
     var reads: [GraphPlan.Ref] { sources }
 
     func run(_ c: Context) {
-        for b in 0..<c.streams {
-            for (ref, runs) in outputs {
-                Run.apply(runs, to: c.write(ref, b)) { c.read(sources[$0], b) }
+        sources.withUnsafeBufferPointer { sources in
+            runs.withUnsafeBufferPointer { runs in
+                for (i, ref) in outputs.enumerated() {
+                    let own = UnsafeBufferPointer(rebasing: runs[bounds[i]..<bounds[i + 1]])
+                    for b in 0..<c.streams { Run.apply(own, to: c.write(ref, b)) { c.read(sources[$0], b) } }
+                }
             }
         }
     }
@@ -171,7 +184,7 @@ struct ConvStep: Step {
                     if let runs = channelsLast {
                         if !inputChannelsLast { earshot_transpose(source, channels, plane, planes) }
                         let transposed = inputChannelsLast ? source : UnsafePointer(planes)
-                        Run.apply(runs, to: rows) { _ in transposed }
+                        runs.withUnsafeBufferPointer { Run.apply($0, to: rows) { _ in transposed } }
                     } else {
                         gather(fields, from: source, to: rows)
                     }
@@ -401,6 +414,71 @@ struct PoolStep: Step {
     }
 }
 
+/// Where(a op b, X, Y): each output element X's where the comparison holds, else Y's. A
+/// condition of one value a stream copies X or Y whole.
+struct SelectStep: Step {
+    enum Comparison: String, Sendable {
+        case equal = "Equal", greater = "Greater", greaterOrEqual = "GreaterOrEqual", less = "Less", lessOrEqual = "LessOrEqual"
+
+        @inline(__always) func holds(_ a: Float, _ b: Float) -> Bool {
+            switch self {
+            case .equal: return a == b
+            case .greater: return a > b
+            case .greaterOrEqual: return a >= b
+            case .less: return a < b
+            case .lessOrEqual: return a <= b
+            }
+        }
+    }
+
+    /// The comparison, over its own (broadcast) shape.
+    struct Condition: Sendable {
+        let kind: Comparison
+        let a, b: GraphPlan.Ref
+        let mapA, mapB: [Int32]?
+        let shape: [Int]
+    }
+
+    let condition: Condition
+    /// Per output element, the element of the condition (of X, of Y) it reads; nil when that has
+    /// the output's shape (as BinaryStep's maps).
+    let conditionMap: [Int32]?
+    let x, y, out: GraphPlan.Ref
+    let mapX, mapY: [Int32]?
+
+    var reads: [GraphPlan.Ref] { [condition.a, condition.b, x, y] }
+    var writes: [GraphPlan.Ref] { [out] }
+
+    func run(_ c: Context) {
+        let n = out.count
+        let single = condition.a.count == 1 && condition.b.count == 1
+        for s in 0..<c.streams {
+            let pa = c.read(condition.a, s), pb = c.read(condition.b, s)
+            let px = c.read(x, s), py = c.read(y, s), po = c.write(out, s)
+            if single {
+                // One choice for the whole output: a copy (or a fill) of X or Y.
+                let holds = condition.kind.holds(pa[0], pb[0])
+                let (from, map) = holds ? (px, mapX) : (py, mapY)
+                let count = holds ? x.count : y.count
+                if let map, count > 1 {
+                    map.withUnsafeBufferPointer { m in for i in 0..<n { po[i] = from[Int(m[i])] } }
+                } else if map != nil {
+                    po.update(repeating: from[0], count: n)
+                } else {
+                    po.update(from: from, count: n)
+                }
+                continue
+            }
+            func at(_ map: [Int32]?, _ i: Int) -> Int { map.map { Int($0[i]) } ?? i }
+            for i in 0..<n {
+                let k = at(conditionMap, i)
+                let holds = condition.kind.holds(pa[at(condition.mapA, k)], pb[at(condition.mapB, k)])
+                po[i] = holds ? px[at(mapX, i)] : py[at(mapY, i)]
+            }
+        }
+    }
+}
+
 struct UnaryStep: Step {
     enum Kind: String, Sendable {
         case relu = "Relu", sigmoid = "Sigmoid", tanh = "Tanh", sqrt = "Sqrt", exp = "Exp", log = "Log", neg = "Neg"
@@ -569,7 +647,7 @@ struct ReferenceStep: Step {
     }
 }
 
-extension MoveStep { var writes: [GraphPlan.Ref] { outputs.map(\.0) } }
+extension MoveStep { var writes: [GraphPlan.Ref] { outputs } }
 extension ConvStep { var writes: [GraphPlan.Ref] { [y] } }
 extension FFTConvStep {
     var reads: [GraphPlan.Ref] { [x] }

@@ -16,6 +16,8 @@ struct PlanCase: Sendable, CustomTestStringConvertible {
     var order: [String]? = nil
     /// How the plan must run the node.
     let kernel: String
+    /// For a Where: the comparison of x0 and x1 that gives its condition (its other inputs follow).
+    var condition: String? = nil
 
     var testDescription: String { "\(op): \(what)" }
 }
@@ -55,6 +57,12 @@ private func dftFilters(size: Int, rows: String = "both") -> GraphTensor {
 }
 
 private let planCases: [PlanCase] = [
+    PlanCase(what: "a comparison of two single values chooses X or a constant Y whole", op: "Where", dynamic: [[1], [1], [3, 4]],
+             constants: [weights([3, 4])], kernel: "element-wise", condition: "Greater"),
+    PlanCase(what: "element by element, Y broadcast", op: "Where", dynamic: [[3, 4], [4], [3, 4]], constants: [weights([4])],
+             kernel: "element-wise", condition: "Less"),
+    PlanCase(what: "a condition broadcast from [3, 1] and [1, 4], X and Y single values", op: "Where", dynamic: [[3, 1], [1, 4], [1]],
+             constants: [weights([1])], kernel: "element-wise", condition: "GreaterOrEqual"),
     PlanCase(what: "1-D, stride 2, pads, dilation 2, bias", op: "Conv", dynamic: [[1, 3, 20]],
              constants: [weights([5, 3, 3]), weights([5], seed: 3)],
              attributes: ["strides": .ints([2]), "pads": .ints([1, 2]), "dilations": .ints([2])], kernel: "packed product"),
@@ -148,6 +156,10 @@ struct PlanTests {
             nodes.append(GraphNode(op: "Abs", name: "abs", inputs: ["x0"], outputs: ["a0"]))
             inputs[0] = "a0"
         }
+        if let comparison = c.condition {
+            nodes.append(GraphNode(op: comparison, name: "condition", inputs: ["x0", "x1"], outputs: ["c0"]))
+            inputs = ["c0"] + inputs.dropFirst(2)
+        }
         let outputs = (0..<c.outputs).map { "y\($0)" }
         nodes.append(GraphNode(op: c.op, name: "node", inputs: inputs, outputs: outputs, attributes: c.attributes))
         let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: c.dynamic.indices.map { ("x\($0)", c.dynamic[$0]) },
@@ -197,10 +209,11 @@ struct PlanTests {
         }
     }
 
-    @Test("What the plan cannot compile: integers computed from the inputs, named")
+    @Test("What the plan cannot compile: integers computed from the inputs, named (a comparison only a Where reads is compiled into it)")
     func refusesDependentIntegers() {
         let nodes = [GraphNode(op: "Greater", name: "compare", inputs: ["x", "k"], outputs: ["mask"]),
-                     GraphNode(op: "Where", name: "choose", inputs: ["mask", "x", "k"], outputs: ["y"])]
+                     GraphNode(op: "Not", name: "invert", inputs: ["mask"], outputs: ["not mask"]),
+                     GraphNode(op: "Where", name: "choose", inputs: ["not mask", "x", "k"], outputs: ["y"])]
         #expect {
             _ = try GraphPlan(nodes: nodes, constants: ["k": GraphTensor(scalar: Float(0))], inputs: [("x", [4])], outputs: ["y"], opset: 17)
         } throws: { error in

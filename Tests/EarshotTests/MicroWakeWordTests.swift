@@ -155,7 +155,9 @@ struct MicroWakeWordTests {
         }
         #expect(batched == alone)
         // More streams than one batched pass takes (the model steps them a few dozen at a time).
-        let many = (0..<(2 * model.streamsPerPass + 3)).map { Self.blocks(of: Array(audio[($0 * 4_480)...]), model) }
+        // Each from its own offset (of a recording long enough for 60 steps from each).
+        let span = audio.count - 61 * model.chunkSamples
+        let many = (0..<(2 * model.streamsPerPass + 3)).map { Self.blocks(of: Array(audio[(($0 * 4_480) % span)...]), model) }
         var manyStates = many.map { _ in model.makeState() }
         var manyBatched: [[Float]] = many.map { _ in [] }
         for t in 0..<60 {
