@@ -104,6 +104,14 @@ static pair_products chosen_path(void) {
     return paths[path];
 }
 
+// Sums of int16 products over k, wrapping as int32 (each product fits): the loop vectorizes to
+// multiply-adds of pairs along k, for layers of few outputs.
+static inline __attribute__((always_inline)) int32_t dot16(const short *a, const short *b, long n) {
+    uint32_t s = 0;
+    for (long i = 0; i < n; i++) s += (uint32_t)((int32_t)a[i] * (int32_t)b[i]);
+    return (int32_t)s;
+}
+
 CLONES
 void earshot_qconv(const float *x, long count, const int *fields, long groups, long positions, long k, const short *w, long per_group,
                    const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
@@ -115,6 +123,23 @@ void earshot_qconv(const float *x, long count, const int *fields, long groups, l
     for (long j = 0; j < count; j++) xi[j] = (short)(as_int16(x[j]) + input_offset);
     xi[count] = 0;  // padding adds nothing
     long outputs = groups * per_group;
+    if (per_group < EARSHOT_QCONV_FEW) {
+        // Few outputs a group: each output's weights are one row, the products along it.
+        short *col = (short *)field;
+        for (long g = 0; g < groups; g++) {
+            for (long p = 0; p < positions; p++) {
+                const int *f = fields + (g * positions + p) * k;
+                for (long i = 0; i < k; i++) col[i] = xi[f[i]];
+                int32_t acc[EARSHOT_QCONV_FEW];
+                long o0 = g * per_group;
+                for (long j = 0; j < per_group; j++) {
+                    acc[j] = (int32_t)((uint32_t)dot16(w + (o0 + j) * k, col, k) + (uint32_t)bias[o0 + j]);
+                }
+                store_requantized(acc, per_group, multiplier + o0, shift + o0, output_offset, lo, hi, y + p * outputs + o0);
+            }
+        }
+        return;
+    }
     for (long g = 0; g < groups; g++) {
         const short *wg = w + g * pairs * stride * 2;
         for (long p = 0; p < positions; p++) {

@@ -70,8 +70,9 @@ public struct GraphPlan: Sendable {
     let inputRefs: [Ref]
     let outputRefs: [Ref]
     let steps: [any Step]
-    /// The steps as they are run (see `StepRunner`).
-    let runners: [any StepRunner]
+    /// The steps as they are run (see `StepRunner`), and the same unretained.
+    let runners: [StepRunner]
+    let unretained: [Unmanaged<StepRunner>]
     /// Whether a run always completes: no step runs a reference kernel (the only steps that can
     /// throw), so a run never stops between storing one stream's outputs and the next's.
     public let cannotFail: Bool
@@ -103,6 +104,7 @@ public struct GraphPlan: Sendable {
         outputRefs = builder.outputRefs
         steps = builder.steps
         runners = steps.map { $0.runner() }
+        unretained = runners.map { Unmanaged.passUnretained($0) }
         cannotFail = !steps.contains { $0 is ReferenceStep }
         arenaSize = builder.arenaSize
         scratchSize = builder.scratchSize
@@ -185,8 +187,10 @@ public struct GraphPlan: Sendable {
     /// The steps `chosen` by index, in order, each through its runner: no copy of the step.
     @inline(__always)
     private func runSteps(where chosen: (Int) -> Bool, _ context: Context) throws(GraphError) {
-        try runners.withUnsafeBufferPointer { runners throws(GraphError) in
-            for k in runners.indices where chosen(k) { try runners[k].run(context) }
+        try unretained.withUnsafeBufferPointer { runners throws(GraphError) in
+            for k in runners.indices where chosen(k) {
+                if let error = runners[k]._withUnsafeGuaranteedRef({ $0.run(context) }) { throw error }
+            }
         }
     }
 

@@ -48,8 +48,10 @@ struct QuantizedProductStep: Step {
     }
 
     /// Weights [O][k] (O = groups × perGroup) in the layout `earshot_qconv` reads: pairs of taps,
-    /// each pair's outputs in rows of perGroup rounded up to 16, zeros filling the rest.
+    /// each pair's outputs in rows of perGroup rounded up to 16, zeros filling the rest; with few
+    /// outputs a group, the rows as they are.
     static func pairLayout(_ weights: [Int16], groups: Int, perGroup: Int, k: Int) -> [Int16] {
+        guard perGroup >= Int(EARSHOT_QCONV_FEW) else { return weights }
         let pairs = (k + 1) / 2, stride = (perGroup + 15) / 16 * 16
         var laid = [Int16](repeating: 0, count: groups * pairs * stride * 2)
         for g in 0..<groups {

@@ -13,19 +13,30 @@ protocol Step: Sendable {
 }
 
 extension Step {
-    func runner() -> any StepRunner { Runner(step: self) }
+    func runner() -> StepRunner { Runner(step: self) }
 }
 
-/// A step in a class: a call through a class existential borrows it, where a call on a struct
-/// existential held in an array copies it out first (retaining every array it holds).
-protocol StepRunner: AnyObject, Sendable {
-    func run(_ c: Context) throws(GraphError)
+/// A step in a class: a call through a class reference borrows it, where a call on a struct
+/// existential held in an array copies it out first (retaining every array it holds). The plan
+/// calls it through `Unmanaged` (the plan holds the strong references), so that a run counts
+/// no references at all. `@unchecked Sendable`: the class has no state; its only subclass holds
+/// one immutable `Sendable` step.
+class StepRunner: @unchecked Sendable {
+    /// Runs the step; a reference kernel's failure is returned.
+    func run(_ c: Context) -> GraphError? { nil }
 }
 
-private final class Runner<S: Step>: StepRunner {
+private final class Runner<S: Step>: StepRunner, @unchecked Sendable {
     let step: S
     init(step: S) { self.step = step }
-    func run(_ c: Context) throws(GraphError) { try step.run(c) }
+    override func run(_ c: Context) -> GraphError? {
+        do throws(GraphError) {
+            try step.run(c)
+            return nil
+        } catch {
+            return error
+        }
+    }
 }
 
 struct MoveStep: Step {

@@ -117,7 +117,9 @@ void earshot_keep_freed_memory(void);
 // offset, clamped to [lo, hi] and written to y[p * groups * per_group + o]. The weights are laid
 // out in pairs of taps: w[((g * pairs + q) * stride + j) * 2 + t] is tap 2q + t of output j of
 // group g, with pairs = (k + 1) / 2, stride = per_group rounded up to a multiple of 16, and zeros
-// where j >= per_group or 2q + t >= k. `scratch` is room for (count + 2) / 2 + (k + 1) / 2 ints.
+// where j >= per_group or 2q + t >= k; with fewer than EARSHOT_QCONV_FEW outputs a group, the
+// weights are rows instead, w[o * k + i]. `scratch` is room for (count + 2) / 2 + (k + 1) / 2 ints.
+enum { EARSHOT_QCONV_FEW = 4 };
 void earshot_qconv(const float *x, long count, const int *fields, long groups, long positions, long k, const short *w, long per_group,
                    const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
                    int *scratch, float *y);
