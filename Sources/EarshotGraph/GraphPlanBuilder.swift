@@ -301,7 +301,24 @@ struct Builder {
             }
             let ref = allocate(m.count)
             self.refs[m.output] = ref
-            outs.append((ref, m.runs))
+            var runs = m.runs
+            if moved.count == 1 {
+                // An input of the plan that only this copy reads, landing whole in one place of
+                // the output (a state before the new rows of a window): loaded there, not copied.
+                for (i, source) in sources.enumerated() {
+                    let name = node.inputs[source.input]
+                    guard readers[name] == 1, let input = inputRefs.firstIndex(of: refs[i]),
+                          inputRefs.filter({ $0 == refs[i] }).count == 1,
+                          let r = runs.firstIndex(where: { $0.source == i }), runs[r].count == source.count, runs[r].src == 0,
+                          !runs.contains(where: { $0.source == i && $0.dst != runs[r].dst }) else { continue }
+                    let placed = Ref(shared: false, offset: ref.offset + runs[r].dst, count: source.count)
+                    inputRefs[input] = placed
+                    self.refs[name] = placed
+                    refs[i] = placed
+                    runs.remove(at: r)
+                }
+            }
+            outs.append((ref, runs))
         }
         if !outs.isEmpty { steps.append(MoveStep(sources: refs, outputs: outs)) }
         return outs.isEmpty ? "alias" : "copy"
