@@ -200,8 +200,10 @@ public struct GraphPlan: Sendable {
                      _ body: (_ arena: (Int, Ref) -> UnsafeMutableBufferPointer<Float>, _ context: (Int, Int) -> Context) throws(GraphError) -> Void)
         throws(GraphError) {
         guard count > 0 else { return }
-        ws.arena.setCount(max(count * arenaSize, 16))  // never empty: its address is never nil
-        ws.scratch.setCount(count * scratchSize + 16)
+        // Grown, never shrunk: a smaller last tile of a batch then costs no zeroing when the next
+        // batch's first tile needs the room again. Never empty: its address is never nil.
+        ws.arena.grow(to: max(count * arenaSize, 16))
+        ws.scratch.grow(to: count * scratchSize + 16)
         let stride = arenaSize
         try ws.arena.withUnsafeMutableBufferPointer { arenaBuffer throws(GraphError) in
             try ws.scratch.withUnsafeMutableBufferPointer { scratchBuffer throws(GraphError) in
@@ -269,6 +271,11 @@ public struct GraphWorkspace: Sendable {
 
 extension Array where Element == Float {
     /// Grows (with zeros) or shrinks to `n` values, keeping the storage.
+    /// At least n elements (new ones zero); more are kept.
+    package mutating func grow(to n: Int) {
+        if count < n { append(contentsOf: repeatElement(0, count: n - count)) }
+    }
+
     package mutating func setCount(_ n: Int) {
         if count > n {
             removeLast(count - n)
