@@ -93,43 +93,56 @@ static inline __attribute__((always_inline)) void real_fft(const int16_t *x, int
     for (int k = 1; k <= 128; k++) SPLIT(ONE, ONE, k, mf_split_r[k - 1], mf_split_i[k - 1]);
 }
 
-// floor(sqrt(n)) rounded to the nearest; below 2^32 it never passes 0xFFFF.
-static inline __attribute__((always_inline)) uint64_t rounded_sqrt(uint64_t n) {
-    uint64_t r = (uint64_t)sqrt((double)n);
-    while (r > 0 && (r > 0xFFFFFFFFull || r * r > n)) r--;
-    while (r < 0xFFFFFFFFull && (r + 1) * (r + 1) <= n) r++;
-    uint64_t cap = n < (1ull << 32) ? 0xFFFF : 0xFFFFFFFFull;
-    if (n - r * r > r && r != cap) r++;
-    return r;
-}
+// The bit length of x, with no branch on x (0 for 0).
+static inline __attribute__((always_inline)) uint32_t lane_bit_length(uint32_t x) { return x ? 32 - __builtin_clz(x | 1) : 0; }
 
-// PCAN's gain for a noise estimate (the gain table's interpolation).
-static inline __attribute__((always_inline)) int16_t gain_for(uint32_t x) {
-    if (x <= 2) return mf_gain[x];
-    int interval = bit_length(x), base = 4 * interval - 6;
-    int32_t frac = (int32_t)((interval < 11 ? x << (11 - interval) : x >> (interval - 11)) & 0x3FF);
-    int32_t r = (mf_gain[base + 2] * frac) >> 5;
-    r = (int32_t)((uint32_t)r + (uint32_t)(mf_gain[base + 1] * 32));
-    r = (int32_t)((uint32_t)r * (uint32_t)frac);
-    r = (int32_t)((uint32_t)r + 16384u) >> 15;
-    return S16((uint32_t)r + (uint32_t)mf_gain[base]);
-}
-
-// The front end's fixed-point log.
-static inline __attribute__((always_inline)) uint16_t fixed_log(uint32_t v) {
-    uint32_t u = v << 3;
-    if (u <= 1) return 0;
-    int i = bit_length(u) - 1;
-    int32_t fr = (int32_t)(u - (1u << i));
-    fr = i < 16 ? (int32_t)((uint32_t)fr << (16 - i)) : fr >> (i - 16);
-    int seg = fr >> 9;
-    int32_t c0 = mf_log[seg], c1 = mf_log[seg + 1];
-    fr = (int32_t)((uint32_t)fr + (uint32_t)c0 + (uint32_t)(((c1 - c0) * (fr - 512 * seg)) >> 16));
-    uint32_t log2 = ((uint32_t)i << 16) + (uint32_t)fr;
-    uint32_t scaled = (uint32_t)((45426ull * log2 + 32768) >> 16);
-    uint32_t out = ((scaled << 6) + 32768u) >> 16;
-    return (uint16_t)(out > 65535 ? 65535 : out);
-}
+// One channel after the filterbank, as selections (so that it vectorizes over streams or over
+// channels): the square root of its energy ACC rounded to the nearest (floor(sqrt) corrected by
+// one either way; below 2^32 it never passes 0xFFFF), shifted back by SHIFT; noise reduction on
+// the estimate at ESTIMATE (smoothing SMOOTHING); PCAN's gain (the gain table's interpolation);
+// the shrink; and the front end's fixed-point log, into OUT.
+#define CHANNEL(ACC, SHIFT, ESTIMATE, SMOOTHING, OUT) do {                                                     \
+    uint64_t n = (ACC);                                                                                        \
+    uint64_t r = (uint64_t)sqrt((double)n);                                                                    \
+    r = r > 0 && r * r > n ? r - 1 : r;                                                                        \
+    r = (r + 1) * (r + 1) <= n ? r + 1 : r;                                                                    \
+    uint64_t cap = n < (1ull << 32) ? 0xFFFF : 0xFFFFFFFFull;                                                  \
+    r = n - r * r > r && r != cap ? r + 1 : r;                                                                 \
+    uint32_t signal = (uint32_t)(r >> (SHIFT));                                                                \
+    unsigned *estimate = (ESTIMATE);                                                                           \
+    uint32_t up = signal << 10;                                                                                \
+    *estimate = (uint32_t)(((uint64_t)up * (SMOOTHING) + (uint64_t)*estimate * (16384 - (SMOOTHING))) >> 14);  \
+    uint32_t low = *estimate < up ? *estimate : up;                                                            \
+    uint32_t floor_ = (uint32_t)(((uint64_t)signal * 819) >> 14);                                              \
+    uint32_t v = (up - low) >> 10;                                                                             \
+    v = v < floor_ ? floor_ : v;                                                                               \
+    /* PCAN's gain. */                                                                                         \
+    uint32_t g = *estimate;                                                                                    \
+    int32_t interval = (int32_t)lane_bit_length(g), base = 4 * interval - 6;                                   \
+    base = g <= 2 ? 0 : base;                                                                                  \
+    uint32_t frac = (interval < 11 ? g << ((11 - interval) & 31) : g >> ((interval - 11) & 31)) & 0x3FF;       \
+    int32_t gr = (mf_gain[base + 2] * (int32_t)frac) >> 5;                                                     \
+    gr = (int32_t)((uint32_t)gr + (uint32_t)(mf_gain[base + 1] * 32));                                         \
+    gr = (int32_t)((uint32_t)gr * frac);                                                                       \
+    gr = (int32_t)((uint32_t)gr + 16384u) >> 15;                                                               \
+    int16_t gain16 = g <= 2 ? (int16_t)mf_gain[g <= 2 ? g : 0] : S16((uint32_t)gr + (uint32_t)mf_gain[base]);  \
+    uint32_t gain = (uint32_t)(int32_t)gain16;                                                                 \
+    uint32_t snr = (uint32_t)(((uint64_t)v * gain) >> 6);                                                      \
+    v = snr < 8192 ? (snr * snr) >> 20 : (snr >> 6) - 64;                                                      \
+    /* The fixed-point log. */                                                                                \
+    uint32_t u = v << 3, uu = u <= 1 ? 2 : u; /* u <= 1 logs to 0; uu keeps unused lookups in the table */     \
+    int32_t i = (int32_t)lane_bit_length(uu) - 1;                                                              \
+    int32_t fr = (int32_t)(uu - (1u << i));                                                                    \
+    fr = i < 16 ? (int32_t)((uint32_t)fr << ((16 - i) & 31)) : fr >> ((i - 16) & 31);                          \
+    int seg = fr >> 9;                                                                                         \
+    int32_t c0 = mf_log[seg], c1 = mf_log[seg + 1];                                                            \
+    fr = (int32_t)((uint32_t)fr + (uint32_t)c0 + (uint32_t)(((c1 - c0) * (fr - 512 * seg)) >> 16));            \
+    uint32_t log2 = ((uint32_t)i << 16) + (uint32_t)fr;                                                        \
+    uint32_t scaled = (uint32_t)((45426ull * log2 + 32768) >> 16);                                             \
+    uint32_t logged = ((scaled << 6) + 32768u) >> 16;                                                          \
+    logged = logged > 65535 ? 65535 : logged;                                                                  \
+    (OUT) = u <= 1 ? 0 : (uint16_t)logged;                                                                     \
+    } while (0)
 
 CLONES
 void earshot_microfrontend_frame(const short *samples, unsigned *noise, unsigned short *out) {
@@ -148,24 +161,16 @@ void earshot_microfrontend_frame(const short *samples, unsigned *noise, unsigned
     real_fft(x, re, im);
     uint64_t energy[241];
     for (int f = 5; f < 241; f++) energy[f] = (uint32_t)((int32_t)re[f] * re[f] + (uint32_t)((int32_t)im[f] * im[f]));
+    uint64_t acc[40];
     for (int c = 0; c < 40; c++) {
-        uint64_t acc = 0;
-        for (int f = mf_bands[c]; f < mf_bands[c + 1]; f++) acc += (uint64_t)(4096 - mf_weights[f - 5]) * energy[f];
-        for (int f = mf_bands[c + 1]; f < mf_bands[c + 2]; f++) acc += (uint64_t)mf_weights[f - 5] * energy[f];
-        uint32_t signal = (uint32_t)(rounded_sqrt(acc) >> shift);
-        // Noise reduction: even and odd channels smooth at their own rates.
-        uint64_t smoothing = (c & 1) ? 983 : 409;
-        uint32_t up = signal << 10;
-        noise[c] = (uint32_t)(((uint64_t)up * smoothing + (uint64_t)noise[c] * (16384 - smoothing)) >> 14);
-        uint32_t estimate = noise[c] < up ? noise[c] : up;
-        uint32_t floor_ = (uint32_t)(((uint64_t)signal * 819) >> 14);
-        uint32_t v = (up - estimate) >> 10;
-        if (v < floor_) v = floor_;
-        // PCAN gain control, then the shrink.
-        uint32_t gain = (uint32_t)(int32_t)gain_for(noise[c]);
-        uint32_t snr = (uint32_t)(((uint64_t)v * gain) >> 6);
-        v = snr < 8192 ? (snr * snr) >> 20 : (snr >> 6) - 64;
-        out[c] = fixed_log(v);
+        acc[c] = 0;
+        for (int f = mf_bands[c]; f < mf_bands[c + 1]; f++) acc[c] += (uint64_t)(4096 - mf_weights[f - 5]) * energy[f];
+        for (int f = mf_bands[c + 1]; f < mf_bands[c + 2]; f++) acc[c] += (uint64_t)mf_weights[f - 5] * energy[f];
+    }
+    // The channels are independent of each other from here on: one vector lane each (even and
+    // odd channels smooth their noise at their own rates).
+    _Pragma("clang loop vectorize(assume_safety)") for (int c = 0; c < 40; c++) {
+        CHANNEL(acc[c], shift, noise + c, (uint64_t)((c & 1) ? 983 : 409), out[c]);
     }
 }
 
@@ -183,6 +188,7 @@ void earshot_pcm16(const float *x, long n, short *out) {
 // laid out [index][lane] so that each step is one vector operation across the streams. Branches
 // become selections; the square root's corrections are the loops' (each runs at most once for
 // sums below 2^52, which the band sums never reach: 2^31 per bin times 4096 over under 2^9 bins).
+
 #define LANES 16
 #define LANE(a, i) a[i][l]
 #define EACH _Pragma("clang loop vectorize(assume_safety)") for (int l = 0; l < LANES; l++)
@@ -205,7 +211,6 @@ static inline __attribute__((always_inline)) void lane_butterflies(int32_t (*res
     }
 }
 
-static inline __attribute__((always_inline)) uint32_t lane_bit_length(uint32_t x) { return x ? 32 - __builtin_clz(x | 1) : 0; }
 
 CLONES
 void earshot_microfrontend_lanes(const short *const *samples, unsigned *noise, unsigned short *out, void *scratch) {
@@ -256,47 +261,6 @@ void earshot_microfrontend_lanes(const short *const *samples, unsigned *noise, u
             EACH acc[l] += w * (uint32_t)(re[f][l] * re[f][l] + (uint32_t)(im[f][l] * im[f][l]));
         }
         uint64_t smoothing = (c & 1) ? 983 : 409;
-        EACH {
-            uint64_t n = acc[l];
-            uint64_t r = (uint64_t)sqrt((double)n);
-            r = r > 0 && r * r > n ? r - 1 : r;
-            r = (r + 1) * (r + 1) <= n ? r + 1 : r;
-            uint64_t cap = n < (1ull << 32) ? 0xFFFF : 0xFFFFFFFFull;
-            r = n - r * r > r && r != cap ? r + 1 : r;
-            uint32_t signal = (uint32_t)(r >> shift[l]);
-            unsigned *estimate = noise + c * LANES + l;
-            uint32_t up = signal << 10;
-            *estimate = (uint32_t)(((uint64_t)up * smoothing + (uint64_t)*estimate * (16384 - smoothing)) >> 14);
-            uint32_t low = *estimate < up ? *estimate : up;
-            uint32_t floor_ = (uint32_t)(((uint64_t)signal * 819) >> 14);
-            uint32_t v = (up - low) >> 10;
-            v = v < floor_ ? floor_ : v;
-            // PCAN's gain (gain_for), as selections.
-            uint32_t g = *estimate;
-            int32_t interval = (int32_t)lane_bit_length(g), base = 4 * interval - 6;
-            base = g <= 2 ? 0 : base;
-            uint32_t frac = (interval < 11 ? g << ((11 - interval) & 31) : g >> ((interval - 11) & 31)) & 0x3FF;
-            int32_t gr = (mf_gain[base + 2] * (int32_t)frac) >> 5;
-            gr = (int32_t)((uint32_t)gr + (uint32_t)(mf_gain[base + 1] * 32));
-            gr = (int32_t)((uint32_t)gr * frac);
-            gr = (int32_t)((uint32_t)gr + 16384u) >> 15;
-            int16_t gain16 = g <= 2 ? (int16_t)mf_gain[g <= 2 ? g : 0] : S16((uint32_t)gr + (uint32_t)mf_gain[base]);
-            uint32_t gain = (uint32_t)(int32_t)gain16;
-            uint32_t snr = (uint32_t)(((uint64_t)v * gain) >> 6);
-            v = snr < 8192 ? (snr * snr) >> 20 : (snr >> 6) - 64;
-            // The fixed-point log (fixed_log), as selections.
-            uint32_t u = v << 3, uu = u <= 1 ? 2 : u;  // u <= 1 logs to 0; uu keeps the unused lanes' lookups in the table
-            int32_t i = (int32_t)lane_bit_length(uu) - 1;
-            int32_t fr = (int32_t)(uu - (1u << i));
-            fr = i < 16 ? (int32_t)((uint32_t)fr << ((16 - i) & 31)) : fr >> ((i - 16) & 31);
-            int seg = fr >> 9;
-            int32_t c0 = mf_log[seg], c1 = mf_log[seg + 1];
-            fr = (int32_t)((uint32_t)fr + (uint32_t)c0 + (uint32_t)(((c1 - c0) * (fr - 512 * seg)) >> 16));
-            uint32_t log2 = ((uint32_t)i << 16) + (uint32_t)fr;
-            uint32_t scaled = (uint32_t)((45426ull * log2 + 32768) >> 16);
-            uint32_t logged = ((scaled << 6) + 32768u) >> 16;
-            logged = logged > 65535 ? 65535 : logged;
-            out[c * LANES + l] = u <= 1 ? 0 : (uint16_t)logged;
-        }
+        EACH CHANNEL(acc[l], shift[l], noise + c * LANES + l, smoothing, out[c * LANES + l]);
     }
 }
