@@ -76,8 +76,12 @@ struct MicroWakeWordTests {
             var alone = model.makeState()
             let outputs = try blocks.map { Int((try model.prediction(from: $0, using: &alone)[0] * 256).rounded()) }
             #expect(outputs == reference, "path \(path): every step as TFLite's reference kernels")
-            for (i, offset) in offsets.enumerated() where offset == 0 {
-                #expect(batched[i] == Array(reference.prefix(steps)), "path \(path): batched")
+            #expect(batched[0] == Array(reference.prefix(steps)), "path \(path): batched")
+            // The other two streams: each as it is alone.
+            for (i, offset) in offsets.enumerated().dropFirst() {
+                var own = model.makeState()
+                let single = try (0..<steps).map { Int((try model.prediction(from: blocks[offset + $0], using: &own)[0] * 256).rounded()) }
+                #expect(batched[i] == single, "path \(path): stream from block \(offset), batched = alone")
             }
         }
     }
