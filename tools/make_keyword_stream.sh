@@ -43,7 +43,10 @@ i=0
 while IFS=, read -r file label gap; do
   i=$((i + 1))
   "${SOX[@]}" -n -r 16000 -c 1 -b 16 "$work/gap$i.wav" trim 0 "$gap"
-  "${SOX[@]}" "$file" -r 16000 -c 1 -b 16 "$work/word$i.wav" silence 1 0.02 2% reverse silence 1 0.02 2% reverse
+  # Trimmed where the sound falls 40 dB below the word's own peak (a fixed level would cut
+  # into quiet speakers' words and soft consonants); its level kept.
+  threshold=$("${SOX[@]}" "$file" -n stat 2>&1 | awk '/^Maximum amplitude/ { printf "%.5f%%", $3 }')
+  "${SOX[@]}" "$file" -r 16000 -c 1 -b 16 "$work/word$i.wav" silence 1 0.02 "$threshold" reverse silence 1 0.02 "$threshold" reverse
   g=$(soxi -s "$work/gap$i.wav"); w=$(soxi -s "$work/word$i.wav")
   start=$((t + g)); end=$((start + w)); t=$end
   [[ "$w" -gt 0 ]] && awk -v s="$start" -v e="$end" -v l="$label" 'BEGIN { printf "%.4f,%.4f,%s\n", s / 16000, e / 16000, l }' >> "${out%.wav}.truth.csv"
