@@ -26,6 +26,20 @@ extension Model {
     public func prediction(from block: [Float], using state: inout ModelState, into scores: inout [Float]) throws(ModelError) {
         try check(block, state)
         scores.setCount(labels.count)
+        if let graph, graph.cannotFail {
+            // A step that always completes reads and writes the state where the stream keeps it.
+            try withWorkspace { ws throws(ModelError) in
+                try scores.withUnsafeMutableBufferPointer { s throws(ModelError) in
+                    try graph.run(streams: 1, workspace: &ws.graph,
+                                  audio: { _, buffer in Self.fill(buffer, state.context, block) },
+                                  loadState: { _, offset, buffer in Self.load(state.carry, offset, into: buffer) },
+                                  storeState: { _, offset, values in Self.store(values, into: &state.carry, at: offset) },
+                                  scores: s.baseAddress!)
+                }
+            }
+            Self.advance(&state, by: block)
+            return
+        }
         if let graph {
             let context = state.context
             try withWorkspace { ws throws(ModelError) in
@@ -105,22 +119,12 @@ extension Model {
                             try graph.run(streams: count, workspace: &ws.graph,
                                           audio: { b, buffer in Self.fill(buffer, states[start + b].context, blocks[start + b]) },
                                           loadState: { b, offset, buffer in
-                                              guard !direct else {
-                                                  states[start + b].carry.withUnsafeBufferPointer { from in
-                                                      from.baseAddress.map { buffer.baseAddress?.update(from: $0 + offset, count: buffer.count) }
-                                                  }
-                                                  return
-                                              }
+                                              guard !direct else { return Self.load(states[start + b].carry, offset, into: buffer) }
                                               buffer.baseAddress?.update(from: staged + b * S + offset, count: buffer.count)
                                           },
                                           storeState: { b, offset, values in
+                                              guard !direct else { return Self.store(values, into: &states[start + b].carry, at: offset) }
                                               guard let from = values.baseAddress else { return }
-                                              guard !direct else {
-                                                  states[start + b].carry.withUnsafeMutableBufferPointer { to in
-                                                      to.baseAddress.map { ($0 + offset).update(from: from, count: values.count) }
-                                                  }
-                                                  return
-                                              }
                                               (staged + b * S + offset).update(from: from, count: values.count)
                                           }, scores: out.baseAddress! + start * n)
                         } else {
@@ -137,6 +141,21 @@ extension Model {
             }
         }
         for i in states.indices { Self.advance(&states[i], by: blocks[i]) }
+    }
+
+    /// A graph's state values offset..<offset + buffer.count, read from where a stream keeps them.
+    static func load(_ carry: [Float], _ offset: Int, into buffer: UnsafeMutableBufferPointer<Float>) {
+        carry.withUnsafeBufferPointer { from in
+            from.baseAddress.map { buffer.baseAddress?.update(from: $0 + offset, count: buffer.count) }
+        }
+    }
+
+    /// A graph's new state values, written from `offset` on where a stream keeps them.
+    static func store(_ values: UnsafeBufferPointer<Float>, into carry: inout [Float], at offset: Int) {
+        guard let from = values.baseAddress else { return }
+        carry.withUnsafeMutableBufferPointer { to in
+            to.baseAddress.map { ($0 + offset).update(from: from, count: values.count) }
+        }
     }
 
     /// Streams through the graph, one step each: stream b's audio input is its context
