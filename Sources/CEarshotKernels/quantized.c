@@ -128,12 +128,16 @@ void earshot_qconv(const float *x, long count, const int *fields, long groups, l
         short *col = (short *)field;
         for (long g = 0; g < groups; g++) {
             for (long p = 0; p < positions; p++) {
-                const int *f = fields + (g * positions + p) * k;
-                for (long i = 0; i < k; i++) col[i] = xi[f[i]];
+                const short *row = xi + p * k;
+                if (fields) {
+                    const int *f = fields + (g * positions + p) * k;
+                    for (long i = 0; i < k; i++) col[i] = xi[f[i]];
+                    row = col;
+                }
                 int32_t acc[EARSHOT_QCONV_FEW];
                 long o0 = g * per_group;
                 for (long j = 0; j < per_group; j++) {
-                    acc[j] = (int32_t)((uint32_t)dot16(w + (o0 + j) * k, col, k) + (uint32_t)bias[o0 + j]);
+                    acc[j] = (int32_t)((uint32_t)dot16(w + (o0 + j) * k, row, k) + (uint32_t)bias[o0 + j]);
                 }
                 store_requantized(acc, per_group, multiplier + o0, shift + o0, output_offset, lo, hi, y + p * outputs + o0);
             }
@@ -143,19 +147,53 @@ void earshot_qconv(const float *x, long count, const int *fields, long groups, l
     for (long g = 0; g < groups; g++) {
         const short *wg = w + g * pairs * stride * 2;
         for (long p = 0; p < positions; p++) {
-            const int *f = fields + (g * positions + p) * k;
-            for (long i = 0; i < pairs; i++) {
-                uint32_t x0 = (uint16_t)xi[f[2 * i]], x1 = 2 * i + 1 < k ? (uint16_t)xi[f[2 * i + 1]] : 0;
-                field[i] = (int32_t)(x0 | (x1 << 16));
+            // A contiguous field is the input itself, its int16 values read two at a time.
+            const int32_t *in = (const int32_t *)(xi + p * k);
+            if (fields) {
+                const int *f = fields + (g * positions + p) * k;
+                for (long i = 0; i < pairs; i++) {
+                    uint32_t x0 = (uint16_t)xi[f[2 * i]], x1 = 2 * i + 1 < k ? (uint16_t)xi[f[2 * i + 1]] : 0;
+                    field[i] = (int32_t)(x0 | (x1 << 16));
+                }
+                in = field;
             }
             for (long j0 = 0; j0 < per_group; j0 += 64) {
                 long n = per_group - j0 < 64 ? per_group - j0 : 64;
                 int32_t acc[64];
                 long o0 = g * per_group + j0;
                 for (long j = 0; j < n; j++) acc[j] = bias[o0 + j];
-                products(field, pairs, wg + j0 * 2, stride, n, acc);
+                products(in, pairs, wg + j0 * 2, stride, n, acc);
                 store_requantized(acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y + p * outputs + o0);
             }
+        }
+    }
+}
+
+// earshot_qdepthwise on AVX-512: 16 channels a register, their sums kept in it over the taps,
+// each input read as a float and taken to int16 as the plain loop does (clamped, offset, wrapped).
+__attribute__((target("avx512f,avx512bw"))) static void qdepthwise_avx512(
+    const float *x, long count, const int *taps, long positions, long k, long channels, const short *w, const int *bias,
+    const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi, float *y) {
+    const __m512 low16 = _mm512_set1_ps(-32768.0f), high16 = _mm512_set1_ps(32767.0f);
+    const __m512i offset = _mm512_set1_epi32(input_offset);
+    for (long p = 0; p < positions; p++) {
+        const int *t = taps + p * k;
+        for (long c0 = 0; c0 < channels; c0 += 16) {
+            long n = channels - c0 < 16 ? channels - c0 : 16;
+            __mmask16 lanes = (__mmask16)(n == 16 ? 0xffff : (1U << n) - 1);
+            __m512i acc = _mm512_maskz_loadu_epi32(lanes, bias + c0);
+            for (long i = 0; i < k; i++) {
+                if (t[i] >= count) continue;  // padding adds nothing
+                __m512 v = _mm512_maskz_loadu_ps(lanes, x + t[i] + c0);
+                v = _mm512_min_ps(_mm512_max_ps(v, low16), high16);  // NaN becomes the lowest, as as_int16
+                __m512i xi = _mm512_add_epi32(_mm512_cvttps_epi32(v), offset);
+                xi = _mm512_srai_epi32(_mm512_slli_epi32(xi, 16), 16);  // the int16 it is stored as
+                __m512i wi = _mm512_cvtepi16_epi32(_mm512_castsi512_si256(_mm512_maskz_loadu_epi16((__mmask32)lanes, w + i * channels + c0)));
+                acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(xi, wi));
+            }
+            int32_t sums[16];
+            _mm512_storeu_si512(sums, acc);
+            store_requantized(sums, n, multiplier + c0, shift + c0, output_offset, lo, hi, y + p * channels + c0);
         }
     }
 }
@@ -164,6 +202,10 @@ CLONES
 void earshot_qdepthwise(const float *x, long count, const int *taps, long positions, long k, long channels, const short *w,
                         const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
                         short *scratch, float *y) {
+    if (chosen_path() != pair_products_baseline) {
+        qdepthwise_avx512(x, count, taps, positions, k, channels, w, bias, multiplier, shift, input_offset, output_offset, lo, hi, y);
+        return;
+    }
     short *xi = scratch;
     for (long j = 0; j < count; j++) xi[j] = (short)(as_int16(x[j]) + input_offset);
     for (long p = 0; p < positions; p++) {
@@ -179,5 +221,14 @@ void earshot_qdepthwise(const float *x, long count, const int *taps, long positi
             }
             store_requantized(acc, n, multiplier + c0, shift + c0, output_offset, lo, hi, y + p * channels + c0);
         }
+    }
+}
+
+CLONES
+void earshot_quantize(const float *x, long n, double scale, double zero, float lo, float hi, float *y) {
+    for (long i = 0; i < n; i++) {
+        float q = (float)__builtin_rint((double)x[i] / scale + zero);
+        q = q < lo ? lo : (q > hi ? hi : q);
+        y[i] = x[i] != x[i] ? lo : q;
     }
 }

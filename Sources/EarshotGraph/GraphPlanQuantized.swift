@@ -15,6 +15,13 @@ struct QuantizedProductStep: Step {
     /// A depthwise convolution whose taps are the same for every channel: `fields` holds the
     /// taps of channel 0 and `weights` is [k][channels].
     let channelTaps: Bool
+    /// One group whose position p reads x[p * k ..< (p + 1) * k] (with k even, or one position):
+    /// the kernel reads the input in place instead of gathering each field.
+    let contiguous: Bool
+
+    static func isContiguous(_ fields: [Int32], groups: Int, positions: Int, k: Int) -> Bool {
+        groups == 1 && (positions == 1 || k % 2 == 0) && fields.count == positions * k && fields.indices.allSatisfy { fields[$0] == Int32($0) }
+    }
 
     var reads: [GraphPlan.Ref] { [x] }
     var writes: [GraphPlan.Ref] { [y] }
@@ -34,7 +41,7 @@ struct QuantizedProductStep: Step {
                                                            b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
                                                            int16s, c.write(y, stream))
                                     } else {
-                                        earshot_qconv(c.read(x, stream), x.count, f.baseAddress!, groups, positions, k, w.baseAddress!, perGroup,
+                                        earshot_qconv(c.read(x, stream), x.count, contiguous ? nil : f.baseAddress, groups, positions, k, w.baseAddress!, perGroup,
                                                       b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
                                                       scratch.baseAddress!, c.write(y, stream))
                                     }
@@ -100,10 +107,7 @@ struct QuantizeStep: Step {
     var writes: [GraphPlan.Ref] { [y] }
 
     func run(_ c: Context) {
-        for b in 0..<c.streams {
-            let input = c.read(x, b), out = c.write(y, b)
-            for i in 0..<y.count { out[i] = Quantized.quantize(input[i], scale: scale, zero: zero, low: low, high: high) }
-        }
+        for b in 0..<c.streams { earshot_quantize(c.read(x, b), y.count, scale, zero, low, high, c.write(y, b)) }
     }
 }
 
@@ -211,7 +215,8 @@ extension Builder {
         steps.append(QuantizedProductStep(x: xRef, y: y, fields: fields, groups: groups, positions: positions, k: k, perGroup: perGroup,
                                           weights: channelTaps ? weights : QuantizedProductStep.pairLayout(weights, groups: groups, perGroup: perGroup, k: k), bias: bias, multipliers: q.multipliers, shifts: q.shifts.map { Int32($0) },
                                           inputOffset: q.inputOffset, outputOffset: q.outputOffset, low: q.low, high: q.high,
-                                          channelTaps: channelTaps))
+                                          channelTaps: channelTaps,
+                                          contiguous: !channelTaps && QuantizedProductStep.isContiguous(fields, groups: groups, positions: positions, k: k)))
         return channelTaps ? "int8 depthwise" : "int8 product"
     }
 }

@@ -138,6 +138,11 @@ private let planCases: [PlanCase] = [
     PlanCase(what: "over the last axis", op: "Softmax", dynamic: [[2, 5]], kernel: "reference"),
     PlanCase(what: "keepdims", op: "ReduceMean", dynamic: [[2, 5]], attributes: ["axes": .ints([1])], kernel: "reduction"),
     PlanCase(what: "axes as an input", op: "ReduceSum", dynamic: [[2, 3, 4]], constants: [ints([0, 2])], kernel: "reduction"),
+    // x / scale lands on halves (0.001 / 0.002) and beyond both ends of [min, max].
+    PlanCase(what: "TFLite's Quantize: halves to even, clamped at both ends", op: "Quantize", dynamic: [[5, 40]],
+             attributes: ["scale": .float(0.002), "zero_point": .int(3), "min": .int(-128), "max": .int(127)], kernel: "element-wise"),
+    PlanCase(what: "TFLite's Quantize of a wide scale", op: "Quantize", dynamic: [[7, 3]],
+             attributes: ["scale": .float(0.0625), "zero_point": .int(-5)], kernel: "element-wise"),
     PlanCase(what: "all axes", op: "ReduceMax", dynamic: [[3, 4]], attributes: ["keepdims": .int(0)], kernel: "reduction"),
 ]
 

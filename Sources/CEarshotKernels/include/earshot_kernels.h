@@ -118,7 +118,9 @@ void earshot_keep_freed_memory(void);
 // out in pairs of taps: w[((g * pairs + q) * stride + j) * 2 + t] is tap 2q + t of output j of
 // group g, with pairs = (k + 1) / 2, stride = per_group rounded up to a multiple of 16, and zeros
 // where j >= per_group or 2q + t >= k; with fewer than EARSHOT_QCONV_FEW outputs a group, the
-// weights are rows instead, w[o * k + i]. `scratch` is room for (count + 2) / 2 + (k + 1) / 2 ints.
+// weights are rows instead, w[o * k + i]. `fields` may be NULL when groups is 1 and position p's
+// field is x[p * k ..< (p + 1) * k] with k even or one position (the input read in place).
+// `scratch` is room for (count + 2) / 2 + (k + 1) / 2 ints.
 enum { EARSHOT_QCONV_FEW = 4 };
 void earshot_qconv(const float *x, long count, const int *fields, long groups, long positions, long k, const short *w, long per_group,
                    const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
@@ -129,6 +131,9 @@ void earshot_qconv(const float *x, long count, const int *fields, long groups, l
 void earshot_qdepthwise(const float *x, long count, const int *taps, long positions, long k, long channels, const short *w,
                         const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
                         short *scratch, float *y);
+// TFLite's Quantize of n floats: x / scale + zero in double, rounded half to even, clamped to
+// [lo, hi], NaN to lo (the values `Quantized.quantize` gives), as whole-number floats.
+void earshot_quantize(const float *x, long n, double scale, double zero, float lo, float hi, float *y);
 // TFLite's MultiplyByQuantizedMultiplier (doubling high multiply, rounding shift).
 int earshot_requantize(int acc, int multiplier, int shift);
 // The int8 products run on one of these paths: 0 plain C, 1 AVX-512 (pairwise multiply-adds),
