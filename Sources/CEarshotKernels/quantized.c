@@ -38,9 +38,11 @@ static inline int as_int16(float v) { return (int)__builtin_fminf(__builtin_fmax
 // w[p][j][0] * x[2p] + w[p][j][1] * x[2p + 1], for the n <= 64 outputs j of a block; pairs[p]
 // holds x[2p] and x[2p + 1] as one int32 and the weights' rows are `stride` outputs long. The
 // sums wrap as int32, as TFLite's accumulator would, so any order of them gives the same value.
-typedef void (*pair_products)(const int32_t *pairs, long count, const short *w, long stride, long n, int32_t *acc);
+// The pairs may be the int16 input itself, read two values at a time (hence may_alias).
+typedef int32_t __attribute__((may_alias)) int16_pair;
+typedef void (*pair_products)(const int16_pair *pairs, long count, const short *w, long stride, long n, int32_t *acc);
 
-static void pair_products_baseline(const int32_t *pairs, long count, const short *w, long stride, long n, int32_t *acc) {
+static void pair_products_baseline(const int16_pair *pairs, long count, const short *w, long stride, long n, int32_t *acc) {
     for (long p = 0; p < count; p++) {
         int32_t x0 = (int16_t)(pairs[p] & 0xffff), x1 = (int16_t)((uint32_t)pairs[p] >> 16);
         const short *row = w + p * stride * 2;
@@ -51,7 +53,7 @@ static void pair_products_baseline(const int32_t *pairs, long count, const short
 // Blocks of 16 outputs in AVX-512 registers: with VNNI one instruction a block and pair, else a
 // pairwise multiply-add and an add (the same wrapping sums).
 #define PAIR_PRODUCTS_512(NAME, TARGET, STEP)                                                                        \
-    __attribute__((target(TARGET))) static void NAME(const int32_t *pairs, long count, const short *w, long stride, \
+    __attribute__((target(TARGET))) static void NAME(const int16_pair *pairs, long count, const short *w, long stride, \
                                                      long n, int32_t *acc) {                                        \
         long blocks = (n + 15) / 16;                                                                                 \
         __mmask16 last = (__mmask16)(n % 16 == 0 ? 0xffff : (1U << (n % 16)) - 1);                                   \
@@ -148,7 +150,7 @@ void earshot_qconv(const float *x, long count, const int *fields, long groups, l
         const short *wg = w + g * pairs * stride * 2;
         for (long p = 0; p < positions; p++) {
             // A contiguous field is the input itself, its int16 values read two at a time.
-            const int32_t *in = (const int32_t *)(xi + p * k);
+            const int16_pair *in = (const int16_pair *)(xi + p * k);
             if (fields) {
                 const int *f = fields + (g * positions + p) * k;
                 for (long i = 0; i < pairs; i++) {
