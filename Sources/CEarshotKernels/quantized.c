@@ -234,3 +234,17 @@ void earshot_quantize(const float *x, long n, double scale, double zero, float l
         y[i] = x[i] != x[i] ? lo : q;
     }
 }
+
+CLONES
+void earshot_codes_to_floats(const signed char *codes, long n, float *y) {
+    for (long i = 0; i < n; i++) y[i] = (float)codes[i];
+}
+
+CLONES
+void earshot_floats_to_codes(const float *x, long n, signed char *codes) {
+    for (long i = 0; i < n; i++) {
+        float v = x[i] != x[i] ? 0.0f : __builtin_rintf(x[i]);
+        v = v < -128.0f ? -128.0f : (v > 127.0f ? 127.0f : v);
+        codes[i] = (signed char)(int)v;
+    }
+}

@@ -30,6 +30,14 @@ struct GraphProgram: Sendable {
     let stateCount: Int
     /// A fresh stream's state tensors, concatenated (zeros unless a state names its first values).
     let initialState: [Float]
+    /// Per state tensor, whether a stream keeps it as int8 codes (it only ever holds int8 values:
+    /// `IntegerRanges`), not as floats; and where it starts among the stream's float carry or its
+    /// codes.
+    let stateCoded: [Bool]
+    let storedOffsets: [Int]
+    /// Floats and codes a stream keeps (together the `stateCount` values of its state tensors).
+    let carryCount: Int
+    let codeCount: Int
 
     init(spec: GraphSpec, tensors: [String: Tensor], path: String, blockSamples: Int) throws(ModelError) {
         self.spec = spec
@@ -102,8 +110,21 @@ struct GraphProgram: Sendable {
         self.constants = constants
         self.nodes = nodes
         self.stateSizes = sizes
-        self.stateOffsets = sizes.indices.map { sizes[..<$0].reduce(0, +) }
+        let offsets = sizes.indices.map { sizes[..<$0].reduce(0, +) }
+        self.stateOffsets = offsets
         self.stateCount = sizes.reduce(0, +)
+        let coded = IntegerRanges.int8States(nodes: nodes, constants: constants, states: spec.states.indices.map { i in
+            (spec.states[i].input, spec.states[i].output, Array(initial[offsets[i]..<(offsets[i] + sizes[i])]))
+        })
+        var stored: [Int] = [], floats = 0, codes = 0
+        for (size, c) in zip(sizes, coded) {
+            stored.append(c ? codes : floats)
+            if c { codes += size } else { floats += size }
+        }
+        self.stateCoded = coded
+        self.storedOffsets = stored
+        self.carryCount = floats
+        self.codeCount = codes
         self.parameterCount = parameters
         self.scoreCount = 0
         self.plan = nil
@@ -138,11 +159,11 @@ struct GraphProgram: Sendable {
     /// replaced; its scores go to `scores + b * scoreCount`.
     func run(streams: Int, workspace: inout GraphWorkspace, audio: (Int, UnsafeMutableBufferPointer<Float>) -> Void,
              carries: UnsafeMutablePointer<Float>, scores: UnsafeMutablePointer<Float>) throws(ModelError) {
-        let S = stateCount
+        let S = stateCount, offsets = stateOffsets
         try run(streams: streams, workspace: &workspace, audio: audio,
-                loadState: { b, offset, buffer in buffer.baseAddress?.update(from: carries + b * S + offset, count: buffer.count) },
-                storeState: { b, offset, values in
-                    if let start = values.baseAddress { (carries + b * S + offset).update(from: start, count: values.count) }
+                loadState: { b, i, buffer in buffer.baseAddress?.update(from: carries + b * S + offsets[i], count: buffer.count) },
+                storeState: { b, i, values in
+                    if let start = values.baseAddress { (carries + b * S + offsets[i]).update(from: start, count: values.count) }
                 }, scores: scores)
     }
 
@@ -150,9 +171,9 @@ struct GraphProgram: Sendable {
     /// caller may let it read and write each stream's state where the stream keeps it.
     var cannotFail: Bool { plan?.cannotFail ?? false }
 
-    /// As `run(streams:workspace:audio:carries:scores:)`, with stream b's state (stateCount
-    /// values) read by `loadState(b, offset, buffer)` (values offset..<offset + buffer.count into
-    /// buffer) and written by `storeState(b, offset, values)`.
+    /// As `run(streams:workspace:audio:carries:scores:)`, with stream b's state tensor i read by
+    /// `loadState(b, i, buffer)` (its `stateSizes[i]` values into buffer) and written by
+    /// `storeState(b, i, values)`.
     func run(streams: Int, workspace: inout GraphWorkspace, audio: (Int, UnsafeMutableBufferPointer<Float>) -> Void,
              loadState: (Int, Int, UnsafeMutableBufferPointer<Float>) -> Void, storeState: (Int, Int, UnsafeBufferPointer<Float>) -> Void,
              scores: UnsafeMutablePointer<Float>) throws(ModelError) {
@@ -162,26 +183,29 @@ struct GraphProgram: Sendable {
             var carry = [Float](repeating: 0, count: S)
             for b in 0..<streams {
                 block.withUnsafeMutableBufferPointer { audio(b, $0) }
-                carry.withUnsafeMutableBufferPointer { loadState(b, 0, $0) }
+                carry.withUnsafeMutableBufferPointer { c in
+                    for i in stateSizes.indices { loadState(b, i, UnsafeMutableBufferPointer(rebasing: c[stateOffsets[i]..<(stateOffsets[i] + stateSizes[i])])) }
+                }
                 let out = try carry.withUnsafeMutableBufferPointer { c throws(ModelError) in try interpretedStep(audio: block, states: c) }
-                carry.withUnsafeBufferPointer { storeState(b, 0, $0) }
+                carry.withUnsafeBufferPointer { c in
+                    for i in stateSizes.indices { storeState(b, i, UnsafeBufferPointer(rebasing: c[stateOffsets[i]..<(stateOffsets[i] + stateSizes[i])])) }
+                }
                 for k in 0..<n { scores[b * n + k] = out[k] }
             }
             return
         }
-        let offsets = stateOffsets
         do {
             try plan.run(streams: streams, workspace: &workspace, load: { b, i, buffer in
                 if i == 0 {
                     audio(b, buffer)
                 } else {
-                    loadState(b, offsets[i - 1], buffer)
+                    loadState(b, i - 1, buffer)
                 }
             }, store: { b, j, values in
                 if j == 0 {
                     if let start = values.baseAddress { (scores + b * n).update(from: start, count: values.count) }
                 } else {
-                    storeState(b, offsets[j - 1], values)
+                    storeState(b, j - 1, values)
                 }
             })
         } catch {

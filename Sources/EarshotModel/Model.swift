@@ -249,9 +249,16 @@ public final class Model: Sendable {
 
     /// A fresh stream: zero context, and zero carries (or the first values a graph's states name).
     public func makeState() -> ModelState {
-        ModelState(modelHash: contentHash, context: [Float](repeating: 0, count: manifest.audio.contextSamples),
-                   carry: graph?.initialState ?? [Float](repeating: 0, count: stateCount), steps: 0)
+        var state = ModelState(modelHash: contentHash, context: [Float](repeating: 0, count: manifest.audio.contextSamples),
+                               carry: [Float](repeating: 0, count: carryCount), codes: [Int8](repeating: 0, count: codeCount), steps: 0)
+        if let graph { graph.initialState.withUnsafeBufferPointer { pack($0, into: &state) } }
+        return state
     }
+
+    /// Floats a stream's state keeps after its context (a graph's float state tensors; a chain's carries).
+    var carryCount: Int { graph?.carryCount ?? stateCount }
+    /// Int8 codes a stream's state keeps (a graph's state tensors that only ever hold int8 values).
+    var codeCount: Int { graph?.codeCount ?? 0 }
 
     /// A state from `ModelState.serialized()` bytes; they must come from this model.
     ///
@@ -263,10 +270,23 @@ public final class Model: Sendable {
     /// - Throws: `ModelError.stateFormat` for damaged bytes (checksum, sizes, NaN or infinite
     ///   values, a step count out of range), `.stateModelMismatch` for another model's state.
     public func restoreState(_ bytes: [UInt8]) throws(ModelError) -> ModelState {
-        let state = try ModelState.deserialize(bytes)
+        var state = try ModelState.deserialize(bytes)
         guard state.modelHash == contentHash else { throw .stateModelMismatch(expected: contentHash, found: state.modelHash) }
-        guard state.context.count == manifest.audio.contextSamples, state.carry.count == stateCount else {
-            throw .stateFormat(reason: "\(state.context.count) context and \(state.carry.count) carry values; this model has \(manifest.audio.contextSamples) and \(stateCount)")
+        if codeCount > 0, state.codes.isEmpty, state.carry.count == stateCount, state.context.count == manifest.audio.contextSamples {
+            // Version 2 kept every state tensor as floats: the int8 ones become codes.
+            let floats = state.carry
+            guard let graph, graph.stateCoded.indices.allSatisfy({ i in
+                !graph.stateCoded[i] || floats[graph.stateOffsets[i]..<(graph.stateOffsets[i] + graph.stateSizes[i])].allSatisfy { $0 == $0.rounded() && (-128...127).contains($0) }
+            }) else {
+                throw .stateFormat(reason: "an int8 state tensor holds a value that is not a whole number in -128...127")
+            }
+            state.carry = [Float](repeating: 0, count: carryCount)
+            state.codes = [Int8](repeating: 0, count: codeCount)
+            floats.withUnsafeBufferPointer { pack($0, into: &state) }
+        }
+        guard state.context.count == manifest.audio.contextSamples, state.carry.count == carryCount, state.codes.count == codeCount else {
+            throw .stateFormat(reason: "\(state.context.count) context, \(state.carry.count) carry values and \(state.codes.count) codes; "
+                               + "this model has \(manifest.audio.contextSamples), \(carryCount) and \(codeCount)")
         }
         return state
     }
@@ -275,7 +295,7 @@ public final class Model: Sendable {
         guard block.count == chunkSamples else { throw .inputSize(model: name, expected: chunkSamples, found: block.count) }
         let bad = block.withUnsafeBufferPointer { earshot_first_nonfinite($0.baseAddress!, $0.count) }
         if bad >= 0 { throw .nonFiniteInput(model: name, sampleIndex: bad) }
-        guard state.modelHash == contentHash, state.carry.count == stateCount,
+        guard state.modelHash == contentHash, state.carry.count == carryCount, state.codes.count == codeCount,
               state.context.count == manifest.audio.contextSamples else {
             throw .stateModelMismatch(expected: contentHash, found: state.modelHash)
         }

@@ -23,7 +23,9 @@ extension Model {
             context = Self.nextContext(context, block, count: c)
         }
         if let graph {
-            let scores = try graphConsecutive(graph, blocks, contexts: contexts, carry: &state.carry)
+            var carry = unpacked(state)
+            let scores = try graphConsecutive(graph, blocks, contexts: contexts, carry: &carry)
+            carry.withUnsafeBufferPointer { pack($0, into: &state) }
             state.context = context
             state.steps = min(state.steps &+ blocks.count, ModelState.maxSteps)
             stream = state

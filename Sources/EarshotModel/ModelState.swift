@@ -7,34 +7,51 @@ public struct ModelState: Sendable, Equatable {
     public let modelHash: String
     /// The last `contextSamples` samples of the previous block (zeros at stream start).
     var context: [Float]
-    /// Each recurrent layer's carry, one after another (LSTM: [h][c]; GRU: [h]).
+    /// Each recurrent layer's carry, one after another (LSTM: [h][c]; GRU: [h]); a graph's float
+    /// state tensors, one after another.
     var carry: [Float]
+    /// A graph's int8 state tensors (those that only ever hold int8 values), one after another,
+    /// one byte per value.
+    var codes: [Int8]
     /// Steps taken since the stream started.
     public internal(set) var steps: Int
 
-    /// Bytes of state per stream (context and carries, Float32).
-    public var byteCount: Int { (context.count + carry.count) * MemoryLayout<Float>.size }
+    init(modelHash: String, context: [Float], carry: [Float], codes: [Int8] = [], steps: Int) {
+        self.modelHash = modelHash
+        self.context = context
+        self.carry = carry
+        self.codes = codes
+        self.steps = steps
+    }
+
+    /// Bytes of state per stream (context and carries as Float32, int8 state tensors a byte per value).
+    public var byteCount: Int { (context.count + carry.count) * MemoryLayout<Float>.size + codes.count }
 
     static let magic: [UInt8] = Array("ESTATE".utf8)
-    /// The serialized format's version.
-    public static let formatVersion: UInt32 = 2
+    /// The serialized format's version (version 2, without int8 codes, is read too).
+    public static let formatVersion: UInt32 = 3
 
     /// The most steps a state may have taken: 2^48 steps of even a 1 ms block is 8,900 years,
     /// and counters far below Int.max never overflow on the way.
     public static let maxSteps = 1 << 48
 
     /// Serialized: "ESTATE", format version (u32), model hash (16 ASCII hex), steps (u64),
-    /// context count (u32), carry count (u32), the floats, then a CRC-32C (u32) of everything
-    /// before it; all little-endian.
+    /// context count (u32), carry count (u32), code count (u32), the floats, the codes (a byte
+    /// each), then a CRC-32C (u32) of everything before it; all little-endian. (Version 2 had no
+    /// code count and no codes.)
     public func serialized() -> [UInt8] {
         var bytes = Self.magic
+        bytes.reserveCapacity(Self.magic.count + 44 + 4 * (context.count + carry.count) + codes.count)
         func append<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { bytes += $0 } }
         append(Self.formatVersion)
         bytes += Array(modelHash.utf8.prefix(16)) + [UInt8](repeating: 0x30, count: max(0, 16 - modelHash.utf8.count))
         append(UInt64(steps))
         append(UInt32(context.count))
         append(UInt32(carry.count))
-        for v in context + carry { append(v.bitPattern) }
+        append(UInt32(codes.count))
+        for v in context { append(v.bitPattern) }
+        for v in carry { append(v.bitPattern) }
+        for c in codes { bytes.append(UInt8(bitPattern: c)) }
         append(CRC32C.checksum(bytes))
         return bytes
     }
@@ -52,8 +69,8 @@ public struct ModelState: Sendable, Equatable {
         }
         var offset = Self.magic.count
         let version = read(UInt32.self, at: offset)
-        guard version == Self.formatVersion else {
-            throw .stateFormat(reason: "state format version \(version); this earshot reads version \(Self.formatVersion)")
+        guard version == Self.formatVersion || version == 2 else {
+            throw .stateFormat(reason: "state format version \(version); this earshot reads versions 2 and \(Self.formatVersion)")
         }
         let stored = read(UInt32.self, at: bytes.count - 4)
         let computed = bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)])) }
@@ -70,16 +87,25 @@ public struct ModelState: Sendable, Equatable {
         let contextCount = Int(read(UInt32.self, at: offset + 8))
         let carryCount = Int(read(UInt32.self, at: offset + 12))
         offset += 16
-        guard bytes.count == offset + 4 * (contextCount + carryCount) + 4 else {
-            throw .stateFormat(reason: "\(bytes.count) bytes, expected \(offset + 4 * (contextCount + carryCount) + 4) for \(contextCount) context and \(carryCount) carry values")
+        var codeCount = 0
+        if version >= 3 {
+            guard bytes.count >= offset + 4 + 4 else { throw .stateFormat(reason: "\(bytes.count) bytes: the header is cut short") }
+            codeCount = Int(read(UInt32.self, at: offset))
+            offset += 4
+        }
+        guard bytes.count == offset + 4 * (contextCount + carryCount) + codeCount + 4 else {
+            throw .stateFormat(reason: "\(bytes.count) bytes, expected \(offset + 4 * (contextCount + carryCount) + codeCount + 4) for \(contextCount) context, "
+                               + "\(carryCount) carry values and \(codeCount) codes")
         }
         let floats = (0..<(contextCount + carryCount)).map { Float(bitPattern: read(UInt32.self, at: offset + 4 * $0)) }
         if let bad = floats.firstIndex(where: { !$0.isFinite }) {
             let place = bad < contextCount ? "context value \(bad)" : "carry value \(bad - contextCount)"
             throw .stateFormat(reason: "\(place) is \(floats[bad]): a state holds finite numbers only")
         }
+        let codeStart = offset + 4 * (contextCount + carryCount)
+        let codes = bytes[codeStart..<(codeStart + codeCount)].map { Int8(bitPattern: $0) }
         return ModelState(modelHash: hash, context: Array(floats[0..<contextCount]),
-                          carry: Array(floats[contextCount...]), steps: Int(rawSteps))
+                          carry: Array(floats[contextCount...]), codes: codes, steps: Int(rawSteps))
     }
 }
 

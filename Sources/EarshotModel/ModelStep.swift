@@ -32,8 +32,8 @@ extension Model {
                 try scores.withUnsafeMutableBufferPointer { s throws(ModelError) in
                     try graph.run(streams: 1, workspace: &ws.graph,
                                   audio: { _, buffer in Self.fill(buffer, state.context, block) },
-                                  loadState: { _, offset, buffer in Self.load(state.carry, offset, into: buffer) },
-                                  storeState: { _, offset, values in Self.store(values, into: &state.carry, at: offset) },
+                                  loadState: { _, i, buffer in Self.load(graph, state, i, into: buffer) },
+                                  storeState: { _, i, values in Self.store(graph, values, into: &state, i) },
                                   scores: s.baseAddress!)
                 }
             }
@@ -47,16 +47,15 @@ extension Model {
                 var carry: [Float] = []
                 swap(&carry, &ws.carries)
                 defer { swap(&carry, &ws.carries) }
-                carry.removeAll(keepingCapacity: true)
-                carry.append(contentsOf: state.carry)
-                carry.append(0)
+                carry.setCount(stateCount + 1)
                 try carry.withUnsafeMutableBufferPointer { c throws(ModelError) in
+                    unpack(state, to: c.baseAddress!)
                     try scores.withUnsafeMutableBufferPointer { s throws(ModelError) in
                         try graphForward(graph, streams: 1, block: { _ in block }, context: { _ in context }, carries: c.baseAddress!,
                                          scores: s.baseAddress!, workspace: &ws)
                     }
+                    pack(UnsafeBufferPointer(c), into: &state)
                 }
-                for i in state.carry.indices { state.carry[i] = carry[i] }
             }
             Self.advance(&state, by: block)
             return
@@ -107,26 +106,29 @@ extension Model {
             carries.setCount(direct ? 1 : max(blocks.count * S, 1))
             try carries.withUnsafeMutableBufferPointer { c throws(ModelError) in
                 if !direct {
-                    for b in 0..<blocks.count {
-                        states[b].carry.withUnsafeBufferPointer { (c.baseAddress! + b * S).update(from: $0.baseAddress!, count: S) }
-                    }
+                    for b in 0..<blocks.count { unpack(states[b], to: c.baseAddress! + b * S) }
                 }
                 for start in stride(from: 0, to: blocks.count, by: tile) {
                     let count = min(tile, blocks.count - start)
                     let staged = c.baseAddress! + start * S
                     try scores.withUnsafeMutableBufferPointer { out throws(ModelError) in
                         if let graph {
-                            try graph.run(streams: count, workspace: &ws.graph,
-                                          audio: { b, buffer in Self.fill(buffer, states[start + b].context, blocks[start + b]) },
-                                          loadState: { b, offset, buffer in
-                                              guard !direct else { return Self.load(states[start + b].carry, offset, into: buffer) }
-                                              buffer.baseAddress?.update(from: staged + b * S + offset, count: buffer.count)
-                                          },
-                                          storeState: { b, offset, values in
-                                              guard !direct else { return Self.store(values, into: &states[start + b].carry, at: offset) }
-                                              guard let from = values.baseAddress else { return }
-                                              (staged + b * S + offset).update(from: from, count: values.count)
-                                          }, scores: out.baseAddress! + start * n)
+                            // Through pointers: a stream's state and block are read where they lie, not copied or retained.
+                            try states.withUnsafeMutableBufferPointer { st throws(ModelError) in
+                                try blocks.withUnsafeBufferPointer { bl throws(ModelError) in
+                                    try graph.run(streams: count, workspace: &ws.graph,
+                                                  audio: { b, buffer in Self.fill(buffer, st[start + b].context, bl[start + b]) },
+                                                  loadState: { b, i, buffer in
+                                                      guard !direct else { return Self.load(graph, st[start + b], i, into: buffer) }
+                                                      buffer.baseAddress?.update(from: staged + b * S + graph.stateOffsets[i], count: buffer.count)
+                                                  },
+                                                  storeState: { b, i, values in
+                                                      guard !direct else { return Self.store(graph, values, into: &st[start + b], i) }
+                                                      guard let from = values.baseAddress else { return }
+                                                      (staged + b * S + graph.stateOffsets[i]).update(from: from, count: values.count)
+                                                  }, scores: out.baseAddress! + start * n)
+                                }
+                            }
                         } else {
                             forward(streams: count, block: { blocks[start + $0] }, context: { states[start + $0].context },
                                     carries: staged, scores: out.baseAddress! + start * n, workspace: &ws)
@@ -134,27 +136,72 @@ extension Model {
                     }
                 }
                 if !direct {
-                    for b in 0..<blocks.count {
-                        states[b].carry.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: c.baseAddress! + b * S, count: S) }
-                    }
+                    for b in 0..<blocks.count { pack(UnsafeBufferPointer(start: c.baseAddress! + b * S, count: S), into: &states[b]) }
                 }
             }
         }
         for i in states.indices { Self.advance(&states[i], by: blocks[i]) }
     }
 
-    /// A graph's state values offset..<offset + buffer.count, read from where a stream keeps them.
-    static func load(_ carry: [Float], _ offset: Int, into buffer: UnsafeMutableBufferPointer<Float>) {
-        carry.withUnsafeBufferPointer { from in
-            from.baseAddress.map { buffer.baseAddress?.update(from: $0 + offset, count: buffer.count) }
+    /// A graph's state tensor i, read from where a stream keeps it (its floats or its codes) into buffer.
+    static func load(_ graph: GraphProgram, _ state: ModelState, _ i: Int, into buffer: UnsafeMutableBufferPointer<Float>) {
+        guard let to = buffer.baseAddress else { return }
+        let offset = graph.storedOffsets[i]
+        if graph.stateCoded[i] {
+            state.codes.withUnsafeBufferPointer { from in
+                from.baseAddress.map { earshot_codes_to_floats($0 + offset, buffer.count, to) }
+            }
+        } else {
+            state.carry.withUnsafeBufferPointer { from in
+                from.baseAddress.map { to.update(from: $0 + offset, count: buffer.count) }
+            }
         }
     }
 
-    /// A graph's new state values, written from `offset` on where a stream keeps them.
-    static func store(_ values: UnsafeBufferPointer<Float>, into carry: inout [Float], at offset: Int) {
+    /// A graph's new values of state tensor i, written where a stream keeps it.
+    static func store(_ graph: GraphProgram, _ values: UnsafeBufferPointer<Float>, into state: inout ModelState, _ i: Int) {
         guard let from = values.baseAddress else { return }
-        carry.withUnsafeMutableBufferPointer { to in
-            to.baseAddress.map { ($0 + offset).update(from: from, count: values.count) }
+        let offset = graph.storedOffsets[i]
+        if graph.stateCoded[i] {
+            state.codes.withUnsafeMutableBufferPointer { to in
+                to.baseAddress.map { earshot_floats_to_codes(from, values.count, $0 + offset) }
+            }
+        } else {
+            state.carry.withUnsafeMutableBufferPointer { to in
+                to.baseAddress.map { ($0 + offset).update(from: from, count: values.count) }
+            }
+        }
+    }
+
+    /// A stream's state tensors as `stateCount` floats, one after another, at `to`.
+    func unpack(_ state: ModelState, to: UnsafeMutablePointer<Float>) {
+        guard let graph else {
+            state.carry.withUnsafeBufferPointer { $0.baseAddress.map { to.update(from: $0, count: state.carry.count) } }
+            return
+        }
+        for i in graph.stateSizes.indices {
+            Self.load(graph, state, i, into: UnsafeMutableBufferPointer(start: to + graph.stateOffsets[i], count: graph.stateSizes[i]))
+        }
+    }
+
+    /// A stream's state tensors as `stateCount` floats, one after another.
+    func unpacked(_ state: ModelState) -> [Float] {
+        var values = [Float](repeating: 0, count: stateCount + 1)  // never empty: its address is never nil
+        values.withUnsafeMutableBufferPointer { unpack(state, to: $0.baseAddress!) }
+        values.removeLast()
+        return values
+    }
+
+    /// The reverse of `unpack`: `stateCount` floats (every state tensor, one after another) into
+    /// where a stream keeps them.
+    func pack(_ values: UnsafeBufferPointer<Float>, into state: inout ModelState) {
+        guard let from = values.baseAddress, values.count >= stateCount else { return }
+        guard let graph else {
+            state.carry.withUnsafeMutableBufferPointer { $0.baseAddress?.update(from: from, count: $0.count) }
+            return
+        }
+        for i in graph.stateSizes.indices {
+            Self.store(graph, UnsafeBufferPointer(start: from + graph.stateOffsets[i], count: graph.stateSizes[i]), into: &state, i)
         }
     }
 

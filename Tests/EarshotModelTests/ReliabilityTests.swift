@@ -91,7 +91,7 @@ struct HostileModelTests {
     @Test("NaN or infinity in a restored state is refused, even with a valid checksum")
     func nonFiniteState() throws {
         let model = try Model(contentsOf: Self.silero)
-        let header = 6 + 4 + 16 + 8 + 4 + 4
+        let header = 6 + 4 + 16 + 8 + 4 + 4 + 4  // magic, version, hash, steps, context, carry and code counts
         for (offset, value, place) in [(0, Float.nan, "context value 0"), (64 * 4 + 8, Float.infinity, "carry value 2")] {
             var bytes = model.makeState().serialized()
             withUnsafeBytes(of: value.bitPattern.littleEndian) { for (i, b) in $0.enumerated() { bytes[header + offset + i] = b } }

@@ -3,6 +3,8 @@ import EarshotTestSupport
 import Foundation
 import Testing
 
+@testable import EarshotModel
+
 /// microWakeWord's int8 TFLite models (Models/sources/microwakeword, from pymicro-wakeword,
 /// Apache-2.0), imported by `TFLiteImporter` and run over the features of a recording of the
 /// wake phrases and other words, against TFLite's reference kernels on the same features
@@ -181,6 +183,53 @@ struct MicroWakeWordTests {
         // Reset is fresh.
         var fresh = model.makeState()
         #expect(try model.prediction(from: streams[0][0], using: &fresh)[0] == alone[0][0])
+    }
+
+    @Test("The int8 state tensors are kept a byte a value; a state saved as version 2 (every tensor as floats) restores to the same stream")
+    func int8States() throws {
+        let model = try Self.importModel("okay_nabu", frontEnd: "microfrontend")
+        let graph = try #require(model.graph)
+        // The model's six streaming windows hold int8 values; the front end's noise estimates,
+        // pending frame and start flag do not.
+        #expect(graph.spec.states.map(\.input) == ["front end noise", "front end pending", "front end started", "state stream_10/states",
+                                                  "state stream_11/states", "state stream_6/states", "state stream_7/states", "state stream_8/states",
+                                                  "state stream_9/states"])
+        #expect(graph.stateCoded == [false, false, false, true, true, true, true, true, true])
+        #expect(model.makeState().byteCount == (320 + 80 + 40 + 1) * 4 + 896 + 1024 + 80 + 128 + 512 + 768)
+        let blocks = Self.blocks(of: try Self.recording(), model)
+        var state = model.makeState()
+        for t in 0..<150 { _ = try model.prediction(from: blocks[t], using: &state) }
+        #expect(state.codes.contains { $0 != 0 })
+        // Version 2's bytes: the counts, the context and every state tensor as floats.
+        func version2(_ floats: [Float]) -> [UInt8] {
+            var bytes = Array("ESTATE".utf8)
+            func append<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { bytes += $0 } }
+            append(UInt32(2))
+            bytes += Array(model.contentHash.utf8)
+            append(UInt64(state.steps))
+            append(UInt32(state.context.count))
+            append(UInt32(floats.count))
+            for v in state.context + floats { append(v.bitPattern) }
+            append(CRC32C.checksum(bytes))
+            return bytes
+        }
+        let unpacked = model.unpacked(state)
+        #expect(unpacked.count == model.stateCount)
+        var restored = try model.restoreState(version2(unpacked))
+        #expect(restored == state)
+        var uninterrupted = state
+        for t in 150..<200 {
+            #expect(try model.prediction(from: blocks[t], using: &restored) == model.prediction(from: blocks[t], using: &uninterrupted))
+        }
+        // An int8 tensor holding something else is refused.
+        let window = try #require(graph.spec.states.firstIndex { $0.input == "state stream_9/states" })
+        for bad: Float in [0.5, 128, -129] {
+            var floats = unpacked
+            floats[graph.stateOffsets[window] + 3] = bad
+            #expect(throws: ModelError.stateFormat(reason: "an int8 state tensor holds a value that is not a whole number in -128...127")) {
+                try model.restoreState(version2(floats))
+            }
+        }
     }
 
     @Test("Any chunking of the audio gives the detections of the whole")

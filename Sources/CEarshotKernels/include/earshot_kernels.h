@@ -136,6 +136,13 @@ void earshot_qdepthwise(const float *x, long count, const int *taps, long positi
 void earshot_quantize(const float *x, long n, double scale, double zero, float lo, float hi, float *y);
 // TFLite's MultiplyByQuantizedMultiplier (doubling high multiply, rounding shift).
 int earshot_requantize(int acc, int multiplier, int shift);
+// A stream's int8 state tensors, kept as int8 codes between steps and as whole-number floats in
+// a step's arena. To floats: exact. To codes: rounded to the nearest whole number and saturated
+// to -128...127, NaN to 0 (the values are whole numbers in that range already; this only keeps
+// any other value from being undefined).
+void earshot_codes_to_floats(const signed char *codes, long n, float *y);
+void earshot_floats_to_codes(const float *x, long n, signed char *codes);
+
 // The int8 products run on one of these paths: 0 plain C, 1 AVX-512 (pairwise multiply-adds),
 // 2 AVX-512 VNNI. earshot_int8_paths() is how many this CPU has (the best is the default);
 // earshot_int8_path(p) chooses p for the process (beyond the best, or negative: the best) and
