@@ -121,11 +121,15 @@ static inline __attribute__((always_inline)) uint32_t lane_bit_length(uint32_t x
     int32_t interval = (int32_t)lane_bit_length(g), base = 4 * interval - 6;                                   \
     base = g <= 2 ? 0 : base;                                                                                  \
     uint32_t frac = (interval < 11 ? g << ((11 - interval) & 31) : g >> ((interval - 11) & 31)) & 0x3FF;       \
-    int32_t gr = (mf_gain[base + 2] * (int32_t)frac) >> 5;                                                     \
-    gr = (int32_t)((uint32_t)gr + (uint32_t)(mf_gain[base + 1] * 32));                                         \
+    int32_t pair0 = mf_gain_pairs[base], pair1 = mf_gain_pairs[base + 1]; /* gain[base...base + 2] */           \
+    int32_t gain0 = (int16_t)(pair0 & 0xFFFF), gain1 = pair0 >> 16, gain2 = pair1 >> 16;                       \
+    int32_t gr = (gain2 * (int32_t)frac) >> 5;                                                                 \
+    gr = (int32_t)((uint32_t)gr + (uint32_t)(gain1 * 32));                                                     \
     gr = (int32_t)((uint32_t)gr * frac);                                                                       \
     gr = (int32_t)((uint32_t)gr + 16384u) >> 15;                                                               \
-    int16_t gain16 = g <= 2 ? (int16_t)mf_gain[g <= 2 ? g : 0] : S16((uint32_t)gr + (uint32_t)mf_gain[base]);  \
+    /* g <= 2: base is 0, and gain[g] is one of the three. */                                                 \
+    int32_t small = g == 0 ? gain0 : (g == 1 ? gain1 : gain2);                                                 \
+    int16_t gain16 = g <= 2 ? (int16_t)small : S16((uint32_t)gr + (uint32_t)gain0);                            \
     uint32_t gain = (uint32_t)(int32_t)gain16;                                                                 \
     uint32_t snr = (uint32_t)(((uint64_t)v * gain) >> 6);                                                      \
     v = snr < 8192 ? (snr * snr) >> 20 : (snr >> 6) - 64;                                                      \
@@ -135,7 +139,7 @@ static inline __attribute__((always_inline)) uint32_t lane_bit_length(uint32_t x
     int32_t fr = (int32_t)(uu - (1u << i));                                                                    \
     fr = i < 16 ? (int32_t)((uint32_t)fr << ((16 - i) & 31)) : fr >> ((i - 16) & 31);                          \
     int seg = fr >> 9;                                                                                         \
-    int32_t c0 = mf_log[seg], c1 = mf_log[seg + 1];                                                            \
+    int32_t logs = mf_log_pairs[seg], c0 = logs & 0xFFFF, c1 = logs >> 16;                                     \
     fr = (int32_t)((uint32_t)fr + (uint32_t)c0 + (uint32_t)(((c1 - c0) * (fr - 512 * seg)) >> 16));            \
     uint32_t log2 = ((uint32_t)i << 16) + (uint32_t)fr;                                                        \
     uint32_t scaled = (uint32_t)((45426ull * log2 + 32768) >> 16);                                             \
@@ -199,7 +203,7 @@ typedef struct {
     int32_t re[257][LANES], im[257][LANES];
 } lanes_scratch;
 
-long earshot_microfrontend_lanes_scratch(void) { return (long)sizeof(lanes_scratch); }
+
 
 static inline __attribute__((always_inline)) void lane_butterflies(int32_t (*restrict zr)[LANES], int32_t (*restrict zi)[LANES],
                                                                    int base, int m, const int *t1r, const int *t1i, const int *t2r,
@@ -213,7 +217,7 @@ static inline __attribute__((always_inline)) void lane_butterflies(int32_t (*res
 
 
 CLONES
-void earshot_microfrontend_lanes(const short *const *samples, unsigned *noise, unsigned short *out, void *scratch) {
+static void lanes_portable(const short *const *samples, unsigned *noise, unsigned short *out, void *scratch) {
     lanes_scratch *s = (lanes_scratch *)scratch;
     int16_t (*x)[LANES] = s->x;
     for (int i = 0; i < 480; i++) {
@@ -263,4 +267,203 @@ void earshot_microfrontend_lanes(const short *const *samples, unsigned *noise, u
         uint64_t smoothing = (c & 1) ? 983 : 409;
         EACH CHANNEL(acc[l], shift[l], noise + c * LANES + l, smoothing, out[c * LANES + l]);
     }
+}
+
+// earshot_microfrontend_lanes with AVX-512 (BW): the same integer operations on the same values,
+// the transform held as 16-bit pairs. A vector is 16 streams' complex values, each (re, im) two
+// int16 words; a multiply by a constant with rounding (C_FIXDIV, ROUND15 of an int16 product) is
+// vpmulhrsw, which is (a * b + 2^14) >> 15 truncated to 16 bits for every a and b; a complex
+// multiply by a twiddle sums its two products in 32 bits (vpmaddwd) before rounding, as kissfft
+// does; sums of int16 values wrap as S16 truncates them; and the power of a bin, re^2 + im^2 in
+// 32 bits, is one vpmaddwd of the pair with itself.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define AVX512_LANES __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"), always_inline)) static inline
+
+// S16I(ROUND15(a * b)) for a word vector and an int16 constant b.
+AVX512_LANES __m512i pair_round(__m512i a, short b) { return _mm512_mulhrs_epi16(a, _mm512_set1_epi16(b)); }
+
+// The complex products of the pairs in z with the twiddle (wr, wi): each part rounded from its
+// 32-bit sum, then truncated to 16 bits.
+AVX512_LANES __m512i pair_twiddle(__m512i z, int wr, int wi) {
+    __m512i re = _mm512_madd_epi16(z, _mm512_set1_epi32((int)((uint32_t)(uint16_t)wr | (uint32_t)(uint16_t)(-wi) << 16)));
+    __m512i im = _mm512_madd_epi16(z, _mm512_set1_epi32((int)((uint32_t)(uint16_t)wi | (uint32_t)(uint16_t)wr << 16)));
+    __m512i half = _mm512_set1_epi32(16384);
+    re = _mm512_srai_epi32(_mm512_add_epi32(re, half), 15);
+    im = _mm512_slli_epi32(_mm512_srai_epi32(_mm512_add_epi32(im, half), 15), 16);
+    return _mm512_mask_blend_epi16(0xAAAAAAAAu, re, im);
+}
+
+// floor((a + b) / 2) and floor((a - b) / 2) of int16 words, exactly (no 16-bit overflow).
+AVX512_LANES __m512i half_sum(__m512i a, __m512i b) {
+    return _mm512_add_epi16(_mm512_and_si512(a, b), _mm512_srai_epi16(_mm512_xor_si512(a, b), 1));
+}
+AVX512_LANES __m512i half_difference(__m512i a, __m512i b) {
+    return _mm512_sub_epi16(_mm512_srai_epi16(_mm512_xor_si512(a, b), 1), _mm512_andnot_si512(a, b));
+}
+
+AVX512_LANES void pair_butterflies(__m512i *restrict z, int base, int m, const int *t1r, const int *t1i, const int *t2r,
+                                   const int *t2i, const int *t3r, const int *t3i) {
+    for (int k = 0; k < m; k++) {
+        int i0 = base + k, i1 = i0 + m, i2 = i0 + 2 * m, i3 = i0 + 3 * m;
+        __m512i a0 = pair_round(z[i0], 8191), a1 = pair_round(z[i1], 8191);
+        __m512i a2 = pair_round(z[i2], 8191), a3 = pair_round(z[i3], 8191);
+        __m512i s0 = pair_twiddle(a1, t1r[k], t1i[k]), s1 = pair_twiddle(a2, t2r[k], t2i[k]), s2 = pair_twiddle(a3, t3r[k], t3i[k]);
+        __m512i s5 = _mm512_sub_epi16(a0, s1), t0 = _mm512_add_epi16(a0, s1);
+        __m512i s3 = _mm512_add_epi16(s0, s2), s4 = _mm512_sub_epi16(s0, s2);
+        z[i2] = _mm512_sub_epi16(t0, s3);
+        z[i0] = _mm512_add_epi16(t0, s3);
+        // (s5r + s4i, s5i - s4r) and (s5r - s4i, s5i + s4r): s4 with its parts swapped.
+        __m512i u = _mm512_rol_epi32(s4, 16);
+        __m512i p = _mm512_add_epi16(s5, u), q = _mm512_sub_epi16(s5, u);
+        z[i1] = _mm512_mask_blend_epi16(0xAAAAAAAAu, p, q);
+        z[i3] = _mm512_mask_blend_epi16(0xAAAAAAAAu, q, p);
+    }
+}
+
+typedef struct {
+    int16_t rows[LANES][512];
+    __m512i z[256];
+    __m512i bins[257];
+} pair_scratch;
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+static void lanes_avx512(const short *const *samples, unsigned *noise, unsigned short *out, void *scratch) {
+    pair_scratch *s = (pair_scratch *)scratch;
+    // The window (Q12) and the shift that puts the largest magnitude at the top, each stream's
+    // 480 samples 32 at a time: (sample * window) >> 12 truncated is the product's bits 12...27.
+    int32_t shift[LANES];
+    for (int l = 0; l < LANES; l++) {
+        int16_t *row = s->rows[l];
+        __m512i largest = _mm512_setzero_si512();
+        for (int i = 0; i < 480; i += 32) {
+            __m512i a = _mm512_loadu_si512((const void *)(samples[l] + i)), w = _mm512_loadu_si512((const void *)(mf_window + i));
+            __m512i v = _mm512_or_si512(_mm512_slli_epi16(_mm512_mulhi_epi16(a, w), 4), _mm512_srli_epi16(_mm512_mullo_epi16(a, w), 12));
+            _mm512_storeu_si512((void *)(row + i), v);
+            // Magnitudes as the front end takes them: -32768 stays -32768, below every other.
+            largest = _mm512_max_epi16(largest, _mm512_abs_epi16(v));
+        }
+        int32_t top = _mm512_reduce_max_epi32(_mm512_max_epi32(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(largest)),
+                                                               _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(largest, 1))));
+        shift[l] = 15 - (int32_t)lane_bit_length((uint16_t)top);
+        __m128i count = _mm_cvtsi32_si128(shift[l]);
+        for (int i = 0; i < 480; i += 32) {
+            _mm512_storeu_si512((void *)(row + i), _mm512_sll_epi16(_mm512_loadu_si512((const void *)(row + i)), count));
+        }
+        _mm512_storeu_si512((void *)(row + 480), _mm512_setzero_si512());
+    }
+    __m512i *z = s->z;
+    // Pairs (x[2m], x[2m + 1]) of each stream (one 32-bit word of its row), in digit-reversed
+    // order: the rows transposed 16 words at a time.
+    for (int b = 0; b < 16; b++) {
+        __m512i r[16], t[16], u[16];
+        for (int l = 0; l < 16; l++) r[l] = _mm512_loadu_si512((const void *)(s->rows[l] + 32 * b));
+        for (int i = 0; i < 16; i += 2) {
+            t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+            t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+        }
+        for (int g = 0; g < 16; g += 4) {
+            u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+            u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+            u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+            u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+        }
+        // u[4g + j], 128-bit lane k: rows 4g...4g + 3 at word 4k + j.
+        for (int j = 0; j < 4; j++) {
+            __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xDD);
+            __m512i v2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88), v3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xDD);
+            z[reverse4(16 * b + j)] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+            z[reverse4(16 * b + 4 + j)] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+            z[reverse4(16 * b + 8 + j)] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
+            z[reverse4(16 * b + 12 + j)] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
+        }
+    }
+    for (int base = 0; base < 256; base += 4)
+        pair_butterflies(z, base, 1, mf_stage1_t1r, mf_stage1_t1i, mf_stage1_t2r, mf_stage1_t2i, mf_stage1_t3r, mf_stage1_t3i);
+    for (int base = 0; base < 256; base += 16)
+        pair_butterflies(z, base, 4, mf_stage4_t1r, mf_stage4_t1i, mf_stage4_t2r, mf_stage4_t2i, mf_stage4_t3r, mf_stage4_t3i);
+    for (int base = 0; base < 256; base += 64)
+        pair_butterflies(z, base, 16, mf_stage16_t1r, mf_stage16_t1i, mf_stage16_t2r, mf_stage16_t2i, mf_stage16_t3r, mf_stage16_t3i);
+    pair_butterflies(z, 0, 64, mf_stage64_t1r, mf_stage64_t1i, mf_stage64_t2r, mf_stage64_t2i, mf_stage64_t3r, mf_stage64_t3i);
+    // The real split, into bins as (re, im) pairs.
+    __m512i *bins = s->bins;
+    {
+        __m512i d = pair_round(z[0], 16383);  // (dr, di)
+        __m512i swapped = _mm512_rol_epi32(d, 16);  // (di, dr)
+        __m512i low = _mm512_set1_epi32(0xFFFF);
+        bins[0] = _mm512_and_si512(_mm512_add_epi16(d, swapped), low);    // (dr + di, 0)
+        bins[256] = _mm512_and_si512(_mm512_sub_epi16(d, swapped), low);  // (dr - di, 0)
+    }
+    const __mmask32 odd = 0xAAAAAAAAu;
+    for (int k = 1; k <= 128; k++) {
+        __m512i p = pair_round(z[k], 16383);
+        __m512i c = _mm512_mask_sub_epi16(z[256 - k], odd, _mm512_setzero_si512(), z[256 - k]);  // (zr, S16(-zi))
+        __m512i q = pair_round(c, 16383);
+        __m512i f1 = _mm512_add_epi16(p, q), f2 = _mm512_sub_epi16(p, q);
+        __m512i t = pair_twiddle(f2, mf_split_r[k - 1], mf_split_i[k - 1]);
+        bins[k] = half_sum(f1, t);
+        // ((f1r - tr) >> 1, (ti - f1i) >> 1)
+        bins[256 - k] = _mm512_mask_blend_epi16(odd, half_difference(f1, t), half_difference(t, f1));
+    }
+    for (int c = 0; c < 40; c++) {
+        __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+        for (int f = mf_bands[c]; f < mf_bands[c + 1]; f++) {
+            __m512i e = _mm512_madd_epi16(bins[f], bins[f]);
+            __m512i w = _mm512_set1_epi64(4096 - mf_weights[f - 5]);
+            lo = _mm512_add_epi64(lo, _mm512_mul_epu32(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(e)), w));
+            hi = _mm512_add_epi64(hi, _mm512_mul_epu32(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(e, 1)), w));
+        }
+        for (int f = mf_bands[c + 1]; f < mf_bands[c + 2]; f++) {
+            __m512i e = _mm512_madd_epi16(bins[f], bins[f]);
+            __m512i w = _mm512_set1_epi64(mf_weights[f - 5]);
+            lo = _mm512_add_epi64(lo, _mm512_mul_epu32(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(e)), w));
+            hi = _mm512_add_epi64(hi, _mm512_mul_epu32(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(e, 1)), w));
+        }
+        uint64_t acc[LANES];
+        _mm512_storeu_si512((void *)acc, lo);
+        _mm512_storeu_si512((void *)(acc + 8), hi);
+        uint64_t smoothing = (c & 1) ? 983 : 409;
+        EACH CHANNEL(acc[l], shift[l], noise + c * LANES + l, smoothing, out[c * LANES + l]);
+    }
+}
+#endif
+
+int earshot_microfrontend_lanes_paths(void) {
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq"))
+        return 2;
+#endif
+    return 1;
+}
+
+long earshot_microfrontend_lanes_scratch(void) {
+    long a = (long)sizeof(lanes_scratch);
+#if defined(__x86_64__)
+    long b = (long)sizeof(pair_scratch);
+    return a > b ? a : b;
+#else
+    return a;
+#endif
+}
+
+void earshot_microfrontend_lanes_on(int path, const short *const *samples, unsigned *noise, unsigned short *out, void *scratch) {
+#if defined(__x86_64__)
+    if (path >= 1 && earshot_microfrontend_lanes_paths() > 1) {
+        lanes_avx512(samples, noise, out, scratch);
+        return;
+    }
+#endif
+    lanes_portable(samples, noise, out, scratch);
+}
+
+void earshot_microfrontend_lanes(const short *const *samples, unsigned *noise, unsigned short *out, void *scratch) {
+    static int best = -1;  // earshot_microfrontend_lanes_paths() - 1, once known (the same from every thread)
+    int path = __atomic_load_n(&best, __ATOMIC_RELAXED);
+    if (path < 0) {
+        path = earshot_microfrontend_lanes_paths() - 1;
+        __atomic_store_n(&best, path, __ATOMIC_RELAXED);
+    }
+    earshot_microfrontend_lanes_on(path, samples, noise, out, scratch);
 }

@@ -47,4 +47,19 @@ public enum MicroFrontend {
                               into out: UnsafeMutablePointer<UInt16>, scratch: UnsafeMutableRawPointer) {
         earshot_microfrontend_lanes(samples, noise, out, scratch)
     }
+
+    /// How `frames(lanes:)` can run: portable vectorized C, or with AVX-512 (the transform in
+    /// 16-bit pairs, a third of the work); each gives the same values. It takes the best there is.
+    public enum LanesPath: Int32, CaseIterable, Sendable {
+        case portable = 0, avx512 = 1
+    }
+
+    /// The paths this CPU has.
+    public static var lanesPaths: [LanesPath] { Array(LanesPath.allCases.prefix(Int(earshot_microfrontend_lanes_paths()))) }
+
+    /// `frames(lanes:)` on `path` (one this CPU has: `lanesPaths`).
+    public static func frames(lanes samples: UnsafePointer<UnsafePointer<Int16>?>, noise: UnsafeMutablePointer<UInt32>,
+                              into out: UnsafeMutablePointer<UInt16>, scratch: UnsafeMutableRawPointer, path: LanesPath) {
+        earshot_microfrontend_lanes_on(path.rawValue, samples, noise, out, scratch)
+    }
 }

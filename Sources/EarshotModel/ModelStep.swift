@@ -32,7 +32,7 @@ extension Model {
                 try scores.withUnsafeMutableBufferPointer { s throws(ModelError) in
                     try graph.run(streams: 1, workspace: &ws.graph,
                                   audio: { _, buffer in Self.fill(buffer, state.context, block) },
-                                  loadState: { _, i, buffer in Self.load(graph, state, i, into: buffer) },
+                                  loadState: { _, i, buffer in Self.load(graph, &state, i, into: buffer) },
                                   storeState: { _, i, values in Self.store(graph, values, into: &state, i) },
                                   scores: s.baseAddress!)
                 }
@@ -117,9 +117,9 @@ extension Model {
                             try states.withUnsafeMutableBufferPointer { st throws(ModelError) in
                                 try blocks.withUnsafeBufferPointer { bl throws(ModelError) in
                                     try graph.run(streams: count, workspace: &ws.graph,
-                                                  audio: { b, buffer in Self.fill(buffer, st[start + b].context, bl[start + b]) },
+                                                  audio: { b, buffer in Self.fill(buffer, context: &st[start + b], block: bl.baseAddress! + start + b) },
                                                   loadState: { b, i, buffer in
-                                                      guard !direct else { return Self.load(graph, st[start + b], i, into: buffer) }
+                                                      guard !direct else { return Self.load(graph, &st[start + b], i, into: buffer) }
                                                       buffer.baseAddress?.update(from: staged + b * S + graph.stateOffsets[i], count: buffer.count)
                                                   },
                                                   storeState: { b, i, values in
@@ -143,8 +143,9 @@ extension Model {
         for i in states.indices { Self.advance(&states[i], by: blocks[i]) }
     }
 
-    /// A graph's state tensor i, read from where a stream keeps it (its floats or its codes) into buffer.
-    static func load(_ graph: GraphProgram, _ state: ModelState, _ i: Int, into buffer: UnsafeMutableBufferPointer<Float>) {
+    /// A graph's state tensor i, read from where a stream keeps it (its floats or its codes) into
+    /// buffer; the state is read in place (inout: neither copied nor retained).
+    static func load(_ graph: GraphProgram, _ state: inout ModelState, _ i: Int, into buffer: UnsafeMutableBufferPointer<Float>) {
         guard let to = buffer.baseAddress else { return }
         let offset = graph.storedOffsets[i]
         if graph.stateCoded[i] {
@@ -156,6 +157,14 @@ extension Model {
                 from.baseAddress.map { to.update(from: $0 + offset, count: buffer.count) }
             }
         }
+    }
+
+    /// A graph's audio input: the stream's context, then `block` (both read in place).
+    static func fill(_ buffer: UnsafeMutableBufferPointer<Float>, context state: inout ModelState, block: UnsafePointer<[Float]>) {
+        guard let start = buffer.baseAddress else { return }
+        let c = state.context.count
+        state.context.withUnsafeBufferPointer { if let p = $0.baseAddress { start.update(from: p, count: c) } }
+        block.pointee.withUnsafeBufferPointer { if let p = $0.baseAddress { (start + c).update(from: p, count: $0.count) } }
     }
 
     /// A graph's new values of state tensor i, written where a stream keeps it.
@@ -179,8 +188,9 @@ extension Model {
             state.carry.withUnsafeBufferPointer { $0.baseAddress.map { to.update(from: $0, count: state.carry.count) } }
             return
         }
+        var state = state
         for i in graph.stateSizes.indices {
-            Self.load(graph, state, i, into: UnsafeMutableBufferPointer(start: to + graph.stateOffsets[i], count: graph.stateSizes[i]))
+            Self.load(graph, &state, i, into: UnsafeMutableBufferPointer(start: to + graph.stateOffsets[i], count: graph.stateSizes[i]))
         }
     }
 

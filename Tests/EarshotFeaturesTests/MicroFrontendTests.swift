@@ -44,8 +44,9 @@ struct MicroFrontendTests {
         #expect(differing == 0, "\(name): \(differing) of \(expected.count) values differ")
     }
 
-    @Test("Sixteen streams at once (one per vector lane): each the edge signal's reference, or the recording's frames alone, bit for bit")
-    func lanes() throws {
+    @Test("Sixteen streams at once (one per vector lane), on each path the CPU has: each the edge signal's reference, or the recording's frames alone, bit for bit",
+          arguments: MicroFrontend.lanesPaths)
+    func lanes(_ path: MicroFrontend.LanesPath) throws {
         let folder = Repo.path("Tests/EarshotFeaturesTests/Goldens/microfrontend")
         let names = ["silence", "square", "sine", "noise", "tiny", "jump", "chirp"]
         var signals = try names.map { try Self.littleEndian("\(folder)/\($0).s16", as: Int16.self) }
@@ -72,7 +73,7 @@ struct MicroFrontendTests {
         defer { copies.forEach { $0.deallocate() } }
         for f in 0..<frames {
             let pointers: [UnsafePointer<Int16>?] = copies.map { UnsafePointer($0 + f * MicroFrontend.stepSamples) }
-            pointers.withUnsafeBufferPointer { MicroFrontend.frames(lanes: $0.baseAddress!, noise: &noise, into: &out, scratch: scratch) }
+            pointers.withUnsafeBufferPointer { MicroFrontend.frames(lanes: $0.baseAddress!, noise: &noise, into: &out, scratch: scratch, path: path) }
             for l in 0..<lanes { got[l] += (0..<channels).map { out[$0 * lanes + l] } }
         }
         for l in 0..<lanes {
