@@ -148,8 +148,23 @@ static inline __attribute__((always_inline)) uint32_t lane_bit_length(uint32_t x
     (OUT) = u <= 1 ? 0 : (uint16_t)logged;                                                                     \
     } while (0)
 
+// One stream's filterbank over the bins' powers energy[5...240], then its 40 channels: the
+// channels are independent of each other from here on, one vector lane each (even and odd
+// channels smooth their noise at their own rates).
+static inline __attribute__((always_inline)) void channels(const uint32_t *energy, int shift, unsigned *noise, unsigned short *out) {
+    uint64_t acc[40];
+    for (int c = 0; c < 40; c++) {
+        acc[c] = 0;
+        for (int f = mf_bands[c]; f < mf_bands[c + 1]; f++) acc[c] += (uint64_t)(4096 - mf_weights[f - 5]) * energy[f];
+        for (int f = mf_bands[c + 1]; f < mf_bands[c + 2]; f++) acc[c] += (uint64_t)mf_weights[f - 5] * energy[f];
+    }
+    _Pragma("clang loop vectorize(assume_safety)") for (int c = 0; c < 40; c++) {
+        CHANNEL(acc[c], shift, noise + c, (uint64_t)((c & 1) ? 983 : 409), out[c]);
+    }
+}
+
 CLONES
-void earshot_microfrontend_frame(const short *samples, unsigned *noise, unsigned short *out) {
+static void frame_portable(const short *samples, unsigned *noise, unsigned short *out) {
     int16_t x[512];
     for (int i = 0; i < 480; i++) x[i] = S16((samples[i] * mf_window[i]) >> 12);
     // The largest magnitude, as the front end takes it: -32768 negated stays -32768.
@@ -163,19 +178,9 @@ void earshot_microfrontend_frame(const short *samples, unsigned *noise, unsigned
     for (int i = 480; i < 512; i++) x[i] = 0;
     int16_t re[257], im[257];
     real_fft(x, re, im);
-    uint64_t energy[241];
+    uint32_t energy[241];
     for (int f = 5; f < 241; f++) energy[f] = (uint32_t)((int32_t)re[f] * re[f] + (uint32_t)((int32_t)im[f] * im[f]));
-    uint64_t acc[40];
-    for (int c = 0; c < 40; c++) {
-        acc[c] = 0;
-        for (int f = mf_bands[c]; f < mf_bands[c + 1]; f++) acc[c] += (uint64_t)(4096 - mf_weights[f - 5]) * energy[f];
-        for (int f = mf_bands[c + 1]; f < mf_bands[c + 2]; f++) acc[c] += (uint64_t)mf_weights[f - 5] * energy[f];
-    }
-    // The channels are independent of each other from here on: one vector lane each (even and
-    // odd channels smooth their noise at their own rates).
-    _Pragma("clang loop vectorize(assume_safety)") for (int c = 0; c < 40; c++) {
-        CHANNEL(acc[c], shift, noise + c, (uint64_t)((c & 1) ? 983 : 409), out[c]);
-    }
+    channels(energy, shift, noise, out);
 }
 
 CLONES
@@ -284,15 +289,60 @@ static void lanes_portable(const short *const *samples, unsigned *noise, unsigne
 // S16I(ROUND15(a * b)) for a word vector and an int16 constant b.
 AVX512_LANES __m512i pair_round(__m512i a, short b) { return _mm512_mulhrs_epi16(a, _mm512_set1_epi16(b)); }
 
-// The complex products of the pairs in z with the twiddle (wr, wi): each part rounded from its
-// 32-bit sum, then truncated to 16 bits.
-AVX512_LANES __m512i pair_twiddle(__m512i z, int wr, int wi) {
-    __m512i re = _mm512_madd_epi16(z, _mm512_set1_epi32((int)((uint32_t)(uint16_t)wr | (uint32_t)(uint16_t)(-wi) << 16)));
-    __m512i im = _mm512_madd_epi16(z, _mm512_set1_epi32((int)((uint32_t)(uint16_t)wi | (uint32_t)(uint16_t)wr << 16)));
+// The complex products of the pairs in z with per-lane twiddles given as the pairs a = (wr, -wi)
+// and b = (wi, wr): each part rounded from its 32-bit sum, then truncated to 16 bits.
+AVX512_LANES __m512i pair_twiddle_v(__m512i z, __m512i a, __m512i b) {
     __m512i half = _mm512_set1_epi32(16384);
-    re = _mm512_srai_epi32(_mm512_add_epi32(re, half), 15);
-    im = _mm512_slli_epi32(_mm512_srai_epi32(_mm512_add_epi32(im, half), 15), 16);
+    __m512i re = _mm512_srai_epi32(_mm512_add_epi32(_mm512_madd_epi16(z, a), half), 15);
+    __m512i im = _mm512_slli_epi32(_mm512_srai_epi32(_mm512_add_epi32(_mm512_madd_epi16(z, b), half), 15), 16);
     return _mm512_mask_blend_epi16(0xAAAAAAAAu, re, im);
+}
+
+// 16 twiddles (wr[k], wi[k]), one a lane, as pair_twiddle_v takes them.
+AVX512_LANES void twiddle_lanes(__m512i wr, __m512i wi, __m512i *a, __m512i *b) {
+    __m512i low = _mm512_set1_epi32(0xFFFF);
+    *a = _mm512_or_si512(_mm512_and_si512(wr, low), _mm512_slli_epi32(_mm512_sub_epi32(_mm512_setzero_si512(), wi), 16));
+    *b = _mm512_or_si512(_mm512_and_si512(wi, low), _mm512_slli_epi32(wr, 16));
+}
+
+// The twiddle (wr, wi) in every lane, as pair_twiddle_v takes it.
+AVX512_LANES __m512i pair_twiddle(__m512i z, int wr, int wi) {
+    __m512i a, b;
+    twiddle_lanes(_mm512_set1_epi32(wr), _mm512_set1_epi32(wi), &a, &b);
+    return pair_twiddle_v(z, a, b);
+}
+
+// One radix-4 butterfly on four vectors of pairs, with twiddles as pair_twiddle_v takes them.
+AVX512_LANES void pair_butterfly(__m512i *z0, __m512i *z1, __m512i *z2, __m512i *z3, const __m512i *w) {
+    __m512i a0 = pair_round(*z0, 8191), a1 = pair_round(*z1, 8191), a2 = pair_round(*z2, 8191), a3 = pair_round(*z3, 8191);
+    __m512i s0 = pair_twiddle_v(a1, w[0], w[1]), s1 = pair_twiddle_v(a2, w[2], w[3]), s2 = pair_twiddle_v(a3, w[4], w[5]);
+    __m512i s5 = _mm512_sub_epi16(a0, s1), t0 = _mm512_add_epi16(a0, s1);
+    __m512i s3 = _mm512_add_epi16(s0, s2), s4 = _mm512_sub_epi16(s0, s2);
+    *z2 = _mm512_sub_epi16(t0, s3);
+    *z0 = _mm512_add_epi16(t0, s3);
+    // (s5r + s4i, s5i - s4r) and (s5r - s4i, s5i + s4r): s4 with its parts swapped.
+    __m512i u = _mm512_rol_epi32(s4, 16);
+    __m512i p = _mm512_add_epi16(s5, u), q = _mm512_sub_epi16(s5, u);
+    *z1 = _mm512_mask_blend_epi16(0xAAAAAAAAu, p, q);
+    *z3 = _mm512_mask_blend_epi16(0xAAAAAAAAu, q, p);
+}
+
+// Stage twiddles k (one for every lane) as pair_butterfly takes them.
+AVX512_LANES void stage_twiddles(__m512i *w, int k, const int *t1r, const int *t1i, const int *t2r, const int *t2i,
+                                 const int *t3r, const int *t3i) {
+    const int *r[3] = {t1r, t2r, t3r}, *i[3] = {t1i, t2i, t3i};
+    for (int t = 0; t < 3; t++) {
+        w[2 * t] = _mm512_set1_epi32((int)((uint32_t)(uint16_t)r[t][k] | (uint32_t)(uint16_t)(-i[t][k]) << 16));
+        w[2 * t + 1] = _mm512_set1_epi32((int)((uint32_t)(uint16_t)i[t][k] | (uint32_t)(uint16_t)r[t][k] << 16));
+    }
+}
+
+// Stage twiddles k...k + 15, one a lane.
+AVX512_LANES void stage_twiddle_lanes(__m512i *w, int k, const int *t1r, const int *t1i, const int *t2r, const int *t2i,
+                                      const int *t3r, const int *t3i) {
+    twiddle_lanes(_mm512_loadu_si512((const void *)(t1r + k)), _mm512_loadu_si512((const void *)(t1i + k)), &w[0], &w[1]);
+    twiddle_lanes(_mm512_loadu_si512((const void *)(t2r + k)), _mm512_loadu_si512((const void *)(t2i + k)), &w[2], &w[3]);
+    twiddle_lanes(_mm512_loadu_si512((const void *)(t3r + k)), _mm512_loadu_si512((const void *)(t3i + k)), &w[4], &w[5]);
 }
 
 // floor((a + b) / 2) and floor((a - b) / 2) of int16 words, exactly (no 16-bit overflow).
@@ -306,19 +356,63 @@ AVX512_LANES __m512i half_difference(__m512i a, __m512i b) {
 AVX512_LANES void pair_butterflies(__m512i *restrict z, int base, int m, const int *t1r, const int *t1i, const int *t2r,
                                    const int *t2i, const int *t3r, const int *t3i) {
     for (int k = 0; k < m; k++) {
-        int i0 = base + k, i1 = i0 + m, i2 = i0 + 2 * m, i3 = i0 + 3 * m;
-        __m512i a0 = pair_round(z[i0], 8191), a1 = pair_round(z[i1], 8191);
-        __m512i a2 = pair_round(z[i2], 8191), a3 = pair_round(z[i3], 8191);
-        __m512i s0 = pair_twiddle(a1, t1r[k], t1i[k]), s1 = pair_twiddle(a2, t2r[k], t2i[k]), s2 = pair_twiddle(a3, t3r[k], t3i[k]);
-        __m512i s5 = _mm512_sub_epi16(a0, s1), t0 = _mm512_add_epi16(a0, s1);
-        __m512i s3 = _mm512_add_epi16(s0, s2), s4 = _mm512_sub_epi16(s0, s2);
-        z[i2] = _mm512_sub_epi16(t0, s3);
-        z[i0] = _mm512_add_epi16(t0, s3);
-        // (s5r + s4i, s5i - s4r) and (s5r - s4i, s5i + s4r): s4 with its parts swapped.
-        __m512i u = _mm512_rol_epi32(s4, 16);
-        __m512i p = _mm512_add_epi16(s5, u), q = _mm512_sub_epi16(s5, u);
-        z[i1] = _mm512_mask_blend_epi16(0xAAAAAAAAu, p, q);
-        z[i3] = _mm512_mask_blend_epi16(0xAAAAAAAAu, q, p);
+        __m512i w[6];
+        stage_twiddles(w, k, t1r, t1i, t2r, t2i, t3r, t3i);
+        int i0 = base + k;
+        pair_butterfly(&z[i0], &z[i0 + m], &z[i0 + 2 * m], &z[i0 + 3 * m], w);
+    }
+}
+
+// One stream's 480 samples windowed (Q12) and shifted so that the largest magnitude is at the
+// top, 32 at a time, into row[0...511] (zeros after 480): (sample * window) >> 12 truncated is
+// the product's bits 12...27. Returns the shift.
+AVX512_LANES int32_t window_row(const short *samples, int16_t *row) {
+    __m512i largest = _mm512_setzero_si512();
+    for (int i = 0; i < 480; i += 32) {
+        __m512i a = _mm512_loadu_si512((const void *)(samples + i)), w = _mm512_loadu_si512((const void *)(mf_window + i));
+        __m512i v = _mm512_or_si512(_mm512_slli_epi16(_mm512_mulhi_epi16(a, w), 4), _mm512_srli_epi16(_mm512_mullo_epi16(a, w), 12));
+        _mm512_storeu_si512((void *)(row + i), v);
+        // Magnitudes as the front end takes them: -32768 stays -32768, below every other.
+        largest = _mm512_max_epi16(largest, _mm512_abs_epi16(v));
+    }
+    int32_t top = _mm512_reduce_max_epi32(_mm512_max_epi32(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(largest)),
+                                                           _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(largest, 1))));
+    int32_t shift = 15 - (int32_t)lane_bit_length((uint16_t)top);
+    __m128i count = _mm_cvtsi32_si128(shift);
+    for (int i = 0; i < 480; i += 32) {
+        _mm512_storeu_si512((void *)(row + i), _mm512_sll_epi16(_mm512_loadu_si512((const void *)(row + i)), count));
+    }
+    _mm512_storeu_si512((void *)(row + 480), _mm512_setzero_si512());
+    return shift;
+}
+
+// 16 of the 64 words of four vectors v[0...3]: lane r takes word index[r] of the pair v[0], v[1]
+// (0...31) where high's bit r is clear, and of the pair v[2], v[3] where it is set.
+AVX512_LANES __m512i pick64(const __m512i *v, __m512i index, __mmask16 high) {
+    return _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(v[0], index, v[1]), _mm512_permutex2var_epi32(v[2], index, v[3]));
+}
+
+// The 16 x 16 transpose of 32-bit words: c[j] lane l = r[l] lane j.
+AVX512_LANES void transpose16(const __m512i *r, __m512i *c) {
+    __m512i t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) {
+        u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+        u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+        u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+        u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+    }
+    // u[4g + j], 128-bit lane k: rows 4g...4g + 3 at word 4k + j.
+    for (int j = 0; j < 4; j++) {
+        __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xDD);
+        __m512i v2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88), v3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xDD);
+        c[j] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+        c[4 + j] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+        c[8 + j] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
+        c[12 + j] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
     }
 }
 
@@ -331,53 +425,16 @@ typedef struct {
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 static void lanes_avx512(const short *const *samples, unsigned *noise, unsigned short *out, void *scratch) {
     pair_scratch *s = (pair_scratch *)scratch;
-    // The window (Q12) and the shift that puts the largest magnitude at the top, each stream's
-    // 480 samples 32 at a time: (sample * window) >> 12 truncated is the product's bits 12...27.
     int32_t shift[LANES];
-    for (int l = 0; l < LANES; l++) {
-        int16_t *row = s->rows[l];
-        __m512i largest = _mm512_setzero_si512();
-        for (int i = 0; i < 480; i += 32) {
-            __m512i a = _mm512_loadu_si512((const void *)(samples[l] + i)), w = _mm512_loadu_si512((const void *)(mf_window + i));
-            __m512i v = _mm512_or_si512(_mm512_slli_epi16(_mm512_mulhi_epi16(a, w), 4), _mm512_srli_epi16(_mm512_mullo_epi16(a, w), 12));
-            _mm512_storeu_si512((void *)(row + i), v);
-            // Magnitudes as the front end takes them: -32768 stays -32768, below every other.
-            largest = _mm512_max_epi16(largest, _mm512_abs_epi16(v));
-        }
-        int32_t top = _mm512_reduce_max_epi32(_mm512_max_epi32(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(largest)),
-                                                               _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(largest, 1))));
-        shift[l] = 15 - (int32_t)lane_bit_length((uint16_t)top);
-        __m128i count = _mm_cvtsi32_si128(shift[l]);
-        for (int i = 0; i < 480; i += 32) {
-            _mm512_storeu_si512((void *)(row + i), _mm512_sll_epi16(_mm512_loadu_si512((const void *)(row + i)), count));
-        }
-        _mm512_storeu_si512((void *)(row + 480), _mm512_setzero_si512());
-    }
+    for (int l = 0; l < LANES; l++) shift[l] = window_row(samples[l], s->rows[l]);
     __m512i *z = s->z;
     // Pairs (x[2m], x[2m + 1]) of each stream (one 32-bit word of its row), in digit-reversed
     // order: the rows transposed 16 words at a time.
     for (int b = 0; b < 16; b++) {
-        __m512i r[16], t[16], u[16];
+        __m512i r[16], c[16];
         for (int l = 0; l < 16; l++) r[l] = _mm512_loadu_si512((const void *)(s->rows[l] + 32 * b));
-        for (int i = 0; i < 16; i += 2) {
-            t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-            t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-        }
-        for (int g = 0; g < 16; g += 4) {
-            u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
-            u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
-            u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
-            u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
-        }
-        // u[4g + j], 128-bit lane k: rows 4g...4g + 3 at word 4k + j.
-        for (int j = 0; j < 4; j++) {
-            __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xDD);
-            __m512i v2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88), v3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xDD);
-            z[reverse4(16 * b + j)] = _mm512_shuffle_i32x4(v0, v2, 0x88);
-            z[reverse4(16 * b + 4 + j)] = _mm512_shuffle_i32x4(v1, v3, 0x88);
-            z[reverse4(16 * b + 8 + j)] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
-            z[reverse4(16 * b + 12 + j)] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
-        }
+        transpose16(r, c);
+        for (int j = 0; j < 16; j++) z[reverse4(16 * b + j)] = c[j];
     }
     for (int base = 0; base < 256; base += 4)
         pair_butterflies(z, base, 1, mf_stage1_t1r, mf_stage1_t1i, mf_stage1_t2r, mf_stage1_t2i, mf_stage1_t3r, mf_stage1_t3i);
@@ -427,9 +484,98 @@ static void lanes_avx512(const short *const *samples, unsigned *noise, unsigned 
         EACH CHANNEL(acc[l], shift[l], noise + c * LANES + l, smoothing, out[c * LANES + l]);
     }
 }
+
+// A 32-bit word's worth of memory read or written as such whatever it holds (two int16 values).
+typedef uint32_t __attribute__((may_alias)) pair_word;
+
+// earshot_microfrontend_frame with AVX-512: one stream's transform as int16 (re, im) pairs, 16
+// butterflies a vector. The first two stages read their operands 4 and 16 values apart, so the
+// values are laid out for each: for stage 1 by n mod 4, then for stage 2 by (n / 4) mod 4 and n
+// mod 4 (16 rows of 16 groups, transposed back to their order for stages 3 and 4, whose operands
+// lie side by side).
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+static void frame_avx512(const short *samples, unsigned *noise, unsigned short *out) {
+    int16_t x[512] __attribute__((aligned(64)));
+    int shift = window_row(samples, x);
+    // pairs[m] = (x[2m], x[2m + 1]), 16 a vector.
+    __m512i pairs[16];
+    for (int i = 0; i < 16; i++) pairs[i] = _mm512_load_si512((const void *)(x + 32 * i));
+    // Stage 1 (butterflies on n = 4g...4g + 3): value n = 4g + j of the digit-reversed order,
+    // pairs[reverse4(4g + j)] = pairs[64j + reverse3(g)], at v1[4j + g / 16] lane g mod 16. For
+    // g = 16a + 4e + d that is word 16d + 4e + a of block j: two of its vectors permuted together,
+    // twice, and blended.
+    __m512i v1[16];
+    for (int a = 0; a < 4; a++) {
+        // lane r = 4e + d takes word 4e + a of vector d: (d & 1) * 16 + 4e + a of the pair (d & 2).
+        __m512i index = _mm512_add_epi32(_mm512_set_epi32(28, 12, 28, 12, 24, 8, 24, 8, 20, 4, 20, 4, 16, 0, 16, 0), _mm512_set1_epi32(a));
+        for (int j = 0; j < 4; j++) v1[4 * j + a] = pick64(pairs + 4 * j, index, 0xCCCC);
+    }
+    {
+        __m512i w[6];
+        stage_twiddles(w, 0, mf_stage1_t1r, mf_stage1_t1i, mf_stage1_t2r, mf_stage1_t2i, mf_stage1_t3r, mf_stage1_t3i);
+        for (int b = 0; b < 4; b++) pair_butterfly(&v1[b], &v1[4 + b], &v1[8 + b], &v1[12 + b], w);
+    }
+    // Stage 2 (butterflies on 16h + k + 4j, j = 0...3): value 16h + 4j + k, which stage 1 left at
+    // word 4h + j of block k, at v2[4j + k] lane h: lane h takes word 4 (h mod 4) + j of vector h / 4.
+    __m512i v2[16];
+    for (int j = 0; j < 4; j++) {
+        __m512i index = _mm512_add_epi32(_mm512_set_epi32(28, 24, 20, 16, 12, 8, 4, 0, 28, 24, 20, 16, 12, 8, 4, 0), _mm512_set1_epi32(j));
+        for (int k = 0; k < 4; k++) v2[4 * j + k] = pick64(v1 + 4 * k, index, 0xFF00);
+    }
+    for (int k = 0; k < 4; k++) {
+        __m512i w[6];
+        stage_twiddles(w, k, mf_stage4_t1r, mf_stage4_t1i, mf_stage4_t2r, mf_stage4_t2i, mf_stage4_t3r, mf_stage4_t3i);
+        pair_butterfly(&v2[k], &v2[4 + k], &v2[8 + k], &v2[12 + k], w);
+    }
+    // Back to the natural order: row 4j + k, lane h -> z[16h + 4j + k].
+    __m512i z[16];
+    transpose16(v2, z);
+    for (int q = 0; q < 4; q++) {
+        __m512i w[6];
+        stage_twiddle_lanes(w, 0, mf_stage16_t1r, mf_stage16_t1i, mf_stage16_t2r, mf_stage16_t2i, mf_stage16_t3r, mf_stage16_t3i);
+        pair_butterfly(&z[4 * q], &z[4 * q + 1], &z[4 * q + 2], &z[4 * q + 3], w);
+    }
+    for (int c = 0; c < 4; c++) {
+        __m512i w[6];
+        stage_twiddle_lanes(w, 16 * c, mf_stage64_t1r, mf_stage64_t1i, mf_stage64_t2r, mf_stage64_t2i, mf_stage64_t3r, mf_stage64_t3i);
+        pair_butterfly(&z[c], &z[4 + c], &z[8 + c], &z[12 + c], w);
+    }
+    // The real split, bins 1...128 and 255...128 16 at a time.
+    pair_word natural[256] __attribute__((aligned(64)));
+    for (int i = 0; i < 16; i++) _mm512_store_si512((void *)(natural + 16 * i), z[i]);
+    pair_word bins[257 + 15] __attribute__((aligned(64)));
+    {
+        int32_t zr = (int16_t)(natural[0] & 0xFFFF), zi = (int16_t)(natural[0] >> 16);
+        int32_t dr = S16I(ROUND15(zr * 16383)), di = S16I(ROUND15(zi * 16383));
+        bins[0] = (uint16_t)S16(dr + di);
+        bins[256] = (uint16_t)S16(dr - di);
+    }
+    const __mmask32 odd = 0xAAAAAAAAu;
+    const __m512i reverse = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int c = 0; c < 8; c++) {
+        int k = 16 * c + 1;  // bins k...k + 15, and 256 - k down to 241 - k
+        __m512i p = pair_round(_mm512_loadu_si512((const void *)(natural + k)), 16383);
+        __m512i back = _mm512_permutexvar_epi32(reverse, _mm512_loadu_si512((const void *)(natural + 241 - k)));
+        __m512i q = pair_round(_mm512_mask_sub_epi16(back, odd, _mm512_setzero_si512(), back), 16383);
+        __m512i f1 = _mm512_add_epi16(p, q), f2 = _mm512_sub_epi16(p, q);
+        __m512i a, b;
+        twiddle_lanes(_mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(mf_split_r + k - 1))),
+                      _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(mf_split_i + k - 1))), &a, &b);
+        __m512i t = pair_twiddle_v(f2, a, b);
+        _mm512_storeu_si512((void *)(bins + k), half_sum(f1, t));
+        __m512i high = _mm512_mask_blend_epi16(odd, half_difference(f1, t), half_difference(t, f1));
+        _mm512_storeu_si512((void *)(bins + 241 - k), _mm512_permutexvar_epi32(reverse, high));
+    }
+    uint32_t energy[256] __attribute__((aligned(64)));
+    for (int f = 0; f < 256; f += 16) {
+        __m512i v = _mm512_loadu_si512((const void *)(bins + f));
+        _mm512_store_si512((void *)(energy + f), _mm512_madd_epi16(v, v));
+    }
+    channels(energy, shift, noise, out);
+}
 #endif
 
-int earshot_microfrontend_lanes_paths(void) {
+int earshot_microfrontend_paths(void) {
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512dq"))
@@ -450,7 +596,7 @@ long earshot_microfrontend_lanes_scratch(void) {
 
 void earshot_microfrontend_lanes_on(int path, const short *const *samples, unsigned *noise, unsigned short *out, void *scratch) {
 #if defined(__x86_64__)
-    if (path >= 1 && earshot_microfrontend_lanes_paths() > 1) {
+    if (path >= 1 && earshot_microfrontend_paths() > 1) {
         lanes_avx512(samples, noise, out, scratch);
         return;
     }
@@ -458,12 +604,31 @@ void earshot_microfrontend_lanes_on(int path, const short *const *samples, unsig
     lanes_portable(samples, noise, out, scratch);
 }
 
-void earshot_microfrontend_lanes(const short *const *samples, unsigned *noise, unsigned short *out, void *scratch) {
-    static int best = -1;  // earshot_microfrontend_lanes_paths() - 1, once known (the same from every thread)
+// The best path, earshot_microfrontend_paths() - 1 (once known; every thread finds the same).
+static int best_path(void) {
+    static int best = -1;
     int path = __atomic_load_n(&best, __ATOMIC_RELAXED);
     if (path < 0) {
-        path = earshot_microfrontend_lanes_paths() - 1;
+        path = earshot_microfrontend_paths() - 1;
         __atomic_store_n(&best, path, __ATOMIC_RELAXED);
     }
-    earshot_microfrontend_lanes_on(path, samples, noise, out, scratch);
+    return path;
+}
+
+void earshot_microfrontend_lanes(const short *const *samples, unsigned *noise, unsigned short *out, void *scratch) {
+    earshot_microfrontend_lanes_on(best_path(), samples, noise, out, scratch);
+}
+
+void earshot_microfrontend_frame_on(int path, const short *samples, unsigned *noise, unsigned short *out) {
+#if defined(__x86_64__)
+    if (path >= 1 && earshot_microfrontend_paths() > 1) {
+        frame_avx512(samples, noise, out);
+        return;
+    }
+#endif
+    frame_portable(samples, noise, out);
+}
+
+void earshot_microfrontend_frame(const short *samples, unsigned *noise, unsigned short *out) {
+    earshot_microfrontend_frame_on(best_path(), samples, noise, out);
 }

@@ -48,18 +48,25 @@ public enum MicroFrontend {
         earshot_microfrontend_lanes(samples, noise, out, scratch)
     }
 
-    /// How `frames(lanes:)` can run: portable vectorized C, or with AVX-512 (the transform in
-    /// 16-bit pairs, a third of the work); each gives the same values. It takes the best there is.
-    public enum LanesPath: Int32, CaseIterable, Sendable {
+    /// How `frame` and `frames(lanes:)` can run: portable vectorized C, or with AVX-512 (the
+    /// transform in 16-bit pairs, 16 butterflies or 16 streams a vector); each gives the same
+    /// values. They take the best there is.
+    public enum Path: Int32, CaseIterable, Sendable {
         case portable = 0, avx512 = 1
     }
 
     /// The paths this CPU has.
-    public static var lanesPaths: [LanesPath] { Array(LanesPath.allCases.prefix(Int(earshot_microfrontend_lanes_paths()))) }
+    public static var paths: [Path] { Array(Path.allCases.prefix(Int(earshot_microfrontend_paths()))) }
 
-    /// `frames(lanes:)` on `path` (one this CPU has: `lanesPaths`).
+    /// `frame` on `path` (one this CPU has: `paths`).
+    public static func frame(_ samples: UnsafePointer<Int16>, noise: UnsafeMutablePointer<UInt32>, into out: UnsafeMutablePointer<UInt16>,
+                             path: Path) {
+        earshot_microfrontend_frame_on(path.rawValue, samples, noise, out)
+    }
+
+    /// `frames(lanes:)` on `path` (one this CPU has: `paths`).
     public static func frames(lanes samples: UnsafePointer<UnsafePointer<Int16>?>, noise: UnsafeMutablePointer<UInt32>,
-                              into out: UnsafeMutablePointer<UInt16>, scratch: UnsafeMutableRawPointer, path: LanesPath) {
+                              into out: UnsafeMutablePointer<UInt16>, scratch: UnsafeMutableRawPointer, path: Path) {
         earshot_microfrontend_lanes_on(path.rawValue, samples, noise, out, scratch)
     }
 }

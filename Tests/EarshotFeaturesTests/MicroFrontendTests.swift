@@ -17,14 +17,18 @@ struct MicroFrontendTests {
     }
 
     /// Frames of `samples` as pymicro-features makes them: one per 160 new samples once 480 are in.
-    static func frames(_ samples: [Int16]) -> [UInt16] {
+    static func frames(_ samples: [Int16], path: MicroFrontend.Path? = nil) -> [UInt16] {
         var noise = [UInt32](repeating: 0, count: MicroFrontend.channels)
         var out: [UInt16] = []
         var frame = [UInt16](repeating: 0, count: MicroFrontend.channels)
         var start = 0
         while start + MicroFrontend.windowSamples <= samples.count {
             samples.withUnsafeBufferPointer { s in
-                MicroFrontend.frame(s.baseAddress! + start, noise: &noise, into: &frame)
+                if let path {
+                    MicroFrontend.frame(s.baseAddress! + start, noise: &noise, into: &frame, path: path)
+                } else {
+                    MicroFrontend.frame(s.baseAddress! + start, noise: &noise, into: &frame)
+                }
             }
             out += frame
             start += MicroFrontend.stepSamples
@@ -32,21 +36,24 @@ struct MicroFrontendTests {
         return out
     }
 
-    @Test("Edge signals: silence, full-scale square and sine, noise, tiny noise, a jump in level, a chirp",
+    @Test("Edge signals: silence, full-scale square and sine, noise, tiny noise, a jump in level, a chirp (each path the CPU has)",
           arguments: ["silence", "square", "sine", "noise", "tiny", "jump", "chirp"])
     func edges(_ name: String) throws {
         let folder = Repo.path("Tests/EarshotFeaturesTests/Goldens/microfrontend")
         let samples = try Self.littleEndian("\(folder)/\(name).s16", as: Int16.self)
         let expected = try Self.littleEndian("\(folder)/\(name).u16", as: UInt16.self)
-        let got = Self.frames(samples)
-        #expect(got.count == expected.count && expected.count == 98 * 40)
-        let differing = zip(got, expected).filter { $0 != $1 }.count
-        #expect(differing == 0, "\(name): \(differing) of \(expected.count) values differ")
+        #expect(expected.count == 98 * 40)
+        for path in MicroFrontend.paths {  // each path the CPU has
+            let got = Self.frames(samples, path: path)
+            #expect(got.count == expected.count)
+            let differing = zip(got, expected).filter { $0 != $1 }.count
+            #expect(differing == 0, "\(name) on \(path): \(differing) of \(expected.count) values differ")
+        }
     }
 
     @Test("Sixteen streams at once (one per vector lane), on each path the CPU has: each the edge signal's reference, or the recording's frames alone, bit for bit",
-          arguments: MicroFrontend.lanesPaths)
-    func lanes(_ path: MicroFrontend.LanesPath) throws {
+          arguments: MicroFrontend.paths)
+    func lanes(_ path: MicroFrontend.Path) throws {
         let folder = Repo.path("Tests/EarshotFeaturesTests/Goldens/microfrontend")
         let names = ["silence", "square", "sine", "noise", "tiny", "jump", "chirp"]
         var signals = try names.map { try Self.littleEndian("\(folder)/\($0).s16", as: Int16.self) }
@@ -82,16 +89,19 @@ struct MicroFrontendTests {
         }
     }
 
-    @Test("A recording of speech and wake phrases: the features microWakeWord's reference run took")
+    @Test("A recording of speech and wake phrases: the features microWakeWord's reference run took (each path the CPU has)")
     func recording() throws {
         let goldens = Repo.path("Tests/EarshotTests/Goldens/microwakeword")
         let (audio, rate) = try AudioFile.readMono(path: goldens + "/wake-words.wav")
         #expect(rate == 16000)
         let samples = audio.map { Int16(($0 * 32768).rounded()) }
         let expected = try Reference.float32(goldens + "/features.f32")
-        let got = Self.frames(samples).map { Float($0) * MicroFrontend.featureScale }
-        #expect(got.count == expected.count && expected.count > 60_000)
-        let differing = zip(got, expected).filter { $0 != $1 }.count
-        #expect(differing == 0, "\(differing) of \(expected.count) values differ")
+        #expect(expected.count > 60_000)
+        for path in MicroFrontend.paths {  // each path the CPU has
+            let got = Self.frames(samples, path: path).map { Float($0) * MicroFrontend.featureScale }
+            #expect(got.count == expected.count)
+            let differing = zip(got, expected).filter { $0 != $1 }.count
+            #expect(differing == 0, "on \(path): \(differing) of \(expected.count) values differ")
+        }
     }
 }

@@ -158,10 +158,11 @@ void earshot_microfrontend_frame(const short *samples, unsigned *noise, unsigned
 // scratch: earshot_microfrontend_lanes_scratch() bytes, 64-byte aligned.
 void earshot_microfrontend_lanes(const short *const *samples, unsigned *noise, unsigned short *out, void *scratch);
 long earshot_microfrontend_lanes_scratch(void);
-// The paths earshot_microfrontend_lanes can take here: 1 (portable vectorized C) or 2 (also
-// AVX-512, the transform in 16-bit pairs); it takes the best. earshot_microfrontend_lanes_on runs
-// path 0 (portable) or 1 (AVX-512, where the CPU has it), each giving the same values.
-int earshot_microfrontend_lanes_paths(void);
+// The paths the front end can take here: 1 (portable vectorized C) or 2 (also AVX-512, the
+// transform in 16-bit pairs); earshot_microfrontend_frame and _lanes take the best. The _on
+// functions run path 0 (portable) or 1 (AVX-512, where the CPU has it), each giving the same values.
+int earshot_microfrontend_paths(void);
+void earshot_microfrontend_frame_on(int path, const short *samples, unsigned *noise, unsigned short *out);
 void earshot_microfrontend_lanes_on(int path, const short *const *samples, unsigned *noise, unsigned short *out, void *scratch);
 // Audio in [-1, 1] as int16: x * 32768 rounded to the nearest (halves to even) and clamped.
 void earshot_pcm16(const float *x, long n, short *out);
