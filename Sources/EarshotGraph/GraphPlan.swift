@@ -69,6 +69,15 @@ public struct GraphPlan: Sendable {
 
     let inputRefs: [Ref]
     let outputRefs: [Ref]
+    /// An output that a Where chooses whole from X or Y (`SelectStep.choosesWhole`), which no
+    /// other step reads: the Where does not run, and the output is read from X or Y as it is stored
+    /// (a microWakeWord model's states, gated on the front end's first step, are not copied).
+    struct Chosen: Sendable {
+        let condition: SelectStep.Condition
+        let x, y: Ref
+    }
+    /// Per output, its choice (nil: read where it lies).
+    let chosen: [Chosen?]
     let steps: [any Step]
     /// The steps as they are run (see `StepRunner`), and the same unretained.
     let runners: [StepRunner]
@@ -102,7 +111,7 @@ public struct GraphPlan: Sendable {
         kernels = builder.kernels
         inputRefs = builder.inputRefs
         outputRefs = builder.outputRefs
-        steps = builder.steps
+        (chosen, steps) = Self.chooseOutputs(builder.steps, outputs: builder.outputRefs, inputs: builder.inputRefs)
         runners = steps.map { $0.runner() }
         unretained = runners.map { Unmanaged.passUnretained($0) }
         cannotFail = !steps.contains { $0 is ReferenceStep }
@@ -111,6 +120,33 @@ public struct GraphPlan: Sendable {
         shared = builder.shared
         self.opset = opset
         if verify { try check(nodes: nodes, constants: constants) }
+    }
+
+    /// The outputs that a Where chooses whole, and the steps without those Wheres. A Where is left
+    /// out only if no other step reads its output, no later step writes what it reads, its output
+    /// is no other output's place and no input's.
+    static func chooseOutputs(_ steps: [any Step], outputs: [Ref], inputs: [Ref]) -> ([Chosen?], [any Step]) {
+        var chosen = [Chosen?](repeating: nil, count: outputs.count)
+        var dropped = Set<Int>()
+        for (j, ref) in outputs.enumerated() {
+            guard let k = steps.lastIndex(where: { $0.writes.contains { $0.overlaps(ref) } }), let select = steps[k] as? SelectStep,
+                  select.choosesWhole, select.out == ref else { continue }
+            let readElsewhere = steps.indices.contains { $0 != k && steps[$0].reads.contains { $0.overlaps(ref) } }
+            let overwritten = steps[(k + 1)...].contains { later in later.writes.contains { w in select.reads.contains { w.overlaps($0) } } }
+            let shared = outputs.indices.contains { $0 != j && outputs[$0].overlaps(ref) } || inputs.contains { $0.overlaps(ref) }
+            guard !readElsewhere, !overwritten, !shared else { continue }
+            chosen[j] = Chosen(condition: select.condition, x: select.x, y: select.y)
+            dropped.insert(k)
+        }
+        return (chosen, steps.indices.filter { !dropped.contains($0) }.map { steps[$0] })
+    }
+
+    /// Output j of arena b, as `store` is given it: where it lies, or the X or Y its Where chose.
+    @inline(__always)
+    private func output(_ j: Int, _ b: Int, _ arena: (Int, Ref) -> UnsafeMutableBufferPointer<Float>) -> UnsafeBufferPointer<Float> {
+        guard let c = chosen[j] else { return UnsafeBufferPointer(arena(b, outputRefs[j])) }
+        let holds = c.condition.kind.holds(arena(b, c.condition.a)[0], arena(b, c.condition.b)[0])
+        return UnsafeBufferPointer(arena(b, holds ? c.x : c.y))
     }
 
     /// Runs `streams` streams one step. `load(stream, input, buffer)` fills input `input` of
@@ -127,7 +163,7 @@ public struct GraphPlan: Sendable {
                     }
                     try runSteps(where: { _ in true }, context(0, streams))
                     for b in 0..<streams {
-                        for j in outputs.indices { store(b, j, UnsafeBufferPointer(arena(b, outputs[j]))) }
+                        for j in outputs.indices { store(b, j, output(j, b, arena)) }
                     }
                 }
             }
@@ -179,7 +215,7 @@ public struct GraphPlan: Sendable {
             for b in 0..<count {
                 for (i, ref) in inputRefs.enumerated() where split.carried.contains(i) { load(b, i, arena(b, ref)) }
                 try runSteps(where: { split.dependent[$0] }, one(b, 1))
-                for (j, ref) in outputRefs.enumerated() { store(b, j, UnsafeBufferPointer(arena(b, ref))) }
+                for j in outputRefs.indices { store(b, j, output(j, b, arena)) }
             }
         }
     }

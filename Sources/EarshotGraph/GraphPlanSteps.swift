@@ -460,6 +460,12 @@ struct SelectStep: Step {
     var reads: [GraphPlan.Ref] { [condition.a, condition.b, x, y] }
     var writes: [GraphPlan.Ref] { [out] }
 
+    /// Whether it copies X or Y whole (one condition value a stream; X, Y and the output of one
+    /// shape): then what it writes can be read from X or Y instead.
+    var choosesWhole: Bool {
+        condition.a.count == 1 && condition.b.count == 1 && mapX == nil && mapY == nil && x.count == out.count && y.count == out.count
+    }
+
     func run(_ c: Context) {
         let n = out.count
         let single = condition.a.count == 1 && condition.b.count == 1
