@@ -530,10 +530,10 @@ static void frame_avx512(const short *samples, unsigned *noise, unsigned short *
     // Back to the natural order: row 4j + k, lane h -> z[16h + 4j + k].
     __m512i z[16];
     transpose16(v2, z);
-    for (int q = 0; q < 4; q++) {
-        __m512i w[6];
+    {
+        __m512i w[6];  // the same 16 twiddles for each of the four groups
         stage_twiddle_lanes(w, 0, mf_stage16_t1r, mf_stage16_t1i, mf_stage16_t2r, mf_stage16_t2i, mf_stage16_t3r, mf_stage16_t3i);
-        pair_butterfly(&z[4 * q], &z[4 * q + 1], &z[4 * q + 2], &z[4 * q + 3], w);
+        for (int q = 0; q < 4; q++) pair_butterfly(&z[4 * q], &z[4 * q + 1], &z[4 * q + 2], &z[4 * q + 3], w);
     }
     for (int c = 0; c < 4; c++) {
         __m512i w[6];

@@ -8,6 +8,9 @@ public enum IntegerRanges {
     /// The int8 range.
     static let int8: ClosedRange<Int64> = -128...127
 
+    /// Whether a float is an int8 value: a whole number in -128...127.
+    public static func isInt8(_ v: Float) -> Bool { v.rounded() == v && -128 <= v && v <= 127 }
+
     /// Per state (`states[i]`: its input and output tensors, its first values), whether it holds
     /// int8 values at every step. By induction: its first values are int8, and when every state
     /// so marked holds int8 values at the start of a step, its output does too, as the ops
@@ -15,7 +18,7 @@ public enum IntegerRanges {
     /// [min, max], ops that move values keep their inputs' values, Where picks one of two).
     public static func int8States(nodes: [GraphNode], constants: [String: GraphTensor],
                                   states: [(input: String, output: String, initial: [Float])]) -> [Bool] {
-        var marked = states.map { s in s.initial.allSatisfy { (v: Float) -> Bool in v.rounded() == v && -128 <= v && v <= 127 } }
+        var marked = states.map { s in s.initial.allSatisfy(isInt8) }
         while true {
             var ranges: [String: ClosedRange<Int64>] = [:]
             for (s, m) in zip(states, marked) where m { ranges[s.input] = int8 }

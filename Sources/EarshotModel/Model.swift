@@ -276,7 +276,7 @@ public final class Model: Sendable {
             // Version 2 kept every state tensor as floats: the int8 ones become codes.
             let floats = state.carry
             guard let graph, graph.stateCoded.indices.allSatisfy({ i in
-                !graph.stateCoded[i] || floats[graph.stateOffsets[i]..<(graph.stateOffsets[i] + graph.stateSizes[i])].allSatisfy { $0 == $0.rounded() && (-128...127).contains($0) }
+                !graph.stateCoded[i] || floats[graph.stateOffsets[i]..<(graph.stateOffsets[i] + graph.stateSizes[i])].allSatisfy(IntegerRanges.isInt8)
             }) else {
                 throw .stateFormat(reason: "an int8 state tensor holds a value that is not a whole number in -128...127")
             }

@@ -110,9 +110,14 @@ extension Model {
 
     /// A graph's audio input: the context, then the block.
     static func fill(_ buffer: UnsafeMutableBufferPointer<Float>, _ context: [Float], _ block: [Float]) {
+        context.withUnsafeBufferPointer { c in block.withUnsafeBufferPointer { b in fill(buffer, c, b) } }
+    }
+
+    /// The same from the values where they lie.
+    static func fill(_ buffer: UnsafeMutableBufferPointer<Float>, _ context: UnsafeBufferPointer<Float>, _ block: UnsafeBufferPointer<Float>) {
         guard let start = buffer.baseAddress else { return }
-        context.withUnsafeBufferPointer { if let p = $0.baseAddress { start.update(from: p, count: context.count) } }
-        block.withUnsafeBufferPointer { if let p = $0.baseAddress { (start + context.count).update(from: p, count: block.count) } }
+        if let p = context.baseAddress { start.update(from: p, count: context.count) }
+        if let p = block.baseAddress { (start + context.count).update(from: p, count: block.count) }
     }
 
     /// The layers from `first` on, for consecutive blocks of one stream already through the

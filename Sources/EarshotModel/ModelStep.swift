@@ -161,10 +161,7 @@ extension Model {
 
     /// A graph's audio input: the stream's context, then `block` (both read in place).
     static func fill(_ buffer: UnsafeMutableBufferPointer<Float>, context state: inout ModelState, block: UnsafePointer<[Float]>) {
-        guard let start = buffer.baseAddress else { return }
-        let c = state.context.count
-        state.context.withUnsafeBufferPointer { if let p = $0.baseAddress { start.update(from: p, count: c) } }
-        block.pointee.withUnsafeBufferPointer { if let p = $0.baseAddress { (start + c).update(from: p, count: $0.count) } }
+        state.context.withUnsafeBufferPointer { c in block.pointee.withUnsafeBufferPointer { b in fill(buffer, c, b) } }
     }
 
     /// A graph's new values of state tensor i, written where a stream keeps it.
