@@ -1,44 +1,45 @@
 import CFFTW
 
-/// How FFTW chooses a transform's algorithm. `measure` times candidates and keeps the fastest
-/// (about 1.6x faster here), so two processes may pick different algorithms and differ in the
-/// last bits; `estimate` picks by a fixed rule: the same bits in every run (training uses it so
-/// that a seed reproduces a model).
+/// How FFTW chooses a transform's algorithm. `estimate` (the default) picks by a fixed rule: the
+/// same bits in every process on a CPU, so `label`, a worker, a server and a state restored in
+/// another process all compute the same values. `measure` times candidates and keeps the fastest
+/// (up to about 1.6x faster for the transform alone), so two processes may pick different
+/// algorithms and differ in the last bits; it is for callers that never compare across processes.
 public enum FFTPlanning: String, Sendable {
     case measure, estimate
 }
 
-/// FFTW plans for real-to-complex transforms, one per size, made once and shared by every
-/// transform of that size for the life of the process. FFTW's planner is not thread-safe, so
-/// every planner call goes through one lock; executing a plan on new arrays
-/// (`fftwf_execute_dft_r2c`) is thread-safe.
+/// FFTW plans for real-to-complex transforms, one per size and planning, made once and shared by
+/// every transform for the life of the process. FFTW's planner is not thread-safe, so every
+/// planner call in the process goes through this one lock (each transform type planning under a
+/// lock of its own once let a measured plan run beside an estimated one and hand it its wisdom:
+/// a process whose estimated plan differed from every other process's); executing a plan on new
+/// arrays (`fftwf_execute_dft_r2c`) is thread-safe.
 enum FFTPlanCache {
     /// Plans are immutable once made; the pointer values are only read after creation.
     private struct Plan: @unchecked Sendable { let pointer: OpaquePointer }
     private struct Key: Hashable { let size: Int, planning: FFTPlanning }
     private static let plans = Locked<[Key: Plan]>([:])
 
-    static func plan(size: Int, planning: FFTPlanning) throws(FeatureError) -> OpaquePointer {
-        let key = Key(size: size, planning: planning)
-        let result: Result<OpaquePointer, FeatureError> = plans.withLock { plans in
-            if let plan = plans[key] { return .success(plan.pointer) }
+    /// The plan of `size` points, planned on FFTW's own aligned arrays (so its SIMD codelets
+    /// serve, and arrays given to it must be aligned as fftwf_malloc aligns), or nil when FFTW
+    /// cannot plan it.
+    static func plan(size: Int, planning: FFTPlanning) -> OpaquePointer? {
+        plans.withLock { plans -> OpaquePointer? in
+            let key = Key(size: size, planning: planning)
+            if let plan = plans[key] { return plan.pointer }
             // Plan with scratch arrays: FFTW_MEASURE overwrites them while it times candidates.
-            guard let input = fftwf_alloc_real(size), let output = fftwf_alloc_complex(size / 2 + 1) else {
-                return .failure(.fftPlanFailed(size: size))
-            }
+            guard let input = fftwf_alloc_real(size), let output = fftwf_alloc_complex(size / 2 + 1) else { return nil }
             defer { fftwf_free(input); fftwf_free(output) }
             // The planner reuses what earlier measured plans of this size learnt ("wisdom"), so
             // an estimated plan would inherit a measurement; forget it first. Plans already made
             // keep working.
             if planning == .estimate { fftwf_forget_wisdom() }
             let flags = planning == .measure ? FFTW_MEASURE : FFTW_ESTIMATE
-            guard let plan = fftwf_plan_dft_r2c_1d(Int32(size), input, output, UInt32(flags)) else {
-                return .failure(.fftPlanFailed(size: size))
-            }
+            guard let plan = fftwf_plan_dft_r2c_1d(Int32(size), input, output, UInt32(flags)) else { return nil }
             plans[key] = Plan(pointer: plan)
-            return .success(plan)
+            return plan
         }
-        return try result.get()
     }
 }
 
@@ -53,11 +54,12 @@ final class RealFFT {
     /// [size / 2 + 1] complex output as (re, im) pairs.
     let output: UnsafeMutablePointer<fftwf_complex>
 
-    init(size: Int, planning: FFTPlanning = .measure) throws(FeatureError) {
+    init(size: Int, planning: FFTPlanning = .estimate) throws(FeatureError) {
         guard size >= 2 else { throw .invalidParameter(name: "nFFT", value: "\(size)", expected: ">= 2") }
+        guard let plan = FFTPlanCache.plan(size: size, planning: planning) else { throw .fftPlanFailed(size: size) }
         self.size = size
         self.binCount = size / 2 + 1
-        self.plan = try FFTPlanCache.plan(size: size, planning: planning)
+        self.plan = plan
         (input, output) = Self.allocateArrays(size: size)
     }
 
@@ -93,35 +95,23 @@ final class RealFFT {
 }
 
 /// A real FFT of one size for callers that keep their own buffers, which must start on 64-byte
-/// boundaries (planned on FFTW's own aligned arrays, so its SIMD codelets serve; planned by
-/// estimate: the same bits in every process). Sendable: the plan is immutable once made, and
-/// FFTW's new-array execute is thread-safe.
+/// boundaries (the estimated plan of `FFTPlanCache`: the same bits in every process). Sendable:
+/// the plan is immutable once made, and FFTW's new-array execute is thread-safe.
 package struct AlignedRealFFT: @unchecked Sendable {
     package let size: Int
     private let plan: OpaquePointer
-    private static let plans = Locked<[Int: AlignedRealFFT]>([:])
     /// The alignment, in floats, the arrays given to `execute` must have.
     package static let alignment = 16
+
+    /// The transform of `size` points (planned once per size, under the planner's lock).
+    package static func make(size: Int) -> AlignedRealFFT? {
+        guard size >= 2, size <= 1 << 24, let plan = FFTPlanCache.plan(size: size, planning: .estimate) else { return nil }
+        return AlignedRealFFT(size: size, plan: plan)
+    }
 
     private init(size: Int, plan: OpaquePointer) {
         self.size = size
         self.plan = plan
-    }
-
-    /// The transform of `size` points (made once per size, under the planner's lock).
-    package static func make(size: Int) -> AlignedRealFFT? {
-        guard size >= 2, size <= 1 << 24 else { return nil }
-        return plans.withLock { plans -> AlignedRealFFT? in
-            if let fft = plans[size] { return fft }
-            guard let input = fftwf_alloc_real(size), let output = fftwf_alloc_complex(size / 2 + 1) else { return nil }
-            defer { fftwf_free(input); fftwf_free(output) }
-            // As FFTPlanCache: an estimated plan must not inherit measured wisdom.
-            fftwf_forget_wisdom()
-            guard let plan = fftwf_plan_dft_r2c_1d(Int32(size), input, output, UInt32(FFTW_ESTIMATE)) else { return nil }
-            let fft = AlignedRealFFT(size: size, plan: plan)
-            plans[size] = fft
-            return fft
-        }
     }
 
     /// `input` [size] to `output` [size / 2 + 1] complex values as (re, im) pairs, both 64-byte

@@ -22,7 +22,7 @@ package final class SpectrumAnalyzer {
 
     /// An analyzer with a window computed before (`paddedWindow` of one with this configuration),
     /// so that making one costs only its FFT arrays.
-    package init(config: STFTConfig, paddedWindow: [Float], planning: FFTPlanning = .measure) throws(FeatureError) {
+    package init(config: STFTConfig, paddedWindow: [Float], planning: FFTPlanning = .estimate) throws(FeatureError) {
         try config.validate()
         guard paddedWindow.count == config.nFFT else {
             throw .invalidParameter(name: "window", value: "\(paddedWindow.count) values", expected: "\(config.nFFT) (nFFT)")

@@ -84,7 +84,7 @@ public final class Model: Sendable {
 
     /// A model from a manifest and tensors in memory, checked as a package on disk is.
     public convenience init(manifest: ModelManifest, tensors: [String: Tensor], name path: String = "(in memory)",
-                            fftPlanning: FFTPlanning = .measure) throws(ModelError) {
+                            fftPlanning: FFTPlanning = .estimate) throws(ModelError) {
         let data = SafeTensors.serialize(tensors)
         try self.init(manifest: manifest, tensors: tensors, path: path, contentHash: SafeTensors.contentHash(data), weightsBytes: data.count,
                       fftPlanning: fftPlanning)
@@ -130,7 +130,7 @@ public final class Model: Sendable {
     }
 
     init(manifest: ModelManifest, tensors: [String: Tensor], path: String, contentHash: String, weightsBytes: Int,
-         fftPlanning: FFTPlanning = .measure) throws(ModelError) {
+         fftPlanning: FFTPlanning = .estimate) throws(ModelError) {
         self.fftPlanning = fftPlanning
         guard manifest.format == ModelManifest.format, manifest.formatVersion == ModelManifest.formatVersion else {
             throw .unsupportedFormat(path: path, found: "\(manifest.format) v\(manifest.formatVersion)",

@@ -45,7 +45,7 @@ struct StreamCheck: Sendable {
 
     func score(_ manifest: ModelManifest, _ tensors: [String: Tensor]) throws(TrainingError) -> StreamScore {
         do {
-            let model = try Model(manifest: manifest, tensors: tensors, fftPlanning: .estimate)
+            let model = try Model(manifest: manifest, tensors: tensors)
             let e = try DetectionEvaluation.evaluate(model: model, audio: audio, sampleRate: rate, words: words, ignoring: ignoring)
             return StreamScore(words: e.keywordCount, hits: e.hits, falseAlarms: e.falseAlarms, falseAlarmsPerHour: e.falseAlarmsPerHour)
         } catch {

@@ -319,7 +319,7 @@ extension EmbeddingFrontEnd {
     public static func openWakeWord(melspectrogram: String, embedding: String) throws -> EmbeddingFrontEnd {
         let frontEnd = try OpenWakeWordImporter.FrontEnd(melspectrogram: melspectrogram, embedding: embedding)
         let (manifest, tensors) = frontEnd.embeddingPackage()
-        let model = try Model(manifest: manifest, tensors: tensors, fftPlanning: .estimate)
+        let model = try Model(manifest: manifest, tensors: tensors)
         return EmbeddingFrontEnd(name: "openwakeword", model: model, window: OpenWakeWordImporter.FrontEnd.window) { head, headTensors in
             frontEnd.package(head: head, tensors: headTensors, options: OnnxImporter.Options(),
                              source: "earshot train --embedding openwakeword")

@@ -68,7 +68,7 @@ struct FeatureRecipe: Sendable, Equatable {
         let manifest = ModelManifest(format: ModelManifest.format, formatVersion: ModelManifest.formatVersion, name: "features",
                                      audio: audio, frontEnd: frontEnd, network: specs,
                                      outputs: .init(activation: .none, reduceTime: .last, labels: (0..<melCount).map { "mel\($0)" }))
-        do { return try Model(manifest: manifest, tensors: tensors, fftPlanning: .estimate) } catch {
+        do { return try Model(manifest: manifest, tensors: tensors) } catch {
             throw .model(reason: "features: \(error)")
         }
     }

@@ -2,6 +2,8 @@ import EarshotTestSupport
 import Foundation
 import Testing
 
+import Earshot
+
 @Suite("Output formats: scores as CSV, RTTM ids, Audacity labels, feature dumps, the JSON lines' schema")
 struct OutputFormatTests {
     @Test("--scores -f csv is the table of step scores, the same numbers as jsonl; formats that cannot carry scores refuse them")
@@ -49,7 +51,7 @@ struct OutputFormatTests {
         #expect(single.out.split(separator: "\n").allSatisfy { $0.hasSuffix("\tspeech") })
     }
 
-    @Test("features --dump writes every frame: a .npy of [frames][mels] whose means are the summary's, and the same numbers as CSV")
+    @Test("features --dump writes every frame: a .npy of [frames][mels] whose means are the summary's, bit for bit what the library computes in another process, and the same numbers as CSV")
     func featureDump() throws {
         let npyPath = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-dump-\(getpid()).npy").path
         defer { try? FileManager.default.removeItem(atPath: npyPath) }
@@ -69,6 +71,12 @@ struct OutputFormatTests {
             let mean = (0..<frames).map { Double(values[$0 * 64 + m]) }.reduce(0, +) / Double(frames)
             #expect(abs(mean - means[m]) < 1e-3, "mel \(m)")
         }
+        // The same bits as this process computes: FFT plans are made by estimate, the same in
+        // every process.
+        var here: [Float] = []
+        _ = try FileFeatures(config: .logMel(sampleRate: 16000, nFFT: 512, hopLength: 160, melCount: 64))
+            .run(path: Repo.path("AudioSamples/speech-8k.wav")) { m in for t in 0..<m.frameCount { here += m[frame: t] } }
+        #expect(here == values)
         let csv = try runEarshot(["features", "AudioSamples/speech-8k.wav", "--dump", "-"])
         let rows = csv.out.split(separator: "\n")
         #expect(rows.count == frames + 1 && rows[0].hasPrefix("f0,f1,"))

@@ -131,7 +131,7 @@ struct DetectionTests {
         #expect(scores.allSatisfy { $0.hits - $0.falseAlarms <= kept.hits - kept.falseAlarms })
         #expect(kept.hits >= 6 && Set(scores.map(\.hits)).count > 1, "the stream tells epochs apart")
         // The package written is that epoch's: run over the stream again, the same score.
-        let model = try Model(manifest: trained.manifest, tensors: trained.tensors, fftPlanning: .estimate)
+        let model = try Model(manifest: trained.manifest, tensors: trained.tensors)
         let e = try DetectionEvaluation.evaluate(model: model, audio: audio, sampleRate: 8000,
                                                  words: try DetectionEvaluation.words(csv: root + "/stream.truth.csv"), ignoring: ["quiet", "_unknown_"])
         print("validation stream: per epoch \(scores.map { "\($0.hits)/\($0.falseAlarms)" }), kept \(kept.hits)/\(kept.falseAlarms)")
