@@ -97,11 +97,13 @@ static inline __attribute__((always_inline)) void real_fft(const int16_t *x, int
 static inline __attribute__((always_inline)) uint32_t lane_bit_length(uint32_t x) { return x ? 32 - __builtin_clz(x | 1) : 0; }
 
 // One channel after the filterbank, as selections (so that it vectorizes over streams or over
-// channels): the square root of its energy ACC rounded to the nearest (floor(sqrt) corrected by
-// one either way; below 2^32 it never passes 0xFFFF), shifted back by SHIFT; noise reduction on
-// the estimate at ESTIMATE (smoothing SMOOTHING); PCAN's gain (the gain table's interpolation);
-// the shrink; and the front end's fixed-point log, into OUT.
-#define CHANNEL(ACC, SHIFT, ESTIMATE, SMOOTHING, OUT) do {                                                     \
+// channels), in three parts around the two table lookups (so that a path may look them up a
+// vector at a time). CHANNEL_NOISE: the square root of the energy ACC rounded to the nearest
+// (floor(sqrt) corrected by one either way; below 2^32 it never passes 0xFFFF), shifted back by
+// SHIFT; noise reduction on the estimate at ESTIMATE (smoothing SMOOTHING), into V; the noise
+// estimate into G and the gain table's row for it into ROW (0 for G <= 2, else G's bit length:
+// row r holds mf_gain_pairs[4 r - 6] and [4 r - 5]).
+#define CHANNEL_NOISE(ACC, SHIFT, ESTIMATE, SMOOTHING, V, G, ROW) do {                                         \
     uint64_t n = (ACC);                                                                                        \
     uint64_t r = (uint64_t)sqrt((double)n);                                                                    \
     r = r > 0 && r * r > n ? r - 1 : r;                                                                        \
@@ -115,37 +117,55 @@ static inline __attribute__((always_inline)) uint32_t lane_bit_length(uint32_t x
     uint32_t low = *estimate < up ? *estimate : up;                                                            \
     uint32_t floor_ = (uint32_t)(((uint64_t)signal * 819) >> 14);                                              \
     uint32_t v = (up - low) >> 10;                                                                             \
-    v = v < floor_ ? floor_ : v;                                                                               \
-    /* PCAN's gain. */                                                                                         \
+    (V) = v < floor_ ? floor_ : v;                                                                             \
     uint32_t g = *estimate;                                                                                    \
-    int32_t interval = (int32_t)lane_bit_length(g), base = 4 * interval - 6;                                   \
-    base = g <= 2 ? 0 : base;                                                                                  \
+    (G) = g;                                                                                                   \
+    (ROW) = g <= 2 ? 0 : lane_bit_length(g);                                                                   \
+    } while (0)
+// CHANNEL_GAIN: PCAN's gain (the interpolation of the gain table's pairs PAIR0, PAIR1 of G's row)
+// on V, the shrink, and the log's first part: into U, the exponent I, the fraction FR and the log
+// table's segment SEG.
+#define CHANNEL_GAIN(V, G, PAIR0, PAIR1, U, I, FR, SEG) do {                                                   \
+    uint32_t g = (G);                                                                                          \
+    int32_t interval = (int32_t)lane_bit_length(g);                                                            \
     uint32_t frac = (interval < 11 ? g << ((11 - interval) & 31) : g >> ((interval - 11) & 31)) & 0x3FF;       \
-    int32_t pair0 = mf_gain_pairs[base], pair1 = mf_gain_pairs[base + 1]; /* gain[base...base + 2] */           \
+    int32_t pair0 = (PAIR0), pair1 = (PAIR1); /* gain[base...base + 2] */                                      \
     int32_t gain0 = (int16_t)(pair0 & 0xFFFF), gain1 = pair0 >> 16, gain2 = pair1 >> 16;                       \
     int32_t gr = (gain2 * (int32_t)frac) >> 5;                                                                 \
     gr = (int32_t)((uint32_t)gr + (uint32_t)(gain1 * 32));                                                     \
     gr = (int32_t)((uint32_t)gr * frac);                                                                       \
     gr = (int32_t)((uint32_t)gr + 16384u) >> 15;                                                               \
-    /* g <= 2: base is 0, and gain[g] is one of the three. */                                                 \
+    /* g <= 2: the row is 0 (base 0), and gain[g] is one of the three. */                                     \
     int32_t small = g == 0 ? gain0 : (g == 1 ? gain1 : gain2);                                                 \
     int16_t gain16 = g <= 2 ? (int16_t)small : S16((uint32_t)gr + (uint32_t)gain0);                            \
     uint32_t gain = (uint32_t)(int32_t)gain16;                                                                 \
-    uint32_t snr = (uint32_t)(((uint64_t)v * gain) >> 6);                                                      \
-    v = snr < 8192 ? (snr * snr) >> 20 : (snr >> 6) - 64;                                                      \
+    uint32_t snr = (uint32_t)(((uint64_t)(V) * gain) >> 6);                                                    \
+    uint32_t w = snr < 8192 ? (snr * snr) >> 20 : (snr >> 6) - 64;                                             \
     /* The fixed-point log. */                                                                                \
-    uint32_t u = v << 3, uu = u <= 1 ? 2 : u; /* u <= 1 logs to 0; uu keeps unused lookups in the table */     \
+    uint32_t u = w << 3, uu = u <= 1 ? 2 : u; /* u <= 1 logs to 0; uu keeps unused lookups in the table */     \
     int32_t i = (int32_t)lane_bit_length(uu) - 1;                                                              \
     int32_t fr = (int32_t)(uu - (1u << i));                                                                    \
     fr = i < 16 ? (int32_t)((uint32_t)fr << ((16 - i) & 31)) : fr >> ((i - 16) & 31);                          \
-    int seg = fr >> 9;                                                                                         \
-    int32_t logs = mf_log_pairs[seg], c0 = logs & 0xFFFF, c1 = logs >> 16;                                     \
-    fr = (int32_t)((uint32_t)fr + (uint32_t)c0 + (uint32_t)(((c1 - c0) * (fr - 512 * seg)) >> 16));            \
-    uint32_t log2 = ((uint32_t)i << 16) + (uint32_t)fr;                                                        \
+    (U) = u; (I) = i; (FR) = fr; (SEG) = fr >> 9;                                                              \
+    } while (0)
+// CHANNEL_LOG: the log's interpolation in segment SEG (LOGS its pair of table values), scaled,
+// into OUT.
+#define CHANNEL_LOG(U, I, FR, SEG, LOGS, OUT) do {                                                             \
+    int32_t logs = (LOGS), c0 = logs & 0xFFFF, c1 = logs >> 16, fr = (FR);                                     \
+    fr = (int32_t)((uint32_t)fr + (uint32_t)c0 + (uint32_t)(((c1 - c0) * (fr - 512 * (SEG))) >> 16));          \
+    uint32_t log2 = ((uint32_t)(I) << 16) + (uint32_t)fr;                                                      \
     uint32_t scaled = (uint32_t)((45426ull * log2 + 32768) >> 16);                                             \
     uint32_t logged = ((scaled << 6) + 32768u) >> 16;                                                          \
     logged = logged > 65535 ? 65535 : logged;                                                                  \
-    (OUT) = u <= 1 ? 0 : (uint16_t)logged;                                                                     \
+    (OUT) = (U) <= 1 ? 0 : (uint16_t)logged;                                                                   \
+    } while (0)
+// The whole channel, its lookups from the tables one value at a time.
+#define CHANNEL(ACC, SHIFT, ESTIMATE, SMOOTHING, OUT) do {                                                     \
+    uint32_t v_, g_, row_, u_; int32_t i_, fr_, seg_;                                                          \
+    CHANNEL_NOISE(ACC, SHIFT, ESTIMATE, SMOOTHING, v_, g_, row_);                                              \
+    int32_t base_ = row_ == 0 ? 0 : 4 * (int32_t)row_ - 6;                                                     \
+    CHANNEL_GAIN(v_, g_, mf_gain_pairs[base_], mf_gain_pairs[base_ + 1], u_, i_, fr_, seg_);                  \
+    CHANNEL_LOG(u_, i_, fr_, seg_, mf_log_pairs[seg_], OUT);                                                   \
     } while (0)
 
 // One stream's filterbank over the bins' powers energy[5...240], then its 40 channels: the
@@ -416,6 +436,39 @@ AVX512_LANES void transpose16(const __m512i *r, __m512i *c) {
     }
 }
 
+// The gain table by row (see CHANNEL_NOISE), rows 0...31: the first words of the rows' pairs
+// (gains[0], gains[1]) and the second (gains[2], gains[3]).
+AVX512_LANES void gain_rows(__m512i *gains) {
+    __m512i r0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), sixteen = _mm512_set1_epi32(16);
+    for (int h = 0; h < 2; h++) {
+        __m512i r = _mm512_add_epi32(r0, _mm512_mullo_epi32(sixteen, _mm512_set1_epi32(h)));
+        __m512i base = _mm512_max_epi32(_mm512_sub_epi32(_mm512_slli_epi32(r, 2), _mm512_set1_epi32(6)), _mm512_setzero_si512());
+        base = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(r, _mm512_set1_epi32(1)), base, _mm512_setzero_si512());
+        gains[h] = _mm512_i32gather_epi32(base, mf_gain_pairs, 4);
+        gains[2 + h] = _mm512_i32gather_epi32(_mm512_add_epi32(base, _mm512_set1_epi32(1)), mf_gain_pairs, 4);
+    }
+}
+
+// The pairs of 16 lanes' gain rows (0...32; row 32, a noise estimate of 2^31 or more, is not in
+// the registers).
+AVX512_LANES void gain_pairs(const uint32_t *rows, int32_t *pair0, int32_t *pair1, const __m512i *gains) {
+    __m512i r = _mm512_loadu_si512((const void *)rows);
+    __mmask16 last = _mm512_cmpeq_epi32_mask(r, _mm512_set1_epi32(32));
+    __m512i p0 = _mm512_permutex2var_epi32(gains[0], r, gains[1]), p1 = _mm512_permutex2var_epi32(gains[2], r, gains[3]);
+    p0 = _mm512_mask_mov_epi32(p0, last, _mm512_set1_epi32(mf_gain_pairs[122]));
+    p1 = _mm512_mask_mov_epi32(p1, last, _mm512_set1_epi32(mf_gain_pairs[123]));
+    _mm512_storeu_si512((void *)pair0, p0);
+    _mm512_storeu_si512((void *)pair1, p1);
+}
+
+// t[k] holds entries 16 k...16 k + 15 of a 128-entry table: the entries at 16 indices 0...127.
+AVX512_LANES __m512i lookup128(const __m512i *t, __m512i index) {
+    __m512i a = _mm512_permutex2var_epi32(t[0], index, t[1]), b = _mm512_permutex2var_epi32(t[2], index, t[3]);
+    __m512i c = _mm512_permutex2var_epi32(t[4], index, t[5]), d = _mm512_permutex2var_epi32(t[6], index, t[7]);
+    __mmask16 b5 = _mm512_test_epi32_mask(index, _mm512_set1_epi32(32)), b6 = _mm512_test_epi32_mask(index, _mm512_set1_epi32(64));
+    return _mm512_mask_blend_epi32(b6, _mm512_mask_blend_epi32(b5, a, b), _mm512_mask_blend_epi32(b5, c, d));
+}
+
 typedef struct {
     int16_t rows[LANES][512];
     __m512i z[256];
@@ -425,6 +478,9 @@ typedef struct {
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 static void lanes_avx512(const short *const *samples, unsigned *noise, unsigned short *out, void *scratch) {
     pair_scratch *s = (pair_scratch *)scratch;
+    __m512i gains[4], log_table[8];
+    gain_rows(gains);
+    for (int k = 0; k < 8; k++) log_table[k] = _mm512_loadu_si512((const void *)(mf_log_pairs + 16 * k));
     int32_t shift[LANES];
     for (int l = 0; l < LANES; l++) shift[l] = window_row(samples[l], s->rows[l]);
     __m512i *z = s->z;
@@ -481,7 +537,15 @@ static void lanes_avx512(const short *const *samples, unsigned *noise, unsigned 
         _mm512_storeu_si512((void *)acc, lo);
         _mm512_storeu_si512((void *)(acc + 8), hi);
         uint64_t smoothing = (c & 1) ? 983 : 409;
-        EACH CHANNEL(acc[l], shift[l], noise + c * LANES + l, smoothing, out[c * LANES + l]);
+        // The channel in three parts, the table lookups between them as permutes of tables
+        // held in registers (a gather a lookup costs more than the rest of the channel).
+        uint32_t lane_v[LANES], lane_g[LANES], lane_row[LANES], lane_u[LANES];
+        int32_t lane_i[LANES], lane_fr[LANES], lane_seg[LANES], lane_pair0[LANES], lane_pair1[LANES], lane_logs[LANES];
+        EACH CHANNEL_NOISE(acc[l], shift[l], noise + c * LANES + l, smoothing, lane_v[l], lane_g[l], lane_row[l]);
+        gain_pairs(lane_row, lane_pair0, lane_pair1, gains);
+        EACH CHANNEL_GAIN(lane_v[l], lane_g[l], lane_pair0[l], lane_pair1[l], lane_u[l], lane_i[l], lane_fr[l], lane_seg[l]);
+        _mm512_storeu_si512((void *)lane_logs, lookup128(log_table, _mm512_loadu_si512((const void *)lane_seg)));
+        EACH CHANNEL_LOG(lane_u[l], lane_i[l], lane_fr[l], lane_seg[l], lane_logs[l], out[c * LANES + l]);
     }
 }
 

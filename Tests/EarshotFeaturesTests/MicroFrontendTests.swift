@@ -89,6 +89,42 @@ struct MicroFrontendTests {
         }
     }
 
+    @Test("Any noise estimates (a restored state may hold any 32-bit values, up to 2^32 - 1): on each path, one stream and sixteen at once, the plain C path's values and estimates",
+          arguments: MicroFrontend.paths)
+    func anyEstimates(_ path: MicroFrontend.Path) throws {
+        let (audio, _) = try AudioFile.readMono(path: Repo.path("Tests/EarshotTests/Goldens/microwakeword/wake-words.wav"))
+        let recording = audio.map { Int16(($0 * 32768).rounded()) }
+        let lanes = MicroFrontend.lanes, channels = MicroFrontend.channels
+        let edges: [UInt32] = [0, 1, 2, 3, 4, 5, 1023, 1 << 26, (1 << 31) - 1, 1 << 31, UInt32.max - 1, UInt32.max]
+        var random = SeededRandom(seed: 29)
+        var start = [UInt32](repeating: 0, count: lanes * channels)
+        for k in start.indices {
+            start[k] = k < edges.count * 4 ? edges[k % edges.count] >> UInt32(k / edges.count * 2) : UInt32.random(in: 0...UInt32.max, using: &random) >> UInt32.random(in: 0...31, using: &random)
+        }
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: MicroFrontend.lanesScratchBytes, alignment: 64)
+        defer { scratch.deallocate() }
+        try recording.withUnsafeBufferPointer { r in
+            let base = try #require(r.baseAddress)
+            var noise = start, out = [UInt16](repeating: 0, count: lanes * channels)
+            // Lane l is stream l: its estimates are channels l, l + lanes, ... of `noise`.
+            var alone = (0..<lanes).map { l in (0..<channels).map { start[$0 * lanes + l] } }
+            for f in 0..<6 {
+                let samples = (0..<lanes).map { l in base + (l * 7_919 + f * MicroFrontend.stepSamples) }
+                let pointers: [UnsafePointer<Int16>?] = samples
+                pointers.withUnsafeBufferPointer { MicroFrontend.frames(lanes: $0.baseAddress!, noise: &noise, into: &out, scratch: scratch, path: path) }
+                for l in 0..<lanes {
+                    var frame = [UInt16](repeating: 0, count: channels), reference = frame
+                    var one = alone[l]
+                    MicroFrontend.frame(samples[l], noise: &alone[l], into: &reference, path: .portable)
+                    MicroFrontend.frame(samples[l], noise: &one, into: &frame, path: path)
+                    #expect(frame == reference && one == alone[l], "one stream, lane \(l), frame \(f) on \(path)")
+                    #expect((0..<channels).map { out[$0 * lanes + l] } == reference, "lane \(l), frame \(f) on \(path)")
+                    #expect((0..<channels).map { noise[$0 * lanes + l] } == alone[l], "lane \(l)'s estimates, frame \(f) on \(path)")
+                }
+            }
+        }
+    }
+
     @Test("A recording of speech and wake phrases: the features microWakeWord's reference run took (each path the CPU has)")
     func recording() throws {
         let goldens = Repo.path("Tests/EarshotTests/Goldens/microwakeword")
