@@ -21,18 +21,39 @@ static inline __attribute__((always_inline)) int32_t requantize(int32_t acc, int
 
 int earshot_requantize(int acc, int multiplier, int shift) { return requantize(acc, multiplier, shift); }
 
-// n accumulators (bias included) requantized, offset, clamped and written as floats.
+// n accumulators (bias included) requantized, offset, clamped and written at element `at` of y:
+// as codes (y_codes) or as floats.
 static inline __attribute__((always_inline)) void store_requantized(const int32_t *acc, long n, const int *multiplier, const int *shift,
-                                                                    int output_offset, int lo, int hi, float *y) {
-    for (long o = 0; o < n; o++) {
-        int32_t v = (int32_t)((uint32_t)requantize(acc[o], multiplier[o], shift[o]) + (uint32_t)output_offset);
-        y[o] = (float)(v < lo ? lo : (v > hi ? hi : v));
+                                                                    int output_offset, int lo, int hi, void *y, int y_codes, long at) {
+    if (y_codes) {
+        signed char *out = (signed char *)y + at;
+        for (long o = 0; o < n; o++) {
+            int32_t v = (int32_t)((uint32_t)requantize(acc[o], multiplier[o], shift[o]) + (uint32_t)output_offset);
+            out[o] = (signed char)(v < lo ? lo : (v > hi ? hi : v));
+        }
+    } else {
+        float *out = (float *)y + at;
+        for (long o = 0; o < n; o++) {
+            int32_t v = (int32_t)((uint32_t)requantize(acc[o], multiplier[o], shift[o]) + (uint32_t)output_offset);
+            out[o] = (float)(v < lo ? lo : (v > hi ? hi : v));
+        }
     }
 }
 
 // A value held as a float, as an int16 (whole numbers in range are exact; others are clamped,
 // NaN taken as the lowest).
 static inline int as_int16(float v) { return (int)__builtin_fminf(__builtin_fmaxf(v, -32768.0f), 32767.0f); }
+
+// The input's count values plus the offset, as the int16s the kernels multiply.
+static inline __attribute__((always_inline)) void offset_input(const void *x, int x_codes, long count, int input_offset, short *xi) {
+    if (x_codes) {
+        const signed char *codes = (const signed char *)x;
+        for (long j = 0; j < count; j++) xi[j] = (short)(codes[j] + input_offset);
+    } else {
+        const float *floats = (const float *)x;
+        for (long j = 0; j < count; j++) xi[j] = (short)(as_int16(floats[j]) + input_offset);
+    }
+}
 
 // The products of one receptive field: acc[j] (holding the bias) += the sum over pairs p of
 // w[p][j][0] * x[2p] + w[p][j][1] * x[2p + 1], for the n <= 64 outputs j of a block; pairs[p]
@@ -83,7 +104,7 @@ static int path_chosen = -1;  // the best the CPU has, unless a test chose one
 
 static int best_int8_path(void) {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
         return __builtin_cpu_supports("avx512vnni") ? 2 : 1;
     }
     return 0;
@@ -115,14 +136,14 @@ static inline __attribute__((always_inline)) int32_t dot16(const short *a, const
 }
 
 CLONES
-void earshot_qconv(const float *x, long count, const int *fields, long groups, long positions, long k, const short *w, long per_group,
-                   const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
-                   int *scratch, float *y) {
+void earshot_qconv(const void *x, int x_codes, long count, const int *fields, long groups, long positions, long k, const short *w,
+                   long per_group, const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo,
+                   int hi, int *scratch, void *y, int y_codes) {
     pair_products products = chosen_path();
     long pairs = (k + 1) / 2, stride = (per_group + 15) / 16 * 16;
     short *xi = (short *)scratch;
     int32_t *field = scratch + (count + 2) / 2;
-    for (long j = 0; j < count; j++) xi[j] = (short)(as_int16(x[j]) + input_offset);
+    offset_input(x, x_codes, count, input_offset, xi);
     xi[count] = 0;  // padding adds nothing
     long outputs = groups * per_group;
     if (per_group < EARSHOT_QCONV_FEW) {
@@ -141,7 +162,7 @@ void earshot_qconv(const float *x, long count, const int *fields, long groups, l
                 for (long j = 0; j < per_group; j++) {
                     acc[j] = (int32_t)((uint32_t)dot16(w + (o0 + j) * k, row, k) + (uint32_t)bias[o0 + j]);
                 }
-                store_requantized(acc, per_group, multiplier + o0, shift + o0, output_offset, lo, hi, y + p * outputs + o0);
+                store_requantized(acc, per_group, multiplier + o0, shift + o0, output_offset, lo, hi, y, y_codes, p * outputs + o0);
             }
         }
         return;
@@ -165,18 +186,30 @@ void earshot_qconv(const float *x, long count, const int *fields, long groups, l
                 long o0 = g * per_group + j0;
                 for (long j = 0; j < n; j++) acc[j] = bias[o0 + j];
                 products(in, pairs, wg + j0 * 2, stride, n, acc);
-                store_requantized(acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y + p * outputs + o0);
+                store_requantized(acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y, y_codes, p * outputs + o0);
             }
         }
     }
 }
 
-// earshot_qdepthwise on AVX-512: 16 channels a register, their sums kept in it over the taps,
-// each input read as a float and taken to int16 as the plain loop does (clamped, offset, wrapped).
-__attribute__((target("avx512f,avx512bw"))) static void qdepthwise_avx512(
-    const float *x, long count, const int *taps, long positions, long k, long channels, const short *w, const int *bias,
-    const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi, float *y) {
-    const __m512 low16 = _mm512_set1_ps(-32768.0f), high16 = _mm512_set1_ps(32767.0f);
+// earshot_qdepthwise on AVX-512: 16 channels a register, their sums kept in it over the taps.
+// Each input is read as a code (sign-extended) or as a float taken to int16 as the plain loop does
+// (clamped, offset, wrapped).
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl"))) __m512i depthwise_input(const void *x, int x_codes, long at,
+                                                                                                   __mmask16 lanes, __m512i offset) {
+    if (x_codes) {
+        __m128i codes = _mm_maskz_loadu_epi8(lanes, (const signed char *)x + at);
+        return _mm512_add_epi32(_mm512_cvtepi8_epi32(codes), offset);
+    }
+    __m512 v = _mm512_maskz_loadu_ps(lanes, (const float *)x + at);
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-32768.0f)), _mm512_set1_ps(32767.0f));  // NaN becomes the lowest, as as_int16
+    __m512i xi = _mm512_add_epi32(_mm512_cvttps_epi32(v), offset);
+    return _mm512_srai_epi32(_mm512_slli_epi32(xi, 16), 16);  // the int16 it is stored as
+}
+
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl"))) void qdepthwise_avx512(
+    const void *x, int x_codes, long count, const int *taps, long positions, long k, long channels, const short *w, const int *bias,
+    const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi, void *y, int y_codes) {
     const __m512i offset = _mm512_set1_epi32(input_offset);
     for (long p = 0; p < positions; p++) {
         const int *t = taps + p * k;
@@ -186,30 +219,41 @@ __attribute__((target("avx512f,avx512bw"))) static void qdepthwise_avx512(
             __m512i acc = _mm512_maskz_loadu_epi32(lanes, bias + c0);
             for (long i = 0; i < k; i++) {
                 if (t[i] >= count) continue;  // padding adds nothing
-                __m512 v = _mm512_maskz_loadu_ps(lanes, x + t[i] + c0);
-                v = _mm512_min_ps(_mm512_max_ps(v, low16), high16);  // NaN becomes the lowest, as as_int16
-                __m512i xi = _mm512_add_epi32(_mm512_cvttps_epi32(v), offset);
-                xi = _mm512_srai_epi32(_mm512_slli_epi32(xi, 16), 16);  // the int16 it is stored as
+                __m512i xi = depthwise_input(x, x_codes, t[i] + c0, lanes, offset);
                 __m512i wi = _mm512_cvtepi16_epi32(_mm512_castsi512_si256(_mm512_maskz_loadu_epi16((__mmask32)lanes, w + i * channels + c0)));
                 acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(xi, wi));
             }
             int32_t sums[16];
             _mm512_storeu_si512(sums, acc);
-            store_requantized(sums, n, multiplier + c0, shift + c0, output_offset, lo, hi, y + p * channels + c0);
+            store_requantized(sums, n, multiplier + c0, shift + c0, output_offset, lo, hi, y, y_codes, p * channels + c0);
         }
     }
 }
 
+// The two kinds of input, each its own loop.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void qdepthwise_avx512_codes(
+    const void *x, long count, const int *taps, long positions, long k, long channels, const short *w, const int *bias,
+    const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi, void *y, int y_codes) {
+    qdepthwise_avx512(x, 1, count, taps, positions, k, channels, w, bias, multiplier, shift, input_offset, output_offset, lo, hi, y, y_codes);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void qdepthwise_avx512_floats(
+    const void *x, long count, const int *taps, long positions, long k, long channels, const short *w, const int *bias,
+    const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi, void *y, int y_codes) {
+    qdepthwise_avx512(x, 0, count, taps, positions, k, channels, w, bias, multiplier, shift, input_offset, output_offset, lo, hi, y, y_codes);
+}
+
 CLONES
-void earshot_qdepthwise(const float *x, long count, const int *taps, long positions, long k, long channels, const short *w,
+void earshot_qdepthwise(const void *x, int x_codes, long count, const int *taps, long positions, long k, long channels, const short *w,
                         const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
-                        short *scratch, float *y) {
+                        short *scratch, void *y, int y_codes) {
     if (chosen_path() != pair_products_baseline) {
-        qdepthwise_avx512(x, count, taps, positions, k, channels, w, bias, multiplier, shift, input_offset, output_offset, lo, hi, y);
+        (x_codes ? qdepthwise_avx512_codes : qdepthwise_avx512_floats)(x, count, taps, positions, k, channels, w, bias, multiplier, shift,
+                                                                       input_offset, output_offset, lo, hi, y, y_codes);
         return;
     }
     short *xi = scratch;
-    for (long j = 0; j < count; j++) xi[j] = (short)(as_int16(x[j]) + input_offset);
+    offset_input(x, x_codes, count, input_offset, xi);
     for (long p = 0; p < positions; p++) {
         const int *t = taps + p * k;
         for (long c0 = 0; c0 < channels; c0 += 64) {
@@ -221,17 +265,25 @@ void earshot_qdepthwise(const float *x, long count, const int *taps, long positi
                 const short *in = xi + t[i] + c0, *wi = w + i * channels + c0;
                 for (long c = 0; c < n; c++) acc[c] = (int32_t)((uint32_t)acc[c] + (uint32_t)((int32_t)wi[c] * (int32_t)in[c]));
             }
-            store_requantized(acc, n, multiplier + c0, shift + c0, output_offset, lo, hi, y + p * channels + c0);
+            store_requantized(acc, n, multiplier + c0, shift + c0, output_offset, lo, hi, y, y_codes, p * channels + c0);
         }
     }
 }
 
+static inline __attribute__((always_inline)) float quantized(float x, double scale, double zero, float lo, float hi) {
+    float q = (float)__builtin_rint((double)x / scale + zero);
+    q = q < lo ? lo : (q > hi ? hi : q);
+    return x != x ? lo : q;
+}
+
 CLONES
-void earshot_quantize(const float *x, long n, double scale, double zero, float lo, float hi, float *y) {
-    for (long i = 0; i < n; i++) {
-        float q = (float)__builtin_rint((double)x[i] / scale + zero);
-        q = q < lo ? lo : (q > hi ? hi : q);
-        y[i] = x[i] != x[i] ? lo : q;
+void earshot_quantize(const float *x, long n, double scale, double zero, float lo, float hi, void *y, int y_codes) {
+    if (y_codes) {
+        signed char *codes = (signed char *)y;
+        for (long i = 0; i < n; i++) codes[i] = (signed char)(int)quantized(x[i], scale, zero, lo, hi);
+    } else {
+        float *floats = (float *)y;
+        for (long i = 0; i < n; i++) floats[i] = quantized(x[i], scale, zero, lo, hi);
     }
 }
 

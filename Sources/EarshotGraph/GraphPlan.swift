@@ -43,16 +43,20 @@ public struct GraphNode: Sendable, Equatable {
 /// so a batch gives each stream exactly what it gets alone. At build the plan runs once against
 /// the reference kernels on random inputs and must agree with them.
 public struct GraphPlan: Sendable {
-    /// Where a float tensor lives: in each stream's arena, or in the plan's shared constants.
+    /// Where a tensor lives: in each stream's arena, or in the plan's shared constants. A tensor of
+    /// floats has its offset and count in floats; one held as int8 codes (`coded`: a TFLite int8
+    /// tensor, only ever in the arena) in bytes.
     struct Ref: Sendable, Equatable {
         var shared: Bool
         var offset: Int
         var count: Int
+        var coded = false
+
+        /// Its first byte and its bytes in the arena.
+        var bytes: Range<Int> { coded ? offset..<(offset + count) : (offset * 4)..<((offset + count) * 4) }
 
         /// Whether the two share a place in the arena (constants never do).
-        func overlaps(_ other: Ref) -> Bool {
-            !shared && !other.shared && offset < other.offset + other.count && other.offset < offset + count
-        }
+        func overlaps(_ other: Ref) -> Bool { !shared && !other.shared && bytes.overlaps(other.bytes) }
     }
 
     /// The graph's inputs.
@@ -69,6 +73,10 @@ public struct GraphPlan: Sendable {
 
     let inputRefs: [Ref]
     let outputRefs: [Ref]
+    /// Per input and output, whether it is given or read as int8 codes (one byte a value) by
+    /// `run(streams:workspace:fill:read:)`; the float form of `run` converts.
+    public let inputCoded: [Bool]
+    public let outputCoded: [Bool]
     /// An output that a Where chooses whole from X or Y (`SelectStep.choosesWhole`), which no
     /// other step reads: the Where does not run, and the output is read from X or Y as it is stored
     /// (a microWakeWord model's states, gated on the front end's first step, are not copied).
@@ -100,9 +108,11 @@ public struct GraphPlan: Sendable {
     ///   - constants: weights and other constant tensors.
     ///   - inputs: the names and shapes of the float inputs given at every run.
     ///   - outputs: the float tensors read after every run.
+    ///   - codes: inputs and outputs given and read as int8 codes (`inputCoded`, `outputCoded`)
+    ///     instead of floats: tensors that only ever hold int8 values, as TFLite's int8 states do.
     public init(nodes: [GraphNode], constants: [String: GraphTensor], inputs: [(name: String, shape: [Int])],
-                outputs: [String], opset: Int, verify: Bool = true) throws(GraphError) {
-        var builder = Builder(constants: constants, opset: opset)
+                outputs: [String], opset: Int, codes: Set<String> = [], verify: Bool = true) throws(GraphError) {
+        var builder = Builder(constants: constants, opset: opset, codes: codes)
         try builder.build(nodes: nodes, inputs: inputs, outputs: outputs)
         inputNames = inputs.map(\.name)
         inputShapes = inputs.map(\.shape)
@@ -111,6 +121,8 @@ public struct GraphPlan: Sendable {
         kernels = builder.kernels
         inputRefs = builder.inputRefs
         outputRefs = builder.outputRefs
+        inputCoded = builder.inputRefs.map(\.coded)
+        outputCoded = builder.outputRefs.map(\.coded)
         (chosen, steps) = Self.chooseOutputs(builder.steps, outputs: builder.outputRefs, inputs: builder.inputRefs)
         runners = steps.map { $0.runner() }
         unretained = runners.map { Unmanaged.passUnretained($0) }
@@ -141,32 +153,70 @@ public struct GraphPlan: Sendable {
         return (chosen, steps.indices.filter { !dropped.contains($0) }.map { steps[$0] })
     }
 
-    /// Output j of arena b, as `store` is given it: where it lies, or the X or Y its Where chose.
+    /// Output j of arena b, as `read` is given it: where it lies, or the X or Y its Where chose.
     @inline(__always)
-    private func output(_ j: Int, _ b: Int, _ arena: (Int, Ref) -> UnsafeMutableBufferPointer<Float>) -> UnsafeBufferPointer<Float> {
-        guard let c = chosen[j] else { return UnsafeBufferPointer(arena(b, outputRefs[j])) }
-        let holds = c.condition.kind.holds(arena(b, c.condition.a)[0], arena(b, c.condition.b)[0])
-        return UnsafeBufferPointer(arena(b, holds ? c.x : c.y))
+    private func output(_ j: Int, _ b: Int, _ arena: (Int, Ref) -> UnsafeMutableRawBufferPointer) -> UnsafeRawBufferPointer {
+        guard let c = chosen[j] else { return UnsafeRawBufferPointer(arena(b, outputRefs[j])) }
+        let holds = c.condition.kind.holds(arena(b, c.condition.a).load(as: Float.self), arena(b, c.condition.b).load(as: Float.self))
+        return UnsafeRawBufferPointer(arena(b, holds ? c.x : c.y))
     }
 
-    /// Runs `streams` streams one step. `load(stream, input, buffer)` fills input `input` of
-    /// stream `stream` (buffer of the input's size); after the step `store(stream, output,
-    /// values)` reads each output.
+    /// Runs `streams` streams one step, each input and output in the form the plan keeps it:
+    /// `fill(stream, input, bytes)` fills input `input` of stream `stream` (its values as floats,
+    /// or as int8 codes where `inputCoded`); after the step `read(stream, output, bytes)` reads
+    /// each output (as codes where `outputCoded`).
     public func run(streams: Int, workspace ws: inout GraphWorkspace,
-                    load: (_ stream: Int, _ input: Int, UnsafeMutableBufferPointer<Float>) -> Void,
-                    store: (_ stream: Int, _ output: Int, UnsafeBufferPointer<Float>) -> Void) throws(GraphError) {
+                    fill: (_ stream: Int, _ input: Int, UnsafeMutableRawBufferPointer) -> Void,
+                    read: (_ stream: Int, _ output: Int, UnsafeRawBufferPointer) -> Void) throws(GraphError) {
         try run(count: streams, workspace: &ws) { arena, context throws(GraphError) in
             try inputRefs.withUnsafeBufferPointer { inputs throws(GraphError) in
                 try outputRefs.withUnsafeBufferPointer { outputs throws(GraphError) in
                     for b in 0..<streams {
-                        for i in inputs.indices { load(b, i, arena(b, inputs[i])) }
+                        for i in inputs.indices { fill(b, i, arena(b, inputs[i])) }
                     }
                     try runSteps(where: { _ in true }, context(0, streams))
                     for b in 0..<streams {
-                        for j in outputs.indices { store(b, j, output(j, b, arena)) }
+                        for j in outputs.indices { read(b, j, output(j, b, arena)) }
                     }
                 }
             }
+        }
+    }
+
+    /// Runs `streams` streams one step. `load(stream, input, buffer)` fills input `input` of
+    /// stream `stream` (buffer of the input's size); after the step `store(stream, output,
+    /// values)` reads each output. Inputs and outputs kept as codes are converted.
+    public func run(streams: Int, workspace ws: inout GraphWorkspace,
+                    load: (_ stream: Int, _ input: Int, UnsafeMutableBufferPointer<Float>) -> Void,
+                    store: (_ stream: Int, _ output: Int, UnsafeBufferPointer<Float>) -> Void) throws(GraphError) {
+        try run(streams: streams, workspace: &ws, fill: { b, i, bytes in
+            Self.asFloats(bytes, coded: inputRefs[i].coded) { load(b, i, $0) }
+        }, read: { b, j, bytes in
+            Self.asFloats(bytes, coded: outputRefs[j].coded) { store(b, j, $0) }
+        })
+    }
+
+    /// A tensor's bytes as floats for `body` to fill: in place, or (codes) through floats
+    /// converted after.
+    public static func asFloats(_ bytes: UnsafeMutableRawBufferPointer, coded: Bool, _ body: (UnsafeMutableBufferPointer<Float>) -> Void) {
+        guard coded else { return body(bytes.bindMemory(to: Float.self)) }
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: bytes.count) { floats in
+            floats.initialize(repeating: 0)
+            body(floats)
+            if let from = floats.baseAddress, let to = bytes.baseAddress {
+                earshot_floats_to_codes(from, bytes.count, to.assumingMemoryBound(to: Int8.self))
+            }
+        }
+    }
+
+    /// A tensor's bytes as floats for `body` to read: in place, or (codes) converted.
+    public static func asFloats(_ bytes: UnsafeRawBufferPointer, coded: Bool, _ body: (UnsafeBufferPointer<Float>) -> Void) {
+        guard coded else { return body(UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: Float.self), count: bytes.count / 4)) }
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: bytes.count) { floats in
+            if let from = bytes.baseAddress, let to = floats.baseAddress {
+                earshot_codes_to_floats(from.assumingMemoryBound(to: Int8.self), bytes.count, to)
+            }
+            body(UnsafeBufferPointer(floats))
         }
     }
 
@@ -199,7 +249,9 @@ public struct GraphPlan: Sendable {
                                    load: (_ step: Int, _ input: Int, UnsafeMutableBufferPointer<Float>) -> Void) throws(GraphError) {
         try run(count: count, workspace: &ws) { arena, one throws(GraphError) in
             for b in 0..<count {
-                for (i, ref) in inputRefs.enumerated() where !split.carried.contains(i) { load(b, i, arena(b, ref)) }
+                for (i, ref) in inputRefs.enumerated() where !split.carried.contains(i) {
+                    Self.asFloats(arena(b, ref), coded: ref.coded) { load(b, i, $0) }
+                }
             }
             try runSteps(where: { !split.dependent[$0] }, one(0, count))
         }
@@ -213,9 +265,11 @@ public struct GraphPlan: Sendable {
                                   store: (_ step: Int, _ output: Int, UnsafeBufferPointer<Float>) -> Void) throws(GraphError) {
         try run(count: count, workspace: &ws) { arena, one throws(GraphError) in
             for b in 0..<count {
-                for (i, ref) in inputRefs.enumerated() where split.carried.contains(i) { load(b, i, arena(b, ref)) }
+                for (i, ref) in inputRefs.enumerated() where split.carried.contains(i) {
+                    Self.asFloats(arena(b, ref), coded: ref.coded) { load(b, i, $0) }
+                }
                 try runSteps(where: { split.dependent[$0] }, one(b, 1))
-                for j in outputRefs.indices { store(b, j, output(j, b, arena)) }
+                for j in outputRefs.indices { Self.asFloats(output(j, b, arena), coded: outputRefs[j].coded) { store(b, j, $0) } }
             }
         }
     }
@@ -233,7 +287,7 @@ public struct GraphPlan: Sendable {
     /// `body` with `count` arenas in `ws`: `arena(b, ref)` is ref's place in arena b (or in the
     /// constants), `context(first, n)` the context of arenas first..<first + n.
     private func run(count: Int, workspace ws: inout GraphWorkspace,
-                     _ body: (_ arena: (Int, Ref) -> UnsafeMutableBufferPointer<Float>, _ context: (Int, Int) -> Context) throws(GraphError) -> Void)
+                     _ body: (_ arena: (Int, Ref) -> UnsafeMutableRawBufferPointer, _ context: (Int, Int) -> Context) throws(GraphError) -> Void)
         throws(GraphError) {
         guard count > 0 else { return }
         // Grown, never shrunk: a smaller last tile of a batch then costs no zeroing when the next
@@ -247,8 +301,8 @@ public struct GraphPlan: Sendable {
                     let arena = arenaBuffer.baseAddress!, scratch = scratchBuffer.baseAddress!
                     let constants = sharedBuffer.baseAddress ?? UnsafePointer(scratch)
                     try body({ b, ref in
-                        UnsafeMutableBufferPointer(start: ref.shared ? UnsafeMutablePointer(mutating: constants + ref.offset) : arena + b * stride + ref.offset,
-                                                   count: ref.count)
+                        ref.shared ? UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(mutating: constants) + ref.bytes.lowerBound, count: ref.bytes.count)
+                            : UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(arena + b * stride) + ref.bytes.lowerBound, count: ref.bytes.count)
                     }, { first, n in
                         Context(arena: arena + first * stride, stride: stride, shared: constants, scratch: scratch, streams: n)
                     })
@@ -335,5 +389,10 @@ struct Context {
 
     @inline(__always) func write(_ ref: GraphPlan.Ref, _ stream: Int) -> UnsafeMutablePointer<Float> {
         arena + stream * stride + ref.offset
+    }
+
+    /// A tensor's first byte, as floats or as codes (`ref.coded`).
+    @inline(__always) func bytes(_ ref: GraphPlan.Ref, _ stream: Int) -> UnsafeMutableRawPointer {
+        (ref.shared ? UnsafeMutableRawPointer(mutating: shared) : UnsafeMutableRawPointer(arena + stream * stride)) + ref.bytes.lowerBound
     }
 }

@@ -28,6 +28,11 @@ struct Builder {
     var conditionsOnly = Set<String>()
     /// Comparisons of floats that only a Where reads, compiled into it.
     var conditions: [String: SelectStep.Condition] = [:]
+    /// Inputs and outputs the caller gives and reads as int8 codes.
+    let codes: Set<String>
+    /// Tensors held as codes, as floats for the steps that read floats (converted once, where the
+    /// first such step reads them).
+    var decoded: [String: Ref] = [:]
 
     /// The ops that only move values: compiled to copy runs.
     static let movers: Set<String> = [
@@ -35,9 +40,10 @@ struct Builder {
         "Expand", "Tile", "Cast",
     ]
 
-    init(constants: [String: GraphTensor], opset: Int) {
+    init(constants: [String: GraphTensor], opset: Int, codes: Set<String> = []) {
         self.constants = constants
         self.opset = opset
+        self.codes = codes
     }
 
     mutating func allocate(_ count: Int) -> Ref {
@@ -46,9 +52,47 @@ struct Builder {
         return ref
     }
 
-    /// Where a float tensor is read from: its place in the arena, or (a value that does not
-    /// depend on the inputs) the shared constants, copied there once.
+    /// Room for `count` int8 codes (whole floats of the arena, so that every place stays aligned).
+    mutating func allocateCodes(_ count: Int) -> Ref {
+        let floats = (count + 3) / 4
+        let ref = Ref(shared: false, offset: arenaSize * 4, count: count, coded: true)
+        arenaSize += (floats + 15) / 16 * 16
+        return ref
+    }
+
+    /// Where a float tensor is read from by a step that reads floats: its place in the arena (a
+    /// tensor held as codes: a float copy of it), or (a value that does not depend on the inputs)
+    /// the shared constants, copied there once.
     mutating func ref(_ name: String) -> Ref? {
+        guard let ref = held(name) else { return nil }
+        guard ref.coded else { return ref }
+        if let floats = decoded[name] { return floats }
+        let floats = allocate(ref.count)
+        steps.append(DecodeStep(x: ref, y: floats))
+        decoded[name] = floats
+        return floats
+    }
+
+    /// A tensor held as codes, for a step that moves codes: where it is, or a constant whose
+    /// values are all int8 as codes among the shared constants (stored once); nil otherwise.
+    mutating func codes(_ name: String) -> Ref? {
+        if let ref = refs[name], ref.coded || !ref.shared { return ref.coded ? ref : nil }
+        let key = name + "\u{0}codes"
+        if let ref = refs[key] { return ref }
+        guard fixed.contains(name), let value = values[name], value.dtype == .float32,
+              value.floats.allSatisfy(IntegerRanges.isInt8) else { return nil }
+        let ref = Ref(shared: true, offset: shared.count * 4, count: value.count, coded: true)
+        var bytes = value.floats.map { UInt8(bitPattern: Int8($0)) }
+        bytes += [UInt8](repeating: 0, count: (4 - bytes.count % 4) % 4)
+        shared += stride(from: 0, to: bytes.count, by: 4).map { i in
+            Float(bitPattern: UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24)
+        }
+        refs[key] = ref
+        return ref
+    }
+
+    /// Where a tensor is held, as floats or as codes, for the steps that read either.
+    mutating func held(_ name: String) -> Ref? {
         if let ref = refs[name] { return ref }
         guard fixed.contains(name), let value = values[name], value.dtype == .float32 else { return nil }
         let ref = Ref(shared: true, offset: shared.count, count: value.count)
@@ -71,7 +115,7 @@ struct Builder {
             }
             let count = input.shape.reduce(1, *)
             values[input.name] = GraphTensor(shape: input.shape, floats: [Float](repeating: 0, count: count))
-            let ref = allocate(count)
+            let ref = codes.contains(input.name) ? allocateCodes(count) : allocate(count)
             refs[input.name] = ref
             inputRefs.append(ref)
         }
@@ -104,8 +148,14 @@ struct Builder {
             try compile(node, inputs: inputs, outputs: outs)
         }
         for name in outputs {
-            guard let ref = ref(name) else {
+            guard var ref = codes.contains(name) ? held(name) : ref(name) else {
                 throw .op(node: name, op: "output", reason: "output '\(name)' is not a float tensor of the graph")
+            }
+            if codes.contains(name) && !ref.coded {
+                // Asked for as codes, computed as floats: converted after the steps.
+                let coded = allocateCodes(ref.count)
+                steps.append(EncodeStep(x: ref, y: coded))
+                ref = coded
             }
             outputRefs.append(ref)
         }
@@ -265,10 +315,17 @@ struct Builder {
                                      outputCount: node.outputs.count)
         let second = try GraphOps.run(node.op, node: node.name, inputs: numbered(0.5), attributes: node.attributes, opset: opset,
                                       outputCount: node.outputs.count)
+        // Codes move as codes when a source is held so, every other is held so or is a constant of
+        // int8 values, and every value filled in is one.
         var refs: [Ref] = []
-        for s in sources {
-            guard let ref = ref(node.inputs[s.input]) else { return nil }
-            refs.append(ref)
+        let readsCodes = sources.contains { self.refs[node.inputs[$0.input]]?.coded == true }
+        if readsCodes, case let all = sources.compactMap({ codes(node.inputs[$0.input]) }), all.count == sources.count {
+            refs = all
+        } else {
+            for s in sources {
+                guard let ref = ref(node.inputs[s.input]) else { return nil }
+                refs.append(ref)
+            }
         }
         var moved: [(output: String, count: Int, runs: [Run])] = []
         for (j, name) in node.outputs.enumerated() where !name.isEmpty {
@@ -289,17 +346,26 @@ struct Builder {
             }
             moved.append((name, a.count, Run.joined(elements)))
         }
+        var coded = !refs.isEmpty && refs.allSatisfy(\.coded)
+        if coded, !moved.allSatisfy({ $0.runs.allSatisfy { $0.source >= 0 || IntegerRanges.isInt8($0.fill) } }) {
+            // A value filled in that no code holds: the move is of floats.
+            coded = false
+            for (i, s) in sources.enumerated() {
+                guard let ref = ref(node.inputs[s.input]) else { return nil }
+                refs[i] = ref
+            }
+        }
         var outs: [(Ref, [Run])] = []
         var aliased = 0
         for m in moved {
             if m.runs.count == 1, let run = m.runs.first, run.source >= 0, run.count == m.count {
                 // One contiguous block of one input: the output is that block, in place.
                 let source = refs[run.source]
-                self.refs[m.output] = Ref(shared: source.shared, offset: source.offset + run.src, count: m.count)
+                self.refs[m.output] = Ref(shared: source.shared, offset: source.offset + run.src, count: m.count, coded: source.coded)
                 aliased += 1
                 continue
             }
-            let ref = allocate(m.count)
+            let ref = coded ? allocateCodes(m.count) : allocate(m.count)
             self.refs[m.output] = ref
             var runs = m.runs
             if moved.count == 1 {
@@ -311,7 +377,7 @@ struct Builder {
                           inputRefs.filter({ $0 == refs[i] }).count == 1,
                           let r = runs.firstIndex(where: { $0.source == i }), runs[r].count == source.count, runs[r].src == 0,
                           !runs.contains(where: { $0.source == i && $0.dst != runs[r].dst }) else { continue }
-                    let placed = Ref(shared: false, offset: ref.offset + runs[r].dst, count: source.count)
+                    let placed = Ref(shared: false, offset: ref.offset + runs[r].dst, count: source.count, coded: ref.coded)
                     inputRefs[input] = placed
                     self.refs[name] = placed
                     refs[i] = placed
@@ -739,9 +805,17 @@ extension Builder {
     /// Where(condition, X, Y) on floats, its condition a comparison compiled into it.
     mutating func select(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) -> String? {
         guard inputs.count == 3, let condition = conditions[g.inputs[0]], let x = inputs[1], let y = inputs[2],
-              x.dtype == .float32, y.dtype == .float32, outputs[0].dtype == .float32,
-              let xRef = ref(g.inputs[1]), let yRef = ref(g.inputs[2]) else { return nil }
+              x.dtype == .float32, y.dtype == .float32, outputs[0].dtype == .float32 else { return nil }
         let shape = outputs[0].shape
+        // A choice of one whole tensor of codes or another (a state kept or replaced) stays codes.
+        if x.shape == shape, y.shape == shape, condition.a.count == 1, condition.b.count == 1, refs[g.inputs[1]]?.coded == true || refs[g.inputs[2]]?.coded == true,
+           let xHeld = codes(g.inputs[1]), let yHeld = codes(g.inputs[2]) {
+            let out = allocateCodes(outputs[0].count)
+            refs[g.outputs[0]] = out
+            steps.append(SelectStep(condition: condition, conditionMap: nil, x: xHeld, y: yHeld, out: out, mapX: nil, mapY: nil))
+            return "element-wise"
+        }
+        guard let xRef = ref(g.inputs[1]), let yRef = ref(g.inputs[2]) else { return nil }
         let out = allocate(outputs[0].count)
         refs[g.outputs[0]] = out
         steps.append(SelectStep(condition: condition, conditionMap: BinaryStep.map(condition.shape, to: shape), x: xRef, y: yRef, out: out,
@@ -772,6 +846,19 @@ struct Run: Sendable {
             }
         }
         return runs
+    }
+
+    /// Applies the runs to codes (a fill is a whole number in the int8 range): sources[i] is
+    /// source i's first code.
+    @inline(__always)
+    static func applyCodes(_ runs: UnsafeBufferPointer<Run>, to y: UnsafeMutableRawPointer, from sources: (Int) -> UnsafeRawPointer) {
+        for r in runs {
+            if r.source < 0 {
+                memset(y + r.dst, Int32(Int8(r.fill)), r.count)
+            } else {
+                (y + r.dst).copyMemory(from: sources(r.source) + r.src, byteCount: r.count)
+            }
+        }
     }
 
     /// Applies the runs: sources[i] is source i's first value.

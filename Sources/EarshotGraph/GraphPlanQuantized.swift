@@ -34,16 +34,17 @@ struct QuantizedProductStep: Step {
                     bias.withUnsafeBufferPointer { b in
                         multipliers.withUnsafeBufferPointer { m in
                             shifts.withUnsafeBufferPointer { s in
+                                let (xCodes, yCodes): (Int32, Int32) = (x.coded ? 1 : 0, y.coded ? 1 : 0)
                                 for stream in 0..<c.streams {
                                     if channelTaps {
                                         let int16s = UnsafeMutableRawPointer(scratch.baseAddress!).assumingMemoryBound(to: Int16.self)
-                                        earshot_qdepthwise(c.read(x, stream), x.count, f.baseAddress!, positions, k, groups, w.baseAddress!,
+                                        earshot_qdepthwise(c.bytes(x, stream), xCodes, x.count, f.baseAddress!, positions, k, groups, w.baseAddress!,
                                                            b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
-                                                           int16s, c.write(y, stream))
+                                                           int16s, c.bytes(y, stream), yCodes)
                                     } else {
-                                        earshot_qconv(c.read(x, stream), x.count, contiguous ? nil : f.baseAddress, groups, positions, k, w.baseAddress!, perGroup,
-                                                      b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
-                                                      scratch.baseAddress!, c.write(y, stream))
+                                        earshot_qconv(c.bytes(x, stream), xCodes, x.count, contiguous ? nil : f.baseAddress, groups, positions, k,
+                                                      w.baseAddress!, perGroup, b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset,
+                                                      outputOffset, low, high, scratch.baseAddress!, c.bytes(y, stream), yCodes)
                                     }
                                 }
                             }
@@ -86,7 +87,16 @@ struct LookupStep: Step {
         let n = y.count, lo = Float(low)
         table.withUnsafeBufferPointer { t in
             for b in 0..<c.streams {
-                let input = c.read(x, b), out = c.write(y, b)
+                let out = c.write(y, b)
+                if x.coded {
+                    let input = UnsafeRawPointer(c.bytes(x, b))
+                    for i in 0..<n {
+                        let v = Int(input.load(fromByteOffset: i, as: Int8.self)) - low
+                        out[i] = t[v >= 0 && v <= 255 ? v : (v > 255 ? 255 : 0)]
+                    }
+                    continue
+                }
+                let input = c.read(x, b)
                 for i in 0..<n {
                     let v = input[i] - lo
                     out[i] = t[v >= 0 && v <= 255 ? Int(v) : (v > 255 ? 255 : 0)]
@@ -107,7 +117,7 @@ struct QuantizeStep: Step {
     var writes: [GraphPlan.Ref] { [y] }
 
     func run(_ c: Context) {
-        for b in 0..<c.streams { earshot_quantize(c.read(x, b), y.count, scale, zero, low, high, c.write(y, b)) }
+        for b in 0..<c.streams { earshot_quantize(c.read(x, b), y.count, scale, zero, low, high, c.bytes(y, b), y.coded ? 1 : 0) }
     }
 }
 
@@ -115,8 +125,8 @@ extension Builder {
     /// Compiles TFLite's integer ops; nil when the node's weights or inputs do not allow it
     /// (then it runs on the reference kernel).
     mutating func quantized(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
-        guard let x = inputs.first ?? nil, x.dtype == .float32, !fixed.contains(g.inputs[0]), let xRef = ref(g.inputs[0]),
-              outputs.count == 1 else { return nil }
+        guard let x = inputs.first ?? nil, x.dtype == .float32, !fixed.contains(g.inputs[0]), outputs.count == 1,
+              let xRef = g.op == "Quantize" ? ref(g.inputs[0]) : held(g.inputs[0]) else { return nil }
         let n = Node(name: g.name, op: g.op, opset: opset, inputs: inputs, attributes: g.attributes, outputCount: 1)
         switch g.op {
         case "TFLiteLookup":
@@ -127,10 +137,11 @@ extension Builder {
             return "table"
         case "Quantize":
             guard let scale = try n.float("scale") else { return nil }
-            let y = allocate(outputs[0].count)
+            let (low, high) = (try n.int("min", default: -128), try n.int("max", default: 127))
+            let y = Quantized.isInt8(low, high) ? allocateCodes(outputs[0].count) : allocate(outputs[0].count)
             refs[g.outputs[0]] = y
             steps.append(QuantizeStep(x: xRef, y: y, scale: Double(scale), zero: Double(try n.int("zero_point", default: 0)),
-                                      low: Float(try n.int("min", default: -128)), high: Float(try n.int("max", default: 127))))
+                                      low: Float(low), high: Float(high)))
             return "element-wise"
         default:
             return try quantizedProduct(g, n, x: x, xRef: xRef, inputs: inputs, output: outputs[0])
@@ -210,7 +221,7 @@ extension Builder {
             }
         }
         guard positions * outChannels == output.count, weights.count == outChannels * k else { return nil }
-        let y = allocate(output.count)
+        let y = Quantized.isInt8(Int(q.low), Int(q.high)) ? allocateCodes(output.count) : allocate(output.count)
         refs[g.outputs[0]] = y
         steps.append(QuantizedProductStep(x: xRef, y: y, fields: fields, groups: groups, positions: positions, k: k, perGroup: perGroup,
                                           weights: channelTaps ? weights : QuantizedProductStep.pairLayout(weights, groups: groups, perGroup: perGroup, k: k), bias: bias, multipliers: q.multipliers, shifts: q.shifts.map { Int32($0) },

@@ -60,10 +60,41 @@ struct MoveStep: Step {
             runs.withUnsafeBufferPointer { runs in
                 for (i, ref) in outputs.enumerated() {
                     let own = UnsafeBufferPointer(rebasing: runs[bounds[i]..<bounds[i + 1]])
-                    for b in 0..<c.streams { Run.apply(own, to: c.write(ref, b)) { c.read(sources[$0], b) } }
+                    if ref.coded {
+                        // Codes from codes (the builder makes a move of codes only so).
+                        for b in 0..<c.streams { Run.applyCodes(own, to: c.bytes(ref, b)) { UnsafeRawPointer(c.bytes(sources[$0], b)) } }
+                    } else {
+                        for b in 0..<c.streams { Run.apply(own, to: c.write(ref, b)) { c.read(sources[$0], b) } }
+                    }
                 }
             }
         }
+    }
+}
+
+/// A tensor held as codes, as floats for the steps that read floats.
+struct DecodeStep: Step {
+    let x: GraphPlan.Ref
+    let y: GraphPlan.Ref
+
+    var reads: [GraphPlan.Ref] { [x] }
+    var writes: [GraphPlan.Ref] { [y] }
+
+    func run(_ c: Context) {
+        for b in 0..<c.streams { earshot_codes_to_floats(c.bytes(x, b).assumingMemoryBound(to: Int8.self), x.count, c.write(y, b)) }
+    }
+}
+
+/// Floats (whole numbers in the int8 range) as codes, for an output the caller reads as codes.
+struct EncodeStep: Step {
+    let x: GraphPlan.Ref
+    let y: GraphPlan.Ref
+
+    var reads: [GraphPlan.Ref] { [x] }
+    var writes: [GraphPlan.Ref] { [y] }
+
+    func run(_ c: Context) {
+        for b in 0..<c.streams { earshot_floats_to_codes(c.read(x, b), x.count, c.bytes(y, b).assumingMemoryBound(to: Int8.self)) }
     }
 }
 
@@ -471,6 +502,12 @@ struct SelectStep: Step {
         let single = condition.a.count == 1 && condition.b.count == 1
         for s in 0..<c.streams {
             let pa = c.read(condition.a, s), pb = c.read(condition.b, s)
+            if out.coded {
+                // Codes: one choice for the whole output (the builder makes no other of codes).
+                let holds = condition.kind.holds(pa[0], pb[0])
+                c.bytes(out, s).copyMemory(from: c.bytes(holds ? x : y, s), byteCount: n)
+                continue
+            }
             let px = c.read(x, s), py = c.read(y, s), po = c.write(out, s)
             if single {
                 // One choice for the whole output: a copy (or a fill) of X or Y.

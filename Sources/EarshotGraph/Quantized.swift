@@ -26,6 +26,9 @@ public enum Quantized {
         case baseline = 0, avx512, avx512VNNI
     }
 
+    /// Whether values clamped to low...high always fit an int8 code.
+    static func isInt8(_ low: Int, _ high: Int) -> Bool { -128 <= low && low <= high && high <= 127 }
+
     /// The paths this CPU has, the best last (the one used unless another is chosen).
     public static var paths: [Path] { Array(Path.allCases.prefix(Int(earshot_int8_paths()))) }
 

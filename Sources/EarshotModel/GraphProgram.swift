@@ -138,9 +138,12 @@ struct GraphProgram: Sendable {
         }
         scoreCount = scores.count
         do {
+            // The int8 states go in and out of the plan as the codes a stream keeps.
+            let codes = Set(spec.states.indices.filter { coded[$0] }.flatMap { [spec.states[$0].input, spec.states[$0].output] })
+                .subtracting([spec.audioInput, spec.scoreOutput])
             let plan = try GraphPlan(nodes: nodes, constants: constants,
                                      inputs: [(spec.audioInput, spec.audioShape)] + spec.states.map { ($0.input, $0.shape) },
-                                     outputs: [spec.scoreOutput] + spec.states.map(\.output), opset: spec.opset)
+                                     outputs: [spec.scoreOutput] + spec.states.map(\.output), opset: spec.opset, codes: codes)
             let counts = plan.outputShapes.map { $0.reduce(1, *) }
             if counts == [scores.count] + sizes {
                 self.plan = plan
@@ -206,6 +209,36 @@ struct GraphProgram: Sendable {
                     if let start = values.baseAddress { (scores + b * n).update(from: start, count: values.count) }
                 } else {
                     storeState(b, j - 1, values)
+                }
+            })
+        } catch {
+            throw .layer(path: path, layer: error.node, reason: "\(error)")
+        }
+    }
+
+    /// As `run(streams:workspace:audio:loadState:storeState:scores:)` on the compiled graph (for
+    /// callers that have checked `cannotFail`), with state tensor i given by `fillState(b, i, bytes)` and read by
+    /// `readState(b, i, bytes)` in the form the plan keeps it: int8 codes where the plan's
+    /// `inputCoded[i + 1]` (`outputCoded[i + 1]`), floats otherwise.
+    func runCompiled(streams: Int, workspace: inout GraphWorkspace, audio: (Int, UnsafeMutableBufferPointer<Float>) -> Void,
+                     fillState: (Int, Int, UnsafeMutableRawBufferPointer) -> Void, readState: (Int, Int, UnsafeRawBufferPointer) -> Void,
+                     scores: UnsafeMutablePointer<Float>) throws(ModelError) {
+        guard let plan else { throw .layer(path: path, layer: spec.scoreOutput, reason: "the graph is not compiled (\(interpreted ?? ""))") }
+        let n = scoreCount, scoreCoded = plan.outputCoded[0]
+        do {
+            try plan.run(streams: streams, workspace: &workspace, fill: { b, i, bytes in
+                if i == 0 {
+                    GraphPlan.asFloats(bytes, coded: plan.inputCoded[0]) { audio(b, $0) }
+                } else {
+                    fillState(b, i - 1, bytes)
+                }
+            }, read: { b, j, bytes in
+                if j == 0 {
+                    GraphPlan.asFloats(bytes, coded: scoreCoded) { values in
+                        if let start = values.baseAddress { (scores + b * n).update(from: start, count: values.count) }
+                    }
+                } else {
+                    readState(b, j - 1, bytes)
                 }
             })
         } catch {

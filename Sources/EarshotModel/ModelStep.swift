@@ -30,11 +30,11 @@ extension Model {
             // A step that always completes reads and writes the state where the stream keeps it.
             try withWorkspace { ws throws(ModelError) in
                 try scores.withUnsafeMutableBufferPointer { s throws(ModelError) in
-                    try graph.run(streams: 1, workspace: &ws.graph,
-                                  audio: { _, buffer in Self.fill(buffer, state.context, block) },
-                                  loadState: { _, i, buffer in Self.load(graph, &state, i, into: buffer) },
-                                  storeState: { _, i, values in Self.store(graph, values, into: &state, i) },
-                                  scores: s.baseAddress!)
+                    try graph.runCompiled(streams: 1, workspace: &ws.graph,
+                                          audio: { _, buffer in Self.fill(buffer, state.context, block) },
+                                          fillState: { _, i, bytes in Self.fill(graph, &state, i, into: bytes) },
+                                          readState: { _, i, bytes in Self.read(graph, bytes, into: &state, i) },
+                                          scores: s.baseAddress!)
                 }
             }
             Self.advance(&state, by: block)
@@ -116,14 +116,21 @@ extension Model {
                             // Through pointers: a stream's state and block are read where they lie, not copied or retained.
                             try states.withUnsafeMutableBufferPointer { st throws(ModelError) in
                                 try blocks.withUnsafeBufferPointer { bl throws(ModelError) in
-                                    try graph.run(streams: count, workspace: &ws.graph,
-                                                  audio: { b, buffer in Self.fill(buffer, context: &st[start + b], block: bl.baseAddress! + start + b) },
+                                    let audio = { (b: Int, buffer: UnsafeMutableBufferPointer<Float>) in
+                                        Self.fill(buffer, context: &st[start + b], block: bl.baseAddress! + start + b)
+                                    }
+                                    guard !direct else {
+                                        try graph.runCompiled(streams: count, workspace: &ws.graph, audio: audio,
+                                                              fillState: { b, i, bytes in Self.fill(graph, &st[start + b], i, into: bytes) },
+                                                              readState: { b, i, bytes in Self.read(graph, bytes, into: &st[start + b], i) },
+                                                              scores: out.baseAddress! + start * n)
+                                        return
+                                    }
+                                    try graph.run(streams: count, workspace: &ws.graph, audio: audio,
                                                   loadState: { b, i, buffer in
-                                                      guard !direct else { return Self.load(graph, &st[start + b], i, into: buffer) }
                                                       buffer.baseAddress?.update(from: staged + b * S + graph.stateOffsets[i], count: buffer.count)
                                                   },
                                                   storeState: { b, i, values in
-                                                      guard !direct else { return Self.store(graph, values, into: &st[start + b], i) }
                                                       guard let from = values.baseAddress else { return }
                                                       (staged + b * S + graph.stateOffsets[i]).update(from: from, count: values.count)
                                                   }, scores: out.baseAddress! + start * n)
@@ -155,6 +162,59 @@ extension Model {
         } else {
             state.carry.withUnsafeBufferPointer { from in
                 from.baseAddress.map { to.update(from: $0 + offset, count: buffer.count) }
+            }
+        }
+    }
+
+    /// A graph's state tensor i, from where a stream keeps it (its floats or its codes) into the
+    /// bytes the compiled plan reads it from (codes where the plan keeps it so, else floats); the
+    /// state is read in place (inout: neither copied nor retained).
+    static func fill(_ graph: GraphProgram, _ state: inout ModelState, _ i: Int, into bytes: UnsafeMutableRawBufferPointer) {
+        guard let to = bytes.baseAddress else { return }
+        let offset = graph.storedOffsets[i], n = graph.stateSizes[i], coded = graph.plan?.inputCoded[i + 1] ?? false
+        if graph.stateCoded[i] {
+            state.codes.withUnsafeBufferPointer { from in
+                guard let from = from.baseAddress else { return }
+                if coded {
+                    to.copyMemory(from: from + offset, byteCount: n)
+                } else {
+                    earshot_codes_to_floats(from + offset, n, to.assumingMemoryBound(to: Float.self))
+                }
+            }
+        } else {
+            state.carry.withUnsafeBufferPointer { from in
+                guard let from = from.baseAddress else { return }
+                if coded {
+                    earshot_floats_to_codes(from + offset, n, to.assumingMemoryBound(to: Int8.self))
+                } else {
+                    to.copyMemory(from: from + offset, byteCount: n * 4)
+                }
+            }
+        }
+    }
+
+    /// A graph's new values of state tensor i, from the bytes the compiled plan gives them in,
+    /// written where a stream keeps it.
+    static func read(_ graph: GraphProgram, _ bytes: UnsafeRawBufferPointer, into state: inout ModelState, _ i: Int) {
+        guard let from = bytes.baseAddress else { return }
+        let offset = graph.storedOffsets[i], n = graph.stateSizes[i], coded = graph.plan?.outputCoded[i + 1] ?? false
+        if graph.stateCoded[i] {
+            state.codes.withUnsafeMutableBufferPointer { to in
+                guard let to = to.baseAddress else { return }
+                if coded {
+                    UnsafeMutableRawPointer(to + offset).copyMemory(from: from, byteCount: n)
+                } else {
+                    earshot_floats_to_codes(from.assumingMemoryBound(to: Float.self), n, to + offset)
+                }
+            }
+        } else {
+            state.carry.withUnsafeMutableBufferPointer { to in
+                guard let to = to.baseAddress else { return }
+                if coded {
+                    earshot_codes_to_floats(from.assumingMemoryBound(to: Int8.self), n, to + offset)
+                } else {
+                    UnsafeMutableRawPointer(to + offset).copyMemory(from: from, byteCount: n * 4)
+                }
             }
         }
     }

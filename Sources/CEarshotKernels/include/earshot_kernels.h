@@ -108,36 +108,39 @@ void earshot_transpose(const float *x, long rows, long cols, float *y);
 // for programs to call at start-up, not for libraries.
 void earshot_keep_freed_memory(void);
 
-// TFLite's int8 kernels as its reference kernels compute them, over tensors held as floats
-// (whole numbers). A convolution (or fully connected layer) of `groups` groups: the input's
-// `count` values plus `input_offset` as int16; for each group g and position p, the K of them at
-// fields[(g * positions + p) * k + i] (the index `count` stands for padding, which adds nothing)
-// meet the int16 weights of each output channel o of the group (outputs g * per_group + j);
-// acc + bias[o] is requantized with multiplier[o] and shift[o] (MultiplyByQuantizedMultiplier),
-// offset, clamped to [lo, hi] and written to y[p * groups * per_group + o]. The weights are laid
-// out in pairs of taps: w[((g * pairs + q) * stride + j) * 2 + t] is tap 2q + t of output j of
+// TFLite's int8 kernels as its reference kernels compute them. A tensor is held either as int8
+// codes (`signed char`, the kernels' `*_codes` flag set) or as whole-number floats; values held as
+// floats are taken as int16 (clamped, NaN as the lowest). A convolution (or fully connected layer)
+// of `groups` groups: the input's `count` values plus `input_offset` as int16; for each group g
+// and position p, the K of them at fields[(g * positions + p) * k + i] (the index `count` stands
+// for padding, which adds nothing) meet the int16 weights of each output channel o of the group
+// (outputs g * per_group + j); acc + bias[o] is requantized with multiplier[o] and shift[o]
+// (MultiplyByQuantizedMultiplier), offset, clamped to [lo, hi] and written to
+// y[p * groups * per_group + o] (as codes only when [lo, hi] lies in -128...127). The weights are
+// laid out in pairs of taps: w[((g * pairs + q) * stride + j) * 2 + t] is tap 2q + t of output j of
 // group g, with pairs = (k + 1) / 2, stride = per_group rounded up to a multiple of 16, and zeros
 // where j >= per_group or 2q + t >= k; with fewer than EARSHOT_QCONV_FEW outputs a group, the
 // weights are rows instead, w[o * k + i]. `fields` may be NULL when groups is 1 and position p's
 // field is x[p * k ..< (p + 1) * k] with k even or one position (the input read in place).
 // `scratch` is room for (count + 2) / 2 + (k + 1) / 2 ints.
 enum { EARSHOT_QCONV_FEW = 4 };
-void earshot_qconv(const float *x, long count, const int *fields, long groups, long positions, long k, const short *w, long per_group,
-                   const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
-                   int *scratch, float *y);
+void earshot_qconv(const void *x, int x_codes, long count, const int *fields, long groups, long positions, long k, const short *w,
+                   long per_group, const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo,
+                   int hi, int *scratch, void *y, int y_codes);
 // A depthwise convolution of multiplier 1 whose taps are the same for every channel: at position
 // p, tap i reads channel c at taps[p * k + i] + c (an index >= count is padding); the weights are
 // [k][channels]. Otherwise as earshot_qconv; `scratch` is room for count int16 values.
-void earshot_qdepthwise(const float *x, long count, const int *taps, long positions, long k, long channels, const short *w,
+void earshot_qdepthwise(const void *x, int x_codes, long count, const int *taps, long positions, long k, long channels, const short *w,
                         const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
-                        short *scratch, float *y);
+                        short *scratch, void *y, int y_codes);
 // TFLite's Quantize of n floats: x / scale + zero in double, rounded half to even, clamped to
-// [lo, hi], NaN to lo (the values `Quantized.quantize` gives), as whole-number floats.
-void earshot_quantize(const float *x, long n, double scale, double zero, float lo, float hi, float *y);
+// [lo, hi], NaN to lo (the values `Quantized.quantize` gives), as whole-number floats or (with
+// y_codes, [lo, hi] in -128...127) as codes.
+void earshot_quantize(const float *x, long n, double scale, double zero, float lo, float hi, void *y, int y_codes);
 // TFLite's MultiplyByQuantizedMultiplier (doubling high multiply, rounding shift).
 int earshot_requantize(int acc, int multiplier, int shift);
-// A stream's int8 state tensors, kept as int8 codes between steps and as whole-number floats in
-// a step's arena. To floats: exact. To codes: rounded to the nearest whole number and saturated
+// Int8 codes to whole-number floats and back (where a float step reads a tensor held as codes, or
+// a caller asks for floats). To floats: exact. To codes: rounded to the nearest whole number and saturated
 // to -128...127, NaN to 0 (the values are whole numbers in that range already; this only keeps
 // any other value from being undefined).
 void earshot_codes_to_floats(const signed char *codes, long n, float *y);
