@@ -114,16 +114,24 @@ extension Model {
                     try scores.withUnsafeMutableBufferPointer { out throws(ModelError) in
                         if let graph {
                             // Through pointers: a stream's state and block are read where they lie, not copied or retained.
-                            try states.withUnsafeMutableBufferPointer { st throws(ModelError) in
+                            try states.withUnsafeMutableBufferPointer { stateBuffer throws(ModelError) in
+                                let st = stateBuffer
                                 try blocks.withUnsafeBufferPointer { bl throws(ModelError) in
                                     let audio = { (b: Int, buffer: UnsafeMutableBufferPointer<Float>) in
                                         Self.fill(buffer, context: &st[start + b], block: bl.baseAddress! + start + b)
                                     }
                                     guard !direct else {
-                                        try graph.runCompiled(streams: count, workspace: &ws.graph, audio: audio,
-                                                              fillState: { b, i, bytes in Self.fill(graph, &st[start + b], i, into: bytes) },
-                                                              readState: { b, i, bytes in Self.read(graph, bytes, into: &st[start + b], i) },
-                                                              scores: out.baseAddress! + start * n)
+                                        try graph.runCompiled(streams: count, workspace: &ws.graph, audio: { b, buffer in
+                                            // The streams a few ahead are brought into cache while this one is filled.
+                                            if start + b + Self.prefetchAhead < st.count {
+                                                Self.prefetch(&st[start + b + Self.prefetchAhead], block: bl.baseAddress! + start + b + Self.prefetchAhead)
+                                            }
+                                            audio(b, buffer)
+                                        }, fillState: { b, i, bytes in Self.fill(graph, &st[start + b], i, into: bytes) },
+                                        readState: { b, i, bytes in Self.read(graph, bytes, into: &st[start + b], i) },
+                                        scores: out.baseAddress! + start * n)
+                                        // Each state moves on while it is in cache (a step that cannot fail).
+                                        for b in 0..<count { Self.advance(&st[start + b], by: bl[start + b]) }
                                         return
                                     }
                                     try graph.run(streams: count, workspace: &ws.graph, audio: audio,
@@ -147,7 +155,9 @@ extension Model {
                 }
             }
         }
-        for i in states.indices { Self.advance(&states[i], by: blocks[i]) }
+        if !direct {
+            for i in states.indices { Self.advance(&states[i], by: blocks[i]) }
+        }
     }
 
     /// A graph's state tensor i, read from where a stream keeps it (its floats or its codes) into
@@ -164,6 +174,17 @@ extension Model {
                 from.baseAddress.map { to.update(from: $0 + offset, count: buffer.count) }
             }
         }
+    }
+
+    /// How many streams ahead of the one it fills a batched step brings into cache.
+    static let prefetchAhead = 8
+
+    /// Brings a stream's state and block into cache (a hint: nothing is read or changed).
+    static func prefetch(_ state: inout ModelState, block: UnsafePointer<[Float]>) {
+        state.codes.withUnsafeBufferPointer { earshot_prefetch($0.baseAddress, $0.count) }
+        state.carry.withUnsafeBufferPointer { earshot_prefetch($0.baseAddress, $0.count * 4) }
+        state.context.withUnsafeBufferPointer { earshot_prefetch($0.baseAddress, $0.count * 4) }
+        block.pointee.withUnsafeBufferPointer { earshot_prefetch($0.baseAddress, $0.count * 4) }
     }
 
     /// A graph's state tensor i, from where a stream keeps it (its floats or its codes) into the

@@ -107,6 +107,8 @@ void earshot_transpose(const float *x, long rows, long cols, float *y);
 // and would otherwise take fresh, zeroed pages each time. A process-wide setting (glibc mallopt):
 // for programs to call at start-up, not for libraries.
 void earshot_keep_freed_memory(void);
+// Asks for the cache lines of `bytes` bytes at p to be brought in (a hint; it reads nothing).
+void earshot_prefetch(const void *p, long bytes);
 
 // TFLite's int8 kernels as its reference kernels compute them. A tensor is held either as int8
 // codes (`signed char`, the kernels' `*_codes` flag set) or as whole-number floats; values held as
