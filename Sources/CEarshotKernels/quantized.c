@@ -99,6 +99,35 @@ static void pair_products_baseline(const int16_pair *pairs, long count, const sh
 PAIR_PRODUCTS_512(pair_products_avx512, "avx512f,avx512bw", MADD_ADD)
 PAIR_PRODUCTS_512(pair_products_vnni, "avx512f,avx512bw,avx512vnni", _mm512_dpwssd_epi32)
 
+// The products of one receptive field in quads of taps: acc[j] += the sum over quads q of
+// w[q][j][t] * u[4q + t] (t < 4), u the input as unsigned bytes (the codes plus 128) and w int8,
+// for the n <= 64 outputs j of a block, with AVX-512 VNNI (`vpdpbusd`, four taps an instruction;
+// each sum of four products fits an int32, so nothing saturates). The sums wrap as int32.
+typedef int32_t __attribute__((may_alias)) byte_quad;
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static inline void quad_products_vnni(const byte_quad *quads, long count,
+                                                                                            const signed char *w, long stride, long n,
+                                                                                            int32_t *acc) {
+    long blocks = (n + 15) / 16;
+    __mmask16 last = (__mmask16)(n % 16 == 0 ? 0xffff : (1U << (n % 16)) - 1);
+    __m512i a0 = _mm512_maskz_loadu_epi32(blocks == 1 ? last : 0xffff, acc);
+    __m512i a1 = blocks > 1 ? _mm512_maskz_loadu_epi32(blocks == 2 ? last : 0xffff, acc + 16) : _mm512_setzero_si512();
+    __m512i a2 = blocks > 2 ? _mm512_maskz_loadu_epi32(blocks == 3 ? last : 0xffff, acc + 32) : _mm512_setzero_si512();
+    __m512i a3 = blocks > 3 ? _mm512_maskz_loadu_epi32(last, acc + 48) : _mm512_setzero_si512();
+    for (long q = 0; q < count; q++) {
+        __m512i x = _mm512_set1_epi32(quads[q]);
+        const signed char *row = w + q * stride * 4;
+        a0 = _mm512_dpbusd_epi32(a0, x, _mm512_loadu_si512(row));
+        if (blocks > 1) a1 = _mm512_dpbusd_epi32(a1, x, _mm512_loadu_si512(row + 64));
+        if (blocks > 2) a2 = _mm512_dpbusd_epi32(a2, x, _mm512_loadu_si512(row + 128));
+        if (blocks > 3) a3 = _mm512_dpbusd_epi32(a3, x, _mm512_loadu_si512(row + 192));
+    }
+    _mm512_mask_storeu_epi32(acc, blocks == 1 ? last : 0xffff, a0);
+    if (blocks > 1) _mm512_mask_storeu_epi32(acc + 16, blocks == 2 ? last : 0xffff, a1);
+    if (blocks > 2) _mm512_mask_storeu_epi32(acc + 32, blocks == 3 ? last : 0xffff, a2);
+    if (blocks > 3) _mm512_mask_storeu_epi32(acc + 48, last, a3);
+}
+
 static const pair_products paths[] = {pair_products_baseline, pair_products_avx512, pair_products_vnni};
 static int path_chosen = -1;  // the best the CPU has, unless a test chose one
 
@@ -135,11 +164,56 @@ static inline __attribute__((always_inline)) int32_t dot16(const short *a, const
     return (int32_t)s;
 }
 
+// earshot_qconv on codes in quads of taps (VNNI): u = codes + 128 as bytes, the padding's byte
+// 128 - input_offset, so that with base = bias + (input_offset - 128) * (the sum of the output's
+// weights) every tap adds w * (x + input_offset) as the reference does, padding nothing. Compiled
+// for the CPU of the VNNI path it runs on, so that its loops (the bytes, the requantization)
+// vectorize as the clones' do.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512cd,avx512vnni,bmi,bmi2,lzcnt,popcnt,fma,avx2,avx")))
+static void qconv_quads(const signed char *x, long count, const int *fields, long groups, long positions, long k,
+                        const signed char *w4, long per_group, const int *base, const int *multiplier, const int *shift,
+                        int input_offset, int output_offset, int lo, int hi, int *scratch, void *y, int y_codes) {
+    long quads = (k + 3) / 4, stride = (per_group + 15) / 16 * 16, outputs = groups * per_group;
+    unsigned char *u = (unsigned char *)scratch;
+    byte_quad *field = (byte_quad *)(scratch + (count + 7) / 4);
+    for (long j = 0; j < count; j++) u[j] = (unsigned char)(x[j] ^ 0x80);
+    u[count] = (unsigned char)(128 - input_offset);
+    u[count + 1] = u[count + 2] = u[count + 3] = 0;  // read past a field's last tap, against zero weights
+    for (long g = 0; g < groups; g++) {
+        const signed char *wg = w4 + g * quads * stride * 4;
+        for (long p = 0; p < positions; p++) {
+            const byte_quad *in = (const byte_quad *)(u + p * k);
+            if (fields) {
+                const int *f = fields + (g * positions + p) * k;
+                for (long i = 0; i < quads; i++) {
+                    uint32_t v = 0;
+                    for (long t = 0; t < 4 && 4 * i + t < k; t++) v |= (uint32_t)u[f[4 * i + t]] << (8 * t);
+                    field[i] = (int32_t)v;
+                }
+                in = field;
+            }
+            for (long j0 = 0; j0 < per_group; j0 += 64) {
+                long n = per_group - j0 < 64 ? per_group - j0 : 64;
+                int32_t acc[64];
+                long o0 = g * per_group + j0;
+                for (long j = 0; j < n; j++) acc[j] = base[o0 + j];
+                quad_products_vnni(in, quads, wg + j0 * 4, stride, n, acc);
+                store_requantized(acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y, y_codes, p * outputs + o0);
+            }
+        }
+    }
+}
+
 CLONES
 void earshot_qconv(const void *x, int x_codes, long count, const int *fields, long groups, long positions, long k, const short *w,
                    long per_group, const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo,
-                   int hi, int *scratch, void *y, int y_codes) {
+                   int hi, int *scratch, void *y, int y_codes, const signed char *w4, const int *base) {
     pair_products products = chosen_path();
+    if (products == pair_products_vnni && w4 && base && x_codes && per_group >= EARSHOT_QCONV_FEW) {
+        qconv_quads((const signed char *)x, count, fields, groups, positions, k, w4, per_group, base, multiplier, shift, input_offset,
+                    output_offset, lo, hi, scratch, y, y_codes);
+        return;
+    }
     long pairs = (k + 1) / 2, stride = (per_group + 15) / 16 * 16;
     short *xi = (short *)scratch;
     int32_t *field = scratch + (count + 2) / 2;

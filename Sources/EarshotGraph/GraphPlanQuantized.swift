@@ -18,6 +18,10 @@ struct QuantizedProductStep: Step {
     /// One group whose position p reads x[p * k ..< (p + 1) * k] (with k even, or one position):
     /// the kernel reads the input in place instead of gathering each field.
     let contiguous: Bool
+    /// Int8 weights in quads of taps and the bias with the input offset's products folded in, for
+    /// the VNNI path on codes (empty when the weights or the offset do not allow it).
+    let quads: [Int8]
+    let base: [Int32]
 
     static func isContiguous(_ fields: [Int32], groups: Int, positions: Int, k: Int) -> Bool {
         groups == 1 && (positions == 1 || k % 2 == 0) && fields.count == positions * k && fields.indices.allSatisfy { fields[$0] == Int32($0) }
@@ -42,9 +46,14 @@ struct QuantizedProductStep: Step {
                                                            b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
                                                            int16s, c.bytes(y, stream), yCodes)
                                     } else {
-                                        earshot_qconv(c.bytes(x, stream), xCodes, x.count, contiguous ? nil : f.baseAddress, groups, positions, k,
-                                                      w.baseAddress!, perGroup, b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset,
-                                                      outputOffset, low, high, scratch.baseAddress!, c.bytes(y, stream), yCodes)
+                                        quads.withUnsafeBufferPointer { w4 in
+                                            base.withUnsafeBufferPointer { base in
+                                                earshot_qconv(c.bytes(x, stream), xCodes, x.count, contiguous ? nil : f.baseAddress, groups, positions, k,
+                                                              w.baseAddress!, perGroup, b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset,
+                                                              outputOffset, low, high, scratch.baseAddress!, c.bytes(y, stream), yCodes,
+                                                              w4.baseAddress, base.baseAddress)
+                                            }
+                                        }
                                     }
                                 }
                             }
@@ -53,6 +62,32 @@ struct QuantizedProductStep: Step {
                 }
             }
         }
+    }
+
+    /// Weights [O][k] as `earshot_qconv` reads them in quads of taps, and the bias with the input
+    /// offset's products folded in (bias + (inputOffset - 128) × the sum of each output's weights,
+    /// wrapping as the kernel's sums do); nil unless every weight is int8, there are enough outputs
+    /// a group and the padding's byte (128 - inputOffset) is a byte.
+    static func quadLayout(_ weights: [Int16], groups: Int, perGroup: Int, k: Int, bias: [Int32],
+                           inputOffset: Int32) -> (quads: [Int8], base: [Int32])? {
+        guard perGroup >= Int(EARSHOT_QCONV_FEW), (0...255).contains(128 - Int(inputOffset)),
+              weights.allSatisfy({ (-128...127).contains($0) }), bias.count == groups * perGroup else { return nil }
+        let quads = (k + 3) / 4, stride = (perGroup + 15) / 16 * 16
+        var laid = [Int8](repeating: 0, count: groups * quads * stride * 4)
+        var base = bias
+        for g in 0..<groups {
+            for j in 0..<perGroup {
+                let o = g * perGroup + j
+                var sum: Int32 = 0
+                for i in 0..<k {
+                    let v = weights[o * k + i]
+                    laid[((g * quads + i / 4) * stride + j) * 4 + i % 4] = Int8(v)
+                    sum &+= Int32(v)
+                }
+                base[o] = bias[o] &+ (inputOffset &- 128) &* sum
+            }
+        }
+        return (laid, base)
     }
 
     /// Weights [O][k] (O = groups × perGroup) in the layout `earshot_qconv` reads: pairs of taps,
@@ -223,11 +258,14 @@ extension Builder {
         guard positions * outChannels == output.count, weights.count == outChannels * k else { return nil }
         let y = Quantized.isInt8(Int(q.low), Int(q.high)) ? allocateCodes(output.count) : allocate(output.count)
         refs[g.outputs[0]] = y
+        let quads = channelTaps || !xRef.coded ? nil
+            : QuantizedProductStep.quadLayout(weights, groups: groups, perGroup: perGroup, k: k, bias: bias, inputOffset: q.inputOffset)
         steps.append(QuantizedProductStep(x: xRef, y: y, fields: fields, groups: groups, positions: positions, k: k, perGroup: perGroup,
                                           weights: channelTaps ? weights : QuantizedProductStep.pairLayout(weights, groups: groups, perGroup: perGroup, k: k), bias: bias, multipliers: q.multipliers, shifts: q.shifts.map { Int32($0) },
                                           inputOffset: q.inputOffset, outputOffset: q.outputOffset, low: q.low, high: q.high,
                                           channelTaps: channelTaps,
-                                          contiguous: !channelTaps && QuantizedProductStep.isContiguous(fields, groups: groups, positions: positions, k: k)))
+                                          contiguous: !channelTaps && QuantizedProductStep.isContiguous(fields, groups: groups, positions: positions, k: k),
+                                          quads: quads?.quads ?? [], base: quads?.base ?? []))
         return channelTaps ? "int8 depthwise" : "int8 product"
     }
 }

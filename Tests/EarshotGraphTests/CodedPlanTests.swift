@@ -4,7 +4,7 @@ import Testing
 
 /// A plan that keeps TFLite's int8 tensors as int8 codes (a byte a value) gives the bits of the
 /// plan that keeps them as floats, through every kind of step that meets codes: Quantize, int8
-/// products, moves of codes (a Pad's fill among them), a Where that keeps or resets a state
+/// products (on the VNNI path, four taps an instruction, padding included), moves of codes (a Pad's fill among them), a Where that keeps or resets a state
 /// against int8 first values, a float op reading codes, and an output asked for as codes that
 /// float ops compute.
 @Suite("Int8 tensors held as codes")
@@ -29,6 +29,12 @@ struct CodedPlanTests {
             GraphNode(op: "TFLiteDepthwiseConv2D", name: "depthwise", inputs: ["padded", "wd", "bd"], outputs: ["taps"],
                       attributes: requantization.merging(["depth_multiplier": .int(1)]) { $1 }),
             GraphNode(op: "TFLiteConv2D", name: "conv", inputs: ["taps", "wc", "bc"], outputs: ["conv"], attributes: requantization),
+            // With padding (the padding's byte), and a dense layer, on codes.
+            GraphNode(op: "TFLiteConv2D", name: "padded conv", inputs: ["taps", "wp", "bp"], outputs: ["padded conv"],
+                      attributes: requantization.merging(["pads": .ints([1, 0, 1, 0])]) { $1 }),
+            GraphNode(op: "TFLiteFullyConnected", name: "dense", inputs: ["conv", "wf", "bf"], outputs: ["dense"],
+                      attributes: requantization.filter { !["strides", "dilations", "pads"].contains($0.key) }
+                          .merging(["weights_offset": .int(0)]) { $1 }),
             GraphNode(op: "Relu", name: "relu", inputs: ["conv"], outputs: ["relu"]),
             GraphNode(op: "TFLiteLookup", name: "lookup", inputs: ["conv"], outputs: ["lookup"],
                       attributes: ["table": .ints((0..<256).map { Int64($0 / 3) - 40 }), "low": .int(-128)]),
@@ -40,6 +46,8 @@ struct CodedPlanTests {
             "pads": GraphTensor(shape: [8], integers: [0, 0, 0, 1, 0, 0, 0, 1]), "fill": GraphTensor(scalar: Float(7)),
             "wd": ints([1, 3, 1, 6], seed: 1), "bd": ints([6], seed: 2),
             "wc": ints([3, 1, 1, 6], seed: 3), "bc": ints([3], seed: 4),
+            "wp": ints([5, 3, 1, 6], seed: 6), "bp": ints([5], seed: 7),
+            "wf": ints([4, 6], seed: 8), "bf": ints([4], seed: 9),
             "starts": GraphTensor(shape: [1], integers: [2]), "ends": GraphTensor(shape: [1], integers: [4]),
             "axes": GraphTensor(shape: [1], integers: [1]), "zero": GraphTensor(shape: [1], floats: [0]),
             "first": ints([1, 2, 1, 4], seed: 5),
@@ -48,7 +56,7 @@ struct CodedPlanTests {
     }
 
     static let inputs: [(name: String, shape: [Int])] = [("features", [1, 2, 1, 4]), ("state", [1, 2, 1, 4]), ("started", [1, 1])]
-    static let outputs = ["gated", "relu", "lookup", "conv"]
+    static let outputs = ["gated", "relu", "lookup", "conv", "padded conv", "dense"]
     static let codes: Set<String> = ["state", "gated", "relu"]
 
     static func plan(codes: Set<String>) throws -> GraphPlan {
@@ -74,10 +82,10 @@ struct CodedPlanTests {
     func forms() throws {
         let plan = try Self.plan(codes: Self.codes)
         #expect(plan.inputCoded == [false, true, false])
-        #expect(plan.outputCoded == [true, true, false, false])
+        #expect(plan.outputCoded == [true, true, false, false, false, false])
         let floats = try Self.plan(codes: [])
         #expect(floats.inputCoded == [false, false, false])
-        #expect(floats.outputCoded == [false, false, false, false])
+        #expect(floats.outputCoded == [false, false, false, false, false, false])
     }
 
     @Test("Codes in and out give the bits of the plan of floats (which the reference kernels check at build), batched and alone")

@@ -124,11 +124,15 @@ void earshot_prefetch(const void *p, long bytes);
 // where j >= per_group or 2q + t >= k; with fewer than EARSHOT_QCONV_FEW outputs a group, the
 // weights are rows instead, w[o * k + i]. `fields` may be NULL when groups is 1 and position p's
 // field is x[p * k ..< (p + 1) * k] with k even or one position (the input read in place).
-// `scratch` is room for (count + 2) / 2 + (k + 1) / 2 ints.
+// `scratch` is room for (count + 2) / 2 + (k + 1) / 2 ints. On the VNNI path, an input of codes
+// with int8 weights given in quads of taps as well (w4[((g * quads + q) * stride + j) * 4 + t],
+// quads = (k + 3) / 4, zeros as for pairs) and base[o] = bias[o] + (input_offset - 128) times the
+// sum of output o's weights (wrapping; 0 <= 128 - input_offset <= 255) runs four taps an
+// instruction (`vpdpbusd`), with the same values; w4 and base may be NULL.
 enum { EARSHOT_QCONV_FEW = 4 };
 void earshot_qconv(const void *x, int x_codes, long count, const int *fields, long groups, long positions, long k, const short *w,
                    long per_group, const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo,
-                   int hi, int *scratch, void *y, int y_codes);
+                   int hi, int *scratch, void *y, int y_codes, const signed char *w4, const int *base);
 // A depthwise convolution of multiplier 1 whose taps are the same for every channel: at position
 // p, tap i reads channel c at taps[p * k + i] + c (an index >= count is padding); the weights are
 // [k][channels]. Otherwise as earshot_qconv; `scratch` is room for count int16 values.
