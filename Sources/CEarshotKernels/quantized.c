@@ -106,8 +106,9 @@ PAIR_PRODUCTS_512(pair_products_vnni, "avx512f,avx512bw,avx512vnni", _mm512_dpws
 typedef int32_t __attribute__((may_alias)) byte_quad;
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static inline void quad_products_vnni(const byte_quad *quads, long count,
-                                                                                            const signed char *w, long stride, long n,
+                                                                                            const short *weights, long stride, long n,
                                                                                             int32_t *acc) {
+    const signed char *w = (const signed char *)weights;  // int8 weights, four a 32-bit group as int16 pairs are two
     long blocks = (n + 15) / 16;
     __mmask16 last = (__mmask16)(n % 16 == 0 ? 0xffff : (1U << (n % 16)) - 1);
     __m512i a0 = _mm512_maskz_loadu_epi32(blocks == 1 ? last : 0xffff, acc);
@@ -164,6 +165,24 @@ static inline __attribute__((always_inline)) int32_t dot16(const short *a, const
     return (int32_t)s;
 }
 
+// One receptive field's outputs of group g at position p, in blocks of up to 64: sums from
+// `first` (the bias, or the base), `products` over the field's `count` 32-bit groups of taps
+// (pairs of int16, or quads of bytes: four bytes an output and group either way, so block j0
+// starts j0 * 4 bytes into the group's weights wg), requantized and stored.
+static inline __attribute__((always_inline)) void field_outputs(pair_products products, const int32_t *in, long count,
+                                                                const char *wg, long stride, long g, long per_group,
+                                                                const int *first, const int *multiplier, const int *shift,
+                                                                int output_offset, int lo, int hi, void *y, int y_codes, long at) {
+    for (long j0 = 0; j0 < per_group; j0 += 64) {
+        long n = per_group - j0 < 64 ? per_group - j0 : 64;
+        int32_t acc[64];
+        long o0 = g * per_group + j0;
+        for (long j = 0; j < n; j++) acc[j] = first[o0 + j];
+        products(in, count, (const short *)(wg + j0 * 4), stride, n, acc);
+        store_requantized(acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y, y_codes, at + o0);
+    }
+}
+
 // earshot_qconv on codes in quads of taps (VNNI): u = codes + 128 as bytes, the padding's byte
 // 128 - input_offset, so that with base = bias + (input_offset - 128) * (the sum of the output's
 // weights) every tap adds w * (x + input_offset) as the reference does, padding nothing. Compiled
@@ -192,14 +211,8 @@ static void qconv_quads(const signed char *x, long count, const int *fields, lon
                 }
                 in = field;
             }
-            for (long j0 = 0; j0 < per_group; j0 += 64) {
-                long n = per_group - j0 < 64 ? per_group - j0 : 64;
-                int32_t acc[64];
-                long o0 = g * per_group + j0;
-                for (long j = 0; j < n; j++) acc[j] = base[o0 + j];
-                quad_products_vnni(in, quads, wg + j0 * 4, stride, n, acc);
-                store_requantized(acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y, y_codes, p * outputs + o0);
-            }
+            field_outputs(quad_products_vnni, in, quads, (const char *)wg, stride, g, per_group, base, multiplier, shift, output_offset,
+                          lo, hi, y, y_codes, p * outputs);
         }
     }
 }
@@ -254,14 +267,8 @@ void earshot_qconv(const void *x, int x_codes, long count, const int *fields, lo
                 }
                 in = field;
             }
-            for (long j0 = 0; j0 < per_group; j0 += 64) {
-                long n = per_group - j0 < 64 ? per_group - j0 : 64;
-                int32_t acc[64];
-                long o0 = g * per_group + j0;
-                for (long j = 0; j < n; j++) acc[j] = bias[o0 + j];
-                products(in, pairs, wg + j0 * 2, stride, n, acc);
-                store_requantized(acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y, y_codes, p * outputs + o0);
-            }
+            field_outputs(products, in, pairs, (const char *)wg, stride, g, per_group, bias, multiplier, shift, output_offset, lo, hi, y,
+                          y_codes, p * outputs);
         }
     }
 }
