@@ -53,9 +53,9 @@ def main():
     oww_pipeline = [run_json([PY, "tools/bench_openwakeword_pipeline.py", "--rounds", "5", "--head", h, "--json"])
                     for h in ("alexa_v0.1", "hey_mycroft_v0.1")]
     wake_streams = run_json([EARSHOT, "bench", "streams", "--model", "okay-nabu", "--ticks", "100",
-                             "--counts", "1000,2000,3000,3500,4000,4500,5000", "--json"])
+                             "--counts", "1000,2000,3000,4000,5000,5500,6000", "--json"])
     wake_vad_streams = run_json([EARSHOT, "bench", "streams", "--model", "okay-nabu,silero-vad", "--ticks", "20",
-                                 "--counts", "500,1000,1250,1500,1750,2000", "--json"])
+                                 "--counts", "500,1000,1500,2000,2500,3000", "--json"])
     layers_streams = run_json([EARSHOT, "bench", "streams", "--model", "Tests/Fixtures/silero-vad-layers", "--ticks", "100",
                                "--counts", "3000,6000,8000,10000,12000", "--json"])
     offline = run_json([PY, "tools/bench_offline.py", "--repeat", "3", "--json"])
