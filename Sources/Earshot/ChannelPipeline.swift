@@ -9,6 +9,9 @@ struct ChannelPipeline {
     let model: Model
     let options: LabelOptions
     let sourceRate: Int
+    /// The model's block length and whether its scores are a softmax (read once, not per step).
+    private let chunkSamples: Int
+    private let softmax: Bool
     var state: ModelState
     private var resampler: StreamResampler?
     /// Samples at the model's rate not yet in a block.
@@ -35,6 +38,8 @@ struct ChannelPipeline {
         self.model = model
         self.options = options
         self.sourceRate = sourceRate
+        chunkSamples = model.chunkSamples
+        softmax = model.manifest.outputs.activation == .softmax
         state = model.makeState()
         if sourceRate != model.sampleRate {
             do { resampler = try StreamResampler(inputRate: sourceRate, outputRate: model.sampleRate) } catch {
@@ -89,11 +94,19 @@ struct ChannelPipeline {
         inputEnded = true
     }
 
-    var hasBlock: Bool { !failed && pending.count - pendingOffset >= model.chunkSamples }
+    var hasBlock: Bool { !failed && pending.count - pendingOffset >= chunkSamples }
 
     mutating func takeBlock() -> [Float] {
-        let n = model.chunkSamples
-        let block = Array(pending[pendingOffset..<(pendingOffset + n)])
+        var block: [Float] = []
+        takeBlock(into: &block)
+        return block
+    }
+
+    /// The next block into `block` (which keeps its capacity: a batched step reuses its blocks).
+    mutating func takeBlock(into block: inout [Float]) {
+        let n = chunkSamples
+        block.removeAll(keepingCapacity: true)
+        block.append(contentsOf: pending[pendingOffset..<(pendingOffset + n)])
         pendingOffset += n
         // Drop what was used once it is at least half the buffer: each sample is moved at most
         // once on average, however much audio a push brings.
@@ -101,11 +114,10 @@ struct ChannelPipeline {
             pending.removeFirst(pendingOffset)
             pendingOffset = 0
         }
-        return block
     }
 
     /// Blocks ready now: how many `takeBlock` would give.
-    var readyBlocks: Int { failed ? 0 : (pending.count - pendingOffset) / model.chunkSamples }
+    var readyBlocks: Int { failed ? 0 : (pending.count - pendingOffset) / chunkSamples }
 
     /// Many consecutive steps of this channel at once (the model batches what comes before its
     /// recurrent layers).
@@ -138,14 +150,13 @@ struct ChannelPipeline {
         let step = steps
         steps += 1
         var events: [ClassifierEvent] = []
-        let n = model.chunkSamples
+        let n = chunkSamples
         if options.includeScores {
             events.append(.scores(StepScores(channel: channel, start: source(step * n), end: source(min((step + 1) * n, modelSamples)),
                                              sampleRate: sourceRate, scores: scores)))
         }
         for (i, score) in scores.enumerated() { sums[i].append((sums[i].last ?? 0) + Double(score)) }
         let winner = scores.indices.max { scores[$0] < scores[$1] }
-        let softmax = model.manifest.outputs.activation == .softmax
         // Softmax: a label scores its probability where it wins the step, else 0 (so the
         // threshold is the least confidence a winner needs); the duration rules apply alike.
         func score(_ label: Int) -> Double { softmax ? (label == winner ? Double(scores[label]) : 0.0) : Double(scores[label]) }
@@ -174,8 +185,12 @@ struct ChannelPipeline {
 
     /// How many of the oldest cumulative scores no open segment can reach any more.
     private var sumsNotNeeded: Int {
-        let oldest = trackers.compactMap { $0.tracker.oldestOpenSample }.min() ?? steps * model.chunkSamples
-        let keepFrom = max(0, oldest / model.chunkSamples - 1)
+        var oldest = steps * chunkSamples
+        var open = false
+        for t in trackers {
+            if let sample = t.tracker.oldestOpenSample { oldest = open ? min(oldest, sample) : sample; open = true }
+        }
+        let keepFrom = max(0, oldest / chunkSamples - 1)
         return max(0, min(keepFrom - sumBase, (sums.first?.count ?? 1) - 1))
     }
 
@@ -196,7 +211,7 @@ struct ChannelPipeline {
     }
 
     private func segmentEvent(_ output: SegmentTracker.Output, label: Int) -> ClassifierEvent {
-        let n = model.chunkSamples
+        let n = chunkSamples
         switch output {
         case let .started(start):
             return .started(Segment(channel: channel, label: model.labels[label], start: source(start), end: source(start),

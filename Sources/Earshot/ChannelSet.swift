@@ -19,6 +19,7 @@ struct ChannelSet {
     /// States swapped in and out of the pipelines around a batched step, so that no step
     /// copies a state.
     private var scratch: [ModelState] = []
+    private var blockScratch: [[Float]] = []
 
     init(model: Model, options: LabelOptions) {
         self.model = model
@@ -126,10 +127,15 @@ struct ChannelSet {
     /// Runs batched steps, live channels first, until no channel has a block.
     mutating func drain() -> [ClassifierEvent] {
         var events: [ClassifierEvent] = []
+        var ready: [Int] = [], live: [Int] = []
         while true {
-            let ready = pipelines.indices.filter { pipelines[$0]?.hasBlock == true }
+            ready.removeAll(keepingCapacity: true)
+            live.removeAll(keepingCapacity: true)
+            for k in pipelines.indices where pipelines[k]?.hasBlock == true {
+                ready.append(k)
+                if kinds[k] == .live { live.append(k) }
+            }
             guard !ready.isEmpty else { return events }
-            let live = ready.filter { kinds[$0] == .live }
             if ready.count == 1, live.isEmpty, let blocks = pipelines[ready[0]]?.readyBlocks, blocks > 1 {
                 // One file channel with a run of blocks: its steps go through the model together.
                 let k = ready[0]
@@ -149,9 +155,13 @@ struct ChannelSet {
     /// One batched model step for `channels` (all open, each with a block).
     private mutating func step(_ channels: [Int]) -> [ClassifierEvent] {
         stepsRun += channels.count
+        // The blocks of the last step are refilled (they keep their capacity).
         var blocks: [[Float]] = []
-        blocks.reserveCapacity(channels.count)
-        for k in channels { blocks.append(pipelines[k]?.takeBlock() ?? []) }
+        swap(&blocks, &blockScratch)
+        defer { swap(&blocks, &blockScratch) }
+        if blocks.count > channels.count { blocks.removeLast(blocks.count - channels.count) }
+        while blocks.count < channels.count { blocks.append([]) }
+        for (i, k) in channels.enumerated() { pipelines[k]?.takeBlock(into: &blocks[i]) }
         // Each stream's state is swapped out of its pipeline for the step and back after it
         // (placeholders stand in meanwhile), so that a step copies no state.
         while scratch.count < channels.count { scratch.append(model.makeState()) }

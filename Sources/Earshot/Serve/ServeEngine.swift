@@ -40,8 +40,8 @@ final class ServeEngine {
         /// Per model: channel number → the stream's token.
         var owners: [[Int: UInt64]]
         var streams = 0
-        /// A tick's input: (stream, its channel per model, samples); and its output.
-        var work: [(stream: UInt64, channels: [Int?], samples: [Float])] = []
+        /// Whether audio was pushed since the last tick (its steps wait for the tick).
+        var hasAudio = false
         var output: [(stream: UInt64, model: Int, event: ClassifierEvent)] = []
 
         init(models: [ServedModel]) {
@@ -53,13 +53,9 @@ final class ServeEngine {
             for e in events { if let s = owners[m][e.channel] { output.append((s, m, e)) } }
         }
 
-        func runWork() {
-            for item in work {
-                for (m, channel) in item.channels.enumerated() {
-                    if let channel { route(sets[m].push(item.samples, channel: channel), model: m) }
-                }
-            }
-            work.removeAll(keepingCapacity: true)
+        /// Steps every stream of the shard that has a block ready, one batch per model.
+        func step() {
+            hasAudio = false
             for m in sets.indices { route(sets[m].drain(), model: m) }
         }
     }
@@ -93,9 +89,11 @@ final class ServeEngine {
         return (s, channels)
     }
 
-    /// Pushes a stream's audio now (outside a tick); the events it completes go to the shard's output.
+    /// Adds a stream's audio (outside a tick): the next tick steps it; events of a failed
+    /// channel go to the shard's output.
     func push(_ samples: [Float], shard s: Int, channels: [Int?]) {
         let shard = shards[s]
+        shard.hasAudio = true
         for (m, channel) in channels.enumerated() {
             if let channel { shard.route(shard.sets[m].push(samples, channel: channel), model: m) }
         }
@@ -125,13 +123,13 @@ final class ServeEngine {
         }
     }
 
-    /// One tick: every shard's work stepped at once, one core each.
+    /// One tick: every shard with new audio stepped at once, one core each.
     func tick() {
-        let busy = shards.filter { !$0.work.isEmpty }
+        let busy = shards.filter(\.hasAudio)
         if busy.count == 1 {
-            busy[0].runWork()
+            busy[0].step()
         } else if busy.count > 1 {
-            DispatchQueue.concurrentPerform(iterations: busy.count) { busy[$0].runWork() }
+            DispatchQueue.concurrentPerform(iterations: busy.count) { busy[$0].step() }
         }
     }
 

@@ -37,16 +37,25 @@ struct WyomingAudioFormat: Sendable, Equatable {
     var frameBytes: Int { width * channels }
 
     /// Whole frames of `bytes` (after `carry`, the partial frame of the last chunk) as mono
-    /// samples in -1...1; the bytes of a partial last frame are left in `carry` for the next.
-    func decode(_ bytes: [UInt8], carry: inout [UInt8]) -> [Float] {
-        let all: [UInt8]
-        if carry.isEmpty { all = bytes } else { all = carry + bytes }
+    /// samples in -1...1, appended to `out` (which keeps its capacity from chunk to chunk); the
+    /// bytes of a partial last frame are left in `carry` for the next.
+    func decode(_ bytes: [UInt8], carry: inout [UInt8], appendingTo out: inout [Float]) {
+        if carry.isEmpty {
+            decodeFrames(bytes, carry: &carry, appendingTo: &out)
+        } else {
+            decodeFrames(carry + bytes, carry: &carry, appendingTo: &out)
+        }
+    }
+
+    private func decodeFrames(_ all: [UInt8], carry: inout [UInt8], appendingTo out: inout [Float]) {
         let frames = all.count / frameBytes
         carry = Array(all[(frames * frameBytes)...])
-        var out = [Float](repeating: 0, count: frames)
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: frames))
         let scale = 1 / (Float(1 << (8 * width - 1)) * Float(channels))
         all.withUnsafeBytes { raw in
-            out.withUnsafeMutableBufferPointer { o in
+            out.withUnsafeMutableBufferPointer { whole in
+                let o = UnsafeMutableBufferPointer(rebasing: whole[start...])
                 if width == 2 && channels == 1 {
                     // The common case (16-bit mono, as Home Assistant sends): one load per sample.
                     for f in 0..<frames { o[f] = Float(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * f, as: Int16.self))) * scale }
@@ -66,6 +75,5 @@ struct WyomingAudioFormat: Sendable, Equatable {
                 }
             }
         }
-        return out
     }
 }

@@ -425,11 +425,12 @@ public final class WyomingServer: @unchecked Sendable {
         guard !s.failed else { return }
         c.stream = nil  // so that the inbox is extended in place, not copied; written back below
         if format != s.carryFormat { s.carry = []; s.carryFormat = format }
-        let samples = format.decode(event.payload, carry: &s.carry)
-        s.received += samples.count
-        summary.audioSeconds += Double(samples.count) / Double(format.rate)
-        if s.inbox.isEmpty && !samples.isEmpty { withAudio.append(c) }
-        s.inbox += samples
+        let before = s.inbox.count
+        format.decode(event.payload, carry: &s.carry, appendingTo: &s.inbox)
+        let added = s.inbox.count - before
+        s.received += added
+        summary.audioSeconds += Double(added) / Double(format.rate)
+        if before == 0 && added > 0 { withAudio.append(c) }
         let timestamp = event.data["timestamp"]?.integer
         s.lastChunkTimestamp = timestamp
         s.chunks.append((s.received, timestamp))
@@ -455,13 +456,12 @@ public final class WyomingServer: @unchecked Sendable {
 
     private func runTick() {
         let start = ContinuousClock.now
+        // Each stream's audio goes into its channels; its buffer keeps its capacity for the next
+        // chunks (no allocation from chunk to chunk).
         for c in withAudio where connections[c.token] != nil {
-            guard var s = c.stream, !s.inbox.isEmpty else { continue }
-            c.stream = nil
-            var samples: [Float] = []
-            swap(&samples, &s.inbox)
-            if !s.failed { engine.shards[s.shard].work.append((c.token, s.channels, samples)) }
-            c.stream = s
+            guard let shard = c.stream?.shard, let channels = c.stream?.channels, let failed = c.stream?.failed else { continue }
+            if !failed, let samples = c.stream?.inbox { engine.push(samples, shard: shard, channels: channels) }
+            c.stream?.inbox.removeAll(keepingCapacity: true)
         }
         withAudio.removeAll(keepingCapacity: true)
         engine.tick()
