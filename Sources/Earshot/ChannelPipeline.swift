@@ -185,12 +185,11 @@ struct ChannelPipeline {
 
     /// How many of the oldest cumulative scores no open segment can reach any more.
     private var sumsNotNeeded: Int {
-        var oldest = steps * chunkSamples
-        var open = false
+        var oldestOpen: Int?
         for t in trackers {
-            if let sample = t.tracker.oldestOpenSample { oldest = open ? min(oldest, sample) : sample; open = true }
+            if let sample = t.tracker.oldestOpenSample { oldestOpen = min(oldestOpen ?? sample, sample) }
         }
-        let keepFrom = max(0, oldest / chunkSamples - 1)
+        let keepFrom = max(0, (oldestOpen ?? steps * chunkSamples) / chunkSamples - 1)
         return max(0, min(keepFrom - sumBase, (sums.first?.count ?? 1) - 1))
     }
 

@@ -184,6 +184,33 @@ enum Serving {
     }
 }
 
+@Suite("Wyoming audio decoding")
+struct WyomingAudioTests {
+    @Test("Chunks split inside frames decode, appended to a buffer that already holds samples, to the whole audio decoded at once")
+    func splitChunksAppend() {
+        // 24-bit stereo: frames of 6 bytes; a frame's mono sample is the mean of its two channels.
+        let format = WyomingAudioFormat(rate: 16000, width: 3, channels: 2)
+        let values: [Int32] = [0, 1, -1, 8_388_607, -8_388_608, 4_194_304, -123_456, 77, 3, -3, 1 << 20, -(1 << 20)]
+        var bytes: [UInt8] = []
+        for v in values { for b in 0..<3 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * b))) } }
+        let expected = stride(from: 0, to: values.count, by: 2).map { Float(Int64(values[$0]) + Int64(values[$0 + 1])) / (8_388_608 * 2) }
+
+        var whole: [Float] = [], carry: [UInt8] = []
+        format.decode(bytes, carry: &carry, appendingTo: &whole)
+        #expect(whole == expected && carry.isEmpty)
+
+        // Already-held samples stay first; pieces of 5, 7, 1 and the rest bytes cut frames apart.
+        var buffer: [Float] = [0.25, -0.5]
+        carry = []
+        var at = 0
+        for size in [5, 7, 1, bytes.count - 13] {
+            format.decode(Array(bytes[at..<(at + size)]), carry: &carry, appendingTo: &buffer)
+            at += size
+        }
+        #expect(buffer == [0.25, -0.5] + expected && carry.isEmpty)
+    }
+}
+
 @Suite("earshot serve: the Wyoming service", .serialized)
 struct ServeTests {
     @Test("describe → info: the wake words with their phrases, languages and authors; the voice activity model")

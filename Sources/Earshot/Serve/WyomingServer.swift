@@ -459,8 +459,8 @@ public final class WyomingServer: @unchecked Sendable {
         // Each stream's audio goes into its channels; its buffer keeps its capacity for the next
         // chunks (no allocation from chunk to chunk).
         for c in withAudio where connections[c.token] != nil {
-            guard let shard = c.stream?.shard, let channels = c.stream?.channels, let failed = c.stream?.failed else { continue }
-            if !failed, let samples = c.stream?.inbox { engine.push(samples, shard: shard, channels: channels) }
+            // (The copy `s` ends with the `if`, so that the inbox is emptied in place.)
+            if let s = c.stream, !s.failed, !s.inbox.isEmpty { engine.push(s.inbox, shard: s.shard, channels: s.channels) }
             c.stream?.inbox.removeAll(keepingCapacity: true)
         }
         withAudio.removeAll(keepingCapacity: true)
