@@ -30,11 +30,16 @@ public struct ServedModel: Sendable {
 /// The streams of a service, spread over one shard per core: a shard holds one channel set per
 /// model, and a tick steps every shard at once (each on its own core), every stream of a model
 /// in a shard in one batch. Streams join the least loaded shard.
+///
+/// The engine belongs to one thread (the server's loop). A tick runs on worker threads while
+/// that thread goes on with its sockets (`startTick`); every other method first waits for a
+/// tick in flight to end (`settle`), so the shards are only ever touched by the tick's workers
+/// or by the owning thread, never both at once.
 final class ServeEngine {
     let models: [ServedModel]
 
-    /// Touched by one worker of a tick's `concurrentPerform` at a time, and by the loop thread
-    /// only between ticks (the join of `concurrentPerform` orders the two).
+    /// Touched by one worker of a tick at a time, and by the owning thread only between ticks
+    /// (`settle` waits on the semaphore the tick signals last: that orders the two).
     final class Shard: @unchecked Sendable {
         var sets: [ChannelSet]
         /// Per model: channel number → the stream's token.
@@ -62,7 +67,10 @@ final class ServeEngine {
 
     private(set) var shards: [Shard]
     /// Blocks stepped, all models.
-    var steps: Int { shards.reduce(0) { $0 + $1.sets.reduce(0) { $0 + $1.stepsRun } } }
+    var steps: Int {
+        settle()
+        return shards.reduce(0) { $0 + $1.sets.reduce(0) { $0 + $1.stepsRun } }
+    }
 
     init(models: [ServedModel], shards count: Int) {
         self.models = models
@@ -71,6 +79,7 @@ final class ServeEngine {
 
     /// A new stream at `rate` on the least loaded shard, run by the models in `wanted`.
     func join(stream: UInt64, rate: Int, wanted: [Bool]) throws(StreamError) -> (shard: Int, channels: [Int?]) {
+        settle()
         let s = shards.indices.min { shards[$0].streams < shards[$1].streams } ?? 0
         let shard = shards[s]
         var channels: [Int?] = []
@@ -92,6 +101,7 @@ final class ServeEngine {
     /// Adds a stream's audio (outside a tick): the next tick steps it; events of a failed
     /// channel go to the shard's output.
     func push(_ samples: [Float], shard s: Int, channels: [Int?]) {
+        settle()
         let shard = shards[s]
         shard.hasAudio = true
         for (m, channel) in channels.enumerated() {
@@ -101,6 +111,7 @@ final class ServeEngine {
 
     /// Ends a stream's input: its tail is stepped, its open segments closed (events to the output).
     func finish(shard s: Int, channels: [Int?]) {
+        settle()
         let shard = shards[s]
         for (m, channel) in channels.enumerated() {
             if let channel { shard.route(shard.sets[m].finish(channel: channel), model: m) }
@@ -109,6 +120,7 @@ final class ServeEngine {
 
     /// The stream leaves; its states are discarded.
     func leave(shard s: Int, channels: [Int?]) {
+        settle()
         release(shard: s, channels: channels)
         shards[s].streams -= 1
     }
@@ -123,9 +135,8 @@ final class ServeEngine {
         }
     }
 
-    /// One tick: every shard with new audio stepped at once, one core each.
-    func tick() {
-        let busy = shards.filter(\.hasAudio)
+    /// Steps every shard of a tick at once, one core each.
+    private static func step(_ busy: [Shard]) {
         if busy.count == 1 {
             busy[0].step()
         } else if busy.count > 1 {
@@ -133,8 +144,55 @@ final class ServeEngine {
         }
     }
 
+    /// Whether a tick started by `startTick` may still be running.
+    private(set) var ticking = false
+    private let tickDone = DispatchSemaphore(value: 0)
+    /// How long the last tick's steps took (written by the tick before it signals).
+    private let tickTime = TickTime()
+
+    /// Written by a tick's thread before it signals `tickDone`, read by the owning thread after
+    /// waiting on it: never both at once.
+    private final class TickTime: @unchecked Sendable { var value = Duration.zero }
+
+    /// Starts a tick (every shard with new audio stepped at once, one core each) on worker
+    /// threads and returns at once;
+    /// `done` is signalled when it has ended. False when no shard has audio (no tick).
+    func startTick(done: WakeSignal) -> Bool {
+        settle()
+        let busy = shards.filter(\.hasAudio)
+        guard !busy.isEmpty else { return false }
+        ticking = true
+        let (semaphore, time) = (tickDone, tickTime)
+        DispatchQueue.global().async {
+            let start = ContinuousClock.now
+            Self.step(busy)
+            time.value = ContinuousClock.now - start
+            semaphore.signal()
+            done.signal()
+        }
+        return true
+    }
+
+    /// Waits for a tick in flight to end (then the shards are the owning thread's again).
+    func settle() {
+        guard ticking else { return }
+        tickDone.wait()
+        ticking = false
+        endedTickTime = tickTime.value
+    }
+
+    private var endedTickTime: Duration?
+
+    /// How long the steps of the last tick that ended took, once (nil: none since the last call).
+    func takeTickTime() -> Duration? {
+        settle()
+        defer { endedTickTime = nil }
+        return endedTickTime
+    }
+
     /// Every shard's events since the last call.
     func takeOutput() -> [(stream: UInt64, model: Int, event: ClassifierEvent)] {
+        settle()
         var out: [(stream: UInt64, model: Int, event: ClassifierEvent)] = []
         for shard in shards where !shard.output.isEmpty {
             out += shard.output

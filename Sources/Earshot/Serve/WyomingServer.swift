@@ -13,12 +13,14 @@ import Foundation
 /// audio; answers are `detection`, `not-detected` (after `audio-stop` when nothing was
 /// detected), `voice-started` / `voice-stopped` (voice activity models) and `error`.
 ///
-/// One thread (the caller of `run`) owns the sockets and every connection; ticks spread the
-/// model steps over the shards' cores and wait for them.
+/// One thread (the caller of `run`) owns the sockets and every connection; a tick steps the
+/// shards on worker threads, one core each, while that thread goes on reading, and its answers
+/// are sent when it ends.
 public final class WyomingServer: @unchecked Sendable {
     // @unchecked Sendable: after init, every mutable property is touched only by the thread
     // inside `run()`; `stop()`, the one method for other threads, only writes to the eventfd of
-    // `wake` (a system call, safe from any thread).
+    // `wake` (a system call, safe from any thread). A tick's workers touch only the engine's
+    // shards, which the loop leaves alone until the tick has ended (`ServeEngine.settle`).
     /// Where it listens (with the port chosen, when 0 was asked for).
     public let address: ServeURI
     /// The models every stream runs.
@@ -27,6 +29,10 @@ public final class WyomingServer: @unchecked Sendable {
     public let options: ServeOptions
     private let listener: Int32?
     private let wake: WakeSignal
+    /// Signalled by a tick when it has ended.
+    private let tickEnded: WakeSignal
+    /// A tick was started and its end is not handled yet.
+    private var tickStarted = false
     private let epoll: Epoll
     private let engine: ServeEngine
     private let info: WyomingEvent
@@ -44,6 +50,7 @@ public final class WyomingServer: @unchecked Sendable {
 
     private static let listenerToken: UInt64 = 1
     private static let wakeToken: UInt64 = 2
+    private static let tickToken: UInt64 = 3
     /// Bytes read from one client per wake-up of the loop, so that one fast client cannot
     /// keep the loop from the others.
     private static let readBudget = 64 * 1024
@@ -71,6 +78,7 @@ public final class WyomingServer: @unchecked Sendable {
         self.models = models
         self.options = options
         wake = try WakeSignal()
+        tickEnded = try WakeSignal()
         epoll = try Epoll()
         engine = ServeEngine(models: models, shards: options.shards)
         info = Self.makeInfo(models: models, version: options.version)
@@ -84,6 +92,7 @@ public final class WyomingServer: @unchecked Sendable {
         }
         if let listener { epoll.add(listener, events: Epoll.input, token: Self.listenerToken) }
         epoll.add(wake.fd, events: Epoll.input, token: Self.wakeToken)
+        epoll.add(tickEnded.fd, events: Epoll.input, token: Self.tickToken)
         if case .stdio = uri {
             Sockets.setNonBlocking(0)
             // Answers to the one client are written whole (a slow reader slows only it).
@@ -147,7 +156,7 @@ public final class WyomingServer: @unchecked Sendable {
         while true {
             let now = ContinuousClock.now
             var wait = nextHousekeeping - now
-            if !withAudio.isEmpty { wait = min(wait, lastTick + tick - now) }
+            if !withAudio.isEmpty && !tickStarted { wait = min(wait, lastTick + tick - now) }
             if let c = unpollable, connections[c.token] != nil, !c.closing { wait = .zero }
             let ms = max(0, Int32(min(1000, ceil(Double(wait.components.attoseconds) / 1e15 + Double(wait.components.seconds) * 1000))))
             for (token, events) in epoll.wait(timeoutMs: ms) {
@@ -156,6 +165,9 @@ public final class WyomingServer: @unchecked Sendable {
                 case Self.wakeToken:
                     wake.clear()
                     beginStop()
+                case Self.tickToken:
+                    tickEnded.clear()
+                    if tickStarted { endTick() }
                 default:
                     guard let c = connections[token] else { continue }
                     if events & (Epoll.input | Epoll.hangUp) != 0 { readFrom(c) }
@@ -164,8 +176,8 @@ public final class WyomingServer: @unchecked Sendable {
             }
             if let c = unpollable, connections[c.token] != nil, !c.closing { readFrom(c) }
             let after = ContinuousClock.now
-            if !withAudio.isEmpty && after >= lastTick + tick {
-                runTick()
+            if !withAudio.isEmpty && !tickStarted && after >= lastTick + tick {
+                startTick()
                 lastTick = after
             }
             if after >= nextHousekeeping {
@@ -454,8 +466,9 @@ public final class WyomingServer: @unchecked Sendable {
 
     // MARK: ticks
 
-    private func runTick() {
-        let start = ContinuousClock.now
+    /// Pushes every stream's new audio into its channels and starts a tick on the workers; the
+    /// loop goes on reading, and `endTick` sends the answers.
+    private func startTick() {
         // Each stream's audio goes into its channels; its buffer keeps its capacity for the next
         // chunks (no allocation from chunk to chunk).
         for c in withAudio where connections[c.token] != nil {
@@ -464,10 +477,21 @@ public final class WyomingServer: @unchecked Sendable {
             c.stream?.inbox.removeAll(keepingCapacity: true)
         }
         withAudio.removeAll(keepingCapacity: true)
-        engine.tick()
+        if engine.startTick(done: tickEnded) {
+            tickStarted = true
+        } else {
+            endTick()
+        }
+    }
+
+    /// The tick has ended: its answers go out, and paused clients are read again.
+    private func endTick() {
+        tickStarted = false
         deliver(engine.takeOutput())
-        summary.ticks += 1
-        summary.tickTimes.add(ContinuousClock.now - start)
+        if let time = engine.takeTickTime() {
+            summary.ticks += 1
+            summary.tickTimes.add(time)
+        }
         for c in paused where connections[c.token] != nil {
             c.paused = false
             epoll.modify(c.readFD, events: Epoll.readable | (c.waitingToWrite ? Epoll.writable : 0), token: c.token)
