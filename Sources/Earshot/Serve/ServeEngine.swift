@@ -145,7 +145,7 @@ final class ServeEngine {
     }
 
     /// Whether a tick started by `startTick` may still be running.
-    private(set) var ticking = false
+    private var ticking = false
     private let tickDone = DispatchSemaphore(value: 0)
     /// How long the last tick's steps took (written by the tick before it signals).
     private let tickTime = TickTime()
@@ -155,8 +155,8 @@ final class ServeEngine {
     private final class TickTime: @unchecked Sendable { var value = Duration.zero }
 
     /// Starts a tick (every shard with new audio stepped at once, one core each) on worker
-    /// threads and returns at once;
-    /// `done` is signalled when it has ended. False when no shard has audio (no tick).
+    /// threads and returns at once; `done` is signalled when it has ended. False when no shard
+    /// has audio (no tick).
     func startTick(done: WakeSignal) -> Bool {
         settle()
         let busy = shards.filter(\.hasAudio)
