@@ -43,6 +43,24 @@ public enum JSONValue: Sendable, Equatable {
         return v
     }
 
+    /// Parses one JSON value filling `bytes` and, when it is an object, gives its members in the
+    /// order written, without building a dictionary (nil when the value is not an object). Look a
+    /// key up from the end: a later duplicate wins, as it does in `.object`.
+    public static func parseMembers(_ bytes: UnsafeRawBufferPointer) throws(JSONError) -> [(key: String, value: JSONValue)]? {
+        var p = JSONParser(bytes: bytes)
+        p.skipSpace()
+        guard p.peek == UInt8(ascii: "{") else {
+            _ = try parse(bytes)
+            return nil
+        }
+        var members: [(key: String, value: JSONValue)] = []
+        members.reserveCapacity(8)
+        try p.members(depth: 0) { members.append(($0, $1)) }
+        p.skipSpace()
+        guard p.at == bytes.count else { throw p.error("text after the value") }
+        return members
+    }
+
     /// Parses one JSON value filling `bytes`.
     public static func parse(_ bytes: [UInt8]) throws(JSONError) -> JSONValue {
         try bytes.withUnsafeBytes { raw in Result { () throws(JSONError) -> JSONValue in try parse(raw) } }.get()
@@ -180,10 +198,16 @@ private struct JSONParser {
     }
 
     mutating func object(depth: Int) throws(JSONError) -> JSONValue {
-        at += 1
         var o = [String: JSONValue](minimumCapacity: 8)
+        try members(depth: depth) { o[$0] = $1 }
+        return .object(o)
+    }
+
+    /// An object's members, each handed to `add` as it is read.
+    mutating func members(depth: Int, _ add: (String, JSONValue) -> Void) throws(JSONError) {
+        at += 1
         skipSpace()
-        if peek == UInt8(ascii: "}") { at += 1; return .object(o) }
+        if peek == UInt8(ascii: "}") { at += 1; return }
         while true {
             skipSpace()
             guard peek == UInt8(ascii: "\"") else { throw error("an object key must be a string") }
@@ -192,11 +216,11 @@ private struct JSONParser {
             guard peek == UInt8(ascii: ":") else { throw error("':' expected after an object key") }
             at += 1
             skipSpace()
-            o[key] = try value(depth: depth + 1)
+            add(key, try value(depth: depth + 1))
             skipSpace()
             switch peek {
             case UInt8(ascii: ","): at += 1
-            case UInt8(ascii: "}"): at += 1; return .object(o)
+            case UInt8(ascii: "}"): at += 1; return
             default: throw error("',' or '}' expected in an object")
             }
         }

@@ -34,6 +34,33 @@ public struct WyomingEvent: Sendable, Equatable {
     }
 }
 
+/// An event as read, its data kept as members in the order they came (the header line's, then
+/// the data segment's) rather than a dictionary: a service reads one per audio chunk of every
+/// client and looks up a handful of keys, so no table is built and no key is hashed.
+public struct WyomingMessage: Sendable {
+    /// The event's type.
+    public var type: String
+    /// Its data's members; a later one overrides an earlier one with the same key.
+    public var members: [(key: String, value: JSONValue)]
+    /// Its payload.
+    public var payload: [UInt8]
+
+    /// The data's member named `key` (the last of that name).
+    public subscript(key: String) -> JSONValue? {
+        var i = members.count
+        while i > 0 {
+            i -= 1
+            if members[i].key == key { return members[i].value }
+        }
+        return nil
+    }
+
+    /// The event, its data as a dictionary.
+    public var event: WyomingEvent {
+        WyomingEvent(type: type, data: Dictionary(members, uniquingKeysWith: { _, later in later }), payload: payload)
+    }
+}
+
 /// Why a byte stream is not a Wyoming event stream. After one of these the stream cannot be
 /// framed any more: the connection ends (with an `error` event that says this).
 public enum WyomingError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -85,7 +112,7 @@ public struct WyomingReader: Sendable {
     private var buffer: [UInt8] = []
     private var offset = 0
     /// The event whose header has been read, waiting for its data and payload.
-    private var pending: (type: String, data: [String: JSONValue], dataLength: Int, payloadLength: Int)?
+    private var pending: (type: String, members: [(key: String, value: JSONValue)], dataLength: Int, payloadLength: Int)?
     /// How far the search for the end of a header line has got.
     private var scanned = 0
 
@@ -118,6 +145,12 @@ public struct WyomingReader: Sendable {
 
     /// The next whole event, or nil until more bytes come.
     public mutating func next() throws(WyomingError) -> WyomingEvent? {
+        try nextMessage()?.event
+    }
+
+    /// The next whole event with its data as members (no dictionary built), or nil until more
+    /// bytes come.
+    public mutating func nextMessage() throws(WyomingError) -> WyomingMessage? {
         if pending == nil {
             var end = max(scanned, offset)
             while end < buffer.count, buffer[end] != 0x0A { end += 1 }
@@ -127,59 +160,55 @@ public struct WyomingReader: Sendable {
                 return nil
             }
             guard end - offset <= limits.headerBytes else { throw .headerTooLong(limit: limits.headerBytes) }
-            let start = offset
-            let parsed = buffer.withUnsafeBytes { raw in
-                Result { () throws(JSONError) -> JSONValue in try JSONValue.parse(UnsafeRawBufferPointer(rebasing: raw[start..<end])) }
-            }
-            let header: JSONValue
-            switch parsed {
-            case let .success(v): header = v
-            case let .failure(e):
-                offset = end + 1
-                scanned = offset
-                throw .malformedHeader(e)
-            }
+            let parsed = members(offset..<end)
             offset = end + 1
             scanned = offset
-            guard case let .object(fields) = header else { throw .headerNotAnObject }
-            guard let type = fields["type"]?.string else { throw .missingType }
+            let fields: [(key: String, value: JSONValue)]
+            switch parsed {
+            case let .success(m?): fields = m
+            case .success(nil): throw .headerNotAnObject
+            case let .failure(e): throw .malformedHeader(e)
+            }
+            func field(_ name: String) -> JSONValue? { fields.last { $0.key == name }?.value }
+            guard let type = field("type")?.string else { throw .missingType }
             func length(_ name: String, limit: Int) throws(WyomingError) -> Int {
-                guard let v = fields[name], v != .null else { return 0 }
+                guard let v = field(name), v != .null else { return 0 }
                 guard let n = v.integer, n >= 0 else { throw .badLength(field: name, value: v.serialized) }
                 guard n <= limit else { throw .tooLarge(field: name, length: n, limit: limit) }
                 return n
             }
             let dataLength = try length("data_length", limit: limits.dataBytes)
             let payloadLength = try length("payload_length", limit: limits.payloadBytes)
-            var data: [String: JSONValue] = [:]
-            if let inline = fields["data"], inline != .null {
-                guard let o = inline.object else { throw .dataNotAnObject }
-                data = o
+            var inline: [(key: String, value: JSONValue)] = []
+            if let v = field("data"), v != .null {
+                guard let o = v.object else { throw .dataNotAnObject }
+                inline = o.map { ($0.key, $0.value) }
             }
-            pending = (type, data, dataLength, payloadLength)
+            pending = (type, inline, dataLength, payloadLength)
         }
         guard let p = pending, buffer.count - offset >= p.dataLength + p.payloadLength else { return nil }
-        var data = p.data
+        var members = p.members
         if p.dataLength > 0 {
-            let start = offset
-            let parsed = buffer.withUnsafeBytes { raw in
-                Result { () throws(JSONError) -> JSONValue in
-                    try JSONValue.parse(UnsafeRawBufferPointer(rebasing: raw[start..<(start + p.dataLength)]))
-                }
-            }
-            let value: JSONValue
-            switch parsed {
-            case let .success(v): value = v
+            switch self.members(offset..<(offset + p.dataLength)) {
+            case let .success(m?): if members.isEmpty { members = m } else { members += m }
+            case .success(nil): throw .dataNotAnObject
             case let .failure(e): throw .malformedData(e)
             }
-            guard let o = value.object else { throw .dataNotAnObject }
-            if data.isEmpty { data = o } else { data.merge(o) { _, new in new } }
         }
         let payloadStart = offset + p.dataLength
         let payload = Array(buffer[payloadStart..<(payloadStart + p.payloadLength)])
         offset = payloadStart + p.payloadLength
         scanned = offset
         pending = nil
-        return WyomingEvent(type: p.type, data: data, payload: payload)
+        return WyomingMessage(type: p.type, members: members, payload: payload)
+    }
+
+    /// The members of the JSON object in `range` of the buffer (nil: JSON, but not an object).
+    private func members(_ range: Range<Int>) -> Result<[(key: String, value: JSONValue)]?, JSONError> {
+        buffer.withUnsafeBytes { raw in
+            Result { () throws(JSONError) -> [(key: String, value: JSONValue)]? in
+                try JSONValue.parseMembers(UnsafeRawBufferPointer(rebasing: raw[range]))
+            }
+        }
     }
 }

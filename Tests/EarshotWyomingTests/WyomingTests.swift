@@ -77,6 +77,32 @@ struct WyomingTests {
         #expect(events[0].data == ["a": 1, "b": 3])
     }
 
+    @Test("Messages hold the data's members in order, the later of a key winning; as events they equal what next() reads")
+    func messages() throws {
+        let (bytes, expected) = try reference()
+        var reader = WyomingReader()
+        var random = SeededRandom.fromEnvironment()
+        var messages: [WyomingMessage] = []
+        var at = 0
+        while at < bytes.count {
+            let n = min(Int.random(in: 1...300, using: &random), bytes.count - at)
+            reader.append(Array(bytes[at..<(at + n)]))
+            at += n
+            while let m = try reader.nextMessage() { messages.append(m) }
+        }
+        #expect(messages.map(\.event) == expected, "seed \(random.seed)")
+        for (m, e) in zip(messages, expected) {
+            #expect(m.type == e.type && m.payload == e.payload)
+            for (key, value) in e.data { #expect(m[key] == value, "\(e.type) \(key)") }
+            #expect(m["no such key"] == nil)
+        }
+        var merged = WyomingReader()
+        merged.append(Array("{\"type\":\"x\",\"data\":{\"b\":2},\"data_length\":13}\n{\"b\":3,\"c\":4}".utf8))
+        let m = try #require(try merged.nextMessage())
+        #expect(m.members.map(\.key) == ["b", "b", "c"] && m.members.map(\.value) == [2, 3, 4])
+        #expect(m["b"] == 3 && m.event.data == ["b": 3, "c": 4])
+    }
+
     @Test("Malformed and oversized events are typed errors that say what is wrong")
     func errors() throws {
         func firstError(_ text: String, limits: WyomingReader.Limits = .init()) -> WyomingError? {
@@ -127,7 +153,20 @@ struct WyomingTests {
         ]
         for (text, error) in bad {
             #expect(throws: error, "\(text)") { try JSONValue.parse(text) }
+            #expect(throws: error, "\(text)") { try Array(text.utf8).withUnsafeBytes { raw in try JSONValue.parseMembers(raw) } }
         }
+        // An object's members in order, duplicates kept; other values are not objects.
+        func members(_ text: String) throws -> [(key: String, value: JSONValue)]? {
+            try Array(text.utf8).withUnsafeBytes { raw in try JSONValue.parseMembers(raw) }
+        }
+        let listed = try #require(try members(" {\"z\": 1, \"a\": {\"n\": [null]}, \"z\": \"two\"} "))
+        #expect(listed.map(\.key) == ["z", "a", "z"] && listed.map(\.value) == [1, ["n": [nil]], "two"])
+        #expect(try members("{}")?.isEmpty == true)
+        #expect(try members("[1]") == nil && members(" 7 ") == nil && members("\"{\"") == nil)
+        #expect(throws: JSONError(offset: 3, reason: "text after the value")) { try members("{} x") }
+        let deep = "{\"a\":" + String(repeating: "[", count: 100)
+        #expect(throws: JSONError(offset: 68, reason: "nested deeper than 64")) { try members(deep) }
+        #expect(throws: JSONError(offset: 68, reason: "nested deeper than 64")) { try JSONValue.parse(deep) }
         // Invalid UTF-8 inside a string.
         #expect(throws: JSONError(offset: 1, reason: "a string is not valid UTF-8")) { try JSONValue.parse([0x22, 0xFF, 0x22]) }
     }

@@ -13,9 +13,9 @@ struct WyomingAudioFormat: Sendable, Equatable {
     static let channelCounts = 1...64
 
     /// The format in an event's data (`rate`, `width`, `channels`), or why it is not one.
-    init(_ data: [String: JSONValue]) throws(FormatError) {
+    init(_ message: WyomingMessage) throws(FormatError) {
         func field(_ name: String, _ range: ClosedRange<Int>) throws(FormatError) -> Int {
-            guard let v = data[name] else { throw FormatError("no '\(name)'") }
+            guard let v = message[name] else { throw FormatError("no '\(name)'") }
             guard let n = v.integer, range.contains(n) else {
                 throw FormatError("\(name) \(v.serialized) is not an integer in \(range.lowerBound)...\(range.upperBound)")
             }

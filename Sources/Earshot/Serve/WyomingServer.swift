@@ -231,8 +231,9 @@ public final class WyomingServer: @unchecked Sendable {
         }
     }
 
-    /// One stream: from audio-start to audio-stop.
-    private struct Stream {
+    /// One stream: from audio-start to audio-stop. A class, so that a chunk extends its buffers
+    /// in place (a struct held by the connection would be copied out and back per chunk).
+    private final class Stream {
         var format: WyomingAudioFormat
         var shard: Int
         var channels: [Int?]
@@ -248,6 +249,15 @@ public final class WyomingServer: @unchecked Sendable {
         var detected = false
         var failed = false
         var wakeModels: Bool
+
+        init(format: WyomingAudioFormat, shard: Int, channels: [Int?], startTimestamp: Int?, wakeModels: Bool) {
+            self.format = format
+            self.shard = shard
+            self.channels = channels
+            carryFormat = format
+            self.startTimestamp = startTimestamp
+            self.wakeModels = wakeModels
+        }
 
         /// Milliseconds of the stream's clock at a source sample.
         func ms(_ sample: Int) -> Int { (startTimestamp ?? 0) + Int((Double(sample) * 1000 / Double(format.rate)).rounded()) }
@@ -299,7 +309,9 @@ public final class WyomingServer: @unchecked Sendable {
                 readBuffer.withUnsafeBytes { c.reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
                 handleEvents(c)
                 guard connections[c.token] != nil else { return }
-                if !c.pollable { break }
+                // A short read took all there was: epoll (level-triggered) reports the socket
+                // again when more comes, so no read is spent on finding it empty.
+                if !c.pollable || n < readBuffer.count { break }
             } else if n == 0 {
                 peerClosed(c)
                 return
@@ -327,8 +339,8 @@ public final class WyomingServer: @unchecked Sendable {
     private func handleEvents(_ c: Connection) {
         var completed = 0
         while !c.closing {
-            let event: WyomingEvent?
-            do { event = try c.reader.next() } catch {
+            let event: WyomingMessage?
+            do { event = try c.reader.nextMessage() } catch {
                 fail(c, "\(error)", code: "protocol")
                 return
             }
@@ -350,14 +362,14 @@ public final class WyomingServer: @unchecked Sendable {
         }
     }
 
-    private func handle(_ event: WyomingEvent, from c: Connection) {
+    private func handle(_ event: WyomingMessage, from c: Connection) {
         switch event.type {
         case "describe":
             send(info, to: c)
         case "ping":
-            send(WyomingEvent(type: "pong", data: ["text": event.data["text"] ?? .null]), to: c)
+            send(WyomingEvent(type: "pong", data: ["text": event["text"] ?? .null]), to: c)
         case "detect":
-            let names = event.data["names"]
+            let names = event["names"]
             if let list = names?.array {
                 let strings = list.compactMap(\.string)
                 guard strings.count == list.count else { return error(c, "detect: names must be strings", code: "detect") }
@@ -392,20 +404,20 @@ public final class WyomingServer: @unchecked Sendable {
         }
     }
 
-    private func startStream(_ c: Connection, _ event: WyomingEvent) {
+    private func startStream(_ c: Connection, _ event: WyomingMessage) {
         if let s = c.stream {  // a new start resets the stream
             engine.leave(shard: s.shard, channels: s.channels)
             c.stream = nil
         }
         let format: WyomingAudioFormat
-        do { format = try WyomingAudioFormat(event.data) } catch {
+        do { format = try WyomingAudioFormat(event) } catch {
             return self.error(c, "audio-start: \(error.reason)", code: "audio-format")
         }
         let wanted = wanted(c)
         do {
             let (shard, channels) = try engine.join(stream: c.token, rate: format.rate, wanted: wanted)
-            c.stream = Stream(format: format, shard: shard, channels: channels, carryFormat: format,
-                              startTimestamp: event.data["timestamp"]?.integer,
+            c.stream = Stream(format: format, shard: shard, channels: channels,
+                              startTimestamp: event["timestamp"]?.integer,
                               wakeModels: zip(models, wanted).contains { $0.isWakeWord && $1 })
             c.warnedChunkBeforeStart = false
             summary.streamsStarted += 1
@@ -414,8 +426,8 @@ public final class WyomingServer: @unchecked Sendable {
         }
     }
 
-    private func chunk(_ c: Connection, _ event: WyomingEvent) {
-        guard var s = c.stream else {
+    private func chunk(_ c: Connection, _ event: WyomingMessage) {
+        guard let s = c.stream else {
             summary.droppedChunks += 1
             if !c.warnedChunkBeforeStart {
                 c.warnedChunkBeforeStart = true
@@ -424,7 +436,7 @@ public final class WyomingServer: @unchecked Sendable {
             return
         }
         let format: WyomingAudioFormat
-        do { format = try WyomingAudioFormat(event.data) } catch {
+        do { format = try WyomingAudioFormat(event) } catch {
             summary.droppedChunks += 1
             return self.error(c, "audio-chunk: \(error.reason); the chunk was ignored", code: "audio-format")
         }
@@ -435,7 +447,6 @@ public final class WyomingServer: @unchecked Sendable {
                          + "(send audio-start to change the rate)", code: "audio-format")
         }
         guard !s.failed else { return }
-        c.stream = nil  // so that the inbox is extended in place, not copied; written back below
         if format != s.carryFormat { s.carry = []; s.carryFormat = format }
         let before = s.inbox.count
         format.decode(event.payload, carry: &s.carry, appendingTo: &s.inbox)
@@ -443,11 +454,10 @@ public final class WyomingServer: @unchecked Sendable {
         s.received += added
         summary.audioSeconds += Double(added) / Double(format.rate)
         if before == 0 && added > 0 { withAudio.append(c) }
-        let timestamp = event.data["timestamp"]?.integer
+        let timestamp = event["timestamp"]?.integer
         s.lastChunkTimestamp = timestamp
         s.chunks.append((s.received, timestamp))
         if s.chunks.count > 512 { s.chunks.removeFirst(256) }
-        c.stream = s
     }
 
     private func stopStream(_ c: Connection) {
@@ -502,7 +512,7 @@ public final class WyomingServer: @unchecked Sendable {
     /// Model events to Wyoming answers for their streams.
     private func deliver(_ events: [(stream: UInt64, model: Int, event: ClassifierEvent)]) {
         for (token, m, event) in events {
-            guard let c = connections[token], var s = c.stream else { continue }
+            guard let c = connections[token], let s = c.stream else { continue }
             let model = models[m]
             var data: [String: JSONValue] = [:]
             if let t = s.lastChunkTimestamp { data["chunk_timestamp"] = .number(Double(t)) }
@@ -528,7 +538,6 @@ public final class WyomingServer: @unchecked Sendable {
             default:
                 continue
             }
-            c.stream = s
             send(answer, to: c)
         }
     }
