@@ -1,4 +1,5 @@
 import EarshotTestSupport
+import EarshotFeatures
 import EarshotWyoming
 import Foundation
 import Testing
@@ -463,6 +464,35 @@ struct ServeTests {
         server.stop()
         let summary = server.wait()
         #expect(summary.closedByServer == 0)
+    }
+
+    @Test("The periodic summary counts every step, the ticks' and a finished stream's tail, without waiting for a tick")
+    func summaryCountsSteps() async throws {
+        let lines = Locked<[String]>([])
+        var options = ServeOptions()
+        options.summaryInterval = 0.1
+        options.log = { line in lines.withLock { $0.append(line) } }
+        let (server, port) = try Serving.start([Fixtures.model], options: options)
+        let client = try WyomingTestClient(port: port)
+        // Ticks step the whole blocks; audio-stop, later, steps the zero-padded partial one.
+        client.send("audio-start", ["rate": 16000, "width": 2, "channels": 1])
+        client.send("audio-chunk", ["rate": 16000, "width": 2, "channels": 1], payload: pcm16(Array(Serving.wakeWords[0..<24037])))
+        client.send("ping")
+        _ = try client.events(until: ["pong"])
+        try await Task.sleep(for: .milliseconds(300))
+        client.send("audio-stop")
+        client.send("ping")
+        _ = try client.events(until: ["pong"])
+        try await Task.sleep(for: .milliseconds(400))  // summaries after the stream's end
+        server.stop()
+        let summary = server.wait()
+        func steps(_ line: String) -> Int? {
+            guard let r = line.range(of: #"[0-9]+ steps, "#, options: .regularExpression) else { return nil }
+            return Int(line[r].prefix { $0.isNumber })
+        }
+        let periodic = lines.withLock { $0 }.filter { $0.contains("steps/s;") }.compactMap(steps)
+        #expect(summary.steps > 0 && periodic.last == summary.steps, "\(periodic) vs \(summary.steps)")
+        #expect(periodic == periodic.sorted())
     }
 
     @Test("Stopping (SIGTERM): every open stream is finished, its last answers sent, then the connection closed")

@@ -69,8 +69,10 @@ final class ServeEngine {
     /// Blocks stepped, all models.
     var steps: Int {
         settle()
-        return shards.reduce(0) { $0 + $1.sets.reduce(0) { $0 + $1.stepsRun } }
+        return Self.stepCount(shards)
     }
+
+    private static func stepCount(_ shards: [Shard]) -> Int { shards.reduce(0) { $0 + $1.sets.reduce(0) { $0 + $1.stepsRun } } }
 
     init(models: [ServedModel], shards count: Int) {
         self.models = models
@@ -116,6 +118,7 @@ final class ServeEngine {
         for (m, channel) in channels.enumerated() {
             if let channel { shard.route(shard.sets[m].finish(channel: channel), model: m) }
         }
+        stepsCounted = Self.stepCount(shards)
     }
 
     /// The stream leaves; its states are discarded.
@@ -152,7 +155,15 @@ final class ServeEngine {
 
     /// Written by a tick's thread before it signals `tickDone`, read by the owning thread after
     /// waiting on it: never both at once.
-    private final class TickTime: @unchecked Sendable { var value = Duration.zero }
+    private final class TickTime: @unchecked Sendable {
+        var value = Duration.zero
+        /// Blocks stepped, all models, when the tick ended.
+        var steps = 0
+    }
+
+    /// Blocks stepped, all models, as of the last tick that ended or stream that finished
+    /// (without waiting for a tick in flight, so a periodic summary never stalls the loop).
+    private(set) var stepsCounted = 0
 
     /// Starts a tick (every shard with new audio stepped at once, one core each) on worker
     /// threads and returns at once; `done` is signalled when it has ended. False when no shard
@@ -162,11 +173,12 @@ final class ServeEngine {
         let busy = shards.filter(\.hasAudio)
         guard !busy.isEmpty else { return false }
         ticking = true
-        let (semaphore, time) = (tickDone, tickTime)
+        let (semaphore, time, all) = (tickDone, tickTime, shards)
         DispatchQueue.global().async {
             let start = ContinuousClock.now
             Self.step(busy)
             time.value = ContinuousClock.now - start
+            time.steps = Self.stepCount(all)
             semaphore.signal()
             done.signal()
         }
@@ -179,6 +191,7 @@ final class ServeEngine {
         tickDone.wait()
         ticking = false
         endedTickTime = tickTime.value
+        stepsCounted = tickTime.steps
     }
 
     private var endedTickTime: Duration?

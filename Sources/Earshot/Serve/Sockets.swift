@@ -203,14 +203,17 @@ final class Epoll {
         _ = earshot_epoll_ctl(fd, 2, descriptor, 0, 0)
     }
 
-    /// Waits up to `timeoutMs` (0: no wait); the ready tokens and their event masks.
-    func wait(timeoutMs: Int32) -> [(token: UInt64, events: UInt32)] {
+    /// Waits up to `timeoutMs` (0: no wait); how many descriptors are ready, each then
+    /// `ready(i)` until the next wait (nothing is allocated per wait).
+    func wait(timeoutMs: Int32) -> Int {
         let n = tokens.withUnsafeMutableBufferPointer { t in
             masks.withUnsafeMutableBufferPointer { m in earshot_epoll_wait(fd, t.baseAddress, m.baseAddress, Int32(t.count), timeoutMs) }
         }
-        guard n > 0 else { return [] }
-        return (0..<Int(n)).map { (tokens[$0], masks[$0]) }
+        return max(0, Int(n))
     }
+
+    /// The token and event mask of the `i`th descriptor the last wait found ready.
+    func ready(_ i: Int) -> (token: UInt64, events: UInt32) { (tokens[i], masks[i]) }
 }
 
 /// An eventfd another thread writes to wake the loop (to stop it).

@@ -159,7 +159,8 @@ public final class WyomingServer: @unchecked Sendable {
             if !withAudio.isEmpty && !tickStarted { wait = min(wait, lastTick + tick - now) }
             if let c = unpollable, connections[c.token] != nil, !c.closing { wait = .zero }
             let ms = max(0, Int32(min(1000, ceil(Double(wait.components.attoseconds) / 1e15 + Double(wait.components.seconds) * 1000))))
-            for (token, events) in epoll.wait(timeoutMs: ms) {
+            for i in 0..<epoll.wait(timeoutMs: ms) {
+                let (token, events) = epoll.ready(i)
                 switch token {
                 case Self.listenerToken: acceptAll()
                 case Self.wakeToken:
@@ -193,7 +194,7 @@ public final class WyomingServer: @unchecked Sendable {
         for c in Array(connections.values) { closeConnection(c, reason: "the server stopped") }
         if case let .unix(path) = address { unlink(path) }
         summary.steps = engine.steps
-        log("stopped: \(summaryLine())")
+        log("stopped: \(summaryLine(steps: summary.steps))")
         return summary
     }
 
@@ -654,10 +655,10 @@ public final class WyomingServer: @unchecked Sendable {
 
     private func log(_ line: String) { options.log?(line) }
 
-    private func summaryLine() -> String {
+    private func summaryLine(steps: Int) -> String {
         let p99 = summary.tickTimes.percentile(0.99).map { String(format: "%.2f ms", Double($0.components.attoseconds) / 1e15 + Double($0.components.seconds) * 1000) } ?? "-"
         return "\(connections.count) clients (peak \(summary.peakClients)), \(summary.accepted) accepted, \(summary.refused) refused, "
-            + "\(summary.closedByServer) closed by the server, \(engine.steps) steps, tick p99 \(p99), "
+            + "\(summary.closedByServer) closed by the server, \(steps) steps, tick p99 \(p99), "
             + "dropped \(summary.droppedChunks) chunks"
     }
 
@@ -666,10 +667,10 @@ public final class WyomingServer: @unchecked Sendable {
 
     private func logSummary() {
         let now = ContinuousClock.now
-        let steps = engine.steps
+        let steps = engine.stepsCounted
         let elapsed = now - lastSummaryAt
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        log(String(format: "%.0f steps/s; ", Double(steps - lastSummarySteps) / max(seconds, 1e-9)) + summaryLine())
+        log(String(format: "%.0f steps/s; ", Double(steps - lastSummarySteps) / max(seconds, 1e-9)) + summaryLine(steps: steps))
         lastSummarySteps = steps
         lastSummaryAt = now
     }
