@@ -46,13 +46,11 @@ public struct WyomingMessage: Sendable {
     public var payload: [UInt8]
 
     /// The data's member named `key` (the last of that name).
-    public subscript(key: String) -> JSONValue? {
-        var i = members.count
-        while i > 0 {
-            i -= 1
-            if members[i].key == key { return members[i].value }
-        }
-        return nil
+    public subscript(key: String) -> JSONValue? { Self.member(key, in: members) }
+
+    /// The last member named `key` (how an object's duplicate keys resolve).
+    static func member(_ key: String, in members: [(key: String, value: JSONValue)]) -> JSONValue? {
+        members.last { $0.key == key }?.value
     }
 
     /// The event, its data as a dictionary.
@@ -169,7 +167,7 @@ public struct WyomingReader: Sendable {
             case .success(nil): throw .headerNotAnObject
             case let .failure(e): throw .malformedHeader(e)
             }
-            func field(_ name: String) -> JSONValue? { fields.last { $0.key == name }?.value }
+            func field(_ name: String) -> JSONValue? { WyomingMessage.member(name, in: fields) }
             guard let type = field("type")?.string else { throw .missingType }
             func length(_ name: String, limit: Int) throws(WyomingError) -> Int {
                 guard let v = field(name), v != .null else { return 0 }

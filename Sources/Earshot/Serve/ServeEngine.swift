@@ -69,7 +69,7 @@ final class ServeEngine {
     /// Blocks stepped, all models.
     var steps: Int {
         settle()
-        return Self.stepCount(shards)
+        return stepsCounted
     }
 
     private static func stepCount(_ shards: [Shard]) -> Int { shards.reduce(0) { $0 + $1.sets.reduce(0) { $0 + $1.stepsRun } } }
@@ -161,8 +161,9 @@ final class ServeEngine {
         var steps = 0
     }
 
-    /// Blocks stepped, all models, as of the last tick that ended or stream that finished
-    /// (without waiting for a tick in flight, so a periodic summary never stalls the loop).
+    /// Blocks stepped, all models, as of the last tick that ended or stream that finished (the
+    /// only two that step), without waiting for a tick in flight: a periodic summary never
+    /// stalls the loop.
     private(set) var stepsCounted = 0
 
     /// Starts a tick (every shard with new audio stepped at once, one core each) on worker
