@@ -50,40 +50,46 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
 #define MIN_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((p) < (q) ? (p) : (q)))
 
 typedef int vi16 __attribute__((vector_size(64), aligned(4)));
-#define SELECT16(m, a, b) ((v16)(((vi16)(a) & (m)) | ((vi16)(b) & ~(m))))
+
+// Vectors of VT (lanes LANES, integer vectors VI) through the epilogue's ops, lane by lane as
+// the element-wise loops compute them. A macro: a function passing vectors would have a
+// different calling convention in each clone.
+#define EPILOGUE_OPS(ep, out, VT, VI, LANES) do {                                                  \
+        for (long o_ = 0; o_ < (ep)->count; o_++) {                                                \
+            float q_ = (ep)->values[o_];                                                           \
+            VT qv_ = (VT){0} + q_;                                                                 \
+            VI nan_;                                                                               \
+            switch ((ep)->kinds[o_]) {                                                             \
+            case EARSHOT_LEAKY_RELU: out = SELECT_T(VI, out < 0, qv_ * out, out); break;           \
+            case EARSHOT_RELU: out = SELECT_T(VI, out < 0, (VT){0}, out); break;                   \
+            case EARSHOT_NEG: out = -out; break;                                                   \
+            case EARSHOT_ABS: out = (VT)((VI)out & 0x7fffffff); break;                             \
+            case EARSHOT_EPILOGUE_BINARY + EARSHOT_ADD: out = out + q_; break;                     \
+            case EARSHOT_EPILOGUE_BINARY + EARSHOT_SUB: out = out - q_; break;                     \
+            case EARSHOT_EPILOGUE_BINARY + EARSHOT_MUL: out = out * q_; break;                     \
+            case EARSHOT_EPILOGUE_BINARY + EARSHOT_DIV: out = out / q_; break;                     \
+            case EARSHOT_EPILOGUE_BINARY + EARSHOT_SQUARE: out = out * out; break;                 \
+            case EARSHOT_EPILOGUE_BINARY + EARSHOT_MAX:                                            \
+                nan_ = (out != out) | (qv_ != qv_);                                                \
+                out = SELECT_T(VI, nan_, out + qv_, SELECT_T(VI, out > qv_, out, qv_)); break;     \
+            case EARSHOT_EPILOGUE_BINARY + EARSHOT_MIN:                                            \
+                nan_ = (out != out) | (qv_ != qv_);                                                \
+                out = SELECT_T(VI, nan_, out + qv_, SELECT_T(VI, out < qv_, out, qv_)); break;     \
+            case EARSHOT_SQRT:                                                                     \
+                for (int l_ = 0; l_ < (LANES); l_++) out[l_] = __builtin_sqrtf(out[l_]);           \
+                break;                                                                             \
+            default: break;                                                                        \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+#define SELECT_T(VI, m, a, b) ((__typeof__(a))(((VI)(a) & (m)) | ((VI)(b) & ~(m))))
 
 // A tile's outputs `out` (a v16 variable) through the epilogue: column `column`'s bias, then each
-// op in order, lane by lane as the element-wise loops compute it. A macro: a function passing
-// 16-float vectors would have a different calling convention in each clone.
+// op in order.
 #define EPILOGUE(ep, column, out) do {                                                            \
         if (ep) {                                                                                  \
             if ((ep)->column_bias) out = out + (ep)->column_bias[column];                          \
-            for (long o_ = 0; o_ < (ep)->count; o_++) {                                            \
-                float q_ = (ep)->values[o_];                                                       \
-                v16 qv_ = (v16){0} + q_;                                                           \
-                vi16 nan_;                                                                         \
-                switch ((ep)->kinds[o_]) {                                                         \
-                case EARSHOT_LEAKY_RELU: out = SELECT16(out < 0, qv_ * out, out); break;           \
-                case EARSHOT_RELU: out = SELECT16(out < 0, (v16){0}, out); break;                  \
-                case EARSHOT_NEG: out = -out; break;                                               \
-                case EARSHOT_ABS: out = (v16)((vi16)out & 0x7fffffff); break;                      \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_ADD: out = out + q_; break;                 \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_SUB: out = out - q_; break;                 \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_MUL: out = out * q_; break;                 \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_DIV: out = out / q_; break;                 \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_SQUARE: out = out * out; break;             \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_MAX:                                        \
-                    nan_ = (out != out) | (qv_ != qv_);                                            \
-                    out = SELECT16(nan_, out + qv_, SELECT16(out > qv_, out, qv_)); break;         \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_MIN:                                        \
-                    nan_ = (out != out) | (qv_ != qv_);                                            \
-                    out = SELECT16(nan_, out + qv_, SELECT16(out < qv_, out, qv_)); break;         \
-                case EARSHOT_SQRT:                                                                 \
-                    for (int l_ = 0; l_ < 16; l_++) out[l_] = __builtin_sqrtf(out[l_]);            \
-                    break;                                                                         \
-                default: break;                                                                    \
-                }                                                                                  \
-            }                                                                                      \
+            EPILOGUE_OPS(ep, out, v16, vi16, 16);                                                  \
         }                                                                                          \
     } while (0)
 
@@ -534,6 +540,97 @@ void earshot_pool(int max, const float *x, long planes, long plane, const int *s
                 for (int m = from; m < to; m++) sum += v[members[m]];
                 o[k] = divisors[k] > 0 && to > from ? sum / divisors[k] : 0.0f;
             }
+        }
+    }
+}
+
+// Winograd F(4, 3): four outputs of a 3-tap correlation from six inputs d0..d5 with six products
+// instead of twelve, y = A^T [(G g) . (B^T d)] with the interpolation points 0, 1, -1, 2, -2 and
+// infinity. Values are channels-last rows of `channels` floats; each loop runs along a row.
+CLONES
+void earshot_winograd_input(const float *x, long channels, const int *rows, long tiles, const float *zeros, float *v,
+                            long vstride) {
+    for (long t = 0; t < tiles; t++) {
+        const int *r = rows + t * 6;
+        const float *d0 = r[0] >= 0 ? x + (long)r[0] * channels : zeros, *d1 = r[1] >= 0 ? x + (long)r[1] * channels : zeros;
+        const float *d2 = r[2] >= 0 ? x + (long)r[2] * channels : zeros, *d3 = r[3] >= 0 ? x + (long)r[3] * channels : zeros;
+        const float *d4 = r[4] >= 0 ? x + (long)r[4] * channels : zeros, *d5 = r[5] >= 0 ? x + (long)r[5] * channels : zeros;
+        float *v0 = v + t * channels;
+        float *v1 = v0 + vstride, *v2 = v1 + vstride, *v3 = v2 + vstride, *v4 = v3 + vstride, *v5 = v4 + vstride;
+        SAFE for (long c = 0; c < channels; c++) {
+            float a = d0[c], b = d1[c], e = d2[c], f = d3[c], g = d4[c], h = d5[c];
+            v0[c] = 4.0f * a - 5.0f * e + g;
+            v1[c] = g + f - 4.0f * (b + e);
+            v2[c] = g - f + 4.0f * (b - e);
+            v3[c] = g - e + 2.0f * (f - b);
+            v4[c] = g - e - 2.0f * (f - b);
+            v5[c] = 4.0f * b - 5.0f * f + h;
+        }
+    }
+}
+
+// Four outputs of a Winograd tile from its six products, vectors of VT at channel c, plus the
+// bias, stored to the tile's rows.
+#define WINOGRAD_OUT(VT) do {                                                                      \
+        VT a = *(const VT *)(m0 + c), b = *(const VT *)(m1 + c), e = *(const VT *)(m2 + c);       \
+        VT f = *(const VT *)(m3 + c), g = *(const VT *)(m4 + c), h = *(const VT *)(m5 + c);       \
+        VT o = bias ? *(const VT *)(bias + c) : (VT){0};                                           \
+        VT s = b + e, dd = b - e, p = f + g, q = f - g;                                            \
+        *(VT *)(y0 + c) = a + s + p + o;                                                           \
+        *(VT *)(y1 + c) = dd + 2.0f * q + o;                                                       \
+        *(VT *)(y2 + c) = s + 4.0f * p + o;                                                        \
+        *(VT *)(y3 + c) = dd + 8.0f * q + h + o;                                                   \
+    } while (0)
+
+CLONES
+void earshot_winograd_output(const float *m, long mstride, long ldm, long channels, const int *rows, long tiles,
+                             const float *bias, float *y, float *sink) {
+    float last[4][8];
+    for (long t = 0; t < tiles; t++) {
+        const int *r = rows + t * 4;
+        const float *m0 = m + t * ldm;
+        const float *m1 = m0 + mstride, *m2 = m1 + mstride, *m3 = m2 + mstride, *m4 = m3 + mstride, *m5 = m4 + mstride;
+        float *y0 = r[0] >= 0 ? y + (long)r[0] * channels : sink, *y1 = r[1] >= 0 ? y + (long)r[1] * channels : sink;
+        float *y2 = r[2] >= 0 ? y + (long)r[2] * channels : sink, *y3 = r[3] >= 0 ? y + (long)r[3] * channels : sink;
+        long c = 0;
+        for (; c + 16 <= channels; c += 16) WINOGRAD_OUT(v16);
+        for (; c + 8 <= channels; c += 8) WINOGRAD_OUT(v8);
+        if (c < channels) {
+            // The last few channels: the products and the bias are read in whole (ldm and the
+            // bias are padded to 16), the outputs written through a small buffer.
+            float *to[4] = {y0, y1, y2, y3};
+            long at = c;
+            y0 = last[0] - at, y1 = last[1] - at, y2 = last[2] - at, y3 = last[3] - at;
+            WINOGRAD_OUT(v8);
+            for (int k = 0; k < 4; k++)
+                for (long l = at; l < channels; l++) to[k][l] = last[k][l - at];
+        }
+    }
+}
+
+// Pooling of channels-last values: output position k takes, channel by channel, the input
+// positions members[starts[k]..<starts[k + 1]], as earshot_pool does plane by plane.
+CLONES
+void earshot_pool_last(int max, const float *x, long channels, const int *starts, const int *members, const float *divisors,
+                       long outputs, float *y) {
+    for (long k = 0; k < outputs; k++) {
+        int from = starts[k], to = starts[k + 1];
+        float *o = y + k * channels;
+        if (to <= from) {
+            for (long c = 0; c < channels; c++) o[c] = max ? -3.40282347e+38f : 0.0f;
+            continue;
+        }
+        const float *first = x + (long)members[from] * channels;
+        if (max) { SAFE for (long c = 0; c < channels; c++) o[c] = first[c]; }
+        else { SAFE for (long c = 0; c < channels; c++) o[c] = 0.0f + first[c]; }
+        for (int m = from + 1; m < to; m++) {
+            const float *e = x + (long)members[m] * channels;
+            if (max) { SAFE for (long c = 0; c < channels; c++) o[c] = e[c] > o[c] ? e[c] : o[c]; }
+            else { SAFE for (long c = 0; c < channels; c++) o[c] = o[c] + e[c]; }
+        }
+        if (!max) {
+            float d = divisors[k];
+            SAFE for (long c = 0; c < channels; c++) o[c] = d > 0 ? o[c] / d : 0.0f;
         }
     }
 }

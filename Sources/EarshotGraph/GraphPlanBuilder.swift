@@ -213,21 +213,37 @@ struct Builder {
     }
 
     /// A Conv whose output only the next Conv reads, both with fields taken from the input
-    /// transposed to [plane][channels]: the first writes that layout and the second reads it as it
-    /// is, with no transposes between them.
+    /// transposed to [plane][channels] (or Winograd's tiles): the first writes that layout and the
+    /// second reads it as it is, with no transposes between them; so too with a pooling step
+    /// between them, which then pools channels-last.
     private mutating func linkChannelsLast() {
         /// The Conv that is the only reader of `y` ([channels][plane]) and can take it channels-last.
         func onlyReader(of y: Ref, channels: Int, plane: Int) -> Int? {
             guard !isOutput(y) else { return nil }
             let readers = steps(reading: y)
             // The same tensor, not a reshaped view of it.
-            guard readers.count == 1, let second = steps[readers[0]] as? ConvStep, second.x == y, second.channelsLast != nil,
-                  second.groups == 1, second.items == 1, second.positionMajor == nil, second.channels == channels,
+            guard readers.count == 1, let second = steps[readers[0]] as? ConvStep, second.x == y, second.readsChannelsLast,
+                  second.groups == 1, second.items == 1, second.channels == channels,
                   second.plane == plane else { return nil }
             return readers[0]
         }
         for i in steps.indices {
-            if var first = steps[i] as? ConvStep, first.channelsLast != nil, first.groups == 1, first.items == 1, first.positionMajor == nil,
+            // Conv, pooling of one item, Conv: the pooling too runs channels-last.
+            if var first = steps[i] as? ConvStep, first.readsChannelsLast, first.groups == 1, first.items == 1, !isOutput(first.y),
+               steps(reading: first.y) == [i + 1], var pool = steps[i + 1] as? PoolStep, pool.x == first.y, pool.planes == first.outChannels,
+               pool.plane == first.positions, let j = onlyReader(of: pool.y, channels: pool.planes, plane: pool.divisors.count),
+               var second = steps[j] as? ConvStep {
+                first.outputChannelsLast = true
+                pool.channelsLast = true
+                second.inputChannelsLast = true
+                for (tensor, ref) in refs where ref == pool.y {
+                    if let node = producers[tensor], kernels[node] == "pooling" { kernels[node] = "pooling, channels-last" }
+                }
+                steps[i] = first
+                steps[i + 1] = pool
+                steps[j] = second
+            }
+            if var first = steps[i] as? ConvStep, first.readsChannelsLast, first.groups == 1, first.items == 1,
                let j = onlyReader(of: first.y, channels: first.outChannels, plane: first.positions), var second = steps[j] as? ConvStep {
                 first.outputChannelsLast = true
                 second.inputChannelsLast = true
@@ -439,6 +455,17 @@ struct Builder {
             scratchSize = max(scratchSize, positions * kw + 2 * kw + 4 + 2 * AlignedRealFFT.alignment + positions * (kw / 2 + 1))
             return "FFT"
         }
+        if group == 1, items == 1, let winograd = Self.winograd(fields: fields, taps: kh * kw, alongRows: kh == 3, oh: oh, ow: ow, channels: channels,
+                                                                outChannels: outChannels, weights: w.floats, bias: bias?.floats) {
+            let y = allocate(outputs[0].count)
+            refs[g.outputs[0]] = y
+            let step = ConvStep(x: xRef, y: y, items: 1, channels: channels, outChannels: outChannels, plane: height * width, groups: 1,
+                                groupIn: channels, groupOut: outChannels, depth: depth, positions: positions, fields: [], channelsLast: nil,
+                                packed: [], bias: [nil], positionMajor: nil, winograd: winograd)
+            scratchSize = max(scratchSize, step.scratch)
+            steps.append(step)
+            return "Winograd product"
+        }
         // One group: the fields as runs of the input transposed to [plane][channels], when they
         // are long enough to beat a gather (filters then ordered [kernel row][kernel column][channel]).
         var channelsLast: [Run]?
@@ -530,6 +557,56 @@ struct Builder {
         scratchSize = max(scratchSize, step.scratch)
         steps.append(step)
         return "packed product"
+    }
+
+    /// A Conv of three taps along one axis (`alongRows`: the output's rows, else its columns) as
+    /// Winograd F(4, 3), when that takes at most three quarters of the direct products: its tiles
+    /// of four outputs along the axis, each tile's six inputs read from the receptive fields of
+    /// channel 0 (`fields`, three a position) and checked to slide one position a tap; the
+    /// filters [outChannels][channels][3] transformed (in double) to G g.
+    static func winograd(fields: [Int32], taps: Int, alongRows: Bool, oh: Int, ow: Int, channels: Int, outChannels: Int,
+                         weights: [Float], bias: [Float]?) -> ConvStep.Winograd? {
+        let depth = channels * 3
+        guard taps == 3, channels >= 4, outChannels >= 4, weights.count == outChannels * depth else { return nil }
+        let (lines, length) = alongRows ? (ow, oh) : (oh, ow)
+        let perLine = (length + 3) / 4
+        // Six products a tile against three a direct output.
+        guard 6 * perLine * 4 <= 9 * length else { return nil }
+        func position(line: Int, at k: Int) -> Int { alongRows ? k * ow + line : line * ow + k }
+        func field(_ p: Int, _ tap: Int) -> Int32 { fields[p * depth + tap] }
+        var inputRows: [Int32] = [], outputRows: [Int32] = []
+        for line in 0..<lines {
+            for t in 0..<perLine {
+                let first = 4 * t, valid = min(4, length - first)
+                var d = [Int32](repeating: -1, count: 6)
+                for j in 0..<6 {
+                    // Input j is tap 0 of output j, or taps 1 and 2 of the last valid output.
+                    if j < valid { d[j] = field(position(line: line, at: first + j), 0) }
+                    else if j <= valid + 1 { d[j] = field(position(line: line, at: first + valid - 1), j - valid + 1) }
+                }
+                for o in 0..<valid {
+                    for tap in 0..<3 where field(position(line: line, at: first + o), tap) != d[o + tap] { return nil }
+                }
+                inputRows += d
+                outputRows += (0..<4).map { $0 < valid ? Int32(position(line: line, at: first + $0)) : -1 }
+            }
+        }
+        // G g per point: g0 / 4, -(g0 + g1 + g2) / 6, -(g0 - g1 + g2) / 6, g0 / 24 + g1 / 12 + g2 / 6,
+        // g0 / 24 - g1 / 12 + g2 / 6, g2.
+        let rows = (outChannels + 15) / 16 * 16
+        var transformed = [[Float]](repeating: [Float](repeating: 0, count: rows * channels), count: 6)
+        for o in 0..<outChannels {
+            for c in 0..<channels {
+                let g = (0..<3).map { Double(weights[(o * channels + c) * 3 + $0]) }
+                let u = [g[0] / 4, -(g[0] + g[1] + g[2]) / 6, -(g[0] - g[1] + g[2]) / 6, g[0] / 24 + g[1] / 12 + g[2] / 6,
+                         g[0] / 24 - g[1] / 12 + g[2] / 6, g[2]]
+                for i in 0..<6 { transformed[i][o * channels + c] = Float(u[i]) }
+            }
+        }
+        return .init(tiles: lines * perLine, inputRows: inputRows, outputRows: outputRows,
+                     filters: transformed.map { PackedMatrix($0, rows: rows, k: channels) },
+                     bias: bias.map { $0 + [Float](repeating: 0, count: rows - outChannels) },
+                     zeros: [Float](repeating: 0, count: channels))
     }
 
     /// Whether filters W [rows][size] are a windowed real DFT, to within float rounding: with

@@ -163,9 +163,37 @@ struct ConvStep: Step {
 
     let positionMajor: PositionMajor?
 
+    /// A 3-tap correlation along one axis, one group, one item: Winograd F(4, 3) on channels-last
+    /// values (six products of the channels for every four outputs instead of twelve). Each tile
+    /// (four outputs along the axis) is transformed, the six transformed matrices of every stream's
+    /// tiles meet the six transformed filters in six packed products, and the products are
+    /// transformed back to the outputs.
+    struct Winograd: Sendable {
+        let tiles: Int
+        /// Per tile, its six input positions (-1: padding) and its four output positions (-1: past
+        /// the end, not written).
+        let inputRows: [Int32]
+        let outputRows: [Int32]
+        /// The transformed filters G g, one [outChannels][channels] matrix for each of the six
+        /// points, with zero rows up to a multiple of 16.
+        let filters: [PackedMatrix]
+        /// The bias, with zeros up to a multiple of 16.
+        let bias: [Float]?
+        /// A row of zeros (padding).
+        let zeros: [Float]
+    }
+
+    var winograd: Winograd? = nil
+
+    /// Whether the step can read its input channels-last ([plane][channels]) as it is.
+    var readsChannelsLast: Bool { positionMajor == nil && (channelsLast != nil || winograd != nil) }
+
     /// Scratch floats per stream.
     var scratch: Int {
         if let pm = positionMajor { return pm.spanStarts.count * 16 + pm.edges.count + 16 }
+        if let w = winograd {
+            return 6 * w.tiles * (channels + w.filters[0].rows) + outChannels + max(channels * plane, positions * outChannels)
+        }
         return items * positions * (depth + groupOut) + (channelsLast == nil ? 0 : channels * plane)
     }
 
@@ -194,6 +222,10 @@ struct ConvStep: Step {
     }
 
     func run(_ c: Context) {
+        if let w = winograd {
+            runWinograd(c, w)
+            return
+        }
         if let pm = positionMajor {
             let edges = c.scratch
             pm.blocks.withUnsafeBufferPointer { blocks in
@@ -256,6 +288,48 @@ struct ConvStep: Step {
                     activate(o, groupOut * positions)
                 }
             }
+        }
+    }
+
+    /// The Winograd path: every stream's tiles transformed, six products for all of them at once,
+    /// then each stream's outputs (with the bias and the fused ops), channels-last or transposed
+    /// to [outChannels][positions].
+    private func runWinograd(_ c: Context, _ w: Winograd) {
+        // The products' rows are the output channels rounded up to whole panels of 16 (zero
+        // filters), so that every panel is stored whole.
+        let n = c.streams * w.tiles, ldm = w.filters[0].rows
+        let v = c.scratch, m = v + 6 * n * channels, sink = m + 6 * n * ldm, staging = sink + outChannels
+        w.inputRows.withUnsafeBufferPointer { rows in
+            w.zeros.withUnsafeBufferPointer { zeros in
+                for b in 0..<c.streams {
+                    var input = c.read(x, b)
+                    if !inputChannelsLast {
+                        earshot_transpose(input, channels, plane, staging)
+                        input = UnsafePointer(staging)
+                    }
+                    earshot_winograd_input(input, channels, rows.baseAddress!, w.tiles, zeros.baseAddress!, v + b * w.tiles * channels, n * channels)
+                }
+            }
+        }
+        for i in 0..<6 {
+            w.filters[i].product(v + i * n * channels, ldx: channels, columns: n, bias: nil, into: m + i * n * ldm, ldy: ldm)
+        }
+        w.outputRows.withUnsafeBufferPointer { rows in
+            func write(_ bias: UnsafePointer<Float>?) {
+                for b in 0..<c.streams {
+                    let out = c.write(y, b)
+                    earshot_winograd_output(m + b * w.tiles * ldm, n * ldm, ldm, outChannels, rows.baseAddress!, w.tiles, bias,
+                                            outputChannelsLast ? out : staging, sink)
+                    // The fused ops over the whole output at once, as each op alone computes them.
+                    if outputChannelsLast {
+                        activate(out, positions * outChannels)
+                    } else {
+                        activate(staging, positions * outChannels)
+                        earshot_transpose(staging, positions, outChannels, out)
+                    }
+                }
+            }
+            if let bias = w.bias { bias.withUnsafeBufferPointer { write($0.baseAddress) } } else { write(nil) }
         }
     }
 }
@@ -441,14 +515,22 @@ struct PoolStep: Step {
     let starts: [Int32]
     let members: [Int32]
     let divisors: [Float]
+    /// Input and output channels-last ([plane][planes]): a Conv that writes so before it, one
+    /// that reads so after it, each the other's only neighbour.
+    var channelsLast = false
 
     func run(_ c: Context) {
         starts.withUnsafeBufferPointer { st in
             members.withUnsafeBufferPointer { mb in
                 divisors.withUnsafeBufferPointer { dv in
                     for b in 0..<c.streams {
-                        earshot_pool(max ? 1 : 0, c.read(x, b), planes, plane, st.baseAddress!, mb.baseAddress ?? st.baseAddress!,
-                                     dv.baseAddress!, dv.count, c.write(y, b))
+                        if channelsLast {
+                            earshot_pool_last(max ? 1 : 0, c.read(x, b), planes, st.baseAddress!, mb.baseAddress ?? st.baseAddress!,
+                                              dv.baseAddress!, dv.count, c.write(y, b))
+                        } else {
+                            earshot_pool(max ? 1 : 0, c.read(x, b), planes, plane, st.baseAddress!, mb.baseAddress ?? st.baseAddress!,
+                                         dv.baseAddress!, dv.count, c.write(y, b))
+                        }
                     }
                 }
             }

@@ -36,6 +36,30 @@ private func weights(_ shape: [Int], seed: Int = 7) -> GraphTensor {
 
 private func ints(_ v: [Int64]) -> GraphTensor { GraphTensor(shape: [v.count], integers: v) }
 
+/// `streams` streams of a plan of one input, stream s given values(..., seed: seed + s): each
+/// stream's first output.
+private func runStreams(_ plan: GraphPlan, _ streams: Int, seed: Int) throws -> [[Float]] {
+    var ws = GraphWorkspace()
+    var got = [[Float]](repeating: [], count: streams)
+    try plan.run(streams: streams, workspace: &ws, load: { s, _, buffer in
+        let v = values(buffer.count, seed: seed + s)
+        for k in 0..<buffer.count { buffer[k] = v[k] }
+    }, store: { s, j, v in if j == 0 { got[s] = Array(v) } })
+    return got
+}
+
+/// `output` of single-output nodes run in order on the reference kernels, the input x of
+/// `shape` given values(..., seed: seed).
+private func reference(_ nodes: [GraphNode], _ constants: [String: GraphTensor], shape: [Int], seed: Int, output: String) throws -> [Float] {
+    var v = constants
+    v["x"] = GraphTensor(shape: shape, floats: values(shape.reduce(1, *), seed: seed))
+    for node in nodes {
+        v[node.outputs[0]] = try GraphOps.run(node.op, node: node.name, inputs: node.inputs.map { v[$0] }, attributes: node.attributes,
+                                              opset: 17, outputCount: 1)[0]
+    }
+    return try #require(v[output]).floats
+}
+
 /// Filters [2F][1][size] of a Hann-windowed real DFT: F cos rows, then F rows of -sin; or the F
 /// cos rows alone, or F rows of +sin alone (an STFT exported as two convolutions).
 private func dftFilters(size: Int, rows: String = "both") -> GraphTensor {
@@ -79,6 +103,18 @@ private let planCases: [PlanCase] = [
              kernel: "packed product"),
     PlanCase(what: "2-D, 8 channels, pads (fields as runs of the transposed input)", op: "Conv", dynamic: [[1, 8, 5, 4]],
              constants: [weights([3, 8, 3, 3])], attributes: ["pads": .ints([1, 1, 1, 1])], kernel: "packed product"),
+    PlanCase(what: "3 taps along the rows (Winograd F(4, 3)), a pad before, the last tile partial, bias", op: "Conv",
+             dynamic: [[1, 5, 10, 6]], constants: [weights([7, 5, 3, 1]), weights([7], seed: 4)], attributes: ["pads": .ints([1, 0, 0, 0])],
+             kernel: "Winograd product"),
+    PlanCase(what: "3 taps along the columns (Winograd F(4, 3)), pads, channels past a multiple of 8", op: "Conv",
+             dynamic: [[1, 20, 3, 13]], constants: [weights([18, 20, 1, 3]), weights([18], seed: 4)],
+             attributes: ["pads": .ints([0, 1, 0, 1])], kernel: "Winograd product"),
+    PlanCase(what: "1-D, 3 taps (Winograd F(4, 3)), two pads before, stride 1 across the other axis", op: "Conv", dynamic: [[1, 9, 30]],
+             constants: [weights([33, 9, 3])], attributes: ["pads": .ints([2, 0])], kernel: "Winograd product"),
+    PlanCase(what: "2-D, 3 taps along the rows, stride 2 across the columns (Winograd F(4, 3))", op: "Conv", dynamic: [[1, 6, 8, 9]],
+             constants: [weights([4, 6, 3, 1])], attributes: ["strides": .ints([1, 2])], kernel: "Winograd product"),
+    PlanCase(what: "3 taps over two outputs: too few for Winograd", op: "Conv", dynamic: [[1, 8, 4]], constants: [weights([8, 8, 3])],
+             kernel: "packed product"),
     PlanCase(what: "1x1 on one position", op: "Conv", dynamic: [[1, 16, 1]], constants: [weights([8, 16, 1]), weights([8])],
              kernel: "packed product"),
     PlanCase(what: "filters that are a windowed DFT, stride 4, pads", op: "Conv", dynamic: [[2, 1, 40]], constants: [dftFilters(size: 16)],
@@ -207,8 +243,9 @@ struct PlanTests {
                 #expect(batch[s][j].count == expected.count)
                 let worst = zip(expected, batch[s][j]).map { $0 == $1 || ($0.isNaN && $1.isNaN) ? 0 : abs($0 - $1) / max(1, abs($0)) }.max() ?? 0
                 // Moves and reductions are exact; products and cells may sum in another order; an
-                // FFT is another algorithm altogether.
-                let tolerance: Float = ["copy", "alias", "reference", "reduction", "pooling"].contains(c.kernel) ? 0 : c.kernel == "FFT" ? 1e-5 : 2e-6
+                // FFT and Winograd's transforms are other algorithms altogether.
+                let tolerance: Float = ["copy", "alias", "reference", "reduction", "pooling"].contains(c.kernel) ? 0
+                    : ["FFT", "Winograd product"].contains(c.kernel) ? 2e-5 : 2e-6
                 #expect(worst <= tolerance, "output \(j) of stream \(s): \(worst)")
             }
             // Alone, in a fresh workspace: the same bits as within the batch.
@@ -346,24 +383,10 @@ struct PlanTests {
         let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", shape)], outputs: [last], opset: 17)
         #expect(plan.kernels["stft"] == "FFT")
         for name in ["re2", "im2", "power"] + (magnitude ? ["magnitude"] : []) { #expect(plan.kernels[name] == "with the FFT", "\(name)") }
-        func run(streams: Int) throws -> [[Float]] {
-            var ws = GraphWorkspace()
-            var got = [[Float]](repeating: [], count: streams)
-            try plan.run(streams: streams, workspace: &ws, load: { s, _, buffer in
-                let v = EarshotGraphTests.values(buffer.count, seed: 70 + s)
-                for k in 0..<buffer.count { buffer[k] = v[k] }
-            }, store: { s, _, v in got[s] = Array(v) })
-            return got
-        }
+        func run(streams: Int) throws -> [[Float]] { try runStreams(plan, streams, seed: 70) }
         let batch = try run(streams: 2)
         for s in 0..<2 {
-            var values = constants
-            values["x"] = GraphTensor(shape: shape, floats: EarshotGraphTests.values(40, seed: 70 + s))
-            for node in nodes {
-                values[node.outputs[0]] = try GraphOps.run(node.op, node: node.name, inputs: node.inputs.map { values[$0] },
-                                                           attributes: node.attributes, opset: 17, outputCount: 1)[0]
-            }
-            let expected = try #require(values[last]).floats
+            let expected = try reference(nodes, constants, shape: shape, seed: 70 + s, output: last)
             #expect(expected.count == (convAfter ? 3 : 9) * 7 && batch[s].count == expected.count)
             // The FFT is another algorithm than the Conv's sums: close, not equal.
             let worst = zip(expected, batch[s]).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 1
@@ -385,27 +408,38 @@ struct PlanTests {
         if secondReaderOfFirst { nodes.append(GraphNode(op: "Sigmoid", name: "other", inputs: ["r1"], outputs: ["z"])) }
         let outputs = secondReaderOfFirst ? ["y", "z"] : ["y"]
         let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", [1, 9, 8])], outputs: outputs, opset: 17)
-        func run(streams: Int) throws -> [[Float]] {
-            var ws = GraphWorkspace()
-            var got = [[Float]](repeating: [], count: streams)
-            try plan.run(streams: streams, workspace: &ws, load: { s, _, buffer in
-                let v = EarshotGraphTests.values(buffer.count, seed: 30 + s)
-                for k in 0..<buffer.count { buffer[k] = v[k] }
-            }, store: { s, j, v in if j == 0 { got[s] = Array(v) } })
-            return got
-        }
+        func run(streams: Int) throws -> [[Float]] { try runStreams(plan, streams, seed: 30) }
         let batch = try run(streams: 3)
         for s in 0..<3 {
-            var values = constants
-            values["x"] = GraphTensor(shape: [1, 9, 8], floats: EarshotGraphTests.values(72, seed: 30 + s))
-            for node in nodes {
-                values[node.outputs[0]] = try GraphOps.run(node.op, node: node.name, inputs: node.inputs.map { values[$0] },
-                                                           attributes: node.attributes, opset: 17, outputCount: 1)[0]
-            }
-            let expected = try #require(values["y"]).floats
+            let expected = try reference(nodes, constants, shape: [1, 9, 8], seed: 30 + s, output: "y")
             #expect(expected.count == 16 && batch[s].count == 16)
             let worst = zip(expected, batch[s]).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 1
             #expect(worst <= 2e-6, "stream \(s): \(worst)")
+            #expect(try run(streams: s + 1)[s].map(\.bitPattern) == batch[s].map(\.bitPattern))
+        }
+    }
+
+    @Test("Winograd Convs with a pooling step between them (MaxPool; AveragePool with pads, not counted): the pooling runs channels-last; as the reference kernels compute them; a batch equals each stream alone",
+          arguments: ["MaxPool", "AveragePool"])
+    func poolsChannelsLast(_ op: String) throws {
+        let constants = ["w1": weights([12, 5, 1, 3]), "b1": weights([12], seed: 5), "w2": weights([10, 12, 3, 1], seed: 8)]
+        let nodes = [GraphNode(op: "Conv", name: "conv1", inputs: ["x", "w1", "b1"], outputs: ["c1"], attributes: ["pads": .ints([0, 1, 0, 1])]),
+                     GraphNode(op: "Relu", name: "relu", inputs: ["c1"], outputs: ["r1"]),
+                     GraphNode(op: op, name: "pool", inputs: ["r1"], outputs: ["p"],
+                               attributes: ["kernel_shape": .ints([2, 2]), "strides": .ints([2, 2]), "pads": .ints([1, 0, 0, 1])]),
+                     GraphNode(op: "Conv", name: "conv2", inputs: ["p", "w2"], outputs: ["y"])]
+        let shape = [1, 5, 15, 12]
+        let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", shape)], outputs: ["y"], opset: 17)
+        #expect(plan.kernels["conv1"] == "Winograd product" && plan.kernels["conv2"] == "Winograd product")
+        #expect(plan.kernels["pool"] == "pooling, channels-last")
+        func run(streams: Int) throws -> [[Float]] { try runStreams(plan, streams, seed: 90) }
+        let batch = try run(streams: 3)
+        for s in 0..<3 {
+            let expected = try reference(nodes, constants, shape: shape, seed: 90 + s, output: "y")
+            // Pooled to 8 rows by 6 columns; 10 channels of 8 - 2 rows by 6 columns.
+            #expect(expected.count == 10 * 6 * 6 && batch[s].count == expected.count)
+            let worst = zip(expected, batch[s]).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 1
+            #expect(worst <= 2e-5, "stream \(s): \(worst)")
             #expect(try run(streams: s + 1)[s].map(\.bitPattern) == batch[s].map(\.bitPattern))
         }
     }

@@ -101,6 +101,22 @@ void earshot_pool(int max, const float *x, long planes, long plane, const int *s
                   const float *divisors, long outputs, float *y);
 // y [cols][rows] = the transpose of x [rows][cols].
 void earshot_transpose(const float *x, long rows, long cols, float *y);
+// earshot_pool on channels-last values x [positions][channels]: output k's `channels` values take
+// those of the input positions members[starts[k]..<starts[k + 1]], each channel as earshot_pool
+// takes it, into y [outputs][channels].
+void earshot_pool_last(int max, const float *x, long channels, const int *starts, const int *members, const float *divisors,
+                       long outputs, float *y);
+// Winograd F(4, 3) for a 3-tap correlation along one axis of channels-last values (rows of
+// `channels` floats). Tile t's six inputs are the rows rows[6 t ..< 6 t + 6] of x (-1: the row
+// `zeros`, padding); v receives B^T d, the six transformed rows of tile t at v + i * vstride +
+// t * channels (i < 6).
+void earshot_winograd_input(const float *x, long channels, const int *rows, long tiles, const float *zeros, float *v,
+                            long vstride);
+// The other end: from the six products m + i * mstride + t * ldm of tile t, its four outputs
+// A^T m plus bias (NULL: none) to the rows rows[4 t ..< 4 t + 4] of y (-1: to `sink`, a row thrown
+// away). ldm and the bias (when given) are padded to a multiple of 16 that is read.
+void earshot_winograd_output(const float *m, long mstride, long ldm, long channels, const int *rows, long tiles,
+                             const float *bias, float *y, float *sink);
 #endif
 // Keeps freed memory in the process's heap instead of returning large blocks to the system at
 // once: a program that runs batched model steps reallocates the same large buffers on every step,
