@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import subprocess
+import tempfile
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,6 +35,72 @@ def cpu_model():
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
     return platform.processor()
+
+
+def multiply_adds(package, *import_args):
+    """The multiply-adds a package's compiled products run per step (`earshot inspect`); with
+    `import_args`, of the package `earshot import` makes of them (in a folder of its own)."""
+    if import_args:
+        folder = tempfile.mkdtemp()
+        target = os.path.join(folder, package)
+        subprocess.run([EARSHOT, "import", *import_args, "--output", target], cwd=ROOT, check=True, capture_output=True)
+        package = target
+    description = run_json([EARSHOT, "inspect", package, "--json"])
+    return description.get("product_multiply_adds_per_step", description["multiply_adds_per_step"])
+
+
+def roofline(peak, silero16, streams, offline, openwakeword, microwakeword, wake_streams):
+    """The roofline section: each benchmark's multiply-adds per second against the peak of the
+    path its products take (`earshot bench peak`)."""
+    rates = {p["path"]: p for p in peak["paths"]}
+    fp32 = rates["fp32Avx512"] if "gmac_per_second_one_core" in rates["fp32Avx512"] else rates["fp32Avx2"]
+    vnni = rates["int8Vnni"]
+    silero = multiply_adds("silero-vad")
+    nabu = multiply_adds("okay-nabu")
+    oww = "Tests/.models/openwakeword/"
+    embedding = multiply_adds("embedding", oww + "embedding_model.onnx", "--front-end", "features")
+    mel = multiply_adds("melspectrogram", oww + "melspectrogram.onnx", "--chunk", "1760")
+    top = next((r for r in streams["results"] if r["streams"] == streams["max_streams_keeping_up"]), None)
+    nabu_top = next((r for r in wake_streams["results"] if r["streams"] == wake_streams["max_streams_keeping_up"]), None)
+    nabu_step_us = next(m["earshot_model"] for m in microwakeword if m["model"] == "okay_nabu") * 3
+    rows = [
+        ("Silero VAD, one stream", silero, silero / (silero16["earshot_us_per_chunk_median"] * 1e-6), fp32, "one core"),
+        ("openWakeWord embedding, one call", embedding, embedding / (openwakeword["embedding_model"]["earshot_us_median"] * 1e-6),
+         fp32, "one core"),
+        ("openWakeWord melspectrogram, one call", mel, mel / (openwakeword["melspectrogram"]["earshot_us_median"] * 1e-6), fp32,
+         "one core"),
+        ("okay-nabu model step (int8)", nabu, nabu / (nabu_step_us * 1e-6), vnni, "one core"),
+    ]
+    if top:
+        rows.append((f"Silero VAD, {top['streams']} streams (tick p50)", silero * top["streams"],
+                     silero * top["streams"] / (top["tick_p50_ms"] * 1e-3), fp32, "all cores"))
+    if "earshot" in offline:
+        steps = 3600 / 0.032
+        rows.append(("Silero VAD, an hour of audio (wall)", silero * steps, silero * steps / offline["earshot"]["wall_seconds_median"],
+                     fp32, "all cores"))
+    if nabu_top:
+        rows.append((f"okay-nabu, {nabu_top['streams']} streams (tick p50)", nabu * nabu_top["streams"],
+                     nabu * nabu_top["streams"] / (nabu_top["tick_p50_ms"] * 1e-3), vnni, "all cores"))
+    lines = [
+        "## Roofline: multiply-adds per second against the machine's peak",
+        "",
+        "`earshot bench peak` measures each path's peak on this machine (a loop in registers): "
+        + "; ".join(f"{p['name']}: {p['gmac_per_second_one_core']:.1f} GMAC/s one core, {p['gmac_per_second_all_cores']:.1f} all cores"
+                    if "gmac_per_second_one_core" in p else f"{p['name']}: not available ({p['unavailable']})"
+                    for p in peak["paths"])
+        + ". Each benchmark above as multiply-adds per second: the multiply-adds its compiled products run per step "
+        "(`earshot inspect`: \"the compiled products run\"; Winograd's tiles and FFTs run fewer than the graph states), "
+        "over the whole time measured, against the peak of the path its products take. Everything else in a step "
+        "(front ends, FFTs, transforms, copies, activations, the recurrence's cell) is in the time and not in the count.",
+        "",
+        "| benchmark | multiply-adds | achieved | path, peak | of the peak |",
+        "|---|---|---|---|---|",
+    ]
+    for name, macs, rate, path, cores in rows:
+        top_rate = path["gmac_per_second_one_core" if cores == "one core" else "gmac_per_second_all_cores"] * 1e9
+        lines.append(f"| {name} | {macs / 1e6:.2f} M | {rate / 1e9:.1f} GMAC/s | {path['name']}, {cores}: "
+                     f"{top_rate / 1e9:.1f} GMAC/s | {100 * rate / top_rate:.0f}% |")
+    return lines + [""]
 
 
 def main():
@@ -61,7 +128,8 @@ def main():
     offline = run_json([PY, "tools/bench_offline.py", "--repeat", "3", "--json"])
     thousand = run_json([EARSHOT, "bench", "streams", "--ticks", "20", "--counts", "1000", "--json"])
     streams = run_json([EARSHOT, "bench", "streams", "--ticks", "200",
-                        "--counts", "1000,2000,3000,4000,6000,8000,10000,12000,14000", "--json"])
+                        "--counts", "1000,2000,3000,4000,5000,6000,8000,10000,12000,14000", "--json"])
+    peak = run_json([EARSHOT, "bench", "peak", "--json"])
     allocations = subprocess.run(["bash", "tools/count_allocations.sh"], cwd=ROOT, check=True, capture_output=True,
                                  text=True).stdout.strip().splitlines()[-1]
     wake_allocations = subprocess.run(["bash", "tools/count_allocations.sh", "okay-nabu"], cwd=ROOT, check=True,
@@ -201,6 +269,7 @@ def main():
         "No peer runs many streams batched on one model; onnxruntime's per-chunk figure above gives "
         f"{1e6 / silero16['us_per_chunk_median'] / 31.25:.0f} real-time streams per core.",
         "",
+        *roofline(peak, silero16, streams, offline, openwakeword, microwakeword, wake_streams),
         "## Heap allocations per step",
         "",
         "`tools/count_allocations.sh` counts malloc calls (an LD_PRELOAD counter) over `earshot bench model` with 2 and "

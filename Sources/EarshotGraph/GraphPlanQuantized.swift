@@ -29,6 +29,8 @@ struct QuantizedProductStep: Step {
 
     var reads: [GraphPlan.Ref] { [x] }
     var writes: [GraphPlan.Ref] { [y] }
+    /// Int8 multiply-adds: every position's field against each output of its group.
+    var products: Int { groups * positions * k * perGroup }
 
     func run(_ c: Context) {
         // Room for the input as int16 (and one zero for padding), then one receptive field in pairs.

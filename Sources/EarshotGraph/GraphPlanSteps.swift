@@ -10,10 +10,15 @@ protocol Step: Sendable {
     var reads: [GraphPlan.Ref] { get }
     /// The places the step writes.
     var writes: [GraphPlan.Ref] { get }
+    /// The multiply-adds the step's product kernels run for one stream.
+    var products: Int { get }
 }
 
 extension Step {
     func runner() -> StepRunner { Runner(step: self) }
+    /// The multiply-adds the step's product kernels run for one stream (0: a step that runs no
+    /// product: moves, element-wise ops, FFTs, the reference kernels).
+    var products: Int { 0 }
 }
 
 /// A step in a class: a call through a class reference borrows it, where a call on a struct
@@ -184,6 +189,13 @@ struct ConvStep: Step {
     }
 
     var winograd: Winograd? = nil
+
+    /// Winograd: six products of every tile's channels against the (padded) output channels;
+    /// otherwise every output's receptive field.
+    var products: Int {
+        if let w = winograd { return 6 * w.tiles * channels * w.filters[0].rows }
+        return items * positions * depth * outChannels
+    }
 
     /// Whether the step can read its input channels-last ([plane][channels]) as it is.
     var readsChannelsLast: Bool { positionMajor == nil && (channelsLast != nil || winograd != nil) }
@@ -430,6 +442,8 @@ struct DenseStep: Step {
     let packed: PackedMatrix
     let bias: [Float]?
 
+    var products: Int { rows * packed.rows * packed.k }
+
     func run(_ c: Context) {
         if rows == 1 {
             packed.product(c.read(x, 0), ldx: c.stride, columns: c.streams, bias: bias, into: c.write(y, 0), ldy: c.stride)
@@ -456,6 +470,8 @@ struct LSTMStep: Step {
     let steps, batch, hidden: Int
     /// R [4 * hidden][hidden].
     let recurrent: PackedMatrix
+
+    var products: Int { steps * batch * recurrent.rows * recurrent.k }
 
     func run(_ c: Context) {
         let rows = c.streams * batch, H = hidden, G = 4 * H

@@ -65,6 +65,9 @@ public struct ModelDescription: Sendable, Codable, Equatable {
     public var contentHash: String
     /// Per layer or node.
     public var layers: [LayerInfo]
+    /// For a compiled graph: the multiply-adds its product kernels run per step (fewer than
+    /// `multiplyAddsPerStep` where Convs run as Winograd's tiles or FFTs; padded rows counted).
+    public var productMultiplyAddsPerStep: Int? = nil
 }
 
 extension Model {
@@ -95,7 +98,8 @@ extension Model {
                 outputActivation: manifest.outputs.activation.rawValue, labels: labels, stateBytesPerStream: makeState().byteCount,
                 parameterCount: graph.parameterCount, storageBytes: weightsBytes,
                 layerCounts: Dictionary(infos.map { ($0.type, 1) }, uniquingKeysWith: +),
-                multiplyAddsPerStep: infos.reduce(0) { $0 + $1.multiplyAdds }, contentHash: contentHash, layers: infos)
+                multiplyAddsPerStep: infos.reduce(0) { $0 + $1.multiplyAdds }, contentHash: contentHash, layers: infos,
+                productMultiplyAddsPerStep: graph.plan?.productMultiplyAdds)
         }
         let infos = layers.enumerated().map { i, layer -> ModelDescription.LayerInfo in
             let (c, t) = shapes[i]

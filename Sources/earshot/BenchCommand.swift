@@ -1,12 +1,14 @@
 import Earshot
+import CEarshotKernels
 import Foundation
 
 enum BenchCommand {
     static func run(_ words: [String]) async throws {
         guard let what = words.first else {
-            throw UsageError("bench needs a subject", hint: "earshot bench features|model|streams|offline|serve|cluster")
+            throw UsageError("bench needs a subject", hint: "earshot bench " + Specs.benchSubjects.joined(separator: "|"))
         }
         switch what {
+        case "peak": try peak(Array(words.dropFirst()))
         case "features": try features(Array(words.dropFirst()))
         case "model": try model(Array(words.dropFirst()))
         case "streams": try await streams(Array(words.dropFirst()))
@@ -14,7 +16,7 @@ enum BenchCommand {
         case "serve": try BenchServeCommand.run(Array(words.dropFirst()))
         case "cluster": try BenchClusterCommand.run(Array(words.dropFirst()))
         default:
-            let subjects = ["features", "model", "streams", "offline", "serve", "cluster"]
+            let subjects = Specs.benchSubjects
             throw UsageError("unknown benchmark '\(what)'", hint: closest(what, in: subjects).map { "did you mean 'earshot bench \($0)'?" }
                              ?? "earshot bench " + subjects.joined(separator: "|"))
         }
@@ -29,6 +31,54 @@ enum BenchCommand {
         }
         let total = Int(seconds * 16000)
         return (0..<total).map { samples[$0 % samples.count] }
+    }
+
+    /// The peak of each path: its loop on one thread, then on every core at once (the sum).
+    static func peak(_ words: [String]) throws {
+        let args = try Arguments(words, spec: Specs.benchPeak)
+        let seconds = args.double("seconds")
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let paths: [(key: String, name: String, path: Int32)] = [
+            ("fp32Avx512", "fp32 FMA, AVX-512", Int32(EARSHOT_PEAK_FP32_AVX512)),
+            ("fp32Avx2", "fp32 FMA, AVX2", Int32(EARSHOT_PEAK_FP32_AVX2)),
+            ("int8Vnni", "int8, AVX-512 VNNI (vpdpbusd)", Int32(EARSHOT_PEAK_INT8_VNNI)),
+            ("bf16Avx512", "bf16, AVX-512 BF16 (vdpbf16ps)", Int32(EARSHOT_PEAK_BF16_AVX512)),
+            ("amxBf16", "bf16, AMX tiles (tdpbf16ps)", Int32(EARSHOT_PEAK_AMX_BF16)),
+            ("amxInt8", "int8, AMX tiles (tdpbssd)", Int32(EARSHOT_PEAK_AMX_INT8)),
+        ]
+        let amx: String? = switch earshot_amx_state() {
+        case Int32(EARSHOT_AMX_READY): nil
+        case Int32(EARSHOT_AMX_NO_PERMISSION): "the kernel refused the tile state (arch_prctl ARCH_REQ_XCOMP_PERM)"
+        default: "CPUID reports no AMX-TILE, -BF16 and -INT8 (the CPU, or its hypervisor, does not expose them)"
+        }
+        var results: [[String: Any]] = []
+        var lines: [String] = ["peak multiply-adds per second on this machine (\(cores) cores; a loop in registers, \(seconds) s each)"]
+        for p in paths {
+            let one = earshot_peak(p.path, seconds)
+            var row: [String: Any] = ["path": p.key, "name": p.name]
+            if one > 0 {
+                let all = Locked<Double>(0)
+                DispatchQueue.concurrentPerform(iterations: cores) { _ in
+                    let rate = earshot_peak(p.path, seconds)
+                    all.withLock { $0 += rate }
+                }
+                let total = all.withLock { $0 }
+                row["gmacPerSecondOneCore"] = one / 1e9
+                row["gmacPerSecondAllCores"] = total / 1e9
+                lines.append("  " + p.name.padding(toLength: 32, withPad: " ", startingAt: 0)
+                             + String(format: "%8.1f GMAC/s one core, %8.1f GMAC/s all cores", one / 1e9, total / 1e9))
+            } else {
+                let why = p.key.hasPrefix("amx") ? (amx ?? "not run") : "the CPU lacks these instructions"
+                row["unavailable"] = why
+                lines.append("  " + p.name.padding(toLength: 32, withPad: " ", startingAt: 0) + "not available: " + why)
+            }
+            results.append(row)
+        }
+        if args.flag("json") {
+            try out(jsonLine(["runtime": "earshot", "benchmark": "peak", "cores": cores, "seconds": seconds, "paths": results]))
+        } else {
+            for line in lines { try out(line) }
+        }
     }
 
     /// Log-mel throughput: 16 kHz, n_fft 512, hop 160, 64 mels, dB; one thread; fed in 1 s chunks.

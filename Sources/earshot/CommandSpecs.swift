@@ -174,6 +174,14 @@ enum Specs {
                   .int("ticks", "N", 10...100_000, default: 200, "ticks per count"), json],
         examples: ["earshot bench streams --counts 1000,3000"])
 
+    static let benchPeak = CommandSpec(
+        name: "bench peak", operands: "",
+        summary: "This machine's peak multiply-adds per second on each path the kernels can take (fp32 FMA with AVX-512 and "
+            + "AVX2, int8 with AVX-512 VNNI, bf16 with AVX-512 BF16, AMX bf16 and int8 tiles): one core, and all cores at once. "
+            + "A path the CPU or the kernel does not allow is named with the reason.",
+        options: [.double("seconds", "S", 0.05...60, default: 1, "how long each loop runs"), json],
+        examples: ["earshot bench peak", "earshot bench peak --json"])
+
     static let benchOffline = CommandSpec(
         name: "bench offline", operands: "", summary: "earshot label end to end on FILE, in process.",
         options: [model, .text("audio", "FILE", "the audio (required; tools/bench_offline.py makes an hour)"),
@@ -324,7 +332,10 @@ enum Specs {
         examples: ["earshot man > /usr/local/share/man/man1/earshot.1"])
 
     static let all: [CommandSpec] = [label, listen, serve, worker, publish, events, plot, features, inspect, devices, benchFeatures, benchModel, benchStreams,
-                                     benchOffline, benchServe, benchCluster, train, evaluate, importModel, completions, manPage]
+                                     benchPeak, benchOffline, benchServe, benchCluster, train, evaluate, importModel, completions, manPage]
+
+    /// The subjects of `earshot bench`.
+    static var benchSubjects: [String] { all.compactMap { $0.name.hasPrefix("bench ") ? String($0.name.dropFirst(6)) : nil } }
 
     /// The top-level commands (the first word of each spec's name).
     static var commands: [String] {

@@ -31,7 +31,7 @@ enum Completions {
             _earshot() {
               local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]} opts=""
               if [ "$COMP_CWORD" -eq 1 ]; then COMPREPLY=($(compgen -W "\(top) --version --help" -- "$cur")); return; fi
-              if [ "$cmd" = bench ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "features model streams offline serve" -- "$cur")); return; fi
+              if [ "$cmd" = bench ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "\(Specs.benchSubjects.joined(separator: " "))" -- "$cur")); return; fi
               [ "$cmd" = bench ] && cmd="bench ${COMP_WORDS[2]}"
               case "$cmd" in
             \(cases.joined(separator: "\n"))
@@ -49,7 +49,7 @@ enum Completions {
                          + " 'bench:benchmarks' 'help:commands and their options')",
                      "  if (( CURRENT == 2 )); then _describe command commands; return; fi",
                      "  local cmd=$words[2]", "  [[ $cmd == bench && CURRENT -gt 3 ]] && cmd=\"bench $words[3]\"",
-                     "  [[ $cmd == bench && CURRENT == 3 ]] && { compadd features model streams offline serve; return; }",
+                     "  [[ $cmd == bench && CURRENT == 3 ]] && { compadd \(Specs.benchSubjects.joined(separator: " ")); return; }",
                      "  case $cmd in"]
         for spec in Specs.all {
             let specs = spec.options.map { o -> String in
@@ -73,7 +73,7 @@ enum Completions {
     static func fish() -> String {
         var lines = ["# earshot completions for fish: earshot completions fish > ~/.config/fish/completions/earshot.fish",
                      "complete -c earshot -f -n '__fish_use_subcommand' -a '\(Specs.commands.joined(separator: " "))'",
-                     "complete -c earshot -n '__fish_seen_subcommand_from bench' -a 'features model streams offline serve'"]
+                     "complete -c earshot -n '__fish_seen_subcommand_from bench' -a '\(Specs.benchSubjects.joined(separator: " "))'"]
         for spec in Specs.all {
             let words = spec.name.split(separator: " ")
             let condition = words.count == 2 ? "__fish_seen_subcommand_from \(words[0]); and __fish_seen_subcommand_from \(words[1])"

@@ -19,6 +19,8 @@ enum InspectCommand {
         let labels: String = d.labels.count <= 12
             ? d.labels.joined(separator: ", ")
             : d.labels.prefix(8).joined(separator: ", ") + ", ... (\(d.labels.count) labels)"
+        let run: String = d.productMultiplyAddsPerStep.map { "; the compiled products run \($0)" } ?? ""
+        let cost = "cost:      \(d.multiplyAddsPerStep) multiply-adds per step" + run
         var lines = [
             "\(d.name) \(d.version ?? "")  (\(model.path))",
             d.summary.map { "  \($0)" },
@@ -36,7 +38,7 @@ enum InspectCommand {
             "state:     \(d.stateBytesPerStream) bytes per stream",
             "weights:   \(d.parameterCount) parameters, \(d.storageBytes) bytes, hash \(d.contentHash)",
             "layers:    " + d.layerCounts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "),
-            "cost:      \(d.multiplyAddsPerStep) multiply-adds per step",
+            cost,
             "",
         ].compactMap { $0 }
         // A table whose columns are as wide as their widest cell.

@@ -444,6 +444,22 @@ struct PlanTests {
         }
     }
 
+    @Test("The multiply-adds a plan's products run: Winograd's six a tile (output channels padded to 16), a direct Conv's every field, an FFT none, an LSTM's recurrence")
+    func productCounts() throws {
+        func products(_ what: String) throws -> Int {
+            let c = try #require(planCases.first { $0.what.hasPrefix(what) })
+            return try plan(c).0.productMultiplyAdds
+        }
+        // 6 columns of ceil(9 / 4) tiles, 5 channels, 7 outputs padded to 16.
+        #expect(try products("3 taps along the rows (Winograd") == 6 * (6 * 3) * 5 * 16)
+        // 2 positions of 8 channels x 3 taps, 8 outputs.
+        #expect(try products("3 taps over two outputs") == 2 * 24 * 8)
+        #expect(try products("filters that are a windowed DFT, stride 4") == 0)
+        // The input products (a dense step: 2 steps x 2 rows x 16 gates x 5) and the recurrence
+        // (2 steps x 2 rows x 16 gates x 4).
+        #expect(try products("forward, two steps, batch 2") == 2 * 2 * 16 * 5 + 2 * 2 * 16 * 4)
+    }
+
     @Test("Nodes that do not depend on the inputs are computed once, at build")
     func folds() throws {
         let nodes = [GraphNode(op: "Mul", name: "scale", inputs: ["k", "k"], outputs: ["k2"]),

@@ -191,3 +191,20 @@ void earshot_microfrontend_frame_on(int path, const short *samples, unsigned *no
 void earshot_microfrontend_lanes_on(int path, const short *const *samples, unsigned *noise, unsigned short *out, void *scratch);
 // Audio in [-1, 1] as int16: x * 32768 rounded to the nearest (halves to even) and clamped.
 void earshot_pcm16(const float *x, long n, short *out);
+
+#ifndef EARSHOT_KERNELS_PEAK
+#define EARSHOT_KERNELS_PEAK
+// The machine's peak multiply-add rates (`earshot bench peak`), each a loop in registers on the
+// calling thread for about `seconds`: multiply-adds per second, or 0 when the CPU (or, for
+// AMX, the kernel) does not allow that path.
+enum {
+    EARSHOT_PEAK_FP32_AVX512 = 0, EARSHOT_PEAK_FP32_AVX2 = 1, EARSHOT_PEAK_INT8_VNNI = 2, EARSHOT_PEAK_BF16_AVX512 = 3,
+    EARSHOT_PEAK_AMX_BF16 = 4, EARSHOT_PEAK_AMX_INT8 = 5
+};
+double earshot_peak(int path, double seconds);
+// Whether AMX can run here: EARSHOT_AMX_READY (the CPU has AMX-TILE, -BF16 and -INT8 and the
+// kernel granted this process the tile state), _NO_CPU (CPUID does not report them: the CPU or
+// its hypervisor lacks them) or _NO_PERMISSION (arch_prctl(ARCH_REQ_XCOMP_PERM) refused).
+enum { EARSHOT_AMX_READY = 0, EARSHOT_AMX_NO_CPU = 1, EARSHOT_AMX_NO_PERMISSION = 2 };
+int earshot_amx_state(void);
+#endif

@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+
+@Suite("bench peak: the machine's multiply-add peaks, path by path")
+struct BenchPeakTests {
+    /// The CPU's flags as the kernel lists them (/proc/cpuinfo), the probe's independent witness.
+    private static func cpuFlags() throws -> Set<String> {
+        let text = try String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("flags") })
+        return Set(line.split(separator: ":")[1].split(separator: " ").map(String.init))
+    }
+
+    @Test("Each path runs exactly when /proc/cpuinfo lists its instructions; its rate is what its width gives against fp32 FMA")
+    func paths() throws {
+        let r = try runEarshot(["bench", "peak", "--seconds", "0.1", "--json"])
+        #expect(r.status == 0, "\(r.err)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        let rows = try #require(json["paths"] as? [[String: Any]])
+        var rate: [String: Double] = [:]
+        for row in rows {
+            let key = try #require(row["path"] as? String)
+            if let one = row["gmacPerSecondOneCore"] as? Double, let all = row["gmacPerSecondAllCores"] as? Double {
+                // Several cores at once give at least most of one core's rate.
+                #expect(one > 0 && all > 0.8 * one, "\(key): \(one) one core, \(all) all")
+                rate[key] = one
+            } else {
+                #expect((row["unavailable"] as? String)?.isEmpty == false, "\(key)")
+            }
+        }
+        let flags = try Self.cpuFlags()
+        let expected: [String: [String]] = [
+            "fp32Avx512": ["avx512f"], "fp32Avx2": ["avx2", "fma"], "int8Vnni": ["avx512_vnni", "avx512bw"],
+            "bf16Avx512": ["avx512_bf16"], "amxBf16": ["amx_tile", "amx_bf16", "amx_int8"], "amxInt8": ["amx_tile", "amx_bf16", "amx_int8"],
+        ]
+        #expect(Set(rows.compactMap { $0["path"] as? String }) == Set(expected.keys))
+        for (key, needs) in expected where !key.hasPrefix("amx") {
+            #expect((rate[key] != nil) == needs.allSatisfy(flags.contains), "\(key)")
+        }
+        // Without AMX in the CPU's flags, the reason is the CPU's (with it, the kernel may still refuse).
+        if !flags.contains("amx_tile") {
+            #expect(rate["amxBf16"] == nil && rate["amxInt8"] == nil)
+            #expect(rows.first { $0["path"] as? String == "amxBf16" }?["unavailable"] as? String == "CPUID reports no AMX-TILE, -BF16 and -INT8 (the CPU, or its hypervisor, does not expose them)")
+        }
+        // A 512-bit vpdpbusd does 64 multiply-adds where an FMA does 16, a vdpbf16ps 32: even on
+        // a core that splits 512-bit operations, the narrow types come out well ahead.
+        if let fp32 = rate["fp32Avx512"] {
+            #expect(fp32 > 1 && fp32 < 1000)
+            if let vnni = rate["int8Vnni"] { #expect(vnni > 2 * fp32, "VNNI \(vnni) against fp32 \(fp32)") }
+            if let bf16 = rate["bf16Avx512"] { #expect(bf16 > 1.4 * fp32, "BF16 \(bf16) against fp32 \(fp32)") }
+        }
+    }
+}
