@@ -40,12 +40,12 @@ def cpu_model():
 def multiply_adds(package, *import_args):
     """The multiply-adds a package's compiled products run per step (`earshot inspect`); with
     `import_args`, of the package `earshot import` makes of them (in a folder of its own)."""
-    if import_args:
-        folder = tempfile.mkdtemp()
-        target = os.path.join(folder, package)
-        subprocess.run([EARSHOT, "import", *import_args, "--output", target], cwd=ROOT, check=True, capture_output=True)
-        package = target
-    description = run_json([EARSHOT, "inspect", package, "--json"])
+    with tempfile.TemporaryDirectory() as folder:
+        if import_args:
+            target = os.path.join(folder, package)
+            subprocess.run([EARSHOT, "import", *import_args, "--output", target], cwd=ROOT, check=True, capture_output=True)
+            package = target
+        description = run_json([EARSHOT, "inspect", package, "--json"])
     return description.get("product_multiply_adds_per_step", description["multiply_adds_per_step"])
 
 

@@ -50,46 +50,40 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
 #define MIN_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((p) < (q) ? (p) : (q)))
 
 typedef int vi16 __attribute__((vector_size(64), aligned(4)));
-
-// Vectors of VT (lanes LANES, integer vectors VI) through the epilogue's ops, lane by lane as
-// the element-wise loops compute them. A macro: a function passing vectors would have a
-// different calling convention in each clone.
-#define EPILOGUE_OPS(ep, out, VT, VI, LANES) do {                                                  \
-        for (long o_ = 0; o_ < (ep)->count; o_++) {                                                \
-            float q_ = (ep)->values[o_];                                                           \
-            VT qv_ = (VT){0} + q_;                                                                 \
-            VI nan_;                                                                               \
-            switch ((ep)->kinds[o_]) {                                                             \
-            case EARSHOT_LEAKY_RELU: out = SELECT_T(VI, out < 0, qv_ * out, out); break;           \
-            case EARSHOT_RELU: out = SELECT_T(VI, out < 0, (VT){0}, out); break;                   \
-            case EARSHOT_NEG: out = -out; break;                                                   \
-            case EARSHOT_ABS: out = (VT)((VI)out & 0x7fffffff); break;                             \
-            case EARSHOT_EPILOGUE_BINARY + EARSHOT_ADD: out = out + q_; break;                     \
-            case EARSHOT_EPILOGUE_BINARY + EARSHOT_SUB: out = out - q_; break;                     \
-            case EARSHOT_EPILOGUE_BINARY + EARSHOT_MUL: out = out * q_; break;                     \
-            case EARSHOT_EPILOGUE_BINARY + EARSHOT_DIV: out = out / q_; break;                     \
-            case EARSHOT_EPILOGUE_BINARY + EARSHOT_SQUARE: out = out * out; break;                 \
-            case EARSHOT_EPILOGUE_BINARY + EARSHOT_MAX:                                            \
-                nan_ = (out != out) | (qv_ != qv_);                                                \
-                out = SELECT_T(VI, nan_, out + qv_, SELECT_T(VI, out > qv_, out, qv_)); break;     \
-            case EARSHOT_EPILOGUE_BINARY + EARSHOT_MIN:                                            \
-                nan_ = (out != out) | (qv_ != qv_);                                                \
-                out = SELECT_T(VI, nan_, out + qv_, SELECT_T(VI, out < qv_, out, qv_)); break;     \
-            case EARSHOT_SQRT:                                                                     \
-                for (int l_ = 0; l_ < (LANES); l_++) out[l_] = __builtin_sqrtf(out[l_]);           \
-                break;                                                                             \
-            default: break;                                                                        \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
-#define SELECT_T(VI, m, a, b) ((__typeof__(a))(((VI)(a) & (m)) | ((VI)(b) & ~(m))))
+#define SELECT16(m, a, b) ((v16)(((vi16)(a) & (m)) | ((vi16)(b) & ~(m))))
 
 // A tile's outputs `out` (a v16 variable) through the epilogue: column `column`'s bias, then each
-// op in order.
+// op in order, lane by lane as the element-wise loops compute it. A macro: a function passing
+// 16-float vectors would have a different calling convention in each clone.
 #define EPILOGUE(ep, column, out) do {                                                            \
         if (ep) {                                                                                  \
             if ((ep)->column_bias) out = out + (ep)->column_bias[column];                          \
-            EPILOGUE_OPS(ep, out, v16, vi16, 16);                                                  \
+            for (long o_ = 0; o_ < (ep)->count; o_++) {                                            \
+                float q_ = (ep)->values[o_];                                                       \
+                v16 qv_ = (v16){0} + q_;                                                           \
+                vi16 nan_;                                                                         \
+                switch ((ep)->kinds[o_]) {                                                         \
+                case EARSHOT_LEAKY_RELU: out = SELECT16(out < 0, qv_ * out, out); break;           \
+                case EARSHOT_RELU: out = SELECT16(out < 0, (v16){0}, out); break;                  \
+                case EARSHOT_NEG: out = -out; break;                                               \
+                case EARSHOT_ABS: out = (v16)((vi16)out & 0x7fffffff); break;                      \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_ADD: out = out + q_; break;                 \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_SUB: out = out - q_; break;                 \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_MUL: out = out * q_; break;                 \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_DIV: out = out / q_; break;                 \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_SQUARE: out = out * out; break;             \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_MAX:                                        \
+                    nan_ = (out != out) | (qv_ != qv_);                                            \
+                    out = SELECT16(nan_, out + qv_, SELECT16(out > qv_, out, qv_)); break;         \
+                case EARSHOT_EPILOGUE_BINARY + EARSHOT_MIN:                                        \
+                    nan_ = (out != out) | (qv_ != qv_);                                            \
+                    out = SELECT16(nan_, out + qv_, SELECT16(out < qv_, out, qv_)); break;         \
+                case EARSHOT_SQRT:                                                                 \
+                    for (int l_ = 0; l_ < 16; l_++) out[l_] = __builtin_sqrtf(out[l_]);            \
+                    break;                                                                         \
+                default: break;                                                                    \
+                }                                                                                  \
+            }                                                                                      \
         }                                                                                          \
     } while (0)
 
@@ -600,8 +594,14 @@ void earshot_winograd_output(const float *m, long mstride, long ldm, long channe
             // bias are padded to 16), the outputs written through a small buffer.
             float *to[4] = {y0, y1, y2, y3};
             long at = c;
-            y0 = last[0] - at, y1 = last[1] - at, y2 = last[2] - at, y3 = last[3] - at;
-            WINOGRAD_OUT(v8);
+            const float *tail_bias = bias ? bias + at : 0;
+            m0 += at, m1 += at, m2 += at, m3 += at, m4 += at, m5 += at;
+            y0 = last[0], y1 = last[1], y2 = last[2], y3 = last[3];
+            {
+                const float *bias = tail_bias;
+                c = 0;
+                WINOGRAD_OUT(v8);
+            }
             for (int k = 0; k < 4; k++)
                 for (long l = at; l < channels; l++) to[k][l] = last[k][l - at];
         }

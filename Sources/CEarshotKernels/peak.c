@@ -71,9 +71,10 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static double bf16_avx512
     TIMED(12 * 32, seconds, CHAINS(pf16, a, a[j_] = __builtin_ia32_dpbf16ps_512(a[j_], b, c)));
 }
 
-// AMX: a 64-byte tile configuration (palette 1): tiles 0-3 of 16 rows of 64 bytes. A product
+// AMX: a 64-byte tile configuration (palette 1): tiles 0-7 of 16 rows of 64 bytes. A product
 // C[16][16] += A[16][32 pairs] B[16 pairs][16] is 16 * 16 * 32 multiply-adds (bf16) or
-// 16 * 16 * 64 (int8).
+// 16 * 16 * 64 (int8). Four accumulators (tiles 0-3, blocked 2 x 2 over A in tiles 4-5 and B in
+// tiles 6-7), so that no product waits for the one before it on the same tile.
 struct amx_config {
     uint8_t palette, start_row, reserved[14];
     uint16_t colsb[16];
@@ -81,13 +82,17 @@ struct amx_config {
 };
 
 __attribute__((target("amx-tile,amx-bf16,amx-int8"))) static double amx_loop(int int8, double seconds) {
-    TIMED(int8 ? 2 * 16 * 16 * 64 : 2 * 16 * 16 * 32, seconds, {
+    TIMED(int8 ? 4 * 16 * 16 * 64 : 4 * 16 * 16 * 32, seconds, {
         if (int8) {
-            __builtin_ia32_tdpbssd(0, 2, 3);
-            __builtin_ia32_tdpbssd(1, 2, 3);
+            __builtin_ia32_tdpbssd(0, 4, 6);
+            __builtin_ia32_tdpbssd(1, 4, 7);
+            __builtin_ia32_tdpbssd(2, 5, 6);
+            __builtin_ia32_tdpbssd(3, 5, 7);
         } else {
-            __builtin_ia32_tdpbf16ps(0, 2, 3);
-            __builtin_ia32_tdpbf16ps(1, 2, 3);
+            __builtin_ia32_tdpbf16ps(0, 4, 6);
+            __builtin_ia32_tdpbf16ps(1, 4, 7);
+            __builtin_ia32_tdpbf16ps(2, 5, 6);
+            __builtin_ia32_tdpbf16ps(3, 5, 7);
         }
     });
 }
@@ -96,7 +101,7 @@ __attribute__((target("amx-tile,amx-bf16,amx-int8"))) static double amx(int int8
     struct amx_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < 8; t++) {
         cfg.colsb[t] = 64;
         cfg.rows[t] = 16;
     }
@@ -104,8 +109,12 @@ __attribute__((target("amx-tile,amx-bf16,amx-int8"))) static double amx(int int8
     __builtin_ia32_tile_loadconfig(&cfg);
     __builtin_ia32_tilezero(0);
     __builtin_ia32_tilezero(1);
-    __builtin_ia32_tileloadd64(2, zeros, 64);
-    __builtin_ia32_tileloadd64(3, zeros, 64);
+    __builtin_ia32_tilezero(2);
+    __builtin_ia32_tilezero(3);
+    __builtin_ia32_tileloadd64(4, zeros, 64);
+    __builtin_ia32_tileloadd64(5, zeros, 64);
+    __builtin_ia32_tileloadd64(6, zeros, 64);
+    __builtin_ia32_tileloadd64(7, zeros, 64);
     double rate = amx_loop(int8, seconds);
     __builtin_ia32_tilerelease();
     return rate;

@@ -90,9 +90,9 @@ public struct GraphPlan: Sendable {
     /// The steps as they are run (see `StepRunner`), and the same unretained.
     let runners: [StepRunner]
     let unretained: [Unmanaged<StepRunner>]
-    /// The multiply-adds the compiled steps' product kernels run per stream and step: fewer than
-    /// the graph's own count where a Conv runs as Winograd's tiles or an FFT, more where a
-    /// product's rows are padded to whole panels.
+    /// The multiply-adds the compiled steps' product kernels run per stream and step (the
+    /// outputs they compute; rows padded to whole panels not counted): fewer than the graph's own
+    /// count where a Conv runs as Winograd's tiles or an FFT.
     public var productMultiplyAdds: Int { steps.reduce(0) { $0 + $1.products } }
     /// Whether a run always completes: no step runs a reference kernel (the only steps that can
     /// throw), so a run never stops between storing one stream's outputs and the next's.

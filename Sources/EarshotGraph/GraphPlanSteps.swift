@@ -16,7 +16,8 @@ protocol Step: Sendable {
 
 extension Step {
     func runner() -> StepRunner { Runner(step: self) }
-    /// The multiply-adds the step's product kernels run for one stream (0: a step that runs no
+    /// The multiply-adds of the outputs the step's product kernels compute for one stream (rows
+    /// padded to whole panels not counted; 0: a step that runs no
     /// product: moves, element-wise ops, FFTs, the reference kernels).
     var products: Int { 0 }
 }
@@ -190,10 +191,10 @@ struct ConvStep: Step {
 
     var winograd: Winograd? = nil
 
-    /// Winograd: six products of every tile's channels against the (padded) output channels;
-    /// otherwise every output's receptive field.
+    /// Winograd: six products of every tile's channels against the output channels; otherwise
+    /// every output's receptive field.
     var products: Int {
-        if let w = winograd { return 6 * w.tiles * channels * w.filters[0].rows }
+        if let w = winograd { return 6 * w.tiles * channels * outChannels }
         return items * positions * depth * outChannels
     }
 

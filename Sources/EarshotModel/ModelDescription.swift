@@ -66,7 +66,7 @@ public struct ModelDescription: Sendable, Codable, Equatable {
     /// Per layer or node.
     public var layers: [LayerInfo]
     /// For a compiled graph: the multiply-adds its product kernels run per step (fewer than
-    /// `multiplyAddsPerStep` where Convs run as Winograd's tiles or FFTs; padded rows counted).
+    /// `multiplyAddsPerStep` where Convs run as Winograd's tiles or FFTs).
     public var productMultiplyAddsPerStep: Int? = nil
 }
 

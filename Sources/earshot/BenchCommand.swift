@@ -57,12 +57,16 @@ enum BenchCommand {
             let one = earshot_peak(p.path, seconds)
             var row: [String: Any] = ["path": p.key, "name": p.name]
             if one > 0 {
-                let all = Locked<Double>(0)
+                // Every core's work (its rate over the time it ran, at least `seconds`) over the
+                // time they all took: loops that did not run at once are not counted as if they had.
+                let work = Locked<Double>(0)
+                let started = ContinuousClock.now
                 DispatchQueue.concurrentPerform(iterations: cores) { _ in
                     let rate = earshot_peak(p.path, seconds)
-                    all.withLock { $0 += rate }
+                    work.withLock { $0 += rate * seconds }
                 }
-                let total = all.withLock { $0 }
+                let wall = ContinuousClock.now - started
+                let total = work.withLock { $0 } / (Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18)
                 row["gmacPerSecondOneCore"] = one / 1e9
                 row["gmacPerSecondAllCores"] = total / 1e9
                 lines.append("  " + p.name.padding(toLength: 32, withPad: " ", startingAt: 0)
