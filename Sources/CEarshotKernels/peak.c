@@ -32,7 +32,7 @@ static double seconds_now(void) {
 
 // Twelve independent chains, each pinned to a register between iterations (the empty asm), so
 // that nothing is folded away and latency never limits the rate.
-#define CHAINS(T, a, step) do {                                                                    \
+#define CHAINS(a, step) do {                                                                    \
         for (int j_ = 0; j_ < 12; j_++) { step; }                                                  \
         __asm__ volatile("" : "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]), \
                          "+v"(a[6]), "+v"(a[7]), "+v"(a[8]), "+v"(a[9]), "+v"(a[10]), "+v"(a[11])); \
@@ -41,25 +41,24 @@ static double seconds_now(void) {
 typedef float pf16 __attribute__((vector_size(64)));
 typedef float pf8 __attribute__((vector_size(32)));
 typedef int pi16 __attribute__((vector_size(64)));
-typedef short ps32 __attribute__((vector_size(64)));
 typedef __bf16 pb32 __attribute__((vector_size(64)));
 
 __attribute__((target("avx512f,fma"))) static double fp32_avx512(double seconds) {
     pf16 a[12], b = (pf16){0} + 0.999f, c = (pf16){0} + 1e-3f;
     for (int j = 0; j < 12; j++) a[j] = (pf16){0} + (float)j;
-    TIMED(12 * 16, seconds, CHAINS(pf16, a, a[j_] = __builtin_elementwise_fma(a[j_], b, c)));
+    TIMED(12 * 16, seconds, CHAINS(a, a[j_] = __builtin_elementwise_fma(a[j_], b, c)));
 }
 
 __attribute__((target("avx2,fma"))) static double fp32_avx2(double seconds) {
     pf8 a[12], b = (pf8){0} + 0.999f, c = (pf8){0} + 1e-3f;
     for (int j = 0; j < 12; j++) a[j] = (pf8){0} + (float)j;
-    TIMED(12 * 8, seconds, CHAINS(pf8, a, a[j_] = __builtin_elementwise_fma(a[j_], b, c)));
+    TIMED(12 * 8, seconds, CHAINS(a, a[j_] = __builtin_elementwise_fma(a[j_], b, c)));
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static double int8_vnni(double seconds) {
     pi16 a[12], b = (pi16){0} + 0x01020304, c = (pi16){0} + 0x05060708;
     for (int j = 0; j < 12; j++) a[j] = (pi16){0} + j;
-    TIMED(12 * 64, seconds, CHAINS(pi16, a, a[j_] = (pi16)__builtin_ia32_vpdpbusd512((pi16)a[j_], (pi16)b, (pi16)c)));
+    TIMED(12 * 64, seconds, CHAINS(a, a[j_] = (pi16)__builtin_ia32_vpdpbusd512((pi16)a[j_], (pi16)b, (pi16)c)));
 }
 
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) static double bf16_avx512(double seconds) {
@@ -68,7 +67,7 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static double bf16_avx512
     memset(&b, 0, sizeof b);
     memset(&c, 0, sizeof c);
     for (int j = 0; j < 12; j++) a[j] = (pf16){0} + (float)j;
-    TIMED(12 * 32, seconds, CHAINS(pf16, a, a[j_] = __builtin_ia32_dpbf16ps_512(a[j_], b, c)));
+    TIMED(12 * 32, seconds, CHAINS(a, a[j_] = __builtin_ia32_dpbf16ps_512(a[j_], b, c)));
 }
 
 // AMX: a 64-byte tile configuration (palette 1): tiles 0-7 of 16 rows of 64 bytes. A product

@@ -16,9 +16,9 @@ protocol Step: Sendable {
 
 extension Step {
     func runner() -> StepRunner { Runner(step: self) }
-    /// The multiply-adds of the outputs the step's product kernels compute for one stream (rows
-    /// padded to whole panels not counted; 0: a step that runs no
-    /// product: moves, element-wise ops, FFTs, the reference kernels).
+    /// The multiply-adds of the outputs the step's product kernels compute for one stream, rows
+    /// padded to whole panels not counted; 0 for a step that runs no product (moves, element-wise
+    /// ops, FFTs, the reference kernels).
     var products: Int { 0 }
 }
 
