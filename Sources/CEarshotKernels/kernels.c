@@ -217,17 +217,26 @@ void earshot_gemm_indirect(const int *blocks, const float *base, const float *ed
 }
 
 CLONES
-long earshot_first_nonfinite(const float *x, long n) {
-    typedef int vi16 __attribute__((vector_size(64)));
-    long i = 0;
-    for (; i + 16 <= n; i += 16) {
-        v16 d = load16(x + i) - load16(x + i);  // 0 where finite, NaN where not
-        vi16 bad = d != d;
-        int any = 0;
-        for (int l = 0; l < 16; l++) any |= bad[l];
-        if (any) break;
+void earshot_pcm16_decode(const unsigned char *in, long n, float scale, float *out) {
+    for (long i = 0; i < n; i++) {
+        short v;
+        __builtin_memcpy(&v, in + 2 * i, 2);  // little-endian, as on every target built for
+        out[i] = (float)v * scale;
     }
-    for (; i < n; i++)
+}
+
+CLONES
+long earshot_first_nonfinite(const float *x, long n) {
+    // x - x is 0 where finite and NaN where not; the NaN stays in the sum. One pass, one
+    // horizontal sum; the index is looked for only when there is one.
+    v16 acc = {0};
+    long i = 0;
+    for (; i + 16 <= n; i += 16) acc += load16(x + i) - load16(x + i);
+    float sum = 0;
+    for (int l = 0; l < 16; l++) sum += acc[l];
+    for (; i < n; i++) sum += x[i] - x[i];
+    if (sum == 0.0f) return -1;
+    for (i = 0; i < n; i++)
         if (x[i] - x[i] != 0.0f) return i;
     return -1;
 }

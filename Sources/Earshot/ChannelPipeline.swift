@@ -1,3 +1,4 @@
+import CEarshotKernels
 import EarshotAudio
 import EarshotModel
 
@@ -62,7 +63,8 @@ struct ChannelPipeline {
     mutating func push(_ samples: [Float]) throws(StreamError) {
         guard !inputEnded else { throw .finished }
         guard !failed else { throw .source(channel: channel, reason: "the channel has failed: reset it to start again") }
-        if let bad = samples.firstIndex(where: { !$0.isFinite }) {
+        let bad = samples.withUnsafeBufferPointer { $0.isEmpty ? -1 : earshot_first_nonfinite($0.baseAddress!, $0.count) }
+        if bad >= 0 {
             failed = true
             throw .source(channel: channel, reason: "audio sample \(sourceSamples + bad) is NaN or infinite")
         }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One event of the Wyoming protocol: a JSON header line (`type`, `version`, and the lengths of
 /// what follows), then `data_length` bytes of JSON data, then `payload_length` bytes of payload
 /// (audio, for `audio-chunk`). Data in the header line itself is merged with the data that
@@ -201,11 +205,205 @@ public struct WyomingReader: Sendable {
         return WyomingMessage(type: p.type, members: members, payload: payload)
     }
 
+    /// The next event when it is a whole `audio-chunk` in the form clients send it: header and data
+    /// flat JSON objects (integers, strings without escapes, `true`, `false`, `null`), the data's
+    /// `rate`, `width` and `channels` integers. It is read without building its JSON, and nothing
+    /// is consumed: `consume(_:)` takes it, and its payload is `payload(of:)` until then. Nil for
+    /// anything else (or an event not whole yet), which `nextMessage` reads as it reads every
+    /// event, to the same values.
+    public func peekAudioChunk() -> WyomingAudioChunk? {
+        guard pending == nil, offset < buffer.count else { return nil }
+        return buffer.withUnsafeBytes { raw -> WyomingAudioChunk? in
+            guard let base = raw.baseAddress,
+                  let newline = memchr(base + offset, 0x0A, min(raw.count - offset, limits.headerBytes + 1)) else { return nil }
+            let lineEnd = base.distance(to: UnsafeRawPointer(newline))
+            var isChunk = false
+            var dataLength = 0, payloadLength = 0
+            let header = FlatJSON.members(raw, offset..<lineEnd) { key, value in
+                switch (FlatJSON.Key(raw, key), value) {
+                case let (.type, .string(r)): isChunk = FlatJSON.equals(raw, r, "audio-chunk")
+                case (.type, _): return false
+                case (.dataLength, .null): dataLength = 0
+                case let (.dataLength, .integer(n)) where n >= 0: dataLength = n
+                case (.payloadLength, .null): payloadLength = 0
+                case let (.payloadLength, .integer(n)) where n >= 0: payloadLength = n
+                case (.dataLength, _), (.payloadLength, _): return false
+                case (.data, .null): break
+                case (.data, _): return false
+                default: break
+                }
+                return true
+            }
+            guard header, isChunk, dataLength > 0, dataLength <= limits.dataBytes, payloadLength <= limits.payloadBytes,
+                  raw.count - (lineEnd + 1) >= dataLength + payloadLength else { return nil }
+            var rate: Int?, width: Int?, channels: Int?, timestamp: Int?
+            let data = FlatJSON.members(raw, (lineEnd + 1)..<(lineEnd + 1 + dataLength)) { key, value in
+                switch (FlatJSON.Key(raw, key), value) {
+                case let (.rate, .integer(n)): rate = n
+                case let (.width, .integer(n)): width = n
+                case let (.channels, .integer(n)): channels = n
+                case let (.timestamp, .integer(n)): timestamp = n
+                // A timestamp that is not an integer reads as none, as `nextMessage`'s does.
+                case (.timestamp, _): timestamp = nil
+                case (.rate, _), (.width, _), (.channels, _): return false
+                default: break
+                }
+                return true
+            }
+            guard data, let rate, let width, let channels else { return nil }
+            let payloadStart = lineEnd + 1 + dataLength
+            return WyomingAudioChunk(rate: rate, width: width, channels: channels, timestamp: timestamp,
+                                     payload: payloadStart..<(payloadStart + payloadLength))
+        }
+    }
+
+    /// The payload of the chunk `peekAudioChunk` found (valid until it is consumed).
+    public func payload<R>(of chunk: WyomingAudioChunk, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[chunk.payload])) }
+    }
+
+    /// Takes the chunk `peekAudioChunk` found.
+    public mutating func consume(_ chunk: WyomingAudioChunk) {
+        offset = chunk.payload.upperBound
+        scanned = offset
+    }
+
     /// The members of the JSON object in `range` of the buffer (nil: JSON, but not an object).
     private func members(_ range: Range<Int>) -> Result<[(key: String, value: JSONValue)]?, JSONError> {
         buffer.withUnsafeBytes { raw in
             Result { () throws(JSONError) -> [(key: String, value: JSONValue)]? in
                 try JSONValue.parseMembers(UnsafeRawBufferPointer(rebasing: raw[range]))
+            }
+        }
+    }
+}
+
+/// An `audio-chunk` framed by `WyomingReader.peekAudioChunk`, its JSON not built.
+public struct WyomingAudioChunk: Sendable, Equatable {
+    /// Its data's `rate`, `width` and `channels`.
+    public var rate: Int, width: Int, channels: Int
+    /// Its data's `timestamp` (nil: none, or not an integer).
+    public var timestamp: Int?
+    /// Where its payload is in the reader's buffer.
+    let payload: Range<Int>
+
+    /// The payload's length in bytes.
+    public var payloadCount: Int { payload.count }
+}
+
+/// The members of a flat JSON object read in place, for the one event a service reads per audio
+/// chunk of every client. Anything it does not read exactly as `JSONValue` does (nesting, escapes,
+/// bytes past ASCII in strings, fractions, exponents, integers past 15 digits, malformed text) makes
+/// it give up, and the caller reads the event the general way.
+enum FlatJSON {
+    enum Value { case integer(Int), string(Range<Int>), null, boolean }
+
+    /// Calls `member` for each member of the object in `range`, in order; false when the text is
+    /// not such an object or `member` returned false.
+    static func members(_ p: UnsafeRawBufferPointer, _ range: Range<Int>, _ member: (Range<Int>, Value) -> Bool) -> Bool {
+        var i = range.lowerBound
+        let end = range.upperBound
+        func space() { while i < end, p[i] == 0x20 || p[i] == 0x09 || p[i] == 0x0D || p[i] == 0x0A { i += 1 } }
+        func string() -> Range<Int>? {
+            guard i < end, p[i] == 0x22 else { return nil }
+            i += 1
+            let start = i
+            while i < end {
+                let b = p[i]
+                if b == 0x22 { i += 1; return start..<(i - 1) }
+                if b == 0x5C || b < 0x20 || b >= 0x80 { return nil }
+                i += 1
+            }
+            return nil
+        }
+        func literal(_ word: StaticString) -> Bool {
+            let n = word.utf8CodeUnitCount
+            guard end - i >= n, equals(p, i..<(i + n), word) else { return false }
+            i += n
+            return true
+        }
+        func integer() -> Int? {
+            var negative = false
+            if i < end, p[i] == 0x2D { negative = true; i += 1 }
+            let start = i
+            var n = 0
+            while i < end, p[i] >= 0x30, p[i] <= 0x39 { n = n * 10 + Int(p[i] - 0x30); i += 1 }
+            let digits = i - start
+            guard digits > 0, digits <= 15, !(digits > 1 && p[start] == 0x30) else { return nil }
+            if i < end, p[i] == 0x2E || p[i] == 0x65 || p[i] == 0x45 { return nil }
+            return negative ? -n : n
+        }
+        space()
+        guard i < end, p[i] == 0x7B else { return false }
+        i += 1
+        space()
+        if i < end, p[i] == 0x7D {
+            i += 1
+            space()
+            return i == end
+        }
+        while true {
+            guard let key = string() else { return false }
+            space()
+            guard i < end, p[i] == 0x3A else { return false }
+            i += 1
+            space()
+            guard i < end else { return false }
+            let value: Value
+            switch p[i] {
+            case 0x22:
+                guard let r = string() else { return false }
+                value = .string(r)
+            case 0x2D, 0x30...0x39:
+                guard let n = integer() else { return false }
+                value = .integer(n)
+            case 0x6E:
+                guard literal("null") else { return false }
+                value = .null
+            case 0x74:
+                guard literal("true") else { return false }
+                value = .boolean
+            case 0x66:
+                guard literal("false") else { return false }
+                value = .boolean
+            default:
+                return false
+            }
+            guard member(key, value) else { return false }
+            space()
+            guard i < end else { return false }
+            if p[i] == 0x2C {
+                i += 1
+                space()
+                continue
+            }
+            guard p[i] == 0x7D else { return false }
+            i += 1
+            space()
+            return i == end
+        }
+    }
+
+    /// Whether the bytes in `range` are `word`.
+    static func equals(_ p: UnsafeRawBufferPointer, _ range: Range<Int>, _ word: StaticString) -> Bool {
+        guard range.count == word.utf8CodeUnitCount else { return false }
+        return memcmp(p.baseAddress! + range.lowerBound, word.utf8Start, range.count) == 0
+    }
+
+    /// The keys the fast path reads (no string is made for a key).
+    enum Key {
+        case type, dataLength, payloadLength, data, rate, width, channels, timestamp, other
+
+        init(_ p: UnsafeRawBufferPointer, _ range: Range<Int>) {
+            func match(_ word: StaticString, _ key: Key) -> Key? { equals(p, range, word) ? key : nil }
+            switch range.count {
+            case 4: self = match("type", .type) ?? match("data", .data) ?? match("rate", .rate) ?? .other
+            case 5: self = match("width", .width) ?? .other
+            case 8: self = match("channels", .channels) ?? .other
+            case 9: self = match("timestamp", .timestamp) ?? .other
+            case 11: self = match("data_length", .dataLength) ?? .other
+            case 14: self = match("payload_length", .payloadLength) ?? .other
+            default: self = .other
             }
         }
     }

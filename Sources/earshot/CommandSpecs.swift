@@ -74,6 +74,10 @@ enum Specs {
             .double("event-timeout", "S", 0.01...3600, default: ServeOptions().eventTimeout, "seconds an event may take to arrive whole"),
             .int("max-payload", "BYTES", 256...(1 << 30), default: ServeOptions().limits.payloadBytes, "the most bytes of an event's data or payload"),
             .double("tick-ms", "MS", 0.1...1000, default: ServeOptions().tickMs, "how often streams with new audio step together"),
+            .double("read-batch-ms", "MS", 0...1000, default: ServeOptions().readBatchMs,
+                    "with --read-batch-clients or more, each client is read every MS (its chunks of that time in one read; "
+                    + "answers up to MS later); 0: as data arrives"),
+            .int("read-batch-clients", "N", 1...1_000_000, default: ServeOptions().readBatchClients, "clients at which reads are batched"),
             .int("shards", "N", 1...256, defaultText: "one per core", "threads stepping streams"),
             .flag("verbose", "a line per connection and a summary every 10 s on stderr"),
         ],
@@ -196,6 +200,7 @@ enum Specs {
                   .double("seconds", "S", 1...3600, default: 60, "seconds per count"),
                   .int("chunk-ms", "MS", 5...1000, default: 20, "audio per chunk"),
                   .double("tick-ms", "MS", 0.1...1000, defaultText: "the server's", "passed to earshot serve"),
+                  .double("read-batch-ms", "MS", 0...1000, defaultText: "the server's", "passed to earshot serve"),
                   .int("shards", "N", 1...256, defaultText: "the server's", "passed to earshot serve"),
                   .choice("transport", ["tcp", "unix"], default: "tcp", "loopback TCP (as Home Assistant connects) or a unix socket"), json],
         examples: ["earshot bench serve --clients 500,1000 --seconds 30"])

@@ -34,6 +34,8 @@ enum ServeCommand {
         options.limits.payloadBytes = payload
         options.limits.dataBytes = payload
         options.tickMs = args.double("tick-ms")
+        options.readBatchMs = args.double("read-batch-ms")
+        options.readBatchClients = args.int("read-batch-clients")
         options.shards = args.int("shards", default: options.shards)
         options.version = EarshotCommand.version
         if args.flag("verbose") {

@@ -49,4 +49,25 @@ struct KernelTests {
             }
         }
     }
+
+    @Test("16-bit little-endian samples decode at any alignment and length, each exactly its value times the scale")
+    func pcm16Decode() {
+        var random = SeededRandom(seed: 7)
+        let bytes = (0..<(2 * 100 + 1)).map { _ in UInt8.random(in: 0...255, using: &random) } + [0x00, 0x80, 0xFF, 0x7F]
+        for start in [0, 1] {
+            for n in [0, 1, 15, 16, 17, 33, 100] {
+                var out = [Float](repeating: .nan, count: n + 1)
+                bytes.withUnsafeBufferPointer { b in earshot_pcm16_decode(b.baseAddress! + start, n, 1 / 32768, &out) }
+                for i in 0..<n {
+                    let v = Int16(bitPattern: UInt16(bytes[start + 2 * i]) | UInt16(bytes[start + 2 * i + 1]) << 8)
+                    #expect(out[i] == Float(v) / 32768, "start \(start) n \(n) at \(i)")
+                }
+                #expect(out[n].isNaN, "nothing written past n")
+            }
+        }
+        var extremes = [Float](repeating: 0, count: 2)
+        let ends: [UInt8] = [0x00, 0x80, 0xFF, 0x7F]
+        ends.withUnsafeBufferPointer { earshot_pcm16_decode($0.baseAddress!, 2, 1 / 32768, &extremes) }
+        #expect(extremes == [-1, Float(32767) / 32768])
+    }
 }

@@ -307,9 +307,12 @@ struct ServeTests {
         _ = server.wait()
     }
 
-    @Test("100 concurrent clients, their chunks interleaved: each client's answers equal its audio run alone")
-    func concurrentClients() async throws {
-        let (server, port) = try Serving.start([Fixtures.model])
+    @Test("100 concurrent clients, their chunks interleaved, read as they arrive and read in batches: each client's answers equal its audio run alone",
+          arguments: [false, true])
+    func concurrentClients(batched: Bool) async throws {
+        var options = ServeOptions()
+        if batched { options.readBatchClients = 1 }
+        let (server, port) = try Serving.start([Fixtures.model], options: options)
         let (speech, _) = try Fixtures.audio("speech-noise-16k.wav")
         let n = 100, seconds = 6
         let audios = (0..<n).map { k in Array(speech[(k * 3001 % (speech.count - seconds * 16000))...].prefix(seconds * 16000)) }
@@ -322,7 +325,13 @@ struct ServeTests {
         while offsets.enumerated().contains(where: { $0.element < bytes[$0.offset].count }) {
             for k in 0..<n where offsets[k] < bytes[k].count {
                 let size = min(320 * (1 + k % 7), bytes[k].count - offsets[k])
-                clients[k].send("audio-chunk", format, payload: Array(bytes[k][offsets[k]..<(offsets[k] + size)]))
+                let payload = Array(bytes[k][offsets[k]..<(offsets[k] + size)])
+                if k % 3 == 0 {
+                    // The format in the header line: read the general way, not in place.
+                    clients[k].send(Array("{\"type\":\"audio-chunk\",\"data\":{\"rate\":16000,\"width\":2,\"channels\":1},\"payload_length\":\(size)}\n".utf8) + payload)
+                } else {
+                    clients[k].send("audio-chunk", format, payload: payload)
+                }
                 offsets[k] += size
             }
         }

@@ -103,6 +103,77 @@ struct WyomingTests {
         #expect(m["b"] == 3 && m.event.data == ["b": 3, "c": 4])
     }
 
+    @Test("An audio chunk in the form clients send is framed in place, to the values nextMessage reads; any other form is left to it")
+    func audioChunksInPlace() throws {
+        let payload: [UInt8] = [1, 2, 3, 4, 5]
+        func event(_ header: String, _ data: String) -> [UInt8] { Array((header + "\n" + data).utf8) + payload }
+        func chunk(_ data: String, header: String = "") -> [UInt8] {
+            event("{\"type\":\"audio-chunk\"\(header),\"data_length\":\(data.utf8.count),\"payload_length\":5}", data)
+        }
+        let plain = "{\"rate\":16000,\"width\":2,\"channels\":1,\"timestamp\":120}"
+        // Read in place: each equals nextMessage's reading.
+        let taken: [[UInt8]] = [
+            WyomingEvent(type: "audio-chunk", data: ["rate": 16000, "width": 2, "channels": 1, "timestamp": 120], payload: payload).encoded,
+            chunk(plain),
+            chunk(" { \"rate\" : 22050 ,\r\n \"width\":4,\t\"channels\": 2 } "),
+            chunk("{\"rate\":16000,\"width\":2,\"channels\":1,\"timestamp\":\"soon\"}"),
+            chunk("{\"rate\":8000,\"rate\":16000,\"width\":2,\"channels\":1,\"timestamp\":5,\"timestamp\":null}"),
+            chunk("{\"rate\":-0,\"width\":0,\"channels\":99,\"on\":true,\"off\":false}"),
+            chunk(plain, header: ",\"version\":\"1.10.2\",\"data\":null"),
+            event("{\"type\":\"audio-chunk\",\"data_length\":\(plain.utf8.count),\"payload_length\":5,\"type\":\"audio-chunk\"}", plain),
+        ]
+        for bytes in taken {
+            var fast = WyomingReader(), general = WyomingReader()
+            fast.append(bytes + WyomingEvent(type: "ping").encoded)
+            general.append(bytes)
+            let head = try #require(fast.peekAudioChunk(), "\(String(decoding: bytes, as: UTF8.self))")
+            let m = try #require(try general.nextMessage())
+            #expect(m.type == "audio-chunk")
+            #expect(head.rate == m["rate"]?.integer && head.width == m["width"]?.integer && head.channels == m["channels"]?.integer)
+            #expect(head.timestamp == m["timestamp"]?.integer)
+            #expect(fast.payload(of: head) { Array($0) } == m.payload && head.payloadCount == 5)
+            fast.consume(head)
+            #expect(try fast.nextMessage()?.type == "ping", "the next event follows")
+            #expect(!fast.isMidEvent)
+        }
+        // Left to nextMessage (nothing consumed): it reads each as it reads every event.
+        let left: [[UInt8]] = [
+            chunk("{\"rate\":16000,\"width\":2,\"channels\":1,\"timestamp\":1.5}"),
+            chunk("{\"rate\":\"16000\",\"width\":2,\"channels\":1}"),
+            chunk("{\"rate\":16000,\"width\":2}"),
+            chunk("{\"rate\":016000,\"width\":2,\"channels\":1}"),
+            chunk("{\"rate\":1600000000000000,\"width\":2,\"channels\":1}"),
+            chunk("{\"rate\":16000,\"width\":2,\"channels\":1,\"name\":\"a\\\"b\"}"),
+            chunk("{\"rate\":16000,\"width\":2,\"channels\":1,\"name\":\"é\"}"),
+            chunk("{\"rate\":16000,\"width\":2,\"channels\":1,\"more\":{}}"),
+            chunk("{\"rate\":16000,\"width\":2,\"channels\":1,}"),
+            chunk("{\"rate\":16000,\"width\":2,\"channels\":1} x"),
+            chunk(plain, header: ",\"data\":{\"rate\":8000}"),
+            event("{\"type\":\"audio-start\",\"data_length\":\(plain.utf8.count),\"payload_length\":5}", plain),
+            event("{\"type\":\"audio-chunk\",\"data_length\":\(plain.utf8.count),\"payload_length\":-5}", plain),
+            Array(chunk(plain).dropLast()),
+            Array("{\"type\":\"audio-chunk\",\"data_length\":".utf8),
+        ]
+        for bytes in left {
+            var reader = WyomingReader()
+            reader.append(bytes)
+            #expect(reader.peekAudioChunk() == nil, "\(String(decoding: bytes, as: UTF8.self))")
+            #expect(reader.bufferedBytes == bytes.count)
+        }
+        // Over the limits: left, and nextMessage says why.
+        var small = WyomingReader(limits: .init(dataBytes: 16))
+        small.append(chunk(plain))
+        #expect(small.peekAudioChunk() == nil)
+        #expect(throws: WyomingError.tooLarge(field: "data_length", length: plain.utf8.count, limit: 16)) { try small.nextMessage() }
+        // An event that arrives in pieces is read in place once whole.
+        var pieces = WyomingReader()
+        let whole = chunk(plain)
+        pieces.append(Array(whole.prefix(30)))
+        #expect(pieces.peekAudioChunk() == nil)
+        pieces.append(Array(whole.dropFirst(30)))
+        #expect(pieces.peekAudioChunk()?.timestamp == 120)
+    }
+
     @Test("Malformed and oversized events are typed errors that say what is wrong")
     func errors() throws {
         func firstError(_ text: String, limits: WyomingReader.Limits = .init()) -> WyomingError? {

@@ -38,6 +38,9 @@ typedef struct {
 void earshot_gemm_indirect(const int *blocks, const float *base, const float *edges, long rows, long k, const float *x,
                            long ldx, long n, const float *bias, float *y, long ldy, const earshot_epilogue *epilogue);
 
+// n little-endian 16-bit samples at `in` (any alignment) times `scale`, into out[0..<n].
+void earshot_pcm16_decode(const unsigned char *in, long n, float scale, float *out);
+
 // The index of the first NaN or infinite value of x[0..<n], or -1.
 long earshot_first_nonfinite(const float *x, long n);
 

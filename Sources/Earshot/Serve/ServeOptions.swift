@@ -22,6 +22,12 @@ public struct ServeOptions: Sendable {
     /// How often the streams with new audio are stepped together (ms). A chunk that arrives
     /// when no tick is due is stepped at once.
     public var tickMs: Double = 10
+    /// With this many clients or more, each is read at most every `readBatchMs` (its chunks of
+    /// that time in one read: fewer system calls and acknowledgements per chunk, answers up to that
+    /// much later) instead of as its data arrives.
+    public var readBatchClients = 500
+    /// How often clients are read when batched (0: never batched).
+    public var readBatchMs: Double = 40
     /// Shards of streams stepped in parallel, one per core by default.
     public var shards = ProcessInfo.processInfo.activeProcessorCount
     /// Where a line per connection and a periodic summary go (nil: nowhere). Never stdout.
@@ -47,6 +53,8 @@ public struct ServeOptions: Sendable {
         try check("idleTimeout", idleTimeout, 0.01...86400 * 7)
         try check("eventTimeout", eventTimeout, 0.01...3600)
         try check("tickMs", tickMs, 0.1...1000)
+        try check("readBatchMs", readBatchMs, 0...1000)
+        try check("readBatchClients", Double(readBatchClients), 1...1e9)
         try check("summaryInterval", summaryInterval, 0.1...86400)
         try check("drainSeconds", drainSeconds, 0...600)
         guard (1...256).contains(shards) else { throw .invalidOption(name: "shards", value: "\(shards)", expected: "1...256") }

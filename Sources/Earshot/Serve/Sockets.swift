@@ -174,8 +174,9 @@ package enum Sockets {
 /// An epoll instance; each registered descriptor carries a token.
 final class Epoll {
     let fd: Int32
-    private var tokens = [UInt64](repeating: 0, count: 256)
-    private var masks = [UInt32](repeating: 0, count: 256)
+    static let capacity = 256
+    private var tokens = [UInt64](repeating: 0, count: Epoll.capacity)
+    private var masks = [UInt32](repeating: 0, count: Epoll.capacity)
 
     init() throws(ServeError) {
         fd = earshot_epoll_create()

@@ -33,7 +33,15 @@ public final class WyomingServer: @unchecked Sendable {
     private let tickEnded: WakeSignal
     /// A tick was started and its end is not handled yet.
     private var tickStarted = false
+    /// The loop's own descriptors (listener, wake-ups, the end of a tick) and `clients`.
     private let epoll: Epoll
+    /// The clients' sockets, in groups: reported to `epoll` as they become ready, or, while reads
+    /// are batched (`readBatchClients`), each group read every `readBatchMs`, the groups in turn
+    /// (so that the reads, and the steps they feed, are spread over that time).
+    private let groups: [Epoll]
+    /// Whether the groups wake the loop (not while reads are batched).
+    private var groupsArmed = true
+    private static let groupCount = 4
     private let engine: ServeEngine
     private let info: WyomingEvent
     private var connections: [UInt64: Connection] = [:]
@@ -51,6 +59,8 @@ public final class WyomingServer: @unchecked Sendable {
     private static let listenerToken: UInt64 = 1
     private static let wakeToken: UInt64 = 2
     private static let tickToken: UInt64 = 3
+    /// The first group's token (the groups' are consecutive, below the first client's).
+    private static let groupToken: UInt64 = 4
     /// Bytes read from one client per wake-up of the loop, so that one fast client cannot
     /// keep the loop from the others.
     private static let readBudget = 64 * 1024
@@ -80,6 +90,7 @@ public final class WyomingServer: @unchecked Sendable {
         wake = try WakeSignal()
         tickEnded = try WakeSignal()
         epoll = try Epoll()
+        groups = try (0..<Self.groupCount).map { _ throws(ServeError) in try Epoll() }
         engine = ServeEngine(models: models, shards: options.shards)
         info = Self.makeInfo(models: models, version: options.version)
         if case .stdio = uri {
@@ -93,13 +104,14 @@ public final class WyomingServer: @unchecked Sendable {
         if let listener { epoll.add(listener, events: Epoll.input, token: Self.listenerToken) }
         epoll.add(wake.fd, events: Epoll.input, token: Self.wakeToken)
         epoll.add(tickEnded.fd, events: Epoll.input, token: Self.tickToken)
+        for (g, group) in groups.enumerated() { epoll.add(group.fd, events: Epoll.input, token: Self.groupToken + UInt64(g)) }
         if case .stdio = uri {
             Sockets.setNonBlocking(0)
             // Answers to the one client are written whole (a slow reader slows only it).
             Sockets.setBlocking(1)
             let c = Connection(token: nextToken, readFD: 0, writeFD: 1, peer: "stdio", limits: options.limits, now: .now)
             nextToken += 1
-            c.pollable = epoll.add(0, events: Epoll.readable, token: c.token)
+            c.pollable = group(c.token).add(0, events: Epoll.readable, token: c.token)
             if !c.pollable { unpollable = c }
             connections[c.token] = c
             summary.accepted = 1
@@ -153,14 +165,27 @@ public final class WyomingServer: @unchecked Sendable {
         var nextSummary = ContinuousClock.now + .seconds(options.summaryInterval)
         let tick = Duration.microseconds(Int64(options.tickMs * 1000))
         log("serving \(models.map(\.model.name).joined(separator: ", ")) on \(address)")
+        var nextGroupRead = ContinuousClock.now
+        /// A group was read since the last tick started.
+        var groupRead = false
+        var nextGroup = 0
+        let groupInterval = Duration.microseconds(Int64(options.readBatchMs * 1000 / Double(Self.groupCount)))
         while true {
+            let batched = options.readBatchMs > 0 && connections.count >= options.readBatchClients
+            if batched == groupsArmed {
+                groupsArmed = !batched
+                for (g, group) in groups.enumerated() {
+                    epoll.modify(group.fd, events: batched ? 0 : Epoll.input, token: Self.groupToken + UInt64(g))
+                }
+            }
             let now = ContinuousClock.now
             var wait = nextHousekeeping - now
             if !withAudio.isEmpty && !tickStarted { wait = min(wait, lastTick + tick - now) }
+            if batched { wait = min(wait, nextGroupRead - now) }
             if let c = unpollable, connections[c.token] != nil, !c.closing { wait = .zero }
             let ms = max(0, Int32(min(1000, ceil(Double(wait.components.attoseconds) / 1e15 + Double(wait.components.seconds) * 1000))))
             for i in 0..<epoll.wait(timeoutMs: ms) {
-                let (token, events) = epoll.ready(i)
+                let token = epoll.ready(i).token
                 switch token {
                 case Self.listenerToken: acceptAll()
                 case Self.wakeToken:
@@ -170,16 +195,22 @@ public final class WyomingServer: @unchecked Sendable {
                     tickEnded.clear()
                     if tickStarted { endTick() }
                 default:
-                    guard let c = connections[token] else { continue }
-                    if events & (Epoll.input | Epoll.hangUp) != 0 { readFrom(c) }
-                    if events & Epoll.writable != 0, connections[token] != nil { flush(c) }
+                    let g = Int(token - Self.groupToken)
+                    if groups.indices.contains(g) { serve(groups[g]) }
                 }
+            }
+            if batched && ContinuousClock.now >= nextGroupRead {
+                serve(groups[nextGroup])
+                nextGroup = (nextGroup + 1) % groups.count
+                nextGroupRead = max(nextGroupRead + groupInterval, ContinuousClock.now)
+                groupRead = true  // steps at once (not at the next tick's time)
             }
             if let c = unpollable, connections[c.token] != nil, !c.closing { readFrom(c) }
             let after = ContinuousClock.now
-            if !withAudio.isEmpty && !tickStarted && after >= lastTick + tick {
+            if !withAudio.isEmpty && !tickStarted && (groupRead || after >= lastTick + tick) {
                 startTick()
                 lastTick = after
+                groupRead = false
             }
             if after >= nextHousekeeping {
                 housekeeping(after)
@@ -199,6 +230,26 @@ public final class WyomingServer: @unchecked Sendable {
     }
 
     // MARK: connections
+
+    /// The group of the client with this token.
+    private func group(_ token: UInt64) -> Epoll { groups[Int(token % UInt64(groups.count))] }
+
+    /// Reads and writes every client of `group` that is ready (a bounded number of times: one
+    /// that keeps sending waits for the next round).
+    private func serve(_ group: Epoll) {
+        var rounds = connections.count / Epoll.capacity + 1
+        while rounds > 0 {
+            rounds -= 1
+            let ready = group.wait(timeoutMs: 0)
+            for i in 0..<ready {
+                let (token, events) = group.ready(i)
+                guard let c = connections[token] else { continue }
+                if events & (Epoll.input | Epoll.hangUp) != 0 { readFrom(c) }
+                if events & Epoll.writable != 0, connections[token] != nil { flush(c) }
+            }
+            if ready < Epoll.capacity { break }
+        }
+    }
 
     private final class Connection {
         let token: UInt64
@@ -292,7 +343,7 @@ public final class WyomingServer: @unchecked Sendable {
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             let c = Connection(token: nextToken, readFD: fd, writeFD: fd, peer: peer, limits: options.limits, now: .now)
             nextToken += 1
-            epoll.add(fd, events: Epoll.readable, token: c.token)
+            group(c.token).add(fd, events: Epoll.readable, token: c.token)
             connections[c.token] = c
             summary.accepted += 1
             summary.peakClients = max(summary.peakClients, connections.count)
@@ -340,6 +391,17 @@ public final class WyomingServer: @unchecked Sendable {
     private func handleEvents(_ c: Connection) {
         var completed = 0
         while !c.closing {
+            // Audio chunks in the form clients send them are read in place (no JSON built, the
+            // payload decoded from the read buffer); every other event, the general way.
+            if let head = c.reader.peekAudioChunk(),
+               let format = try? WyomingAudioFormat(validating: head.rate, width: head.width, channels: head.channels) {
+                completed += 1
+                chunk(c, format: format, timestamp: head.timestamp, payloadBytes: head.payloadCount) { format, carry, inbox in
+                    c.reader.payload(of: head) { format.decode($0, carry: &carry, appendingTo: &inbox) }
+                }
+                c.reader.consume(head)
+                continue
+            }
             let event: WyomingMessage?
             do { event = try c.reader.nextMessage() } catch {
                 fail(c, "\(error)", code: "protocol")
@@ -358,7 +420,7 @@ public final class WyomingServer: @unchecked Sendable {
         }
         if let s = c.stream, Double(s.inbox.count) > options.maxBufferSeconds * Double(s.format.rate), !c.paused, c.pollable {
             c.paused = true
-            epoll.modify(c.readFD, events: c.waitingToWrite ? Epoll.writable : 0, token: c.token)
+            group(c.token).modify(c.readFD, events: c.waitingToWrite ? Epoll.writable : 0, token: c.token)
             paused.append(c)
         }
     }
@@ -428,6 +490,21 @@ public final class WyomingServer: @unchecked Sendable {
     }
 
     private func chunk(_ c: Connection, _ event: WyomingMessage) {
+        let format: WyomingAudioFormat
+        do { format = try WyomingAudioFormat(event) } catch {
+            guard c.stream != nil else { return chunk(c, format: nil, timestamp: nil, payloadBytes: 0) { _, _, _ in } }
+            summary.droppedChunks += 1
+            return self.error(c, "audio-chunk: \(error.reason); the chunk was ignored", code: "audio-format")
+        }
+        chunk(c, format: format, timestamp: event["timestamp"]?.integer, payloadBytes: event.payload.count) { format, carry, inbox in
+            format.decode(event.payload, carry: &carry, appendingTo: &inbox)
+        }
+    }
+
+    /// An audio chunk of `format` (nil: none given), its payload decoded by `decode` (mono
+    /// samples appended to the stream's inbox, a partial frame left in its carry).
+    private func chunk(_ c: Connection, format: WyomingAudioFormat?, timestamp: Int?, payloadBytes: Int,
+                       decode: (WyomingAudioFormat, inout [UInt8], inout [Float]) -> Void) {
         guard let s = c.stream else {
             summary.droppedChunks += 1
             if !c.warnedChunkBeforeStart {
@@ -436,26 +513,21 @@ public final class WyomingServer: @unchecked Sendable {
             }
             return
         }
-        let format: WyomingAudioFormat
-        do { format = try WyomingAudioFormat(event) } catch {
-            summary.droppedChunks += 1
-            return self.error(c, "audio-chunk: \(error.reason); the chunk was ignored", code: "audio-format")
-        }
+        guard let format else { return }
         guard format.rate == s.format.rate else {
             summary.droppedChunks += 1
-            summary.droppedSamples += event.payload.count / max(1, format.frameBytes)
+            summary.droppedSamples += payloadBytes / max(1, format.frameBytes)
             return error(c, "audio-chunk at \(format.rate) Hz in a stream started at \(s.format.rate) Hz: the chunk was ignored "
                          + "(send audio-start to change the rate)", code: "audio-format")
         }
         guard !s.failed else { return }
         if format != s.carryFormat { s.carry = []; s.carryFormat = format }
         let before = s.inbox.count
-        format.decode(event.payload, carry: &s.carry, appendingTo: &s.inbox)
+        decode(format, &s.carry, &s.inbox)
         let added = s.inbox.count - before
         s.received += added
         summary.audioSeconds += Double(added) / Double(format.rate)
         if before == 0 && added > 0 { withAudio.append(c) }
-        let timestamp = event["timestamp"]?.integer
         s.lastChunkTimestamp = timestamp
         s.chunks.append((s.received, timestamp))
         if s.chunks.count > 512 { s.chunks.removeFirst(256) }
@@ -505,7 +577,7 @@ public final class WyomingServer: @unchecked Sendable {
         }
         for c in paused where connections[c.token] != nil {
             c.paused = false
-            epoll.modify(c.readFD, events: Epoll.readable | (c.waitingToWrite ? Epoll.writable : 0), token: c.token)
+            group(c.token).modify(c.readFD, events: Epoll.readable | (c.waitingToWrite ? Epoll.writable : 0), token: c.token)
         }
         paused.removeAll()
     }
@@ -568,7 +640,7 @@ public final class WyomingServer: @unchecked Sendable {
             } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 if !c.waitingToWrite {
                     c.waitingToWrite = true
-                    epoll.modify(c.readFD, events: (c.paused || c.closing ? 0 : Epoll.readable) | Epoll.writable, token: c.token)
+                    group(c.token).modify(c.readFD, events: (c.paused || c.closing ? 0 : Epoll.readable) | Epoll.writable, token: c.token)
                 }
                 return
             } else {
@@ -580,7 +652,7 @@ public final class WyomingServer: @unchecked Sendable {
         c.outOffset = 0
         if c.waitingToWrite {
             c.waitingToWrite = false
-            epoll.modify(c.readFD, events: c.paused || c.closing ? 0 : Epoll.readable, token: c.token)
+            group(c.token).modify(c.readFD, events: c.paused || c.closing ? 0 : Epoll.readable, token: c.token)
         }
         if c.closing { closeConnection(c, reason: nil) }
     }
@@ -608,7 +680,7 @@ public final class WyomingServer: @unchecked Sendable {
         if c.outOffset >= c.out.count {
             closeConnection(c, reason: nil)
         } else if c.pollable {
-            epoll.modify(c.readFD, events: Epoll.writable, token: c.token)
+            group(c.token).modify(c.readFD, events: Epoll.writable, token: c.token)
             c.waitingToWrite = true
         }
     }
@@ -621,7 +693,7 @@ public final class WyomingServer: @unchecked Sendable {
             c.stream = nil
         }
         if byServer { summary.closedByServer += 1 }
-        if c.pollable { epoll.remove(c.readFD) }
+        if c.pollable { group(c.token).remove(c.readFD) }
         if c.readFD > 2 { close(c.readFD) }
         if let reason { log("\(c.peer): closed: \(reason)") }
         if listener == nil { beginStop() }  // stdio: the one client is gone
