@@ -36,7 +36,9 @@ def section(result):
         "",
         f"`earshot bench serve --seconds {result['seconds']:.0f}`: each client is a Wyoming connection over loopback sending "
         f"{result['chunk_ms']} ms chunks of 16-bit PCM at real-time pace (the bundled speech, each from its own offset); the "
-        f"clients are one process on the same {result['cores']} cores as the server. Latency: from sending the chunk "
+        f"clients are one process on the same {result['cores']} cores as the server, at a higher priority "
+        f"(nice {result['results'][0].get('clients_nice', 0)}) so that they send on time as other machines would: the server has the CPU "
+        "they leave. Past 500 clients the server reads each client every 40 ms (`--read-batch-ms`). Latency: from sending the chunk "
         "whose arrival let an answer (voice-started / voice-stopped) be decided (the server names it in `chunk_timestamp`) "
         "to reading the answer. CPU in % of one core (200 % is the whole machine). Late sends: chunks the clients "
         "sent more than one chunk late (their own lag, or the server not reading them).",
