@@ -115,7 +115,29 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static inline void quad_p
     __m512i a1 = blocks > 1 ? _mm512_maskz_loadu_epi32(blocks == 2 ? last : 0xffff, acc + 16) : _mm512_setzero_si512();
     __m512i a2 = blocks > 2 ? _mm512_maskz_loadu_epi32(blocks == 3 ? last : 0xffff, acc + 32) : _mm512_setzero_si512();
     __m512i a3 = blocks > 3 ? _mm512_maskz_loadu_epi32(last, acc + 48) : _mm512_setzero_si512();
-    for (long q = 0; q < count; q++) {
+    // Even and odd quads into separate sums, added at the end (int32 sums wrap: any order gives
+    // the same bits), so that two chains of products are in flight rather than one.
+    __m512i b0 = _mm512_setzero_si512(), b1 = _mm512_setzero_si512(), b2 = _mm512_setzero_si512(), b3 = _mm512_setzero_si512();
+    long q = 0;
+    for (; q + 2 <= count; q += 2) {
+        __m512i x = _mm512_set1_epi32(quads[q]), xb = _mm512_set1_epi32(quads[q + 1]);
+        const signed char *row = w + q * stride * 4, *rowb = row + stride * 4;
+        a0 = _mm512_dpbusd_epi32(a0, x, _mm512_loadu_si512(row));
+        b0 = _mm512_dpbusd_epi32(b0, xb, _mm512_loadu_si512(rowb));
+        if (blocks > 1) {
+            a1 = _mm512_dpbusd_epi32(a1, x, _mm512_loadu_si512(row + 64));
+            b1 = _mm512_dpbusd_epi32(b1, xb, _mm512_loadu_si512(rowb + 64));
+        }
+        if (blocks > 2) {
+            a2 = _mm512_dpbusd_epi32(a2, x, _mm512_loadu_si512(row + 128));
+            b2 = _mm512_dpbusd_epi32(b2, xb, _mm512_loadu_si512(rowb + 128));
+        }
+        if (blocks > 3) {
+            a3 = _mm512_dpbusd_epi32(a3, x, _mm512_loadu_si512(row + 192));
+            b3 = _mm512_dpbusd_epi32(b3, xb, _mm512_loadu_si512(rowb + 192));
+        }
+    }
+    if (q < count) {
         __m512i x = _mm512_set1_epi32(quads[q]);
         const signed char *row = w + q * stride * 4;
         a0 = _mm512_dpbusd_epi32(a0, x, _mm512_loadu_si512(row));
@@ -123,6 +145,10 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static inline void quad_p
         if (blocks > 2) a2 = _mm512_dpbusd_epi32(a2, x, _mm512_loadu_si512(row + 128));
         if (blocks > 3) a3 = _mm512_dpbusd_epi32(a3, x, _mm512_loadu_si512(row + 192));
     }
+    a0 = _mm512_add_epi32(a0, b0);
+    a1 = _mm512_add_epi32(a1, b1);
+    a2 = _mm512_add_epi32(a2, b2);
+    a3 = _mm512_add_epi32(a3, b3);
     _mm512_mask_storeu_epi32(acc, blocks == 1 ? last : 0xffff, a0);
     if (blocks > 1) _mm512_mask_storeu_epi32(acc + 16, blocks == 2 ? last : 0xffff, a1);
     if (blocks > 2) _mm512_mask_storeu_epi32(acc + 32, blocks == 3 ? last : 0xffff, a2);
@@ -294,18 +320,35 @@ static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl"))
     const __m512i offset = _mm512_set1_epi32(input_offset);
     for (long p = 0; p < positions; p++) {
         const int *t = taps + p * k;
-        for (long c0 = 0; c0 < channels; c0 += 16) {
-            long n = channels - c0 < 16 ? channels - c0 : 16;
-            __mmask16 lanes = (__mmask16)(n == 16 ? 0xffff : (1U << n) - 1);
-            __m512i acc = _mm512_maskz_loadu_epi32(lanes, bias + c0);
+        // Up to 64 channels at once, one accumulator per 16: each tap's offset is read once for
+        // all of them, and the four sums advance side by side.
+        for (long c0 = 0; c0 < channels; c0 += 64) {
+            long n = channels - c0 < 64 ? channels - c0 : 64, blocks = (n + 15) / 16;
+            __mmask16 last = (__mmask16)(n % 16 == 0 ? 0xffff : (1U << (n % 16)) - 1);
+            __mmask16 m0 = blocks == 1 ? last : 0xffff, m1 = blocks == 2 ? last : 0xffff, m2 = blocks == 3 ? last : 0xffff, m3 = last;
+            __m512i a0 = _mm512_maskz_loadu_epi32(m0, bias + c0);
+            __m512i a1 = blocks > 1 ? _mm512_maskz_loadu_epi32(m1, bias + c0 + 16) : _mm512_setzero_si512();
+            __m512i a2 = blocks > 2 ? _mm512_maskz_loadu_epi32(m2, bias + c0 + 32) : _mm512_setzero_si512();
+            __m512i a3 = blocks > 3 ? _mm512_maskz_loadu_epi32(m3, bias + c0 + 48) : _mm512_setzero_si512();
+#define EARSHOT_DEPTHWISE_TAP(a, b, m)                                                                                          \
+    a = _mm512_add_epi32(a, _mm512_mullo_epi32(depthwise_input(x, x_codes, at + 16 * (b), m, offset),                          \
+                                               _mm512_cvtepi16_epi32(_mm512_castsi512_si256(                                    \
+                                                   _mm512_maskz_loadu_epi16((__mmask32)(m), wi + 16 * (b))))))
             for (long i = 0; i < k; i++) {
                 if (t[i] >= count) continue;  // padding adds nothing
-                __m512i xi = depthwise_input(x, x_codes, t[i] + c0, lanes, offset);
-                __m512i wi = _mm512_cvtepi16_epi32(_mm512_castsi512_si256(_mm512_maskz_loadu_epi16((__mmask32)lanes, w + i * channels + c0)));
-                acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(xi, wi));
+                long at = t[i] + c0;
+                const short *wi = w + i * channels + c0;
+                EARSHOT_DEPTHWISE_TAP(a0, 0, m0);
+                if (blocks > 1) EARSHOT_DEPTHWISE_TAP(a1, 1, m1);
+                if (blocks > 2) EARSHOT_DEPTHWISE_TAP(a2, 2, m2);
+                if (blocks > 3) EARSHOT_DEPTHWISE_TAP(a3, 3, m3);
             }
-            int32_t sums[16];
-            _mm512_storeu_si512(sums, acc);
+#undef EARSHOT_DEPTHWISE_TAP
+            int32_t sums[64];
+            _mm512_storeu_si512(sums, a0);
+            _mm512_storeu_si512(sums + 16, a1);
+            _mm512_storeu_si512(sums + 32, a2);
+            _mm512_storeu_si512(sums + 48, a3);
             store_requantized(sums, n, multiplier + c0, shift + c0, output_offset, lo, hi, y, y_codes, p * channels + c0);
         }
     }

@@ -32,9 +32,15 @@ struct QuantizedProductStep: Step {
     /// Int8 multiply-adds: every position's field against each output of its group.
     var products: Int { groups * positions * k * perGroup }
 
+    /// Scratch (4-byte words) the kernels use: the input as int16 (and one zero for padding) then
+    /// one receptive field in pairs; or the input as bytes (and four for padding) then one field
+    /// in quads.
+    var scratch: Int { max((x.count + 2) / 2 + (k + 1) / 2, (x.count + 7) / 4 + (k + 3) / 4) }
+
     func run(_ c: Context) {
-        // Room for the input as int16 (and one zero for padding), then one receptive field in pairs.
-        withUnsafeTemporaryAllocation(of: Int32.self, capacity: (x.count + 2) / 2 + (k + 1) / 2) { scratch in
+        // In the plan's scratch (reserved by the builder): nothing is allocated per step.
+        let scratch = UnsafeMutableBufferPointer(start: UnsafeMutableRawPointer(c.scratch).assumingMemoryBound(to: Int32.self), count: self.scratch)
+        do {
             fields.withUnsafeBufferPointer { f in
                 weights.withUnsafeBufferPointer { w in
                     bias.withUnsafeBufferPointer { b in
@@ -268,6 +274,7 @@ extension Builder {
                                           channelTaps: channelTaps,
                                           contiguous: !channelTaps && QuantizedProductStep.isContiguous(fields, groups: groups, positions: positions, k: k),
                                           quads: quads?.quads ?? [], base: quads?.base ?? []))
+        if let step = steps.last as? QuantizedProductStep { scratchSize = max(scratchSize, step.scratch) }
         return channelTaps ? "int8 depthwise" : "int8 product"
     }
 }
