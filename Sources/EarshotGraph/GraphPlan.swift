@@ -127,7 +127,8 @@ public struct GraphPlan: Sendable {
         outputRefs = builder.outputRefs
         inputCoded = builder.inputRefs.map(\.coded)
         outputCoded = builder.outputRefs.map(\.coded)
-        (chosen, steps) = Self.chooseOutputs(builder.steps, outputs: builder.outputRefs, inputs: builder.inputRefs)
+        (chosen, steps) = Self.chooseOutputs(Self.pruneMoves(builder.steps, outputs: builder.outputRefs),
+                                             outputs: builder.outputRefs, inputs: builder.inputRefs)
         runners = steps.map { $0.runner() }
         unretained = runners.map { Unmanaged.passUnretained($0) }
         cannotFail = !steps.contains { $0 is ReferenceStep }
@@ -136,6 +137,29 @@ public struct GraphPlan: Sendable {
         shared = builder.shared
         self.opset = opset
         if verify { try check(nodes: nodes, constants: constants) }
+    }
+
+    /// The steps without the copies that nothing reads: an output of a move that no later step
+    /// reads and that is no output of the plan is not written (a move left with none, not run).
+    static func pruneMoves(_ steps: [any Step], outputs: [Ref]) -> [any Step] {
+        var kept: [any Step] = []
+        for (k, step) in steps.enumerated() {
+            guard let move = step as? MoveStep else {
+                kept.append(step)
+                continue
+            }
+            let used = move.outputs.indices.filter { i in
+                let out = move.outputs[i]
+                return outputs.contains { $0.overlaps(out) } || steps[(k + 1)...].contains { $0.reads.contains { $0.overlaps(out) } }
+            }
+            if used.count == move.outputs.count {
+                kept.append(move)
+            } else if !used.isEmpty {
+                kept.append(MoveStep(sources: move.sources,
+                                     outputs: used.map { (move.outputs[$0], Array(move.runs[move.bounds[$0]..<move.bounds[$0 + 1]])) }))
+            }
+        }
+        return kept
     }
 
     /// The outputs that a Where chooses whole, and the steps without those Wheres. A Where is left

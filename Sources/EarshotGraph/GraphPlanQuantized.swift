@@ -116,6 +116,48 @@ struct QuantizedProductStep: Step {
     }
 }
 
+extension Builder {
+    /// A depthwise convolution's input of codes that the latest step writing it copied from
+    /// another tensor of codes: that tensor and the taps (`fields`, of channel 0, the input's count
+    /// for padding) that read the same values from it in place, each tap's `channels` values
+    /// still side by side. Nil when any value was filled in, comes from elsewhere or lies apart,
+    /// or when a later step writes that tensor.
+    func tapsInPlace(_ x: GraphPlan.Ref, fields: [Int32], channels: Int) -> (GraphPlan.Ref, [Int32])? {
+        guard x.coded, let k = steps.lastIndex(where: { $0.writes.contains { $0.overlaps(x) } }), let move = steps[k] as? MoveStep,
+              let o = move.outputs.firstIndex(where: { $0.coded && $0.bytes.lowerBound <= x.bytes.lowerBound && x.bytes.upperBound <= $0.bytes.upperBound })
+        else { return nil }
+        let runs = move.runs[move.bounds[o]..<move.bounds[o + 1]]
+        let start = x.bytes.lowerBound - move.outputs[o].bytes.lowerBound
+        /// Source and index of element e of the copy's output.
+        func origin(_ e: Int) -> (source: Int, index: Int)? {
+            guard let run = runs.first(where: { $0.dst <= e && e < $0.dst + $0.count }), run.source >= 0 else { return nil }
+            return (run.source, run.src + e - run.dst)
+        }
+        var source: Int?
+        var taps: [Int32] = []
+        taps.reserveCapacity(fields.count)
+        var padding: [Int] = []
+        for f in fields {
+            if Int(f) >= x.count {
+                padding.append(taps.count)
+                taps.append(0)
+                continue
+            }
+            guard let first = origin(start + Int(f)), source == nil || source == first.source else { return nil }
+            source = first.source
+            for c in 1..<max(channels, 1) {
+                guard let o = origin(start + Int(f) + c), o.source == first.source, o.index == first.index + c else { return nil }
+            }
+            taps.append(Int32(first.index))
+        }
+        guard let s = source, move.sources[s].coded else { return nil }
+        let ref = move.sources[s]
+        guard !steps[(k + 1)...].contains(where: { $0.writes.contains { $0.overlaps(ref) } }) else { return nil }
+        for i in padding { taps[i] = Int32(ref.count) }
+        return (ref, taps)
+    }
+}
+
 /// `TFLiteLookup`: each value (a whole number) replaced by its table entry.
 struct LookupStep: Step {
     let x: GraphPlan.Ref
@@ -264,6 +306,13 @@ extension Builder {
             }
         }
         guard positions * outChannels == output.count, weights.count == outChannels * k else { return nil }
+        var xRef = xRef
+        if channelTaps, let (source, taps) = tapsInPlace(xRef, fields: fields, channels: groups) {
+            // Read where a copy took the input from (a split of channels, say): the copy is left
+            // out when nothing else reads it (`GraphPlan.pruneMoves`).
+            xRef = source
+            fields = taps
+        }
         let y = Quantized.isInt8(Int(q.low), Int(q.high)) ? allocateCodes(output.count) : allocate(output.count)
         refs[g.outputs[0]] = y
         let quads = channelTaps || !xRef.coded ? nil

@@ -183,7 +183,7 @@ public final class WyomingServer: @unchecked Sendable {
             if !withAudio.isEmpty && !tickStarted { wait = min(wait, lastTick + tick - now) }
             if batched { wait = min(wait, nextGroupRead - now) }
             if let c = unpollable, connections[c.token] != nil, !c.closing { wait = .zero }
-            let ms = max(0, Int32(min(1000, ceil(Double(wait.components.attoseconds) / 1e15 + Double(wait.components.seconds) * 1000))))
+            let ms = Int32(max(0, min(1000, ceil(Double(wait.components.attoseconds) / 1e15 + Double(wait.components.seconds) * 1000))))
             for i in 0..<epoll.wait(timeoutMs: ms) {
                 let token = epoll.ready(i).token
                 switch token {
