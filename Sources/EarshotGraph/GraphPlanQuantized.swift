@@ -143,14 +143,14 @@ extension Builder {
                 taps.append(0)
                 continue
             }
-            guard let first = origin(start + Int(f)), source == nil || source == first.source else { return nil }
+            guard let first = origin(start + Int(f)), source == nil || source == first.source, first.index <= Int(Int32.max) else { return nil }
             source = first.source
             for c in 1..<max(channels, 1) {
                 guard let o = origin(start + Int(f) + c), o.source == first.source, o.index == first.index + c else { return nil }
             }
             taps.append(Int32(first.index))
         }
-        guard let s = source, move.sources[s].coded else { return nil }
+        guard let s = source, move.sources[s].coded, move.sources[s].count <= Int(Int32.max) else { return nil }
         let ref = move.sources[s]
         guard !steps[(k + 1)...].contains(where: { $0.writes.contains { $0.overlaps(ref) } }) else { return nil }
         for i in padding { taps[i] = Int32(ref.count) }

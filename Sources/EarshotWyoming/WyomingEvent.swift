@@ -327,7 +327,10 @@ enum FlatJSON {
             if i < end, p[i] == 0x2D { negative = true; i += 1 }
             let start = i
             var n = 0
-            while i < end, p[i] >= 0x30, p[i] <= 0x39 { n = n * 10 + Int(p[i] - 0x30); i += 1 }
+            while i < end, p[i] >= 0x30, p[i] <= 0x39 {
+                if i - start < 15 { n = n * 10 + Int(p[i] - 0x30) }  // longer: refused below, never overflowed
+                i += 1
+            }
             let digits = i - start
             guard digits > 0, digits <= 15, !(digits > 1 && p[start] == 0x30) else { return nil }
             if i < end, p[i] == 0x2E || p[i] == 0x65 || p[i] == 0x45 { return nil }

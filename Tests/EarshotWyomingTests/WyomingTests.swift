@@ -143,6 +143,8 @@ struct WyomingTests {
             chunk("{\"rate\":16000,\"width\":2}"),
             chunk("{\"rate\":016000,\"width\":2,\"channels\":1}"),
             chunk("{\"rate\":1600000000000000,\"width\":2,\"channels\":1}"),
+            chunk("{\"rate\":160000000000000000000000000000000000,\"width\":2,\"channels\":1}"),
+            chunk("{\"rate\":16000,\"width\":2,\"channels\":1,\"timestamp\":-99999999999999999999999999999}"),
             chunk("{\"rate\":16000,\"width\":2,\"channels\":1,\"name\":\"a\\\"b\"}"),
             chunk("{\"rate\":16000,\"width\":2,\"channels\":1,\"name\":\"é\"}"),
             chunk("{\"rate\":16000,\"width\":2,\"channels\":1,\"more\":{}}"),
@@ -172,6 +174,36 @@ struct WyomingTests {
         #expect(pieces.peekAudioChunk() == nil)
         pieces.append(Array(whole.dropFirst(30)))
         #expect(pieces.peekAudioChunk()?.timestamp == 120)
+    }
+
+    @Test("Audio chunks damaged at random: read in place to what nextMessage reads, or left to it; never a trap")
+    func damagedAudioChunks() throws {
+        var random = SeededRandom.fromEnvironment()
+        let whole = WyomingEvent(type: "audio-chunk", data: ["rate": 16000, "width": 2, "channels": 1, "timestamp": 1234567],
+                                 payload: [1, 2, 3, 4]).encoded
+        let alphabet = Array("0123456789-.eE{}[],:\" \\tnulrfa\n".utf8)
+        var inPlace = 0
+        for _ in 0..<3000 {
+            var bytes = whole
+            for _ in 0..<Int.random(in: 1...4, using: &random) {
+                let at = Int.random(in: 0..<bytes.count, using: &random)
+                switch Int.random(in: 0..<3, using: &random) {
+                case 0: bytes[at] = alphabet.randomElement(using: &random)!
+                case 1: bytes.insert(contentsOf: (0..<Int.random(in: 1...40, using: &random)).map { _ in UInt8(ascii: "9") }, at: at)
+                default: bytes.remove(at: at)
+                }
+            }
+            var fast = WyomingReader(), general = WyomingReader()
+            fast.append(bytes)
+            general.append(bytes)
+            guard let head = fast.peekAudioChunk() else { continue }
+            inPlace += 1
+            let m = try #require(try general.nextMessage(), "seed \(random.seed)")
+            #expect(m.type == "audio-chunk" && head.rate == m["rate"]?.integer && head.width == m["width"]?.integer
+                    && head.channels == m["channels"]?.integer && head.timestamp == m["timestamp"]?.integer, "seed \(random.seed)")
+            #expect(fast.payload(of: head) { Array($0) } == m.payload, "seed \(random.seed)")
+        }
+        #expect(inPlace > 100, "some damage leaves a chunk that reads in place (seed \(random.seed))")
     }
 
     @Test("Malformed and oversized events are typed errors that say what is wrong")
