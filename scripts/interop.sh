@@ -17,3 +17,5 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import wyoming" 2>/de
 fi
 [ -x .build/debug/earshot ] || swift build --product earshot
 "$venv/bin/python" tools/wyoming_interop.py --earshot .build/debug/earshot
+echo "again, with every client read in batches (--read-batch-clients 1):"
+"$venv/bin/python" tools/wyoming_interop.py --earshot .build/debug/earshot --read-batch-clients 1

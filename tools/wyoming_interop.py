@@ -79,8 +79,8 @@ async def stream(port, path, names):
                 answers.append(("error", event.data.get("text")))
 
 
-async def main(earshot):
-    server = subprocess.Popen([earshot, "serve", "--uri", "tcp://127.0.0.1:0", "--model", MODELS],
+async def main(earshot, serve_args):
+    server = subprocess.Popen([earshot, "serve", "--uri", "tcp://127.0.0.1:0", "--model", MODELS] + serve_args,
                               stderr=subprocess.PIPE, text=True, cwd=root)
     line = server.stderr.readline()
     match = re.search(r"on tcp://127\.0\.0\.1:(\d+)", line)
@@ -134,4 +134,6 @@ async def main(earshot):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--earshot", default=str(root / ".build/debug/earshot"))
-    asyncio.run(main(parser.parse_args().earshot))
+    parser.add_argument("--read-batch-clients", help="passed to earshot serve (1: every client read in batches)")
+    args = parser.parse_args()
+    asyncio.run(main(args.earshot, ["--read-batch-clients", args.read_batch_clients] if args.read_batch_clients else []))
