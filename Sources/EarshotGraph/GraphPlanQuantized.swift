@@ -38,29 +38,26 @@ struct QuantizedProductStep: Step {
     var scratch: Int { max((x.count + 2) / 2 + (k + 1) / 2, (x.count + 7) / 4 + (k + 3) / 4) }
 
     func run(_ c: Context) {
-        // In the plan's scratch (reserved by the builder): nothing is allocated per step.
-        let scratch = UnsafeMutableBufferPointer(start: UnsafeMutableRawPointer(c.scratch).assumingMemoryBound(to: Int32.self), count: self.scratch)
-        do {
-            fields.withUnsafeBufferPointer { f in
-                weights.withUnsafeBufferPointer { w in
-                    bias.withUnsafeBufferPointer { b in
-                        multipliers.withUnsafeBufferPointer { m in
-                            shifts.withUnsafeBufferPointer { s in
-                                let (xCodes, yCodes): (Int32, Int32) = (x.coded ? 1 : 0, y.coded ? 1 : 0)
-                                for stream in 0..<c.streams {
-                                    if channelTaps {
-                                        let int16s = UnsafeMutableRawPointer(scratch.baseAddress!).assumingMemoryBound(to: Int16.self)
-                                        earshot_qdepthwise(c.bytes(x, stream), xCodes, x.count, f.baseAddress!, positions, k, groups, w.baseAddress!,
-                                                           b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
-                                                           int16s, c.bytes(y, stream), yCodes)
-                                    } else {
-                                        quads.withUnsafeBufferPointer { w4 in
-                                            base.withUnsafeBufferPointer { base in
-                                                earshot_qconv(c.bytes(x, stream), xCodes, x.count, contiguous ? nil : f.baseAddress, groups, positions, k,
-                                                              w.baseAddress!, perGroup, b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset,
-                                                              outputOffset, low, high, scratch.baseAddress!, c.bytes(y, stream), yCodes,
-                                                              w4.baseAddress, base.baseAddress)
-                                            }
+        // In the plan's scratch (reserved by the builder, `scratch` words): nothing is allocated per step.
+        let scratch = UnsafeMutableRawPointer(c.scratch)
+        fields.withUnsafeBufferPointer { f in
+            weights.withUnsafeBufferPointer { w in
+                bias.withUnsafeBufferPointer { b in
+                    multipliers.withUnsafeBufferPointer { m in
+                        shifts.withUnsafeBufferPointer { s in
+                            let (xCodes, yCodes): (Int32, Int32) = (x.coded ? 1 : 0, y.coded ? 1 : 0)
+                            for stream in 0..<c.streams {
+                                if channelTaps {
+                                    earshot_qdepthwise(c.bytes(x, stream), xCodes, x.count, f.baseAddress!, positions, k, groups, w.baseAddress!,
+                                                       b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
+                                                       scratch.assumingMemoryBound(to: Int16.self), c.bytes(y, stream), yCodes)
+                                } else {
+                                    quads.withUnsafeBufferPointer { w4 in
+                                        base.withUnsafeBufferPointer { base in
+                                            earshot_qconv(c.bytes(x, stream), xCodes, x.count, contiguous ? nil : f.baseAddress, groups, positions, k,
+                                                          w.baseAddress!, perGroup, b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset,
+                                                          outputOffset, low, high, scratch.assumingMemoryBound(to: Int32.self), c.bytes(y, stream), yCodes,
+                                                          w4.baseAddress, base.baseAddress)
                                         }
                                     }
                                 }
@@ -128,10 +125,15 @@ extension Builder {
         else { return nil }
         let runs = move.runs[move.bounds[o]..<move.bounds[o + 1]]
         let start = x.bytes.lowerBound - move.outputs[o].bytes.lowerBound
-        /// Source and index of element e of the copy's output.
+        /// Source and index of element e of the copy's output (its runs are in output order).
         func origin(_ e: Int) -> (source: Int, index: Int)? {
-            guard let run = runs.first(where: { $0.dst <= e && e < $0.dst + $0.count }), run.source >= 0 else { return nil }
-            return (run.source, run.src + e - run.dst)
+            var (lo, hi) = (runs.startIndex, runs.endIndex)
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if runs[mid].dst + runs[mid].count <= e { lo = mid + 1 } else { hi = mid }
+            }
+            guard lo < runs.endIndex, runs[lo].dst <= e, runs[lo].source >= 0 else { return nil }
+            return (runs[lo].source, runs[lo].src + e - runs[lo].dst)
         }
         var source: Int?
         var taps: [Int32] = []
@@ -317,13 +319,14 @@ extension Builder {
         refs[g.outputs[0]] = y
         let quads = channelTaps || !xRef.coded ? nil
             : QuantizedProductStep.quadLayout(weights, groups: groups, perGroup: perGroup, k: k, bias: bias, inputOffset: q.inputOffset)
-        steps.append(QuantizedProductStep(x: xRef, y: y, fields: fields, groups: groups, positions: positions, k: k, perGroup: perGroup,
-                                          weights: channelTaps ? weights : QuantizedProductStep.pairLayout(weights, groups: groups, perGroup: perGroup, k: k), bias: bias, multipliers: q.multipliers, shifts: q.shifts.map { Int32($0) },
-                                          inputOffset: q.inputOffset, outputOffset: q.outputOffset, low: q.low, high: q.high,
-                                          channelTaps: channelTaps,
-                                          contiguous: !channelTaps && QuantizedProductStep.isContiguous(fields, groups: groups, positions: positions, k: k),
-                                          quads: quads?.quads ?? [], base: quads?.base ?? []))
-        if let step = steps.last as? QuantizedProductStep { scratchSize = max(scratchSize, step.scratch) }
+        let step = QuantizedProductStep(x: xRef, y: y, fields: fields, groups: groups, positions: positions, k: k, perGroup: perGroup,
+                                        weights: channelTaps ? weights : QuantizedProductStep.pairLayout(weights, groups: groups, perGroup: perGroup, k: k), bias: bias, multipliers: q.multipliers, shifts: q.shifts.map { Int32($0) },
+                                        inputOffset: q.inputOffset, outputOffset: q.outputOffset, low: q.low, high: q.high,
+                                        channelTaps: channelTaps,
+                                        contiguous: !channelTaps && QuantizedProductStep.isContiguous(fields, groups: groups, positions: positions, k: k),
+                                        quads: quads?.quads ?? [], base: quads?.base ?? [])
+        steps.append(step)
+        scratchSize = max(scratchSize, step.scratch)
         return channelTaps ? "int8 depthwise" : "int8 product"
     }
 }

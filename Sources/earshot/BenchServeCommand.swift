@@ -42,7 +42,8 @@ enum BenchServeCommand {
         }
         for n in counts {
             let row = try measure(clients: n, seconds: seconds, chunkMs: chunkMs, rate: model.sampleRate, pcm: pcm, model: modelName,
-                                  tickMs: args.string("tick-ms"), readBatchMs: args.string("read-batch-ms"), unix: transport == "unix", shards: args.string("shards"))
+                                  serveOptions: ["tick-ms", "read-batch-ms", "shards"].flatMap { name in args.string(name).map { ["--\(name)", $0] } ?? [] },
+                                  unix: transport == "unix")
             rows.append(row)
             if !args.flag("json") {
                 try out(String(format: "%7d  %7d  %8.1f ms %6.1f ms  %8.0f %%  %9.0f %%  %7.0f MB  %11d  %6d",
@@ -74,15 +75,15 @@ enum BenchServeCommand {
     /// The clients' scheduling priority while they send (lower runs first).
     static let clientsNice: Int32 = -10
 
-    static func measure(clients n: Int, seconds: Double, chunkMs: Int, rate: Int, pcm: [UInt8], model: String, tickMs: String?, readBatchMs: String?,
-                        unix: Bool, shards: String?) throws -> [String: Any] {
+    /// - Parameter serveOptions: passed to `earshot serve` as they are.
+    static func measure(clients n: Int, seconds: Double, chunkMs: Int, rate: Int, pcm: [UInt8], model: String, serveOptions: [String],
+                        unix: Bool) throws -> [String: Any] {
         // The server: this binary, on a free port it tells on stderr (or a unix socket).
         let socketPath = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-bench-\(getpid()).sock").path
         let server = Process()
         server.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         server.arguments = ["serve", "--uri", unix ? "unix://\(socketPath)" : "tcp://127.0.0.1:0", "--model", model,
-                            "--max-clients", "\(n + 16)", "--idle-timeout", "3600"]
-            + (tickMs.map { ["--tick-ms", $0] } ?? []) + (readBatchMs.map { ["--read-batch-ms", $0] } ?? []) + (shards.map { ["--shards", $0] } ?? [])
+                            "--max-clients", "\(n + 16)", "--idle-timeout", "3600"] + serveOptions
         let err = Pipe()
         server.standardError = err
         try server.run()

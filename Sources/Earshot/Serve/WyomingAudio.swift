@@ -17,10 +17,7 @@ struct WyomingAudioFormat: Sendable, Equatable {
     init(_ message: WyomingMessage) throws(FormatError) {
         func field(_ name: String, _ range: ClosedRange<Int>) throws(FormatError) -> Int {
             guard let v = message[name] else { throw FormatError("no '\(name)'") }
-            guard let n = v.integer, range.contains(n) else {
-                throw FormatError("\(name) \(v.serialized) is not an integer in \(range.lowerBound)...\(range.upperBound)")
-            }
-            return n
+            return try Self.checked(name, v.integer, shown: v.serialized, range)
         }
         rate = try field("rate", Self.rates)
         width = try field("width", Self.widths)
@@ -35,11 +32,17 @@ struct WyomingAudioFormat: Sendable, Equatable {
 
     /// The format of these fields, or why it is not one (as for an event's data).
     init(validating rate: Int, width: Int, channels: Int) throws(FormatError) {
-        for (name, value, range) in [("rate", rate, Self.rates), ("width", width, Self.widths), ("channels", channels, Self.channelCounts)]
-        where !range.contains(value) {
-            throw FormatError("\(name) \(value) is not an integer in \(range.lowerBound)...\(range.upperBound)")
+        self.init(rate: try Self.checked("rate", rate, shown: "\(rate)", Self.rates),
+                  width: try Self.checked("width", width, shown: "\(width)", Self.widths),
+                  channels: try Self.checked("channels", channels, shown: "\(channels)", Self.channelCounts))
+    }
+
+    /// `value` when it is an integer in `range`; else why not (the value as the client wrote it).
+    private static func checked(_ name: String, _ value: Int?, shown: String, _ range: ClosedRange<Int>) throws(FormatError) -> Int {
+        guard let value, range.contains(value) else {
+            throw FormatError("\(name) \(shown) is not an integer in \(range.lowerBound)...\(range.upperBound)")
         }
-        self.init(rate: rate, width: width, channels: channels)
+        return value
     }
 
     struct FormatError: Error { var reason: String; init(_ r: String) { reason = r } }

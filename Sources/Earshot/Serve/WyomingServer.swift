@@ -195,7 +195,7 @@ public final class WyomingServer: @unchecked Sendable {
                     tickEnded.clear()
                     if tickStarted { endTick() }
                 default:
-                    let g = Int(token - Self.groupToken)
+                    let g = Int(truncatingIfNeeded: token &- Self.groupToken)
                     if groups.indices.contains(g) { serve(groups[g]) }
                 }
             }
@@ -490,9 +490,9 @@ public final class WyomingServer: @unchecked Sendable {
     }
 
     private func chunk(_ c: Connection, _ event: WyomingMessage) {
+        guard c.stream != nil else { return chunkBeforeStart(c) }
         let format: WyomingAudioFormat
         do { format = try WyomingAudioFormat(event) } catch {
-            guard c.stream != nil else { return chunk(c, format: nil, timestamp: nil, payloadBytes: 0) { _, _, _ in } }
             summary.droppedChunks += 1
             return self.error(c, "audio-chunk: \(error.reason); the chunk was ignored", code: "audio-format")
         }
@@ -501,19 +501,20 @@ public final class WyomingServer: @unchecked Sendable {
         }
     }
 
-    /// An audio chunk of `format` (nil: none given), its payload decoded by `decode` (mono
-    /// samples appended to the stream's inbox, a partial frame left in its carry).
-    private func chunk(_ c: Connection, format: WyomingAudioFormat?, timestamp: Int?, payloadBytes: Int,
-                       decode: (WyomingAudioFormat, inout [UInt8], inout [Float]) -> Void) {
-        guard let s = c.stream else {
-            summary.droppedChunks += 1
-            if !c.warnedChunkBeforeStart {
-                c.warnedChunkBeforeStart = true
-                error(c, "audio-chunk before audio-start: send audio-start (rate, width, channels) first; chunks before it are ignored", code: "no-audio-start")
-            }
-            return
+    /// A chunk with no stream to go to: dropped, counted, and the client told once.
+    private func chunkBeforeStart(_ c: Connection) {
+        summary.droppedChunks += 1
+        if !c.warnedChunkBeforeStart {
+            c.warnedChunkBeforeStart = true
+            error(c, "audio-chunk before audio-start: send audio-start (rate, width, channels) first; chunks before it are ignored", code: "no-audio-start")
         }
-        guard let format else { return }
+    }
+
+    /// An audio chunk of `format`, its payload decoded by `decode` (mono samples appended to the
+    /// stream's inbox, a partial frame left in its carry).
+    private func chunk(_ c: Connection, format: WyomingAudioFormat, timestamp: Int?, payloadBytes: Int,
+                       decode: (WyomingAudioFormat, inout [UInt8], inout [Float]) -> Void) {
+        guard let s = c.stream else { return chunkBeforeStart(c) }
         guard format.rate == s.format.rate else {
             summary.droppedChunks += 1
             summary.droppedSamples += payloadBytes / max(1, format.frameBytes)
