@@ -348,6 +348,9 @@ struct ServeTests {
         server.stop()
         let summary = server.wait()
         #expect(summary.peakClients == n && summary.streamsFinished == n)
+        // Batched: the clients were read on the batch timer (every 10 ms, a group of four at a
+        // time, over the seconds the test runs); otherwise only as their data came.
+        if batched { #expect(summary.batchedReads >= 20, "\(summary.batchedReads) batched reads") } else { #expect(summary.batchedReads == 0) }
     }
 
     @Test("Bad input: each gets its answer, and the server and the other clients go on")

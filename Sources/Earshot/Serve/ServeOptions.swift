@@ -90,6 +90,9 @@ public struct ServeSummary: Sendable {
     public var steps = 0
     /// Ticks that stepped new audio.
     public var ticks = 0
+    /// Reads of a group of clients on the batch timer (`readBatchClients` or more connected),
+    /// not as their data arrived.
+    public var batchedReads = 0
     /// How long ticks took (every model step of every stream with new audio).
     public var tickTimes = LatencyHistogram()
 }

@@ -201,6 +201,7 @@ public final class WyomingServer: @unchecked Sendable {
             }
             if batched && ContinuousClock.now >= nextGroupRead {
                 serve(groups[nextGroup])
+                summary.batchedReads += 1
                 nextGroup = (nextGroup + 1) % groups.count
                 nextGroupRead = max(nextGroupRead + groupInterval, ContinuousClock.now)
                 groupRead = true  // steps at once (not at the next tick's time)
