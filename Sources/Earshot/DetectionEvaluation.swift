@@ -65,7 +65,11 @@ public struct DetectionEvaluation: Sendable {
             if let found { used.insert(found) }
             return (word, found.map { detections[$0] })
         }
+        matched = used
     }
+
+    /// The indices of the detections that found a word.
+    private let matched: Set<Int>
 
     /// Each counted word with the detection that found it (nil: missed); each detection finds one word at most.
     public let matches: [(word: Word, detection: Detection?)]
@@ -80,6 +84,31 @@ public struct DetectionEvaluation: Sendable {
     public var falseAlarms: Int { detections.count - hits }
     /// Detections that matched no word, per hour of audio.
     public var falseAlarmsPerHour: Double { seconds > 0 ? Double(falseAlarms) / (seconds / 3600) : 0 }
+    /// Where a false alarm fell: what a user tunes against differs for each.
+    public enum FalseAlarmKind: String, Sendable, CaseIterable {
+        /// On a word of its own label that another detection had already found: a second report.
+        case repeated
+        /// On a counted word of another label: the word taken for another.
+        case otherWord
+        /// On a word that is not counted (an unknown word, a distractor): a word taken for a keyword.
+        case uncountedWord
+        /// On no word: noise or silence taken for a keyword.
+        case betweenWords
+    }
+
+    /// Each false alarm's kind, in the detections' order: by the word whose span (from its start
+    /// to `window` after its end) holds the announcement, a word of the detection's own label
+    /// first, then a counted word, then any other.
+    public var falseAlarmKinds: [FalseAlarmKind] {
+        detections.indices.filter { !matched.contains($0) }.map { i in
+            let d = detections[i]
+            let near = words.filter { d.announced >= $0.start && d.announced <= $0.end + window }
+            if near.contains(where: { $0.label == d.segment.label }) { return .repeated }
+            if near.contains(where: { !ignored.contains($0.label) }) { return .otherWord }
+            return near.isEmpty ? .betweenWords : .uncountedWord
+        }
+    }
+
     /// Seconds from each found word's end to its announcement, in order.
     public var delays: [Double] { matches.compactMap { m in m.detection.map { $0.announced - m.word.end } }.sorted() }
 

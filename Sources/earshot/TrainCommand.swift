@@ -167,16 +167,23 @@ enum EvaluateCommand {
         func percentile(_ p: Double) -> Double? { delays.isEmpty ? nil : delays[min(delays.count - 1, Int(Double(delays.count) * p))] }
         func seconds(_ p: Double) -> String { percentile(p).map { String(format: "%.2f s", $0) } ?? "-" }
         let hitRate = e.keywordCount > 0 ? e.hitRate : nil
+        let kinds = e.falseAlarmKinds
+        func count(_ kind: DetectionEvaluation.FalseAlarmKind) -> Int { kinds.filter { $0 == kind }.count }
         if json {
             try out(jsonLine(["model": model.name, "seconds": e.seconds, "keywords": e.keywordCount, "hits": e.hits,
                               "hitRate": hitRate ?? NSNull(), "falseAlarms": e.falseAlarms,
-                              "falseAlarmsPerHour": e.falseAlarmsPerHour, "delayMedianS": percentile(0.5) ?? NSNull(),
+                              "falseAlarmsPerHour": e.falseAlarmsPerHour,
+                              "falseAlarmsBy": Dictionary(uniqueKeysWithValues: DetectionEvaluation.FalseAlarmKind.allCases.map { ($0.rawValue, count($0)) }),
+                              "delayMedianS": percentile(0.5) ?? NSNull(),
                               "delayP90S": percentile(0.9) ?? NSNull(), "ignored": ignored.sorted()]))
         } else {
             let found = hitRate.map { String(format: " (%.1f%%)", $0 * 100) } ?? ""
-            try out(String(format: "%@ on %@ (%.1f min): %d of %d keywords found%@, %d false alarms (%.1f per hour); "
+            // Where the false alarms fell, when there are any.
+            let by = e.falseAlarms == 0 ? "" : String(format: ": %d on another keyword, %d on an uncounted word, %d repeated, %d between words",
+                                                      count(.otherWord), count(.uncountedWord), count(.repeated), count(.betweenWords))
+            try out(String(format: "%@ on %@ (%.1f min): %d of %d keywords found%@, %d false alarms (%.1f per hour%@); "
                            + "announced %@ after the word ends (median), %@ (p90); not counted: %@",
-                           model.name, path, e.seconds / 60, e.hits, e.keywordCount, found, e.falseAlarms, e.falseAlarmsPerHour,
+                           model.name, path, e.seconds / 60, e.hits, e.keywordCount, found, e.falseAlarms, e.falseAlarmsPerHour, by,
                            seconds(0.5), seconds(0.9), ignored.sorted().joined(separator: " ")))
         }
     }

@@ -19,13 +19,16 @@ struct DetectionTests {
                           Self.detection("yes", at: 1.9),   // a second report of the same word: a false alarm
                           Self.detection("yes", at: 4.2),   // during "no", of another label: a false alarm
                           Self.detection("yes", at: 8.0),   // finds word 3 at its very start (-0.6 s)
+                          Self.detection("no", at: 8.0),    // with it, during "yes": a false alarm
+                          Self.detection("no", at: 12.8),   // during the unknown word: a false alarm
                           Self.detection("no", at: 20)]     // nothing there
         let e = DetectionEvaluation(words: words, detections: detections, seconds: 1800, window: 1.0, ignored: ["_unknown_"])
         #expect(e.keywordCount == 3)
         #expect(e.hits == 2)
         #expect(e.matches.map { $0.detection?.announced } == [1.7, nil, 8.0])
-        #expect(e.falseAlarms == 3)
-        #expect(e.falseAlarmsPerHour == 6)
+        #expect(e.falseAlarms == 5)
+        #expect(e.falseAlarmsPerHour == 10)
+        #expect(e.falseAlarmKinds == [.repeated, .otherWord, .otherWord, .uncountedWord, .betweenWords])
         #expect(e.delays.count == 2 && zip(e.delays, [-0.6, 0.2]).allSatisfy { abs($0 - $1) < 1e-12 })
     }
 
