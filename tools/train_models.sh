@@ -59,7 +59,7 @@ keywords() {
       print dir "/" path "," label > out "/keywords-" (held ? "test" : "train") ".csv"
     }'
   "$earshot" train --force --data "$cache/keywords-train.csv" --group-by '([0-9a-f]{8})_nohash' --validation-split 0.15 \
-    --background _silence_ --output "$root/Models/keywords" --epochs 60 --patience 12 --augment noise,gain,shift --seed 1 \
+    --background _silence_ --output "$root/Models/keywords" --epochs 60 --patience 12 --augment noise,gain,shift,speed,mask --seed 1 \
     --context-seconds 1.5 \
     --description "Speech Commands keywords (yes no up down left right on off stop go, unknown words, silence), 16 kHz, one score per 10 ms step; trained by tools/train_models.sh." \
     --author "Earshot, from Speech Commands v0.02 test files (Pete Warden)" --license "CC BY 4.0 (the data's)"
