@@ -314,6 +314,13 @@ static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl"))
     return _mm512_srai_epi32(_mm512_slli_epi32(xi, 16), 16);  // the int16 it is stored as
 }
 
+// `a` plus one tap's products for 16 channels: the inputs from `at`, the int16 weights from `w`.
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl"))) __m512i depthwise_tap(__m512i a, const void *x, int x_codes, long at,
+                                                                                                 const short *w, __mmask16 lanes, __m512i offset) {
+    __m512i wi = _mm512_cvtepi16_epi32(_mm512_castsi512_si256(_mm512_maskz_loadu_epi16((__mmask32)lanes, w)));
+    return _mm512_add_epi32(a, _mm512_mullo_epi32(depthwise_input(x, x_codes, at, lanes, offset), wi));
+}
+
 static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl"))) void qdepthwise_avx512(
     const void *x, int x_codes, long count, const int *taps, long positions, long k, long channels, const short *w, const int *bias,
     const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi, void *y, int y_codes) {
@@ -330,20 +337,15 @@ static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl"))
             __m512i a1 = blocks > 1 ? _mm512_maskz_loadu_epi32(m1, bias + c0 + 16) : _mm512_setzero_si512();
             __m512i a2 = blocks > 2 ? _mm512_maskz_loadu_epi32(m2, bias + c0 + 32) : _mm512_setzero_si512();
             __m512i a3 = blocks > 3 ? _mm512_maskz_loadu_epi32(m3, bias + c0 + 48) : _mm512_setzero_si512();
-#define EARSHOT_DEPTHWISE_TAP(a, b, m)                                                                                          \
-    a = _mm512_add_epi32(a, _mm512_mullo_epi32(depthwise_input(x, x_codes, at + 16 * (b), m, offset),                          \
-                                               _mm512_cvtepi16_epi32(_mm512_castsi512_si256(                                    \
-                                                   _mm512_maskz_loadu_epi16((__mmask32)(m), wi + 16 * (b))))))
             for (long i = 0; i < k; i++) {
                 if (t[i] >= count) continue;  // padding adds nothing
                 long at = t[i] + c0;
                 const short *wi = w + i * channels + c0;
-                EARSHOT_DEPTHWISE_TAP(a0, 0, m0);
-                if (blocks > 1) EARSHOT_DEPTHWISE_TAP(a1, 1, m1);
-                if (blocks > 2) EARSHOT_DEPTHWISE_TAP(a2, 2, m2);
-                if (blocks > 3) EARSHOT_DEPTHWISE_TAP(a3, 3, m3);
+                a0 = depthwise_tap(a0, x, x_codes, at, wi, m0, offset);
+                if (blocks > 1) a1 = depthwise_tap(a1, x, x_codes, at + 16, wi + 16, m1, offset);
+                if (blocks > 2) a2 = depthwise_tap(a2, x, x_codes, at + 32, wi + 32, m2, offset);
+                if (blocks > 3) a3 = depthwise_tap(a3, x, x_codes, at + 48, wi + 48, m3, offset);
             }
-#undef EARSHOT_DEPTHWISE_TAP
             int32_t sums[64];
             _mm512_storeu_si512(sums, a0);
             _mm512_storeu_si512(sums + 16, a1);

@@ -141,16 +141,17 @@ public struct GraphPlan: Sendable {
 
     /// The steps without the copies that nothing reads: an output of a move that no later step
     /// reads and that is no output of the plan is not written (a move left with none, not run).
+    /// From the last step back, so that a copy read only by a copy left out goes too.
     static func pruneMoves(_ steps: [any Step], outputs: [Ref]) -> [any Step] {
-        var kept: [any Step] = []
-        for (k, step) in steps.enumerated() {
+        var kept: [any Step] = []  // the later steps kept, last first
+        for step in steps.reversed() {
             guard let move = step as? MoveStep else {
                 kept.append(step)
                 continue
             }
             let used = move.outputs.indices.filter { i in
                 let out = move.outputs[i]
-                return outputs.contains { $0.overlaps(out) } || steps[(k + 1)...].contains { $0.reads.contains { $0.overlaps(out) } }
+                return outputs.contains { $0.overlaps(out) } || kept.contains { $0.reads.contains { $0.overlaps(out) } }
             }
             if used.count == move.outputs.count {
                 kept.append(move)
@@ -159,7 +160,7 @@ public struct GraphPlan: Sendable {
                                      outputs: used.map { (move.outputs[$0], Array(move.runs[move.bounds[$0]..<move.bounds[$0 + 1]])) }))
             }
         }
-        return kept
+        return kept.reversed()
     }
 
     /// The outputs that a Where chooses whole, and the steps without those Wheres. A Where is left
