@@ -8,6 +8,7 @@ enum BenchCommand {
             throw UsageError("bench needs a subject", hint: "earshot bench " + Specs.benchSubjects.joined(separator: "|"))
         }
         switch what {
+        case "--help", "-h": try out(EarshotCommand.benchUsage)
         case "peak": try peak(Array(words.dropFirst()))
         case "features": try features(Array(words.dropFirst()))
         case "model": try model(Array(words.dropFirst()))

@@ -11,10 +11,7 @@ enum EarshotCommand {
     static var usage: String {
         var lines = ["earshot \(version): stateful audio models on Linux", "", "usage: earshot COMMAND [options] [operands]", "", "commands:"]
         let width = (Specs.all.map(\.name.count).max() ?? 10) + 2
-        for spec in Specs.all {
-            let first = spec.summary.split(separator: ".", maxSplits: 1).first.map(String.init) ?? spec.summary
-            lines.append("  " + spec.name + String(repeating: " ", count: width - spec.name.count) + CommandSpec.wrap(first + ".", indent: width + 2))
-        }
+        lines += listing(Specs.all, width: width)
         lines += ["  help [COMMAND]" + String(repeating: " ", count: max(2, width - 14)) + "this list, or a command's options",
                   "", "'earshot COMMAND --help' (or 'earshot help COMMAND') shows a command's options, defaults and examples;",
                   "'earshot --version' the version.", "",
@@ -22,6 +19,22 @@ enum EarshotCommand {
                   "66 a missing input (file, folder or model); 73 an output that cannot be created; 74 an I/O error (a read or",
                   "write failed); 1 anything else (a device, a socket). With several files, the code of the first that failed."]
         return lines.joined(separator: "\n")
+    }
+
+    /// One line per command: its name, then the first sentence of its summary, wrapped.
+    static func listing(_ specs: [CommandSpec], width: Int) -> [String] {
+        specs.map { spec in
+            let first = spec.summary.split(separator: ".", maxSplits: 1).first.map(String.init) ?? spec.summary
+            return "  " + spec.name + String(repeating: " ", count: max(2, width - spec.name.count)) + CommandSpec.wrap(first + ".", indent: width + 2)
+        }
+    }
+
+    /// `earshot help bench` and `earshot bench --help`: the benchmarks, one line each.
+    static var benchUsage: String {
+        let specs = Specs.all.filter { $0.name.hasPrefix("bench ") }
+        let width = (specs.map(\.name.count).max() ?? 10) + 2
+        return (["usage: earshot bench SUBJECT [options]", "", "subjects:"] + listing(specs, width: width)
+                + ["", "'earshot bench SUBJECT --help' shows a benchmark's options, defaults and examples."]).joined(separator: "\n")
     }
 
     /// The command named by the first words (`bench serve` takes two).
@@ -72,6 +85,8 @@ enum EarshotCommand {
                     try out(Specs.all.map(\.synopsis).joined(separator: "\n"))
                 } else if words.isEmpty {
                     try out(usage)
+                } else if words == ["bench"] {
+                    try out(benchUsage)
                 } else if let spec = spec(for: words) {
                     try out(spec.help)
                 } else {

@@ -29,6 +29,12 @@ struct HelpTests {
         let top = try runEarshot(["help"])
         #expect(top.status == 0)
         for spec in Specs.all { #expect(top.out.contains("  \(spec.name) "), "\(spec.name) listed") }
+        // The benchmarks, a command of subjects, list their subjects the same three ways.
+        let bench = try runEarshot(["help", "bench"])
+        #expect(bench.status == 0 && bench.out.hasPrefix("usage: earshot bench SUBJECT"), "\(bench.err)")
+        for subject in Specs.benchSubjects { #expect(bench.out.contains("  bench \(subject) "), "bench \(subject) listed") }
+        #expect(try runEarshot(["bench", "--help"]).out == bench.out)
+        #expect(try runEarshot(["bench", "-h"]).out == bench.out)
     }
 
     @Test("Defaults and ranges are declared once: the library's own (train's learning rate) and the parser's agree")
