@@ -16,6 +16,8 @@ public final class Model: Sendable {
     public let path: String
     /// FNV-1a 64 of weights.safetensors: identifies the weights.
     public let contentHash: String
+    /// `contentHash` as a number (see `ModelState.modelKey`).
+    let contentKey: UInt64?
     let layers: [Layer]
     /// An imported graph (then `layers` is empty and the front end is the raw block).
     let graph: GraphProgram?
@@ -168,6 +170,7 @@ public final class Model: Sendable {
             self.manifest = manifest
             self.path = path
             self.contentHash = contentHash
+            self.contentKey = ModelState.key(contentHash)
             self.layers = []
             self.shapes = []
             self.layerTypes = []
@@ -224,6 +227,7 @@ public final class Model: Sendable {
         self.manifest = manifest
         self.path = path
         self.contentHash = contentHash
+        self.contentKey = ModelState.key(contentHash)
         self.layers = layers
         self.shapes = network.map(\.input)
         self.layerTypes = network.map(\.type)
@@ -292,12 +296,21 @@ public final class Model: Sendable {
     }
 
     func check(_ block: [Float], _ state: ModelState) throws(ModelError) {
-        guard block.count == chunkSamples else { throw .inputSize(model: name, expected: chunkSamples, found: block.count) }
-        let bad = block.withUnsafeBufferPointer { earshot_first_nonfinite($0.baseAddress!, $0.count) }
+        var state = state
+        try withUnsafePointer(to: block) { b throws(ModelError) in try check(b, &state) }
+    }
+
+    /// As `check(_:_:)` on a block and a state where they lie (neither is copied, so a batch of
+    /// many streams is checked without touching more than each one's header and samples).
+    func check(_ block: UnsafePointer<[Float]>, _ state: UnsafePointer<ModelState>) throws(ModelError) {
+        let count = block.pointee.count
+        guard count == chunkSamples else { throw .inputSize(model: name, expected: chunkSamples, found: count) }
+        let bad = block.pointee.withUnsafeBufferPointer { earshot_first_nonfinite($0.baseAddress!, $0.count) }
         if bad >= 0 { throw .nonFiniteInput(model: name, sampleIndex: bad) }
-        guard state.modelHash == contentHash, state.carry.count == carryCount, state.codes.count == codeCount,
-              state.context.count == manifest.audio.contextSamples else {
-            throw .stateModelMismatch(expected: contentHash, found: state.modelHash)
+        let s = state.pointee
+        let sameModel = contentKey != nil ? s.modelKey == contentKey : s.modelHash == contentHash
+        guard sameModel, s.carry.count == carryCount, s.codes.count == codeCount, s.context.count == manifest.audio.contextSamples else {
+            throw .stateModelMismatch(expected: contentHash, found: s.modelHash)
         }
     }
 

@@ -5,6 +5,9 @@ import Foundation
 public struct ModelState: Sendable, Equatable {
     /// The content hash of the model the state belongs to.
     public let modelHash: String
+    /// `modelHash` as the number its 16 hex digits spell (nil if it is not such): a step checks
+    /// the state's model with one compare of these, not of strings.
+    let modelKey: UInt64?
     /// The last `contextSamples` samples of the previous block (zeros at stream start).
     var context: [Float]
     /// Each recurrent layer's carry, one after another (LSTM: [h][c]; GRU: [h]); a graph's float
@@ -18,10 +21,16 @@ public struct ModelState: Sendable, Equatable {
 
     init(modelHash: String, context: [Float], carry: [Float], codes: [Int8] = [], steps: Int) {
         self.modelHash = modelHash
+        self.modelKey = Self.key(modelHash)
         self.context = context
         self.carry = carry
         self.codes = codes
         self.steps = steps
+    }
+
+    /// The number 16 hex digits spell; nil for anything else.
+    static func key(_ hash: String) -> UInt64? {
+        hash.utf8.count == 16 ? UInt64(hash, radix: 16) : nil
     }
 
     /// Bytes of state per stream (context and carries as Float32, int8 state tensors a byte per value).

@@ -91,7 +91,11 @@ extension Model {
     /// A step that throws leaves every state as it was.
     public func predictions(from blocks: [[Float]], using states: inout [ModelState], into scores: inout [Float]) throws(ModelError) {
         guard blocks.count == states.count else { throw .batchSize(blocks: blocks.count, states: states.count) }
-        for i in blocks.indices { try check(blocks[i], states[i]) }
+        try blocks.withUnsafeBufferPointer { bl throws(ModelError) in
+            try states.withUnsafeBufferPointer { st throws(ModelError) in
+                for i in bl.indices { try check(bl.baseAddress! + i, st.baseAddress! + i) }
+            }
+        }
         let n = labels.count, S = stateCount
         scores.setCount(blocks.count * n)
         // A graph step that always completes reads and writes each state where it lies.
@@ -124,7 +128,7 @@ extension Model {
                                         try graph.runCompiled(streams: count, workspace: &ws.graph, audio: { b, buffer in
                                             // The streams a few ahead are brought into cache while this one is filled.
                                             if start + b + Self.prefetchAhead < st.count {
-                                                Self.prefetch(&st[start + b + Self.prefetchAhead], block: bl.baseAddress! + start + b + Self.prefetchAhead)
+                                                Self.prefetch(&st[start + b + Self.prefetchAhead])
                                             }
                                             audio(b, buffer)
                                         }, fillState: { b, i, bytes in Self.fill(graph, &st[start + b], i, into: bytes) },
@@ -179,12 +183,12 @@ extension Model {
     /// How many streams ahead of the one it fills a batched step brings into cache.
     static let prefetchAhead = 8
 
-    /// Brings a stream's state and block into cache (a hint: nothing is read or changed).
-    static func prefetch(_ state: inout ModelState, block: UnsafePointer<[Float]>) {
+    /// Brings a stream's state into cache (a hint: nothing is read or changed). Its block is
+    /// in cache already: the batch's check has just read it.
+    static func prefetch(_ state: inout ModelState) {
         state.codes.withUnsafeBufferPointer { earshot_prefetch($0.baseAddress, $0.count) }
         state.carry.withUnsafeBufferPointer { earshot_prefetch($0.baseAddress, $0.count * 4) }
         state.context.withUnsafeBufferPointer { earshot_prefetch($0.baseAddress, $0.count * 4) }
-        block.pointee.withUnsafeBufferPointer { earshot_prefetch($0.baseAddress, $0.count * 4) }
     }
 
     /// A graph's state tensor i, from where a stream keeps it (its floats or its codes) into the
