@@ -250,7 +250,7 @@ def main():
         "",
         "## Many streams: Silero VAD v6 at real-time pace",
         "",
-        "Every 32 ms tick each stream brings one block; the streams are split over the cores, each part one batched step "
+        "Every 32 ms tick each stream brings one block; the streams are split into parts of at most 256, each part one batched step, the parts taken by the cores as they come free "
         "(64 streams at a time through the network). 200 ticks per count, the first 5 dropped as warm-up. "
         "A count keeps up when the p99 tick is under 32 ms.",
         "",

@@ -172,8 +172,12 @@ enum BenchCommand {
 }
 
 extension BenchCommand {
+    /// The most streams in one part of `bench streams` (four tiles of 64).
+    static let partStreams = 256
+
     /// Many streams at real-time pace: every tick (one block of audio, 32 ms for Silero) each
-    /// stream brings one block; the streams are split over the cores, each part one batched step.
+    /// stream brings one block; the streams are split into parts of at most `partStreams`, each
+    /// part one batched step, the parts taken by the cores as they come free.
     /// A count keeps up when the p99 tick takes less than a block's duration.
     static func streams(_ words: [String]) async throws {
         let args = try Arguments(words, spec: Specs.benchStreams)
@@ -217,8 +221,12 @@ extension BenchCommand {
         for count in counts {
             // Stream s starts at a different place in the audio. Each part keeps its streams'
             // states side by side from tick to tick.
-            let parts = (0..<cores).map { p in
-                StreamPart(models: models, tickSamples: tickSamples, members: Array(stride(from: p, to: count, by: cores)))
+            // Parts of at most `partStreams`, taken by the cores as they come free: a core slowed
+            // by anything else on the machine takes fewer, and each part's blocks and state
+            // headers, read by its step's check, are still in cache when its tiles run.
+            let partCount = max(cores, (count + Self.partStreams - 1) / Self.partStreams)
+            let parts = (0..<partCount).map { p in
+                StreamPart(models: models, tickSamples: tickSamples, members: Array(stride(from: p, to: count, by: partCount)))
             }
             var tickTimes: [Double] = []
             let clock = ContinuousClock()
