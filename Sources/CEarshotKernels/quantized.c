@@ -40,6 +40,60 @@ static inline __attribute__((always_inline)) void store_requantized(const int32_
     }
 }
 
+// store_requantized on AVX-512, 16 outputs a vector: requantize's integer operations lane by
+// lane. The 64-bit products are taken for the even lanes and for the odd lanes apart (vpmuldq),
+// each rounded and divided by 2^31 toward zero in 64 bits, then the two halves interleaved back.
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl"))) __m512i high_product(__m512i ab) {
+    const __m512i zero = _mm512_setzero_si512();
+    __mmask8 negative = _mm512_cmplt_epi64_mask(ab, zero);
+    __m512i q = _mm512_add_epi64(ab, _mm512_mask_blend_epi64(negative, _mm512_set1_epi64(1LL << 30), _mm512_set1_epi64(1 - (1LL << 30))));
+    q = _mm512_mask_add_epi64(q, _mm512_cmplt_epi64_mask(q, zero), q, _mm512_set1_epi64((1LL << 31) - 1));
+    return _mm512_srai_epi64(q, 31);
+}
+
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl"))) __m512i requantize16(__m512i acc, __m512i multiplier,
+                                                                                                   __m512i shift) {
+    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1), min = _mm512_set1_epi32(INT32_MIN);
+    __m512i left = _mm512_max_epi32(shift, zero);
+    __m512i right = _mm512_min_epi32(_mm512_max_epi32(_mm512_sub_epi32(zero, shift), zero), _mm512_set1_epi32(31));
+    __m512i a = _mm512_sllv_epi32(acc, left);
+    __m512i even = high_product(_mm512_mul_epi32(a, multiplier));
+    __m512i odd = high_product(_mm512_mul_epi32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(multiplier, 32)));
+    __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
+    __mmask16 saturated = _mm512_cmpeq_epi32_mask(a, min) & _mm512_cmpeq_epi32_mask(multiplier, min);
+    high = _mm512_mask_mov_epi32(high, saturated, _mm512_set1_epi32(INT32_MAX));
+    __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
+    __m512i threshold = _mm512_add_epi32(_mm512_srai_epi32(mask, 1), _mm512_srli_epi32(high, 31));
+    __m512i r = _mm512_srav_epi32(high, right);
+    return _mm512_mask_add_epi32(r, _mm512_cmpgt_epi32_mask(_mm512_and_si512(high, mask), threshold), r, one);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void store_requantized_avx512(const int32_t *acc, long n, const int *multiplier,
+                                                                                       const int *shift, int output_offset, int lo, int hi,
+                                                                                       void *y, int y_codes, long at) {
+    const __m512i offset = _mm512_set1_epi32(output_offset), low = _mm512_set1_epi32(lo), high = _mm512_set1_epi32(hi);
+    for (long o = 0; o < n; o += 16) {
+        __mmask16 lanes = (__mmask16)(n - o >= 16 ? 0xffff : (1U << (n - o)) - 1);
+        __m512i r = requantize16(_mm512_maskz_loadu_epi32(lanes, acc + o), _mm512_maskz_loadu_epi32(lanes, multiplier + o),
+                                 _mm512_maskz_loadu_epi32(lanes, shift + o));
+        r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, offset), low), high);
+        if (y_codes) {
+            _mm512_mask_cvtepi32_storeu_epi8((signed char *)y + at + o, lanes, r);
+        } else {
+            _mm512_mask_storeu_ps((float *)y + at + o, lanes, _mm512_cvtepi32_ps(r));
+        }
+    }
+}
+
+void earshot_requantize_many(const int *acc, long n, const int *multiplier, const int *shift, int output_offset, int lo, int hi, int path,
+                             signed char *y) {
+    if (path > 0 && earshot_int8_paths() > 1) {
+        store_requantized_avx512(acc, n, multiplier, shift, output_offset, lo, hi, y, 1, 0);
+    } else {
+        store_requantized(acc, n, multiplier, shift, output_offset, lo, hi, y, 1, 0);
+    }
+}
+
 // A value held as a float, as an int16 (whole numbers in range are exact; others are clamped,
 // NaN taken as the lowest).
 static inline int as_int16(float v) { return (int)__builtin_fminf(__builtin_fmaxf(v, -32768.0f), 32767.0f); }
@@ -198,14 +252,19 @@ static inline __attribute__((always_inline)) int32_t dot16(const short *a, const
 static inline __attribute__((always_inline)) void field_outputs(pair_products products, const int32_t *in, long count,
                                                                 const char *wg, long stride, long g, long per_group,
                                                                 const int *first, const int *multiplier, const int *shift,
-                                                                int output_offset, int lo, int hi, void *y, int y_codes, long at) {
+                                                                int output_offset, int lo, int hi, void *y, int y_codes, long at,
+                                                                int wide) {
     for (long j0 = 0; j0 < per_group; j0 += 64) {
         long n = per_group - j0 < 64 ? per_group - j0 : 64;
         int32_t acc[64];
         long o0 = g * per_group + j0;
         for (long j = 0; j < n; j++) acc[j] = first[o0 + j];
         products(in, count, (const short *)(wg + j0 * 4), stride, n, acc);
-        store_requantized(acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y, y_codes, at + o0);
+        if (wide) {
+            store_requantized_avx512(acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y, y_codes, at + o0);
+        } else {
+            store_requantized(acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y, y_codes, at + o0);
+        }
     }
 }
 
@@ -238,7 +297,7 @@ static void qconv_quads(const signed char *x, long count, const int *fields, lon
                 in = field;
             }
             field_outputs(quad_products_vnni, in, quads, (const char *)wg, stride, g, per_group, base, multiplier, shift, output_offset,
-                          lo, hi, y, y_codes, p * outputs);
+                          lo, hi, y, y_codes, p * outputs, 1);
         }
     }
 }
@@ -294,7 +353,7 @@ void earshot_qconv(const void *x, int x_codes, long count, const int *fields, lo
                 in = field;
             }
             field_outputs(products, in, pairs, (const char *)wg, stride, g, per_group, bias, multiplier, shift, output_offset, lo, hi, y,
-                          y_codes, p * outputs);
+                          y_codes, p * outputs, products != pair_products_baseline);
         }
     }
 }
@@ -351,7 +410,7 @@ static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl"))
             _mm512_storeu_si512(sums + 16, a1);
             _mm512_storeu_si512(sums + 32, a2);
             _mm512_storeu_si512(sums + 48, a3);
-            store_requantized(sums, n, multiplier + c0, shift + c0, output_offset, lo, hi, y, y_codes, p * channels + c0);
+            store_requantized_avx512(sums, n, multiplier + c0, shift + c0, output_offset, lo, hi, y, y_codes, p * channels + c0);
         }
     }
 }

@@ -34,6 +34,36 @@ struct KernelTests {
         }
     }
 
+    @Test("Requantization on each int8 path equals TFLite's MultiplyByQuantizedMultiplier, offset and clamped: saturation, rounding and the tail included")
+    func requantization() {
+        var random = SeededRandom(seed: 23)
+        let edges: [Int32] = [.min, .min + 1, -(1 << 30), -1, 0, 1, 1 << 30, .max - 1, .max]
+        let multipliers: [Int32] = [.min, 1 << 30, (1 << 30) + 1, .max]
+        // 1001 values: a tail that is not a whole vector, every edge against every edge multiplier.
+        var acc: [Int32] = [], multiplier: [Int32] = [], shift: [Int32] = []
+        for a in edges { for m in multipliers { for s: Int32 in [-40, -31, -7, -1, 0, 1, 3] { acc.append(a); multiplier.append(m); shift.append(s) } } }
+        while acc.count < 1001 {
+            acc.append(Int32.random(in: .min ... .max, using: &random))
+            multiplier.append(Bool.random(using: &random) ? Int32.random(in: (1 << 30) ... .max, using: &random) : Int32.random(in: .min ... .max, using: &random))
+            shift.append(Int32.random(in: -33...6, using: &random))
+        }
+        // Exact halves of the rounding shift: where half away from zero and half up differ.
+        acc[990] = 3 << 20; multiplier[990] = 1 << 30; shift[990] = -2
+        acc[991] = -(3 << 20); multiplier[991] = 1 << 30; shift[991] = -2
+        for (offset, lo, hi) in [(Int32(-5), Int32(-128), Int32(127)), (17, -100, 90)] {
+            let expected = acc.indices.map { i -> Int8 in
+                let v = Quantized.multiply(acc[i], multiplier[i], Int(shift[i])) &+ offset
+                return Int8(min(max(v, lo), hi))
+            }
+            for path in 0..<earshot_int8_paths() {
+                var y = [Int8](repeating: 0, count: acc.count)
+                earshot_requantize_many(acc, acc.count, multiplier, shift, offset, lo, hi, path, &y)
+                let wrong = acc.indices.filter { y[$0] != expected[$0] }
+                #expect(wrong.isEmpty, "path \(path), offset \(offset): \(wrong.count) differ, first at \(wrong.first.map { "acc \(acc[$0]) multiplier \(multiplier[$0]) shift \(shift[$0]): \(y[$0]) not \(expected[$0])" } ?? "")")
+            }
+        }
+    }
+
     @Test("The first NaN or infinity is found wherever it is, in vectors and in the tail")
     func firstNonFinite() {
         for n in 1...40 {

@@ -164,6 +164,10 @@ void earshot_qdepthwise(const void *x, int x_codes, long count, const int *taps,
 void earshot_quantize(const float *x, long n, double scale, double zero, float lo, float hi, void *y, int y_codes);
 // TFLite's MultiplyByQuantizedMultiplier (doubling high multiply, rounding shift).
 int earshot_requantize(int acc, int multiplier, int shift);
+// n accumulators requantized (multiplier[i], shift[i]), offset, clamped to [lo, hi] and stored as
+// codes, on int8 path `path` (0 plain C; above 0 AVX-512, where the CPU has it): every path the same.
+void earshot_requantize_many(const int *acc, long n, const int *multiplier, const int *shift, int output_offset, int lo, int hi, int path,
+                             signed char *y);
 // Int8 codes to whole-number floats and back (where a float step reads a tensor held as codes, or
 // a caller asks for floats). To floats: exact. To codes: rounded to the nearest whole number and saturated
 // to -128...127, NaN to 0 (the values are whole numbers in that range already; this only keeps
