@@ -120,7 +120,7 @@ def main():
     oww_pipeline = [run_json([PY, "tools/bench_openwakeword_pipeline.py", "--rounds", "5", "--head", h, "--json"])
                     for h in ("alexa_v0.1", "hey_mycroft_v0.1")]
     wake_streams = run_json([EARSHOT, "bench", "streams", "--model", "okay-nabu", "--ticks", "100",
-                             "--counts", "2000,4000,6000,7000,8000,9000,10000", "--json"])
+                             "--counts", "2000,4000,6000,8000,9000,10000,11000,12000", "--json"])
     wake_vad_streams = run_json([EARSHOT, "bench", "streams", "--model", "okay-nabu,silero-vad", "--ticks", "20",
                                  "--counts", "500,1000,1500,2000,2500,3000", "--json"])
     layers_streams = run_json([EARSHOT, "bench", "streams", "--model", "Tests/Fixtures/silero-vad-layers", "--ticks", "100",
@@ -128,7 +128,7 @@ def main():
     offline = run_json([PY, "tools/bench_offline.py", "--repeat", "3", "--json"])
     thousand = run_json([EARSHOT, "bench", "streams", "--ticks", "20", "--counts", "1000", "--json"])
     streams = run_json([EARSHOT, "bench", "streams", "--ticks", "200",
-                        "--counts", "1000,2000,3000,4000,5000,6000,8000,10000,12000,14000", "--json"])
+                        "--counts", "1000,2000,3000,4000,5000,6000,7000,8000,10000,12000,14000", "--json"])
     peak = run_json([EARSHOT, "bench", "peak", "--json"])
     allocations = subprocess.run(["bash", "tools/count_allocations.sh"], cwd=ROOT, check=True, capture_output=True,
                                  text=True).stdout.strip().splitlines()[-1]
