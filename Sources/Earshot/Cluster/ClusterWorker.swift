@@ -135,7 +135,11 @@ public final class ClusterWorker {
         return summary
     }
 
-    private static func format(_ s: Double) -> String { s >= 1 ? String(Int(s)) : String(Int(s * 1000)) + "e-3" }
+    /// Seconds as people read them in a log: whole seconds bare, else to the millisecond (0.1, 1.6).
+    private static func format(_ s: Double) -> String {
+        let ms = Int((s * 1000).rounded())
+        return ms % 1000 == 0 ? String(ms / 1000) : String(Double(ms) / 1000)
+    }
 
     private func setUp(_ c: RedisConnection) throws(RedisError) {
         try createGroup(keys.sources, c)
