@@ -28,9 +28,11 @@ public struct ModelState: Sendable, Equatable {
         self.steps = steps
     }
 
-    /// The number 16 hex digits spell; nil for anything else.
+    /// The number 16 lowercase hex digits spell; nil for anything else (so that two hashes have
+    /// the same key only when they are the same string).
     static func key(_ hash: String) -> UInt64? {
-        hash.utf8.count == 16 ? UInt64(hash, radix: 16) : nil
+        guard hash.utf8.count == 16, hash.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return nil }
+        return UInt64(hash, radix: 16)
     }
 
     /// Bytes of state per stream (context and carries as Float32, int8 state tensors a byte per value).

@@ -82,5 +82,17 @@ struct DamagedInputTests {
         #expect(throws: ModelError.stateModelMismatch(expected: model.contentHash, found: other.contentHash)) {
             try model.prediction(from: [Float](repeating: 0, count: 512), using: &state)
         }
+        // In a batch: the step is refused and no state moves, its own streams' included.
+        let block = [Float](repeating: 0.25, count: 512)
+        var states = [model.makeState(), other.makeState(), model.makeState()]
+        let before = states
+        #expect(throws: ModelError.stateModelMismatch(expected: model.contentHash, found: other.contentHash)) {
+            try model.predictions(from: [block, block, block], using: &states)
+        }
+        #expect(states == before)
+        // Equal hashes are the only ones a step takes: the key a step compares is the hash's number.
+        #expect(ModelState.key(model.contentHash) != nil && ModelState.key(model.contentHash) != ModelState.key(other.contentHash))
+        #expect(ModelState.key(model.contentHash.uppercased()) == nil || model.contentHash == model.contentHash.uppercased())
+        #expect(ModelState.key("+" + model.contentHash.dropFirst()) == nil)
     }
 }
