@@ -428,10 +428,52 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void qdepthwise_avx5
     qdepthwise_avx512(x, 0, count, taps, positions, k, channels, w, bias, multiplier, shift, input_offset, output_offset, lo, hi, y, y_codes);
 }
 
+// earshot_qdepthwise on AVX-512 VNNI for taps that all lie inside the input (no padding), on
+// codes, 32 channels at a time (the last block masked) and two taps a vpdpwssd. The two taps'
+// codes, widened to int16, are interleaved by vpunpck[lh]wd, which works within 128-bit lanes: one
+// sum holds channels 0-3, 8-11, 16-19 and 24-27 of the 32, the other 4-7, 12-15, 20-23 and 28-31
+// (w2 is laid out to match: pair j, block b at (j * blocks + b) * 64, the first sum's 16
+// (w[2j], w[2j + 1]) pairs, then the second's, zeros past the channels), and the two are put back
+// in order before the requantization. The input offset's products are in `base` (bias + offset x
+// the sum of the channel's weights, blocks * 32 of them); the sums wrap as int32, so their bits are
+// the reference's.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void qdepthwise_pairs(
+    const signed char *x, const int *taps, long positions, long k, long channels, const short *w2, const int *base, const int *multiplier,
+    const int *shift, int output_offset, int lo, int hi, void *y, int y_codes) {
+    const long pairs = (k + 1) / 2, blocks = (channels + 31) / 32;
+    const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+    const __m512i second = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+    for (long p = 0; p < positions; p++) {
+        const int *t = taps + p * k;
+        for (long b = 0; b < blocks; b++) {
+            const long c0 = 32 * b, n = channels - c0 < 32 ? channels - c0 : 32;
+            const __mmask32 lanes = n == 32 ? 0xFFFFFFFFu : (1U << n) - 1;
+            __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
+            for (long j = 0; j < pairs; j++) {
+                const long ta = t[2 * j], tb = 2 * j + 1 < k ? t[2 * j + 1] : ta;  // a missing second tap weighs 0
+                __m512i a = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(lanes, x + ta + c0));
+                __m512i c = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(lanes, x + tb + c0));
+                const short *wj = w2 + (j * blocks + b) * 64;
+                low = _mm512_dpwssd_epi32(low, _mm512_unpacklo_epi16(a, c), _mm512_loadu_si512((const void *)wj));
+                high = _mm512_dpwssd_epi32(high, _mm512_unpackhi_epi16(a, c), _mm512_loadu_si512((const void *)(wj + 32)));
+            }
+            int32_t sums[32];
+            _mm512_storeu_si512(sums, _mm512_add_epi32(_mm512_permutex2var_epi32(low, first, high), _mm512_loadu_si512((const void *)(base + c0))));
+            _mm512_storeu_si512(sums + 16,
+                                _mm512_add_epi32(_mm512_permutex2var_epi32(low, second, high), _mm512_loadu_si512((const void *)(base + c0 + 16))));
+            store_requantized_avx512(sums, n, multiplier + c0, shift + c0, output_offset, lo, hi, y, y_codes, p * channels + c0);
+        }
+    }
+}
+
 CLONES
 void earshot_qdepthwise(const void *x, int x_codes, long count, const int *taps, long positions, long k, long channels, const short *w,
                         const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
-                        short *scratch, void *y, int y_codes) {
+                        short *scratch, void *y, int y_codes, const short *w2, const int *base) {
+    if (w2 && base && x_codes && chosen_path() == pair_products_vnni) {
+        qdepthwise_pairs((const signed char *)x, taps, positions, k, channels, w2, base, multiplier, shift, output_offset, lo, hi, y, y_codes);
+        return;
+    }
     if (chosen_path() != pair_products_baseline) {
         (x_codes ? qdepthwise_avx512_codes : qdepthwise_avx512_floats)(x, count, taps, positions, k, channels, w, bias, multiplier, shift,
                                                                        input_offset, output_offset, lo, hi, y, y_codes);

@@ -22,6 +22,10 @@ struct QuantizedProductStep: Step {
     /// the VNNI path on codes (empty when the weights or the offset do not allow it).
     let quads: [Int8]
     let base: [Int32]
+    /// A depthwise convolution's weights in pairs of taps and its bias with the input offset's
+    /// products folded in, for `earshot_qdepthwise`'s VNNI path (empty when it does not apply).
+    var depthPairs: [Int16] = []
+    var depthBase: [Int32] = []
 
     static func isContiguous(_ fields: [Int32], groups: Int, positions: Int, k: Int) -> Bool {
         groups == 1 && (positions == 1 || k % 2 == 0) && fields.count == positions * k && fields.indices.allSatisfy { fields[$0] == Int32($0) }
@@ -48,9 +52,14 @@ struct QuantizedProductStep: Step {
                             let (xCodes, yCodes): (Int32, Int32) = (x.coded ? 1 : 0, y.coded ? 1 : 0)
                             for stream in 0..<c.streams {
                                 if channelTaps {
-                                    earshot_qdepthwise(c.bytes(x, stream), xCodes, x.count, f.baseAddress!, positions, k, groups, w.baseAddress!,
-                                                       b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
-                                                       scratch.assumingMemoryBound(to: Int16.self), c.bytes(y, stream), yCodes)
+                                    depthPairs.withUnsafeBufferPointer { w2 in
+                                        depthBase.withUnsafeBufferPointer { base in
+                                            earshot_qdepthwise(c.bytes(x, stream), xCodes, x.count, f.baseAddress!, positions, k, groups, w.baseAddress!,
+                                                               b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
+                                                               scratch.assumingMemoryBound(to: Int16.self), c.bytes(y, stream), yCodes,
+                                                               w2.baseAddress, base.baseAddress)
+                                        }
+                                    }
                                 } else {
                                     quads.withUnsafeBufferPointer { w4 in
                                         base.withUnsafeBufferPointer { base in
@@ -91,6 +100,36 @@ struct QuantizedProductStep: Step {
                 }
                 base[o] = bias[o] &+ (inputOffset &- 128) &* sum
             }
+        }
+        return (laid, base)
+    }
+
+    /// A depthwise convolution's weights [k][channels] in the layout `earshot_qdepthwise`'s VNNI
+    /// path reads (pair j of taps, block b of 32 channels at (j × blocks + b) × 64: the (w[2j][c],
+    /// w[2j + 1][c]) of channels 0-3, 8-11, 16-19, 24-27 of the block, then of 4-7, 12-15, 20-23,
+    /// 28-31, a missing second tap or channel 0), and the bias plus the input offset times the sum
+    /// of each channel's weights (wrapping, as the kernel's sums do; 32 a block, 0 past the
+    /// channels). Nil unless the input is codes and every tap lies inside it (each tap's channels
+    /// below `count`: padding would add the offset's products too).
+    static func depthwisePairs(_ weights: [Int16], taps: [Int32], count: Int, coded: Bool, k: Int, channels: Int, bias: [Int32],
+                               inputOffset: Int32) -> (pairs: [Int16], base: [Int32])? {
+        guard coded, channels > 0, weights.count == k * channels, bias.count == channels,
+              taps.allSatisfy({ $0 >= 0 && Int($0) + channels <= count }) else { return nil }
+        let pairs = (k + 1) / 2, blocks = (channels + 31) / 32
+        let order = [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27].flatMap { [$0, $0 + 4] }.enumerated()
+            .sorted { ($0.offset % 2, $0.offset / 2) < ($1.offset % 2, $1.offset / 2) }.map(\.element)
+        var laid = [Int16](repeating: 0, count: pairs * blocks * 64)
+        for j in 0..<pairs {
+            for b in 0..<blocks {
+                for (q, c) in order.enumerated() where 32 * b + c < channels {
+                    let at = (j * blocks + b) * 64 + 2 * q, channel = 32 * b + c
+                    laid[at] = weights[2 * j * channels + channel]
+                    if 2 * j + 1 < k { laid[at + 1] = weights[(2 * j + 1) * channels + channel] }
+                }
+            }
+        }
+        let base = (0..<(blocks * 32)).map { c in
+            c < channels ? bias[c] &+ inputOffset &* (0..<k).reduce(Int32(0)) { $0 &+ Int32(weights[$1 * channels + c]) } : 0
         }
         return (laid, base)
     }
@@ -319,12 +358,17 @@ extension Builder {
         refs[g.outputs[0]] = y
         let quads = channelTaps || !xRef.coded ? nil
             : QuantizedProductStep.quadLayout(weights, groups: groups, perGroup: perGroup, k: k, bias: bias, inputOffset: q.inputOffset)
-        let step = QuantizedProductStep(x: xRef, y: y, fields: fields, groups: groups, positions: positions, k: k, perGroup: perGroup,
+        var step = QuantizedProductStep(x: xRef, y: y, fields: fields, groups: groups, positions: positions, k: k, perGroup: perGroup,
                                         weights: channelTaps ? weights : QuantizedProductStep.pairLayout(weights, groups: groups, perGroup: perGroup, k: k), bias: bias, multipliers: q.multipliers, shifts: q.shifts.map { Int32($0) },
                                         inputOffset: q.inputOffset, outputOffset: q.outputOffset, low: q.low, high: q.high,
                                         channelTaps: channelTaps,
                                         contiguous: !channelTaps && QuantizedProductStep.isContiguous(fields, groups: groups, positions: positions, k: k),
                                         quads: quads?.quads ?? [], base: quads?.base ?? [])
+        if channelTaps, let pairs = QuantizedProductStep.depthwisePairs(weights, taps: fields, count: xRef.count, coded: xRef.coded, k: k,
+                                                                       channels: groups, bias: bias, inputOffset: q.inputOffset) {
+            step.depthPairs = pairs.pairs
+            step.depthBase = pairs.base
+        }
         steps.append(step)
         scratchSize = max(scratchSize, step.scratch)
         return channelTaps ? "int8 depthwise" : "int8 product"

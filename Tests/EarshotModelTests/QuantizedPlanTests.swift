@@ -43,4 +43,17 @@ struct QuantizedPlanTests {
             }
         }
     }
+
+    @Test("Every depthwise convolution has its weights in pairs of taps and its offset folded, so that on VNNI it runs two taps an instruction",
+          arguments: models)
+    func depthwiseInPairs(_ name: String) throws {
+        let plan = try Self.plan(name)
+        let depthwise = plan.steps.compactMap { $0 as? QuantizedProductStep }.filter(\.channelTaps)
+        #expect(depthwise.count >= 4)
+        for step in depthwise {
+            let blocks = (step.groups + 31) / 32
+            #expect(step.depthPairs.count == (step.k + 1) / 2 * blocks * 64, "\(name): k \(step.k), \(step.groups) channels")
+            #expect(step.depthBase.count == blocks * 32)
+        }
+    }
 }
