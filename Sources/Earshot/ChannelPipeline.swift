@@ -286,6 +286,10 @@ extension ChannelPipeline {
         pendingOffset = 0
         modelSamples = try r.int(in: 0...(1 << 52), "model samples")
         sourceSamples = s.sourceSamples
+        // Steps whose samples pass 2^52 are no stream's (and their sample counts would overflow).
+        guard s.steps <= (1 << 52) / max(model.chunkSamples, 1) else {
+            throw .snapshot(reason: "\(s.steps) steps of \(model.chunkSamples) samples are more than 2^52 samples")
+        }
         steps = s.steps
         inputEnded = try r.bool()
         failed = try r.bool()

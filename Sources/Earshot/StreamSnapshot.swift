@@ -143,19 +143,19 @@ struct SnapshotReader {
     mutating func optionalDouble(_ what: String) throws(StreamError) -> Double? { try bool() ? try double(what) : nil }
     mutating func optionalInt(in range: ClosedRange<Int>, _ what: String) throws(StreamError) -> Int? { try bool() ? try int(in: range, what) : nil }
     mutating func bytes8() throws(StreamError) -> [UInt8] {
-        let n = try int(in: 0...(bytes.count - offset - 8), "a byte count")
+        let n = try int(in: 0...max(0, bytes.count - offset - 8), "a byte count")
         return Array(try take(n, "bytes"))
     }
     mutating func string() throws(StreamError) -> String { String(decoding: try bytes8(), as: UTF8.self) }
     mutating func floats() throws(StreamError) -> [Float] {
-        let n = try int(in: 0...((bytes.count - offset - 8) / 4), "a sample count")
+        let n = try int(in: 0...max(0, (bytes.count - offset - 8) / 4), "a sample count")
         let raw = try take(4 * n, "samples")
         let values = raw.withUnsafeBytes { b in (0..<n).map { Float(bitPattern: UInt32(littleEndian: b.loadUnaligned(fromByteOffset: 4 * $0, as: UInt32.self))) } }
         if let bad = values.firstIndex(where: { !$0.isFinite }) { throw .snapshot(reason: "sample \(bad) of \(n) is \(values[bad])") }
         return values
     }
     mutating func doubles() throws(StreamError) -> [Double] {
-        let n = try int(in: 0...((bytes.count - offset - 8) / 8), "a value count")
+        let n = try int(in: 0...max(0, (bytes.count - offset - 8) / 8), "a value count")
         var out: [Double] = []
         out.reserveCapacity(n)
         for _ in 0..<n { out.append(try double("a score sum")) }

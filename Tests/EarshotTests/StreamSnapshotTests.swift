@@ -111,9 +111,17 @@ struct WholeStreamSnapshotTests {
             }
         }
         #expect(refusedCount > 0, "seed \(random.seed)")
-        // Every cut of the bytes is refused, none crashes.
+        // Every cut of the bytes is refused, none crashes; and every cut with its checksum made
+        // right again (the fields end early: a count, a string, a number cut in two).
         for n in stride(from: 0, to: bytes.count, by: max(1, bytes.count / 200)) {
             #expect(throws: StreamError.self) { try StreamSnapshot(serialized: Array(bytes.prefix(n))) }
+        }
+        for n in 9..<(bytes.count - 4) {
+            var cut = Array(bytes.prefix(n))
+            withUnsafeBytes(of: CRC32C.checksum(cut).littleEndian) { cut += $0 }
+            #expect(throws: StreamError.self, "cut at \(n)") {
+                _ = try StreamClassifier(model: Fixtures.model, restoring: try StreamSnapshot(serialized: cut))
+            }
         }
     }
 }
