@@ -275,25 +275,34 @@ struct ClusterTests {
         try raw("gap", [["seq", "1", "rate", "16000", "channels", "1", "format", "s16", "audio", pcm],
                         ["seq", "3", "rate", "16000", "channels", "1", "format", "s16", "audio", pcm]])
         try raw("no-seq", [["rate", "16000", "channels", "1", "format", "s16", "audio", pcm]])
+        // Numbers at the ends of Int: a seq whose next would overflow is refused; a publish time
+        // no publisher wrote is no latency figure, and the source runs.
+        try raw("huge-seq", [["seq", "9223372036854775807", "rate", "16000", "channels", "1", "format", "s16", "audio", pcm]])
+        try raw("odd-time", [["seq", "1", "rate", "16000", "channels", "1", "format", "s16", "t", "-9223372036854775808", "audio", pcm],
+                             ["seq", "2", "end", "1"]])
         // Checkpoints made by another model: with the audio all there, the source starts again
         // from its first entry; with its first entries gone, it fails.
         let wake = try StreamClassifier(model: WholeStreamSnapshotTests.wakeModel)
         let foreign = await wake.snapshot().serialized()
         let restartable = try SourcePublisher(connection: c, source: "foreign", sampleRate: rate)
         let trimmed = try SourcePublisher(connection: c, source: "trimmed", sampleRate: rate)
-        for p in [good, restartable, trimmed] {
+        let hugeCheckpoint = try SourcePublisher(connection: c, source: "huge-checkpoint", sampleRate: rate)
+        for p in [good, restartable, trimmed, hugeCheckpoint] {
             for at in stride(from: 0, to: samples.count, by: 4410) { try p.append(Array(samples[at..<min(at + 4410, samples.count)])) }
             try p.end()
         }
-        let firstIDs = StreamReplies.entries(try c.expect(["XRANGE", "earshot:audio:trimmed", "-", "+", "COUNT", "3"])).map(\.id)
-        try c.expect(["XDEL", "earshot:audio:trimmed"] + firstIDs.map { RedisArgument($0) })
-        for id in ["foreign", "trimmed"] {
+        for id in ["trimmed", "huge-checkpoint"] {
+            let firstIDs = StreamReplies.entries(try c.expect(["XRANGE", RedisArgument("earshot:audio:\(id)"), "-", "+", "COUNT", "3"])).map(\.id)
+            try c.expect(["XDEL", RedisArgument("earshot:audio:\(id)")] + firstIDs.map { RedisArgument($0) })
+        }
+        for id in ["foreign", "trimmed", "huge-checkpoint"] {
             let entry = StreamReplies.entries(try c.expect(["XRANGE", RedisArgument("earshot:audio:\(id)"), "-", "+", "COUNT", "10"])).last?.id ?? ""
-            try c.expect(["HSET", RedisArgument("earshot:checkpoint:\(id)"), "seq", "10", "entry", RedisArgument(entry), "model", "other",
+            let seq: RedisArgument = id == "huge-checkpoint" ? "9223372036854775807" : "10"
+            try c.expect(["HSET", RedisArgument("earshot:checkpoint:\(id)"), "seq", seq, "entry", RedisArgument(entry), "model", "other",
                           "snapshot", RedisArgument(bytes: foreign), "done", "0"])
         }
         let worker = try WorkerProcess(name: "strict", redis: redis)
-        let ids = ["good", "bad-rate", "bad-audio", "gap", "no-seq", "foreign", "trimmed"]
+        let ids = ["good", "bad-rate", "bad-audio", "gap", "no-seq", "huge-seq", "odd-time", "foreign", "trimmed", "huge-checkpoint"]
         let deadline = Date().addingTimeInterval(30)
         var got: [String: [ClusterEvent]] = [:]
         while Date() < deadline {
@@ -313,6 +322,10 @@ struct ClusterTests {
         #expect(error("no-seq")?.contains("no seq field") == true, "\(got["no-seq"] ?? [])")
         #expect(Self.segmentsOf(got["foreign"] ?? []) == label, "\(got["foreign"] ?? [])")
         #expect(error("trimmed")?.contains("no longer there") == true, "\(got["trimmed"] ?? [])")
+        #expect(error("huge-seq")?.contains("no seq field") == true, "\(got["huge-seq"] ?? [])")
+        #expect(error("odd-time") == nil && got["odd-time"]?.contains { if case .end = $0.kind { return true }; return false } == true,
+                "\(got["odd-time"] ?? [])")
+        #expect(error("huge-checkpoint")?.contains("is not an entry number") == true, "\(got["huge-checkpoint"] ?? [])")
         #expect(worker.stderr.contains("starting it again from its first entry"))
         #expect(worker.stop() == 0)
     }

@@ -75,15 +75,20 @@ struct AudioEntry {
     /// When the publisher wrote it (microseconds since 1970), for latency figures.
     var publishedMicros: Int?
 
+    /// The largest entry number: far beyond any stream's life (2^53 entries of 1 ms is 285,000
+    /// years), and the next one's number never overflows.
+    static let maxSeq = 1 << 53
+
     /// Reads the fields of an XREADGROUP / XRANGE entry.
     init(id: String, fields: [RedisReply], source: String) throws(ClusterError) {
         func bad(_ why: String) -> ClusterError { .malformedEntry(source: source, entry: id, reason: why) }
         let map = StreamReplies.pairs(fields)
         func int(_ key: String) -> Int? { map[key].flatMap { Int(String(decoding: $0, as: UTF8.self)) } }
         self.id = id
-        guard let seq = int("seq"), seq >= 1 else { throw bad("no seq field (a whole number >= 1)") }
+        guard let seq = int("seq"), (1...Self.maxSeq).contains(seq) else { throw bad("no seq field (a whole number in 1...2^53)") }
         self.seq = seq
-        publishedMicros = int("t")
+        // A time no publisher could have written is no latency figure.
+        publishedMicros = int("t").flatMap { (0...(1 << 60)).contains($0) ? $0 : nil }
         if map["end"] != nil {
             end = true; rate = 0; channels = 0; samples = []
             return

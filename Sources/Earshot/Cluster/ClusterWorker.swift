@@ -309,8 +309,11 @@ public final class ClusterWorker {
             return
         }
         var replayFromStart = false
-        if let bytes = checkpoint["snapshot"], let seq = text("seq").flatMap(Int.init), let entry = text("entry") {
+        if let bytes = checkpoint["snapshot"], let seqText = text("seq"), let entry = text("entry") {
+            // A number out of range stands as 0 in what the failure says; the checkpoint is refused.
+            let seq = Int(seqText).flatMap { (0...AudioEntry.maxSeq).contains($0) ? $0 : nil }
             do {
+                guard let seq else { throw StreamError.snapshot(reason: "the checkpoint's seq '\(seqText)' is not an entry number (0...2^53)") }
                 let snapshot = try StreamSnapshot(serialized: bytes)
                 o.channel = try channels.add(restoring: snapshot, kind: .live)
                 o.lastSeq = seq
@@ -325,7 +328,7 @@ public final class ClusterWorker {
                     replayFromStart = true
                 } else {
                     owned[id] = o
-                    try fail(id, reason: "its checkpoint was refused (\(error)) and its audio from the start is no longer there", seq: seq + 1, c)
+                    try fail(id, reason: "its checkpoint was refused (\(error)) and its audio from the start is no longer there", seq: (seq ?? 0) + 1, c)
                     return
                 }
             }
