@@ -113,6 +113,24 @@ def main():
         b[at0] = 127
     cases["unknown-operator.tflite"] = bytes(b)
 
+    # A shape whose empty axis hides a huge product (zeros count as ones against the limit).
+    b = bytearray(src)
+    start, count, _ = vector(b, tensors[0], 0)
+    for i in range(count):
+        struct.pack_into("<i", b, start + 4 * i, 0 if i == count - 1 else 0x7FFFFFFF)
+    cases["empty-axis-hides-huge.tflite"] = bytes(b)
+
+    # The dense layer's weights with a zero point no 8-bit tensor has (-2^63: negating it overflows).
+    dense = next(op for op in operators if code_of(op) == 9)
+    dense_inputs, _, _ = vector(src, dense, 1)
+    weights = tensors[struct.unpack_from("<i", src, dense_inputs + 4)[0]]
+    quant = table(src, follow(src, field(src, weights, 4)))
+    zeros_start, zeros_count, _ = vector(src, quant, 3)
+    assert zeros_count >= 1
+    b = bytearray(src)
+    struct.pack_into("<q", b, zeros_start, -(1 << 63))
+    cases["weights-zero-point-huge.tflite"] = bytes(b)
+
     for name, data in cases.items():
         (OUT / name).write_bytes(data)
     (OUT / "README.md").write_text(

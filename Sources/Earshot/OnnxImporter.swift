@@ -177,7 +177,9 @@ public struct OnnxImporter {
             audioShape[audioShape.count - 1] = context + chunk
         }
         let fixedShape = audioShape.map { $0 ?? 1 }  // a batch or other named size: one stream
-        let block = fixedShape.reduce(1, *)
+        guard let block = elementCount(fixedShape), block <= 1 << 24 else {
+            throw interface("the audio input's shape \(fixedShape) is too large (at most 2^24 values a step)", "export the model for one stream's block")
+        }
         let chunk = options.chunkSamples ?? block - context
         guard fixedShape.allSatisfy({ $0 > 0 }), chunk > 0, chunk + context == block else {
             throw interface("the audio input takes \(fixedShape) = \(block) values, not context \(context) + chunk \(chunk)",
@@ -195,14 +197,18 @@ public struct OnnxImporter {
                 throw interface("state '\(s.input)' has no declared shape", "export it with a fixed shape")
             }
             let shape = dims.map { d -> Int in if case let .value(v) = d { return v } else { return 1 } }
-            guard shape.allSatisfy({ $0 > 0 }), shape.reduce(1, *) <= 1 << 24 else { throw interface("state '\(s.input)' has shape \(shape)", "a state must be a fixed, non-empty shape") }
-            values[s.input] = Value(tensor: GraphTensor(shape: shape, floats: [Float](repeating: 0, count: shape.reduce(1, *))), constant: false)
+            guard shape.allSatisfy({ $0 > 0 }), let count = elementCount(shape), count <= 1 << 24 else {
+                throw interface("state '\(s.input)' has shape \(shape)", "a state must be a fixed, non-empty shape of at most 2^24 values")
+            }
+            values[s.input] = Value(tensor: GraphTensor(shape: shape, floats: [Float](repeating: 0, count: count)), constant: false)
             stateSpecs.append(.init(input: s.input, output: s.output, shape: shape))
         }
         for (name, value) in options.fixed {
             let info = inputs.first { $0.name == name }  // present: checked above
             let dims = (info?.shape ?? []).map { d -> Int in if case let .value(v) = d { return v } else { return 1 } }
-            let count = dims.reduce(1, *)
+            guard let count = elementCount(dims), count <= 1 << 24 else {
+                throw interface("--set \(name): the input's shape \(dims) is too large (at most 2^24 values)", "fix inputs of a fixed, small shape")
+            }
             let tensor: GraphTensor
             switch info?.elementType {
             case .float, .double, .float16, .bfloat16: tensor = GraphTensor(shape: dims, floats: [Float](repeating: Float(value), count: count))

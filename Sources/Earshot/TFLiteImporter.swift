@@ -432,7 +432,11 @@ public struct TFLiteImporter {
             let multipliers = try multipliers(input: inQ.scale, filter: wQ.scales, output: outQ.scale, channels: outputs, fail)
             var attributes = multipliers
             attributes["input_offset"] = .int(Int64(-inQ.zero))
-            attributes["weights_offset"] = .int(-(wQ.zeroPoints.first ?? 0))
+            let weightsZero = wQ.zeroPoints.first ?? 0
+            guard (-255...255).contains(weightsZero) else {
+                throw fail("weights '\(w.name)' have the zero point \(wQ.zeroPoints.first ?? 0)", "8-bit weights have a zero point in -255...255")
+            }
+            attributes["weights_offset"] = .int(-weightsZero)
             attributes["output_offset"] = .int(Int64(outQ.zero))
             attributes["activation"] = .ints(try activationRange(activation, out, outQ, fail))
             let wName = weight("\(w.name)", GraphTensor(shape: w.shape, floats: weights.map(Float.init)))
@@ -520,7 +524,8 @@ public struct TFLiteImporter {
     /// TFLite's CalculateActivationRangeQuantized.
     private func activationRange(_ activation: Int, _ t: TFLiteTensor, _ q: Affine, _ fail: (String, String) -> ImportError) throws(ImportError) -> [Int64] {
         let (qmin, qmax) = t.type == .int8 ? (-128, 127) : (0, 255)
-        func quantize(_ f: Float) -> Int { q.zero + Int((f / q.scale).rounded(.toNearestOrAwayFromZero)) }
+        // Beyond int32 the bound is outside [qmin, qmax] either way: held there, not converted.
+        func quantize(_ f: Float) -> Int { q.zero + Int(max(-4e9, min(4e9, (f / q.scale).rounded(.toNearestOrAwayFromZero)))) }
         switch activation {
         case 0: return [Int64(qmin), Int64(qmax)]
         case 1: return [Int64(max(qmin, quantize(0))), Int64(qmax)]

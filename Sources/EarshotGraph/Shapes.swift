@@ -1,5 +1,5 @@
 /// The number of values of a shape, or nil when a dimension is negative or the product overflows.
-func elementCount(_ shape: [Int]) -> Int? {
+package func elementCount(_ shape: [Int]) -> Int? {
     guard !shape.contains(where: { $0 < 0 }) else { return nil }
     if shape.contains(0) { return 0 }
     var count = 1

@@ -43,7 +43,7 @@ struct GraphProgram: Sendable {
         self.spec = spec
         self.path = path
         func fail(_ reason: String) -> ModelError { .manifest(path: path, reason: "graph: \(reason)") }
-        guard spec.audioShape.reduce(1, { $0 * max($1, 0) }) == blockSamples, spec.audioShape.allSatisfy({ $0 > 0 }) else {
+        guard spec.audioShape.allSatisfy({ $0 > 0 }), elementCount(spec.audioShape) == blockSamples else {
             throw fail("audioShape \(spec.audioShape) does not hold a block of \(blockSamples) samples (context + chunk)")
         }
         var constants: [String: GraphTensor] = [:]
@@ -54,7 +54,7 @@ struct GraphProgram: Sendable {
         }
         for (name, c) in spec.constants {
             guard constants[name] == nil else { throw fail("constant '\(name)' is both a weight tensor and an integer constant") }
-            guard c.shape.allSatisfy({ $0 >= 0 }), c.shape.reduce(1, *) == c.values.count, ["int64", "bool"].contains(c.dtype) else {
+            guard elementCount(c.shape) == c.values.count, ["int64", "bool"].contains(c.dtype) else {
                 throw fail("integer constant '\(name)': \(c.values.count) values for shape \(c.shape) (\(c.dtype))")
             }
             constants[name] = GraphTensor(shape: c.shape, integers: c.values, dtype: c.dtype == "bool" ? .bool : .int64)
@@ -67,11 +67,7 @@ struct GraphProgram: Sendable {
         var sizes: [Int] = []
         for s in spec.states {
             guard s.shape.allSatisfy({ $0 > 0 }), s.shape.count <= 8 else { throw fail("state '\(s.input)': shape \(s.shape)") }
-            let (size, over) = s.shape.reduce((1, false)) { acc, d in
-                let (p, o) = acc.0.multipliedReportingOverflow(by: d)
-                return (p, acc.1 || o)
-            }
-            guard !over, size <= 1 << 24 else { throw fail("state '\(s.input)': shape \(s.shape) is too large") }
+            guard let size = elementCount(s.shape), size <= 1 << 24 else { throw fail("state '\(s.input)': shape \(s.shape) is too large") }
             sizes.append(size)
             try introduce(s.input, by: "a state input")
         }

@@ -212,7 +212,8 @@ public struct TFLiteSubgraph: Sendable, Equatable {
             guard dims.count <= TFLiteModel.maxDimensions else { throw .limit(path: fb.path, what: "\(where_): \(dims.count) dimensions", limit: TFLiteModel.maxDimensions) }
             guard dims.allSatisfy({ $0 >= 0 }) else { throw fb.fail(where_, table.position, "a negative dimension in \(dims)") }
             let shape = dims.map(Int.init)
-            guard shape.reduce(1, { $0.multipliedReportingOverflow(by: $1).overflow ? Int.max : $0 * $1 }) <= 1 << 24 else {
+            // Zeros counted as ones, and an overflow stays one: an empty tensor cannot hide a huge axis.
+            guard shape.reduce(1, { acc, d in let (p, o) = acc.multipliedReportingOverflow(by: max(d, 1)); return o ? Int.max : p }) <= 1 << 24 else {
                 throw .limit(path: fb.path, what: "\(where_): shape \(shape)", limit: 1 << 24)
             }
             let typeNumber = Int(try table.i8(1))

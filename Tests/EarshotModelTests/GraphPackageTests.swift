@@ -86,6 +86,8 @@ struct GraphPackageTests {
                        .init(op: "Relu", name: "s", inputs: ["memory_next"], outputs: ["scores"])]
         #expect(Self.refusal(Self.manifest(nodes: unknown), [:]).contains("no kernel for op type 'FancyAttention'"))
         #expect(Self.refusal(Self.manifest(audioShape: [1, 9])).contains("audioShape [1, 9] does not hold a block of 8 samples"))
+        // Dimensions whose product overflows are refused as such, not multiplied.
+        #expect(Self.refusal(Self.manifest(audioShape: [1 << 32, 1 << 32])).contains("does not hold a block of 8 samples"))
         #expect(Self.refusal(Self.manifest(labels: ["only"])).contains("the graph gives 2 scores for 1 labels"))
         let missingState = [GraphSpec.NodeSpec(op: "MatMul", name: "p", inputs: ["audio", "w"], outputs: ["scores"])]
         #expect(Self.refusal(Self.manifest(nodes: missingState)).contains("state 'memory': its output 'memory_next' is not produced"))

@@ -57,6 +57,8 @@ struct TFLiteHostileTests {
         #expect(try error("call-once-cycle.tflite").contains("CALL_ONCE"))
         #expect(try error("unknown-operator.tflite").contains("not supported"))
         #expect(try error("input-index-out-of-range.tflite").contains("tensor index 100000"))
+        #expect(try error("empty-axis-hides-huge.tflite").contains("shape [2147483647"))
+        #expect(try error("weights-zero-point-huge.tflite").contains("zero point -9223372036854775808"))
     }
 
     @Test("Every prefix of a model is refused or reads as a model")
