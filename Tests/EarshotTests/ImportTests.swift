@@ -143,6 +143,59 @@ struct SileroImportTests {
             try OnnxImporter.importModel(path: Repo.path("AudioSamples/speech-noise-16k.wav"), options: OnnxImporter.Options())
         }
     }
+
+    @Test("Declared shapes whose product overflows are refused as too large, not multiplied: the audio input, a state")
+    func overflowingShapes() throws {
+        let folder = try Repo.temporaryFolder()
+        func model(audio: [Int64], state: [Int64]?) throws -> String {
+            let path = folder.appendingPathComponent("shapes-\(audio.count)-\(state?.count ?? 0).onnx").path
+            var inputs = [HandProto.valueInfo("audio", audio)], outputs = [HandProto.valueInfo("scores", [1, 1])]
+            var nodes = [HandProto.node("ReduceMean", ["audio"], ["scores"])]
+            if let state {
+                inputs.append(HandProto.valueInfo("state", state))
+                outputs.append(HandProto.valueInfo("stateN", state))
+                nodes.append(HandProto.node("Relu", ["state"], ["stateN"]))
+            }
+            try Data(HandProto.model(nodes: nodes, inputs: inputs, outputs: outputs)).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        func refusal(_ path: String, _ options: OnnxImporter.Options) -> String {
+            do { _ = try OnnxImporter.importModel(path: path, options: options); return "imported" } catch { return "\(error)" }
+        }
+        let huge: Int64 = 1 << 32
+        #expect(refusal(try model(audio: [huge, huge, 576], state: nil), OnnxImporter.Options()).contains("too large"))
+        var options = OnnxImporter.Options()
+        options.states = [("state", "stateN")]
+        #expect(refusal(try model(audio: [1, 576], state: [huge, huge, 2]), options).contains("at most 2^24 values"))
+    }
+}
+
+/// Protobuf's wire format, as much of it as a hand-made ONNX model needs (onnx.proto's field numbers).
+enum HandProto {
+    static func varint(_ value: UInt64) -> [UInt8] {
+        var v = value, out: [UInt8] = []
+        repeat {
+            out.append(UInt8(v & 0x7F) | (v >> 7 != 0 ? 0x80 : 0))
+            v >>= 7
+        } while v != 0
+        return out
+    }
+    static func int(_ field: Int, _ v: Int64) -> [UInt8] { varint(UInt64(field << 3)) + varint(UInt64(bitPattern: v)) }
+    static func bytes(_ field: Int, _ b: [UInt8]) -> [UInt8] { varint(UInt64(field << 3 | 2)) + varint(UInt64(b.count)) + b }
+    static func string(_ field: Int, _ s: String) -> [UInt8] { bytes(field, Array(s.utf8)) }
+
+    /// ValueInfoProto: a float tensor of fixed dims.
+    static func valueInfo(_ name: String, _ dims: [Int64]) -> [UInt8] {
+        let shape = dims.flatMap { bytes(1, int(1, $0)) }
+        return string(1, name) + bytes(2, bytes(1, int(1, 1) + bytes(2, shape)))
+    }
+    static func node(_ op: String, _ inputs: [String], _ outputs: [String]) -> [UInt8] {
+        inputs.flatMap { string(1, $0) } + outputs.flatMap { string(2, $0) } + string(3, op.lowercased()) + string(4, op)
+    }
+    static func model(nodes: [[UInt8]], inputs: [[UInt8]], outputs: [[UInt8]]) -> [UInt8] {
+        let graph = nodes.flatMap { bytes(1, $0) } + string(2, "hand") + inputs.flatMap { bytes(11, $0) } + outputs.flatMap { bytes(12, $0) }
+        return int(1, 8) + bytes(8, int(2, 17)) + bytes(7, graph)
+    }
 }
 
 @Suite("ONNX import: a model of every op (tools/make_op_coverage_model.py)")
