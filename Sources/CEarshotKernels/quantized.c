@@ -85,13 +85,20 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void store_requantiz
     }
 }
 
+// store_requantized on AVX-512 (wide) or in plain C: the same values.
+static inline __attribute__((always_inline)) void store_requantized_on(int wide, const int32_t *acc, long n, const int *multiplier,
+                                                                       const int *shift, int output_offset, int lo, int hi, void *y,
+                                                                       int y_codes, long at) {
+    if (wide) {
+        store_requantized_avx512(acc, n, multiplier, shift, output_offset, lo, hi, y, y_codes, at);
+    } else {
+        store_requantized(acc, n, multiplier, shift, output_offset, lo, hi, y, y_codes, at);
+    }
+}
+
 void earshot_requantize_many(const int *acc, long n, const int *multiplier, const int *shift, int output_offset, int lo, int hi, int path,
                              signed char *y) {
-    if (path > 0 && earshot_int8_paths() > 1) {
-        store_requantized_avx512(acc, n, multiplier, shift, output_offset, lo, hi, y, 1, 0);
-    } else {
-        store_requantized(acc, n, multiplier, shift, output_offset, lo, hi, y, 1, 0);
-    }
+    store_requantized_on(path > 0 && earshot_int8_paths() > 1, acc, n, multiplier, shift, output_offset, lo, hi, y, 1, 0);
 }
 
 // A value held as a float, as an int16 (whole numbers in range are exact; others are clamped,
@@ -260,11 +267,7 @@ static inline __attribute__((always_inline)) void field_outputs(pair_products pr
         long o0 = g * per_group + j0;
         for (long j = 0; j < n; j++) acc[j] = first[o0 + j];
         products(in, count, (const short *)(wg + j0 * 4), stride, n, acc);
-        if (wide) {
-            store_requantized_avx512(acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y, y_codes, at + o0);
-        } else {
-            store_requantized(acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y, y_codes, at + o0);
-        }
+        store_requantized_on(wide, acc, n, multiplier + o0, shift + o0, output_offset, lo, hi, y, y_codes, at + o0);
     }
 }
 

@@ -434,7 +434,7 @@ public struct TFLiteImporter {
             attributes["input_offset"] = .int(Int64(-inQ.zero))
             let weightsZero = wQ.zeroPoints.first ?? 0
             guard (-255...255).contains(weightsZero) else {
-                throw fail("weights '\(w.name)' have the zero point \(wQ.zeroPoints.first ?? 0)", "8-bit weights have a zero point in -255...255")
+                throw fail("weights '\(w.name)' have the zero point \(weightsZero)", "8-bit weights have a zero point in -255...255")
             }
             attributes["weights_offset"] = .int(-weightsZero)
             attributes["output_offset"] = .int(Int64(outQ.zero))

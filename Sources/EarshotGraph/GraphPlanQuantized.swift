@@ -24,8 +24,8 @@ struct QuantizedProductStep: Step {
     let base: [Int32]
     /// A depthwise convolution's weights in pairs of taps and its bias with the input offset's
     /// products folded in, for `earshot_qdepthwise`'s VNNI path (empty when it does not apply).
-    var depthPairs: [Int16] = []
-    var depthBase: [Int32] = []
+    let depthPairs: [Int16]
+    let depthBase: [Int32]
 
     static func isContiguous(_ fields: [Int32], groups: Int, positions: Int, k: Int) -> Bool {
         groups == 1 && (positions == 1 || k % 2 == 0) && fields.count == positions * k && fields.indices.allSatisfy { fields[$0] == Int32($0) }
@@ -116,8 +116,7 @@ struct QuantizedProductStep: Step {
         guard coded, channels > 0, weights.count == k * channels, bias.count == channels,
               taps.allSatisfy({ $0 >= 0 && Int($0) + channels <= count }) else { return nil }
         let pairs = (k + 1) / 2, blocks = (channels + 31) / 32
-        let order = [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27].flatMap { [$0, $0 + 4] }.enumerated()
-            .sorted { ($0.offset % 2, $0.offset / 2) < ($1.offset % 2, $1.offset / 2) }.map(\.element)
+        let low = [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27], order = low + low.map { $0 + 4 }
         var laid = [Int16](repeating: 0, count: pairs * blocks * 64)
         for j in 0..<pairs {
             for b in 0..<blocks {
@@ -358,17 +357,15 @@ extension Builder {
         refs[g.outputs[0]] = y
         let quads = channelTaps || !xRef.coded ? nil
             : QuantizedProductStep.quadLayout(weights, groups: groups, perGroup: perGroup, k: k, bias: bias, inputOffset: q.inputOffset)
-        var step = QuantizedProductStep(x: xRef, y: y, fields: fields, groups: groups, positions: positions, k: k, perGroup: perGroup,
+        let pairs = channelTaps ? QuantizedProductStep.depthwisePairs(weights, taps: fields, count: xRef.count, coded: xRef.coded, k: k,
+                                                                      channels: groups, bias: bias, inputOffset: q.inputOffset) : nil
+        let step = QuantizedProductStep(x: xRef, y: y, fields: fields, groups: groups, positions: positions, k: k, perGroup: perGroup,
                                         weights: channelTaps ? weights : QuantizedProductStep.pairLayout(weights, groups: groups, perGroup: perGroup, k: k), bias: bias, multipliers: q.multipliers, shifts: q.shifts.map { Int32($0) },
                                         inputOffset: q.inputOffset, outputOffset: q.outputOffset, low: q.low, high: q.high,
                                         channelTaps: channelTaps,
                                         contiguous: !channelTaps && QuantizedProductStep.isContiguous(fields, groups: groups, positions: positions, k: k),
-                                        quads: quads?.quads ?? [], base: quads?.base ?? [])
-        if channelTaps, let pairs = QuantizedProductStep.depthwisePairs(weights, taps: fields, count: xRef.count, coded: xRef.coded, k: k,
-                                                                       channels: groups, bias: bias, inputOffset: q.inputOffset) {
-            step.depthPairs = pairs.pairs
-            step.depthBase = pairs.base
-        }
+                                        quads: quads?.quads ?? [], base: quads?.base ?? [],
+                                        depthPairs: pairs?.pairs ?? [], depthBase: pairs?.base ?? [])
         steps.append(step)
         scratchSize = max(scratchSize, step.scratch)
         return channelTaps ? "int8 depthwise" : "int8 product"

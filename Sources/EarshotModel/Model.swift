@@ -296,8 +296,9 @@ public final class Model: Sendable {
     }
 
     func check(_ block: [Float], _ state: ModelState) throws(ModelError) {
-        var state = state
-        try withUnsafePointer(to: block) { b throws(ModelError) in try check(b, &state) }
+        try withUnsafePointer(to: block) { b throws(ModelError) in
+            try withUnsafePointer(to: state) { s throws(ModelError) in try check(b, s) }
+        }
     }
 
     /// As `check(_:_:)` on a block and a state where they lie (neither is copied, so a batch of
