@@ -1,3 +1,4 @@
+import CEarshotKernels
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -40,6 +41,42 @@ struct QuantizedPlanTests {
             for out in move.outputs {
                 let read = plan.outputRefs.contains { $0.overlaps(out) } || plan.steps[(k + 1)...].contains { $0.reads.contains { $0.overlaps(out) } }
                 #expect(read, "\(name): step \(k) writes \(out.count) values nothing reads")
+            }
+        }
+    }
+
+    @Test("The depthwise kernel on every int8 path, with the VNNI pair layout given, equals the plain C path: odd and even tap counts, channels in and past whole blocks of 32")
+    func depthwisePairsEqualPlain() {
+        var random = SeededRandom(seed: 31)
+        defer { Quantized.use(nil) }
+        for channels in [30, 32, 48, 64] {
+            for k in [3, 4, 5] {
+                let positions = 3, count = (positions + k - 1) * channels
+                let x = (0..<count).map { _ in Int8.random(in: -128...127, using: &random) }
+                let taps = (0..<(positions * k)).map { Int32(($0 / k + $0 % k) * channels) }
+                let w = (0..<(k * channels)).map { _ in Int16.random(in: -128...127, using: &random) }
+                let bias = (0..<channels).map { _ in Int32.random(in: -5000...5000, using: &random) }
+                let multiplier = (0..<channels).map { _ in Int32.random(in: (1 << 30)...Int32.max, using: &random) }
+                let shift = (0..<channels).map { _ in Int32.random(in: -12...(-6), using: &random) }
+                let inputOffset: Int32 = 7, outputOffset: Int32 = -3
+                guard let pairs = QuantizedProductStep.depthwisePairs(w, taps: taps, count: count, coded: true, k: k, channels: channels,
+                                                                      bias: bias, inputOffset: inputOffset) else {
+                    Issue.record("no pair layout for \(channels) channels, k \(k)")
+                    continue
+                }
+                func run(_ path: Quantized.Path, pairs: (pairs: [Int16], base: [Int32])?) -> [Int8] {
+                    Quantized.use(path)
+                    var y = [Int8](repeating: 0, count: positions * channels)
+                    var scratch = [Int16](repeating: 0, count: count + 1)
+                    earshot_qdepthwise(x, 1, count, taps, positions, k, channels, w, bias, multiplier, shift, inputOffset, outputOffset, -128, 127,
+                                       &scratch, &y, 1, pairs?.pairs, pairs?.base)
+                    return y
+                }
+                let plain = run(.baseline, pairs: nil)
+                #expect(Set(plain).count > 10, "the outputs vary")
+                for path in Quantized.paths {
+                    #expect(run(path, pairs: pairs) == plain, "path \(path), \(channels) channels, k \(k)")
+                }
             }
         }
     }
