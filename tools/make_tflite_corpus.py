@@ -131,6 +131,24 @@ def main():
     struct.pack_into("<q", b, zeros_start, -(1 << 63))
     cases["weights-zero-point-huge.tflite"] = bytes(b)
 
+    # The first CONV_2D made RELU6 with its filter, bias and output scales made 1e-22 times as
+    # small: the products and multiplier are as before, but the activation's bound, 6 over the
+    # output scale, is beyond any integer (it is held at the 8-bit range, not converted).
+    b = bytearray(src)
+    opts = table(b, follow(b, field(b, conv, 4)))
+    act_at = field(b, opts, 3)
+    assert act_at and b[act_at] == 1
+    b[act_at] = 3
+    conv_tensors = [struct.unpack_from("<i", src, inputs_start + 4 * k)[0] for k in (1, 2)]
+    conv_tensors.append(struct.unpack_from("<i", src, vector(src, conv, 2)[0])[0])
+    for index in conv_tensors:
+        quant = table(b, follow(b, field(b, tensors[index], 4)))
+        start, count, _ = vector(b, quant, 2)
+        for i in range(count):
+            at = start + 4 * i
+            struct.pack_into("<f", b, at, struct.unpack_from("<f", b, at)[0] * 1e-22)
+    cases["relu6-bound-beyond-int.tflite"] = bytes(b)
+
     for name, data in cases.items():
         (OUT / name).write_bytes(data)
     (OUT / "README.md").write_text(

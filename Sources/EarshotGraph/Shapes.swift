@@ -15,7 +15,7 @@ package func elementCount(_ shape: [Int]) -> Int? {
 /// and the product of the dimensions, zeros counted as ones, at most `GraphOps.maxElementCount`,
 /// so that every product of some of its dimensions fits too (an empty tensor cannot hide a
 /// huge axis). nil otherwise.
-func boundedCount(_ shape: [Int]) -> Int? {
+package func boundedCount(_ shape: [Int]) -> Int? {
     guard elementCount(shape.map { max($0, 1) }).map({ $0 <= GraphOps.maxElementCount }) == true else { return nil }
     return elementCount(shape)
 }

@@ -54,7 +54,7 @@ struct GraphProgram: Sendable {
         }
         for (name, c) in spec.constants {
             guard constants[name] == nil else { throw fail("constant '\(name)' is both a weight tensor and an integer constant") }
-            guard elementCount(c.shape) == c.values.count, ["int64", "bool"].contains(c.dtype) else {
+            guard boundedCount(c.shape) == c.values.count, ["int64", "bool"].contains(c.dtype) else {
                 throw fail("integer constant '\(name)': \(c.values.count) values for shape \(c.shape) (\(c.dtype))")
             }
             constants[name] = GraphTensor(shape: c.shape, integers: c.values, dtype: c.dtype == "bool" ? .bool : .int64)

@@ -88,6 +88,12 @@ struct GraphPackageTests {
         #expect(Self.refusal(Self.manifest(audioShape: [1, 9])).contains("audioShape [1, 9] does not hold a block of 8 samples"))
         // Dimensions whose product overflows are refused as such, not multiplied.
         #expect(Self.refusal(Self.manifest(audioShape: [1 << 32, 1 << 32])).contains("does not hold a block of 8 samples"))
+        // So are an integer constant's: [2^32, 2^32] would multiply to 0, the count of no values.
+        for shape in [[1 << 32, 1 << 32], [1 << 62, 4, 0], [-1, -1]] {
+            var m = Self.manifest()
+            m.graph?.constants["huge"] = .init(shape: shape, values: shape.contains(0) ? [] : [1])
+            #expect(Self.refusal(m).contains("integer constant 'huge'"), "\(shape)")
+        }
         #expect(Self.refusal(Self.manifest(labels: ["only"])).contains("the graph gives 2 scores for 1 labels"))
         let missingState = [GraphSpec.NodeSpec(op: "MatMul", name: "p", inputs: ["audio", "w"], outputs: ["scores"])]
         #expect(Self.refusal(Self.manifest(nodes: missingState)).contains("state 'memory': its output 'memory_next' is not produced"))

@@ -144,7 +144,7 @@ struct SileroImportTests {
         }
     }
 
-    @Test("Declared shapes whose product overflows are refused as too large, not multiplied: the audio input, a state")
+    @Test("Declared shapes whose product overflows are refused as too large, not multiplied: the audio input, a state, an input --set fixes")
     func overflowingShapes() throws {
         let folder = try Repo.temporaryFolder()
         func model(audio: [Int64], state: [Int64]?) throws -> String {
@@ -167,6 +167,14 @@ struct SileroImportTests {
         var options = OnnxImporter.Options()
         options.states = [("state", "stateN")]
         #expect(refusal(try model(audio: [1, 576], state: [huge, huge, 2]), options).contains("at most 2^24 values"))
+        // An input fixed with --set whose shape overflows.
+        let fixedPath = folder.appendingPathComponent("shapes-set.onnx").path
+        try Data(HandProto.model(nodes: [HandProto.node("ReduceMean", ["audio"], ["scores"])],
+                                 inputs: [HandProto.valueInfo("audio", [1, 576]), HandProto.valueInfo("gain", [huge, huge])],
+                                 outputs: [HandProto.valueInfo("scores", [1, 1])])).write(to: URL(fileURLWithPath: fixedPath))
+        var setOptions = OnnxImporter.Options()
+        setOptions.fixed = ["gain": 1]
+        #expect(refusal(fixedPath, setOptions).contains("--set gain: the input's shape [4294967296, 4294967296] is too large"))
     }
 }
 

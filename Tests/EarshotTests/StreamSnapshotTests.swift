@@ -124,4 +124,29 @@ struct WholeStreamSnapshotTests {
             }
         }
     }
+
+    @Test("A snapshot whose steps hold more than 2^52 samples is refused, its state and stream agreeing")
+    func tooManySteps() async throws {
+        let stream = try StreamClassifier(model: Fixtures.model, sourceSampleRate: 16000)
+        var r = SeededRandom(seed: 2)
+        _ = try await stream.process(r.gaussian(count: 8000, deviation: 0.1))
+        let snapshot = await stream.snapshot()
+        let chunk = Fixtures.model.chunkSamples
+        // Steps a state may hold (at most 2^48) whose samples pass 2^52 at this model's block.
+        let steps = (1 << 52) / chunk + 1
+        #expect(chunk > 16 && steps <= ModelState.maxSteps)
+        // The body starts with the model state's bytes: its step count (after "ESTATE", the
+        // version and the hash) set to the same number, and its checksum made right.
+        var body = snapshot.body
+        let stateCount = body.withUnsafeBytes { Int(Int64(littleEndian: $0.loadUnaligned(as: Int64.self))) }
+        var state = Array(body[8..<(8 + stateCount)])
+        withUnsafeBytes(of: UInt64(steps).littleEndian) { state.replaceSubrange(26..<34, with: $0) }
+        withUnsafeBytes(of: CRC32C.checksum(Array(state.dropLast(4))).littleEndian) { state.replaceSubrange((state.count - 4)..., with: $0) }
+        #expect(try Fixtures.model.restoreState(state).steps == steps)
+        body.replaceSubrange(8..<(8 + stateCount), with: state)
+        let far = StreamSnapshot(modelHash: snapshot.modelHash, sourceSampleRate: 16000, sourceSamples: snapshot.sourceSamples,
+                                 steps: steps, options: snapshot.options, body: body)
+        let restored = try StreamSnapshot(serialized: far.serialized())
+        #expect { try StreamClassifier(model: Fixtures.model, restoring: restored) } throws: { "\($0)".contains("more than 2^52 samples") }
+    }
 }

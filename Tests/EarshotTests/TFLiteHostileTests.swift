@@ -59,6 +59,9 @@ struct TFLiteHostileTests {
         #expect(try error("input-index-out-of-range.tflite").contains("tensor index 100000"))
         #expect(try error("empty-axis-hides-huge.tflite").contains("shape [2147483647"))
         #expect(try error("weights-zero-point-huge.tflite").contains("zero point -9223372036854775808"))
+        // The RELU6 bound past any integer is held in range: the import goes past that layer and
+        // stops at the next one, whose concatenation now requantizes.
+        #expect(try error("relu6-bound-beyond-int.tflite").contains("operator 16 'model_1/stream_7/concat'' (CONCATENATION)"))
     }
 
     @Test("Every prefix of a model is refused or reads as a model")
