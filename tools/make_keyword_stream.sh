@@ -8,10 +8,12 @@
 #   tools/make_keyword_stream.sh [OUT.wav] [KEYWORDS] [DISTRACTORS] [SEED]
 #   earshot evaluate --model keywords --stream OUT.wav --truth OUT.truth.csv
 #
-# Defaults: tools/.cache/keyword-stream.wav, 240 keywords, 60 distractors, seed 7.
+# Defaults: tools/.cache/keyword-stream.wav, 240 keywords, 60 distractors, seed 7. The words come
+# from tools/.cache/keywords-test.csv, or from the file,label CSV in $KEYWORD_LIST (a validation
+# stream for `earshot train --validation-stream`, from the validation speakers' clips).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-list="$root/tools/.cache/keywords-test.csv"
+list=${KEYWORD_LIST:-"$root/tools/.cache/keywords-test.csv"}
 out=${1:-"$root/tools/.cache/keyword-stream.wav"}
 keywords=${2:-240}
 distractors=${3:-60}

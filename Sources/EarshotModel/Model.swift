@@ -309,7 +309,8 @@ public final class Model: Sendable {
         let bad = block.pointee.withUnsafeBufferPointer { earshot_first_nonfinite($0.baseAddress!, $0.count) }
         if bad >= 0 { throw .nonFiniteInput(model: name, sampleIndex: bad) }
         let s = state.pointee
-        let sameModel = contentKey != nil ? s.modelKey == contentKey : s.modelHash == contentHash
+        // contentHash is always 16 lowercase hex digits (SafeTensors.contentHash), so its key is set.
+        let sameModel = contentKey != nil && s.modelKey == contentKey
         guard sameModel, s.carry.count == carryCount, s.codes.count == codeCount, s.context.count == manifest.audio.contextSamples else {
             throw .stateModelMismatch(expected: contentHash, found: s.modelHash)
         }
