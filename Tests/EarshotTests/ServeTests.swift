@@ -212,6 +212,32 @@ struct WyomingAudioTests {
     }
 }
 
+@Suite("The service's shards")
+struct ServeShardTests {
+    @Test("Streams fill one shard per core first, then one more shard for each 256 streams; one that leaves frees its place")
+    func shardsOpenAsStreamsCome() throws {
+        let model = try Model(contentsOf: Repo.root.appendingPathComponent("Models/silero-vad"))
+        let engine = ServeEngine(models: [ServedModel(model: model)], shards: 8, cores: 2)
+        var joined: [(shard: Int, channels: [Int?])] = []
+        func counts() -> [Int] { engine.shards.map(\.streams) }
+        for n in 0..<2000 {
+            joined.append(try engine.join(stream: UInt64(n), rate: 16000, wanted: [true]))
+            if n == 499 { #expect(counts() == [250, 250, 0, 0, 0, 0, 0, 0]) }
+            if n == 999 { #expect(counts() == [256, 256, 256, 232, 0, 0, 0, 0]) }
+        }
+        #expect(counts() == [256, 256, 256, 256, 256, 256, 256, 208])
+        // A stream that leaves frees its place; the next goes to the least loaded shard in use.
+        let first = joined[0]
+        engine.leave(shard: first.shard, channels: first.channels)
+        #expect(counts() == [255, 256, 256, 256, 256, 256, 256, 208])
+        #expect(try engine.join(stream: 5000, rate: 16000, wanted: [true]).shard == 7)
+        // One shard: every stream on it.
+        let single = ServeEngine(models: [ServedModel(model: model)], shards: 1, cores: 2)
+        for n in 0..<300 { _ = try single.join(stream: UInt64(n), rate: 16000, wanted: [true]) }
+        #expect(single.shards.map(\.streams) == [300])
+    }
+}
+
 @Suite("earshot serve: the Wyoming service", .serialized)
 struct ServeTests {
     @Test("describe → info: the wake words with their phrases, languages and authors; the voice activity model")

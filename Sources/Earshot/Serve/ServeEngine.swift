@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import EarshotModel
 
 /// One model a service runs, with its decision rule: a wake-word model (its decision has a
@@ -27,9 +28,11 @@ public struct ServedModel: Sendable {
     func wakeName(label: String) -> String { eventLabels.count == 1 ? model.name : "\(model.name):\(label)" }
 }
 
-/// The streams of a service, spread over one shard per core: a shard holds one channel set per
-/// model, and a tick steps every shard at once (each on its own core), every stream of a model
-/// in a shard in one batch. Streams join the least loaded shard.
+/// The streams of a service, spread over shards (`ServeOptions.shards`, four per core): a shard
+/// holds one channel set per model, and a tick steps every shard with audio, the cores taking
+/// the next shard as they come free, every stream of a model in a shard in one batch. Streams
+/// join the least loaded shard of those in use: one per core, and one more for each
+/// `partStreams` streams.
 ///
 /// The engine belongs to one thread (the server's loop). A tick runs on worker threads while
 /// that thread goes on with its sockets (`startTick`); every other method first waits for a
@@ -74,15 +77,25 @@ final class ServeEngine {
 
     private static func stepCount(_ shards: [Shard]) -> Int { shards.reduce(0) { $0 + $1.sets.reduce(0) { $0 + $1.stepsRun } } }
 
-    init(models: [ServedModel], shards count: Int) {
+    /// Shards in use at first (one per core); more are opened as the streams pass `partStreams`
+    /// a shard.
+    private let cores: Int
+    /// Streams a shard takes before the next one is opened: batches of a few hundred streams
+    /// keep the batched step's gain, and more shards than cores let a slowed core take fewer.
+    static let partStreams = 256
+
+    init(models: [ServedModel], shards count: Int, cores: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.models = models
+        self.cores = max(1, cores)
         shards = (0..<max(1, count)).map { _ in Shard(models: models) }
     }
 
-    /// A new stream at `rate` on the least loaded shard, run by the models in `wanted`.
+    /// A new stream at `rate` on the least loaded of the shards in use, run by the models in `wanted`.
     func join(stream: UInt64, rate: Int, wanted: [Bool]) throws(StreamError) -> (shard: Int, channels: [Int?]) {
         settle()
-        let s = shards.indices.min { shards[$0].streams < shards[$1].streams } ?? 0
+        let total = shards.reduce(0) { $0 + $1.streams }
+        let open = min(shards.count, max(cores, total / Self.partStreams + 1))
+        let s = (0..<open).min { shards[$0].streams < shards[$1].streams } ?? 0
         let shard = shards[s]
         var channels: [Int?] = []
         do {
@@ -138,7 +151,7 @@ final class ServeEngine {
         }
     }
 
-    /// Steps every shard of a tick at once, one core each.
+    /// Steps every shard of a tick, the cores taking shards as they come free.
     private static func step(_ busy: [Shard]) {
         if busy.count == 1 {
             busy[0].step()
@@ -166,7 +179,7 @@ final class ServeEngine {
     /// stalls the loop.
     private(set) var stepsCounted = 0
 
-    /// Starts a tick (every shard with new audio stepped at once, one core each) on worker
+    /// Starts a tick (every shard with new audio stepped, on all cores) on worker
     /// threads and returns at once; `done` is signalled when it has ended. False when no shard
     /// has audio (no tick).
     func startTick(done: WakeSignal) -> Bool {

@@ -28,8 +28,10 @@ public struct ServeOptions: Sendable {
     public var readBatchClients = 500
     /// How often clients are read when batched (0: never batched).
     public var readBatchMs: Double = 40
-    /// Shards of streams stepped in parallel, one per core by default.
-    public var shards = ProcessInfo.processInfo.activeProcessorCount
+    /// Shards of streams stepped in parallel: four per core by default. One per core is used
+    /// at first, one more for each 256 streams; the cores take them as they come free, so that a
+    /// core slowed by anything else (the loop reading clients, other processes) takes fewer.
+    public var shards = min(256, 4 * ProcessInfo.processInfo.activeProcessorCount)
     /// Where a line per connection and a periodic summary go (nil: nowhere). Never stdout.
     public var log: (@Sendable (String) -> Void)?
     /// Seconds between summary lines in the log.
