@@ -78,7 +78,7 @@ enum Specs {
                     "with --read-batch-clients or more, each client is read every MS (its chunks of that time in one read; "
                     + "answers up to MS later); 0: as data arrives"),
             .int("read-batch-clients", "N", 1...1_000_000, default: ServeOptions().readBatchClients, "clients at which reads are batched"),
-            .int("shards", "N", 1...256, defaultText: "four per core", "parts of the streams stepped in parallel, taken by the cores as they come free"),
+            .int("shards", "N", 1...256, defaultText: "one per core", "parts of the streams stepped in parallel, taken by the cores as they come free (beyond one per core, one more for each 256 streams)"),
             .flag("verbose", "a line per connection and a summary every 10 s on stderr"),
         ],
         examples: ["earshot serve --uri tcp://0.0.0.0:10400 --model okay-nabu,hey-jarvis,silero-vad",

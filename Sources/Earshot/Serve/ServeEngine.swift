@@ -28,7 +28,7 @@ public struct ServedModel: Sendable {
     func wakeName(label: String) -> String { eventLabels.count == 1 ? model.name : "\(model.name):\(label)" }
 }
 
-/// The streams of a service, spread over shards (`ServeOptions.shards`, four per core): a shard
+/// The streams of a service, spread over shards (`ServeOptions.shards`, one per core): a shard
 /// holds one channel set per model, and a tick steps every shard with audio, the cores taking
 /// the next shard as they come free, every stream of a model in a shard in one batch. Streams
 /// join the least loaded shard of those in use: one per core, and one more for each
