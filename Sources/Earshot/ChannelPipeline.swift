@@ -274,8 +274,8 @@ extension ChannelPipeline {
         }
         if resampled {
             let snap = StreamResampler.Snapshot(inputRate: s.sourceSampleRate, outputRate: model.sampleRate,
-                                                inputCount: try r.int(in: 0...(1 << 52), "resampler input"),
-                                                outputCount: try r.int(in: 0...(1 << 52), "resampler output"),
+                                                inputCount: try r.int(in: 0...StreamSnapshot.maxSamples, "resampler input"),
+                                                outputCount: try r.int(in: 0...StreamSnapshot.maxSamples, "resampler output"),
                                                 epoch: try r.int(in: 0...(1 << 40), "resampler epoch"), samples: try r.floats())
             guard snap.inputCount == s.sourceSamples else {
                 throw .snapshot(reason: "the resampler had \(snap.inputCount) samples, the stream \(s.sourceSamples)")
@@ -284,10 +284,10 @@ extension ChannelPipeline {
         }
         pending = try r.floats()
         pendingOffset = 0
-        modelSamples = try r.int(in: 0...(1 << 52), "model samples")
+        modelSamples = try r.int(in: 0...StreamSnapshot.maxSamples, "model samples")
         sourceSamples = s.sourceSamples
         // Steps whose samples pass 2^52 are no stream's (and their sample counts would overflow).
-        guard s.steps <= (1 << 52) / max(model.chunkSamples, 1) else {
+        guard s.steps <= StreamSnapshot.maxSteps(of: model.chunkSamples) else {
             throw .snapshot(reason: "\(s.steps) steps of \(model.chunkSamples) samples are more than 2^52 samples")
         }
         steps = s.steps

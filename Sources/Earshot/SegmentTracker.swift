@@ -203,9 +203,9 @@ struct SegmentTracker: Sendable {
     }
 
     mutating func load(from r: inout SnapshotReader) throws(StreamError) {
-        let samples = 0...(1 << 52)
-        // No more steps than 2^52 samples hold, so that a step's sample never overflows.
-        step = try r.int(in: 0...((1 << 52) / max(stepSamples, 1)), "tracker step"); triggered = try r.bool()
+        let samples = 0...StreamSnapshot.maxSamples
+        // No more steps than the most samples hold, so that a step's sample never overflows.
+        step = try r.int(in: 0...StreamSnapshot.maxSteps(of: stepSamples), "tracker step"); triggered = try r.bool()
         currentStart = try r.optionalInt(in: samples, "segment start")
         tempEnd = try r.int(in: samples, "silence start"); prevEnd = try r.int(in: samples, "previous end")
         nextStart = try r.int(in: samples, "next start")

@@ -14,6 +14,12 @@ import EarshotModel
 public struct StreamSnapshot: Sendable, Equatable {
     /// The serialized format's version.
     public static let formatVersion: UInt32 = 1
+    /// The most samples a restored count may hold (a stream of 2^52 samples at 384 kHz is 370
+    /// years), so that sums and products of counts never overflow; steps are held to the steps
+    /// such samples make (`maxSteps(of:)`).
+    static let maxSamples = 1 << 52
+    /// The most steps of `stepSamples` samples each a restored count may hold.
+    static func maxSteps(of stepSamples: Int) -> Int { maxSamples / max(stepSamples, 1) }
     static let magic: [UInt8] = Array("ESNAPSHOT".utf8)
 
     /// The content hash of the model the stream runs.
@@ -74,7 +80,7 @@ public struct StreamSnapshot: Sendable, Equatable {
         }
         modelHash = try r.string()
         sourceSampleRate = try r.int(in: 1...10_000_000, "source rate")
-        sourceSamples = try r.int(in: 0...(1 << 52), "source samples")
+        sourceSamples = try r.int(in: 0...Self.maxSamples, "source samples")
         steps = try r.int(in: 0...ModelState.maxSteps, "steps")
         options = try LabelOptions(from: &r)
         body = Array(r.rest)

@@ -94,5 +94,7 @@ struct DamagedInputTests {
         #expect(ModelState.key(model.contentHash) != nil && ModelState.key(model.contentHash) != ModelState.key(other.contentHash))
         #expect(ModelState.key(model.contentHash.uppercased()) == nil || model.contentHash == model.contentHash.uppercased())
         #expect(ModelState.key("+" + model.contentHash.dropFirst()) == nil)
+        #expect(ModelState.key("0123456789abcdef") == 0x0123_4567_89AB_CDEF)
+        #expect(ModelState.key("0123456789ABCDEF") == nil && ModelState.key("0123456789abcde") == nil && ModelState.key("0123456789abcdeg") == nil)
     }
 }

@@ -155,9 +155,10 @@ void earshot_qconv(const void *x, int x_codes, long count, const int *fields, lo
 // A depthwise convolution of multiplier 1 whose taps are the same for every channel: at position
 // p, tap i reads channel c at taps[p * k + i] + c (an index >= count is padding); the weights are
 // [k][channels]. Otherwise as earshot_qconv; `scratch` is room for count int16 values. On the
-// VNNI path, an input of codes whose taps all lie inside it runs two taps an instruction (`vpdpwssd`) from w2, the weights in pairs of taps (see
-// `QuantizedProductStep.depthwisePairs`), and base, the bias with the input offset's products
-// folded in; with the same values. w2 and base may be NULL.
+// VNNI path, an input of codes whose taps all lie inside it runs two taps an instruction
+// (`vpdpwssd`) from w2, the weights in pairs of taps (see `QuantizedProductStep.depthwisePairs`),
+// and base, the bias with the input offset's products folded in; with the same values. w2 and
+// base may be NULL.
 void earshot_qdepthwise(const void *x, int x_codes, long count, const int *taps, long positions, long k, long channels, const short *w,
                         const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
                         short *scratch, void *y, int y_codes, const short *w2, const int *base);
