@@ -225,12 +225,15 @@ enum Specs {
             .text("output", short: "o", "FOLDER", "the package to write (required)"),
             .flag("force", "replace an existing --output"),
             .text("validation", "FOLDER|CSV", "held-out clips (instead of --validation-split)"),
-            .double("validation-split", "X", 0.01...0.99, default: 0.2, "the fraction held out for validation"),
+            .double("validation-split", "X", 0.01...0.99, default: 0.2,
+                    "the fraction held out for validation (fewer than \(Trainer.fewestReliableValidationFiles) files held out: a warning, "
+                    + "the accuracy from them is unreliable)"),
             .text("group-by", "REGEX", "clips whose paths share this match stay on one side of the split (speakers)"),
             .text("validation-stream", "FILE", "a recording run each epoch as listen runs the model: the epoch kept finds the most words "
                   + "less false alarms (then clip accuracy, loss), and --patience counts on that"),
             .text("validation-truth", "CSV", default: "the stream's name with .truth.csv", "the stream's words: start,end,label lines (seconds)"),
-            .text("background", "LABEL", "the label that is no event"),
+            .text("background", "LABEL", "the label that is no event; without it a label '\(Trainer.syntheticBackground)' of generated noise "
+                  + "and near-silence is added (said on stderr)"),
             .text("architecture", "SPEC", default: "\(Trainer.defaultArchitecture); \(Trainer.headArchitecture) with --embedding",
                   "layers: conv:CHANNELSxTAPS and gru:COUNTxHIDDEN parts (a head: conv parts only)"),
             .text("embedding", "NAME", "train a head on a frozen embedding: openwakeword (its melspectrogram and embedding models, "
@@ -265,7 +268,10 @@ enum Specs {
         name: "evaluate", operands: "",
         summary: "Accuracy, per-class precision/recall/F1 and the confusion matrix of a classifier on labelled clips; or, with "
             + "--stream and --truth, keyword spotting over a long recording as listen runs it.",
-        options: labelling + [
+        options: labelling.map { o in
+            o.name != "model" ? o : .text("model", short: "m", "NAME|PATH",
+                                          "the model evaluated (required): a classifier from earshot train, or with --stream a wake word")
+        } + [
             .text("data", "FOLDER|CSV", "labelled clips"),
             .text("group-by", "REGEX", "as in train"),
             .choice("format", short: "f", ["text", "csv", "json"], default: "text", "the report's format"),

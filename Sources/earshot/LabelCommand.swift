@@ -31,7 +31,30 @@ enum LabelCommand {
         let showGate = gateName.map { names.contains($0) } ?? true
         if let gateName, !names.contains(gateName) { names.append(gateName) }
         let models = try names.map { try Model(contentsOf: try ModelLocator.find($0)) }
+        try checkModelNames(args, given: names, models: models)
         return (names, models, gateName.flatMap { names.firstIndex(of: $0) }, showGate)
+    }
+
+    /// The options that take a value per model (`--threshold okay-nabu=0.9,alexa=0.95`).
+    static let perModelOptions = ["threshold", "window", "refractory"]
+
+    /// Every MODEL of a per-model option's MODEL=X pairs names one of the models given (as given
+    /// to --model or --gate, or by the package's own name): another is a usage error naming it,
+    /// the models given and the nearest of them. Every command that takes these options loads its
+    /// models through `models(_:)`, so this is the one place that decides.
+    static func checkModelNames(_ args: Arguments, given names: [String], models: [Model]) throws(UsageError) {
+        var known: [String] = []
+        for name in names + models.map(\.name) where !known.contains(name) { known.append(name) }
+        for option in perModelOptions {
+            guard let text = args.string(option), text.contains("=") else { continue }
+            for pair in text.split(separator: ",") {
+                let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+                guard !known.contains(name) else { continue }
+                let guess = closest(name, in: known).map { "did you mean \($0)? " } ?? ""
+                throw UsageError("--\(option) \(text): '\(name)' is none of the models given (\(names.joined(separator: ", ")))",
+                                 hint: guess + "name a model given with --model, or give one value for all: --\(option) X")
+            }
+        }
     }
 
     /// --NAME X (every model) or --NAME MODEL=X,MODEL=X (each model its own; the others keep
@@ -55,18 +78,31 @@ enum LabelCommand {
         return found
     }
 
-    /// Files named, and audio files found in folders named (sorted), in order.
+    /// Files named, and audio files found in folders named (sorted), in order. Symbolic links
+    /// are followed, to folders as to files (a folder named by a link, and linked folders inside
+    /// it); a folder reached twice (a link back to a parent) is walked once.
     static func inputs(_ paths: [String]) -> [String] {
-        let fm = FileManager.default
-        return paths.flatMap { path -> [String] in
+        paths.flatMap { path -> [String] in
             if path == "-" { return [path] }
-            var isFolder: ObjCBool = false
-            guard fm.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue else { return [path] }
-            let found = (fm.enumerator(atPath: path)?.allObjects as? [String] ?? [])
-                .filter { audioExtensions.contains(URL(fileURLWithPath: $0).pathExtension.lowercased()) }
-                .sorted()
-            return found.map { URL(fileURLWithPath: path).appendingPathComponent($0).path }
+            guard let folder = FileIdentity(path: path), folder.isFolder else { return [path] }
+            var seen: Set<FileIdentity> = [folder]
+            return audioFiles(in: path, relative: "", seen: &seen).sorted().map { URL(fileURLWithPath: path).appendingPathComponent($0).path }
         }
+    }
+
+    /// The audio files under `root/relative`, as paths relative to `root`.
+    private static func audioFiles(in root: String, relative: String, seen: inout Set<FileIdentity>) -> [String] {
+        let folder = relative.isEmpty ? root : root + "/" + relative
+        var found: [String] = []
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+            let path = relative.isEmpty ? name : relative + "/" + name
+            if let sub = FileIdentity(path: root + "/" + path), sub.isFolder {
+                if seen.insert(sub).inserted { found += audioFiles(in: root, relative: path, seen: &seen) }
+            } else if audioExtensions.contains(URL(fileURLWithPath: name).pathExtension.lowercased()) {
+                found.append(path)
+            }
+        }
+        return found
     }
 
     static func run(_ words: [String]) async throws -> Int32 {
