@@ -329,7 +329,7 @@ enum ExitCode {
         switch e {
         case .fileNotFound: return noInput
         case .cannotOpen: return noInput
-        case .notAudio, .malformed, .unsupportedEncoding, .empty, .truncated, .channelOutOfRange, .unsupportedSampleRate: return dataError
+        case .notAudio, .malformed, .unsupportedEncoding, .empty, .truncated, .channelOutOfRange, .unsupportedSampleRate, .tooLarge: return dataError
         case .readFailed: return ioError
         default: return failure
         }

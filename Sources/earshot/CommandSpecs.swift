@@ -26,17 +26,24 @@ enum Specs {
         name: "label", operands: "FILE|FOLDER|-...",
         summary: "Labelled segments of audio files (voice activity with the default model, silero-vad), or the detections of a "
             + "wake-word model (okay-nabu, hey-jarvis, alexa, hey-mycroft). Several models: their events in time order. Text on a "
-            + "terminal, JSON lines in a pipe. '-' reads audio from standard input. A file that fails is named and the others go on; the exit code is that of the first that failed (65 bad data, 66 missing).",
+            + "terminal, JSON lines in a pipe. '-' reads audio from standard input: WAV, AIFF, AU, W64, Ogg and raw PCM (--rate) as it "
+            + "arrives; other formats (FLAC, MP3, CAF, ...) cannot be read from a pipe and are first held in an unnamed temporary file "
+            + "(nothing is left behind), of at most \(AudioFile.spoolLimitBytes >> 20) MiB. A file that fails is named and the others go on; "
+            + "the exit code is that of the first that failed (65 bad data, 66 missing).",
         options: labelling + [
             .choice("format", short: "f", SegmentFormat.allCases.map(\.rawValue), default: "text on a terminal, jsonl in a pipe", "the output format"),
             .choice("channels", ["mix", "each"], default: "mix", "mix a file's channels to one stream, or label each"),
+            .int("rate", "HZ", 1000...384_000, "standard input ('-') is raw PCM at this rate (little-endian), read as it arrives"),
+            .choice("sample-format", RawPCMFormat.Encoding.allCases.map(\.rawValue), default: "s16", "raw PCM's samples (with --rate)"),
+            .int("raw-channels", "N", 1...64, default: 1, "raw PCM's interleaved channels (with --rate)"),
             .flag("scores", "every step's scores as well (one model)"),
             .text("output", short: "o", "FILE|-", default: "standard output", "written whole or not at all (a temporary file renamed into place)"),
             .flag("quiet", short: "q", "no progress bar or notes on stderr"),
         ],
         examples: ["earshot label AudioSamples/speech-noise-16k.wav",
                    "earshot label -m okay-nabu,silero-vad --gate silero-vad recording.flac",
-                   "sox in.mp3 -t wav - | earshot label -f csv -o labels.csv -"])
+                   "sox in.mp3 -t wav - | earshot label -f csv -o labels.csv -",
+                   "arecord -t raw -f S16_LE -r 16000 | earshot label --rate 16000 -"])
 
     static let listen = CommandSpec(
         name: "listen", operands: "",

@@ -78,6 +78,21 @@ enum LabelCommand {
         return found
     }
 
+    /// Raw PCM on standard input (--rate, --sample-format, --raw-channels), or nil.
+    static func rawFormat(_ args: Arguments, files: [String]) throws(UsageError) -> RawPCMFormat? {
+        guard let rate = args.optionalInt("rate") else {
+            for name in ["sample-format", "raw-channels"] where args.string(name) != nil {
+                throw UsageError("--\(name) describes raw PCM on standard input: it needs --rate HZ", hint: "earshot label --rate 16000 -")
+            }
+            return nil
+        }
+        guard files.contains("-") else {
+            throw UsageError("--rate reads standard input as raw PCM: name it as '-'", hint: "arecord -t raw -f S16_LE -r 16000 | earshot label --rate 16000 -")
+        }
+        let encoding = RawPCMFormat.Encoding(rawValue: args.string("sample-format") ?? "s16") ?? .s16
+        return RawPCMFormat(sampleRate: rate, channelCount: args.int("raw-channels"), encoding: encoding)
+    }
+
     /// Files named, and audio files found in folders named (sorted), in order. Symbolic links
     /// are followed, to folders as to files (a folder named by a link, and linked folders inside
     /// it); a folder reached twice (a link back to a parent) is walked once.
@@ -137,11 +152,14 @@ enum LabelCommand {
                              hint: "use -f jsonl (a line per step) or -f csv (a table of step scores)")
         }
         let files = inputs(args.positionals)
-        // '-': standard input, read whole into a temporary file first, so that every format works
-        // (libsndfile cannot read FLAC from a pipe); its events are named '-'.
-        let standardInput = files.contains("-") ? try StandardInput.spool() : nil
-        defer { if let standardInput { try? FileManager.default.removeItem(atPath: standardInput) } }
-        @Sendable func source(_ file: String) -> String { file == "-" ? (standardInput ?? file) : file }
+        // '-': standard input, read as it arrives where its format allows (its events are named '-').
+        let raw = try rawFormat(args, files: files)
+        @Sendable func open(_ file: String) throws -> AudioFile {
+            guard file == "-" else { return try AudioFile(path: file) }
+            do { return try AudioFile(raw: raw) } catch AudioError.empty(path: "-") {
+                throw UsageError("standard input is empty: pipe audio in, e.g. sox in.mp3 -t wav - | earshot label -")
+            }
+        }
         if let outputPath, let target = FileIdentity(path: outputPath),
            let input = files.first(where: { FileIdentity(path: $0) == target }) {
             throw UsageError("--output \(outputPath) is also an input (\(input)): refusing to overwrite audio being labelled",
@@ -166,7 +184,7 @@ enum LabelCommand {
             for file in files {
                 do {
                     try context.heading(file)
-                    _ = try await labeler.label(path: source(file), progress: { fraction in
+                    _ = try await labeler.label(file: open(file), progress: { fraction in
                         if showProgress { ProgressBar.draw(fraction, label: file) }
                     }) { events, channelCount throws(OutputError) in
                         let failed = try context.write(events, file: file, channelCount: channelCount)
@@ -184,8 +202,8 @@ enum LabelCommand {
             }
         } else {
             (failures, code) = try await labelInParallel(files, context: context, showProgress: showProgress) { file, progress in
-                if let multi { return try await multi.label(path: source(file)) }
-                return try await labeler.label(path: source(file), progress: progress)
+                if let multi { return try await multi.label(file: open(file)) }
+                return try await labeler.label(file: open(file), progress: progress)
             }
         }
         try output.commit()
@@ -319,31 +337,5 @@ enum ProgressBar {
 
     static func clear() {
         FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
-    }
-}
-
-/// Standard input saved to a temporary file (a pipe of any audio format, FLAC included).
-enum StandardInput {
-    static func spool() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-stdin-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
-        guard FileManager.default.createFile(atPath: path, contents: nil), let out = FileHandle(forWritingAtPath: path) else {
-            throw UsageError("standard input: cannot make a temporary file at \(path)")
-        }
-        defer { try? out.close() }
-        var total = 0
-        while true {
-            let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20)
-            if chunk.isEmpty { break }
-            do { try out.write(contentsOf: chunk) } catch {
-                try? FileManager.default.removeItem(atPath: path)
-                throw UsageError("standard input: writing \(path) failed: \(error)")
-            }
-            total += chunk.count
-        }
-        guard total > 0 else {
-            try? FileManager.default.removeItem(atPath: path)
-            throw UsageError("standard input is empty: pipe audio in, e.g. sox in.mp3 -t wav - | earshot label -")
-        }
-        return path
     }
 }
