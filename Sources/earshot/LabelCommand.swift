@@ -30,7 +30,8 @@ enum LabelCommand {
         let gateName = args.string("gate")
         let showGate = gateName.map { names.contains($0) } ?? true
         if let gateName, !names.contains(gateName) { names.append(gateName) }
-        let models = try names.map { try Model(contentsOf: try ModelLocator.find($0)) }
+        let locator = ModelLocator(args)
+        let models = try names.map { try Model(contentsOf: try locator.find($0)) }
         try checkModelNames(args, given: names, models: models)
         return (names, models, gateName.flatMap { names.firstIndex(of: $0) }, showGate)
     }

@@ -68,7 +68,7 @@ struct LabelCommandTests {
         #expect(missing.err.contains("no-such.wav: no such file"))
         let model = try runEarshot(["label", "--model", "no-such-model", "AudioSamples/speech-8k.wav"])
         #expect(model.status == 66)
-        #expect(model.err.contains("no-such-model: cannot read: no model folder of that name"))
+        #expect(model.err.contains("no model 'no-such-model'") && model.err.contains("searched, in order:"))
         for (flags, message) in [(["--format", "xml"], "--format xml: expected one of text, jsonl, csv, audacity, rttm"),
                                  (["--threshold", "2"], "--threshold 2: expected a number in 0.0...1.0"),
                                  (["--channels", "both"], "--channels both: expected one of mix, each"),
