@@ -43,7 +43,7 @@ extension AudioFile {
     public convenience init(descriptor: Int32 = STDIN_FILENO, name: String = "-", raw: RawPCMFormat? = nil,
                             spoolLimit: Int = AudioFile.spoolLimitBytes,
                             temporaryFolder: String = FileManager.default.temporaryDirectory.path) throws(AudioError) {
-        let own = dup(descriptor)
+        let own = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)  // a copy of our own, not inherited by processes started meanwhile
         guard own >= 0 else { throw .cannotOpen(path: name, reason: String(cString: strerror(errno))) }
         var status = stat()
         let regular = fstat(own, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
