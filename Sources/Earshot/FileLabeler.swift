@@ -48,10 +48,7 @@ public struct FileLabeler: Sendable {
     /// Labels one file. `progress` gets the fraction of the file read so far (when its length
     /// is known). Errors that are not the audio file's own name the file (`StreamError.file`).
     public func label(path: String, progress: (Double) -> Void = { _ in }) async throws -> Result {
-        var events: [ClassifierEvent] = []
-        var result = try await label(path: path, progress: progress) { new, _ in events += new }
-        result.events = events
-        return result
+        try await label(file: try AudioFile(path: path), progress: progress)
     }
 
     /// Labels one file, handing its events to `handle` as each chunk completes them, so that
@@ -60,7 +57,21 @@ public struct FileLabeler: Sendable {
     /// `handle` throws stops the run.
     public func label(path: String, progress: (Double) -> Void = { _ in },
                       handle: (_ events: [ClassifierEvent], _ channelCount: Int) async throws -> Void) async throws -> Result {
-        let file = try AudioFile(path: path)
+        try await label(file: try AudioFile(path: path), progress: progress, handle: handle)
+    }
+
+    /// Labels an opened file (standard input, say: `AudioFile(descriptor:)`) to its end.
+    public func label(file: AudioFile, progress: (Double) -> Void = { _ in }) async throws -> Result {
+        var events: [ClassifierEvent] = []
+        var result = try await label(file: file, progress: progress) { new, _ in events += new }
+        result.events = events
+        return result
+    }
+
+    /// Labels an opened file to its end, handing its events to `handle` as they come.
+    public func label(file: AudioFile, progress: (Double) -> Void = { _ in },
+                      handle: (_ events: [ClassifierEvent], _ channelCount: Int) async throws -> Void) async throws -> Result {
+        let path = file.path
         let count = channels == .each ? file.channelCount : 1
         let session: Session
         do {

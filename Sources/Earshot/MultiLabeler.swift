@@ -25,9 +25,42 @@ public struct MultiLabeler: Sendable {
     /// Labels one file with every model; the events of all, in time order (a segment at its
     /// start, a detection at its time; failures and drops last).
     public func label(path: String) async throws -> FileLabeler.Result {
-        var results: [FileLabeler.Result] = []
-        for labeler in labelers { results.append(try await labeler.label(path: path)) }
-        guard var merged = results.first else { throw StreamError.file(path: path, error: .finished) }
+        try await label(file: try AudioFile(path: path))
+    }
+
+    /// Labels an opened file with every model, reading it once (so standard input serves them
+    /// all): each chunk goes to every model's session in turn.
+    public func label(file: AudioFile) async throws -> FileLabeler.Result {
+        let path = file.path
+        guard let first = labelers.first else { throw StreamError.file(path: path, error: .finished) }
+        var sessions: [Session] = []
+        for labeler in labelers {
+            do {
+                sessions.append(try Session(model: labeler.model, channelCount: labeler.channels == .each ? file.channelCount : 1,
+                                            sourceSampleRate: file.sampleRate, options: labeler.options))
+            } catch {
+                throw StreamError.file(path: path, error: error)
+            }
+        }
+        var results = labelers.map { _ in
+            FileLabeler.Result(path: path, sampleRate: file.sampleRate, channelCount: file.channelCount, frames: 0, events: [])
+        }
+        let each = labelers.contains { $0.channels == .each }
+        let frames = max(1, first.chunkSamples / file.channelCount)
+        while true {
+            // Every channel when a model labels each (the mix made from them as readMono makes it), else the mix.
+            let channels = each ? try file.readChannels(maxFrames: frames) : [try file.readMono(maxFrames: frames)]
+            if channels[0].isEmpty { break }
+            let mix = each ? [AudioFile.mix(channels)] : channels
+            for (k, labeler) in labelers.enumerated() {
+                results[k].events += await sessions[k].process(labeler.channels == .each ? channels : mix)
+            }
+        }
+        for k in sessions.indices {
+            results[k].events += await sessions[k].finish()
+            results[k].frames = file.position
+        }
+        var merged = results[0]
         // The gate's segments as it would have reported them by each detection's time (a segment
         // at its start and at its end), then each detection judged as a live gate judges it.
         var admitted: Set<Int> = []  // (model, event index) of the detections the gate lets through, as k << 32 | i

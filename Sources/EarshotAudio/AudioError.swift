@@ -13,6 +13,8 @@ public enum AudioError: Error, Equatable, Sendable, CustomStringConvertible {
     case unsupportedEncoding(path: String, reason: String)
     /// The file holds no audio frames.
     case empty(path: String)
+    /// A stream longer than the most this reader holds of it (`limitBytes`), and why it is held.
+    case tooLarge(path: String, limitBytes: Int, reason: String)
     /// The file ends before the audio its header announces.
     case truncated(path: String, expectedFrames: Int, availableFrames: Int)
     /// Decoding failed part way through.
@@ -36,6 +38,7 @@ public enum AudioError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .malformed(path, reason): return "\(path): damaged audio file (\(reason))"
         case let .unsupportedEncoding(path, reason): return "\(path): unsupported audio encoding (\(reason))"
         case let .empty(path): return "\(path): the file holds no audio"
+        case let .tooLarge(path, limit, reason): return "\(path): more than \(limit >> 20) MiB: \(reason), of at most that size"
         case let .truncated(path, expected, available):
             return "\(path): truncated: the header announces \(expected) frames, the file holds \(available)"
         case let .readFailed(path, reason): return "\(path): decoding failed: \(reason)"

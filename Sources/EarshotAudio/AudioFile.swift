@@ -42,19 +42,25 @@ public final class AudioFile {
 
     /// Opens a file for reading in chunks.
     /// - Throws: `AudioError.fileNotFound`, `.notAudio`, `.malformed` or `.unsupportedEncoding`, naming the file.
-    public init(path: String) throws(AudioError) {
-        self.path = path
+    public convenience init(path: String) throws(AudioError) {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
             throw .fileNotFound(path: path)
         }
         if isFolder.boolValue { throw .cannotOpen(path: path, reason: "it is a folder") }
-        var info = SF_INFO()
+        try self.init(name: path) { info in sf_open(path, Int32(SFM_READ), &info) }
+    }
+
+    /// Opens what `open` opens (libsndfile's handle, or nil with its error set), named `name` in
+    /// errors; `info` comes in as libsndfile is to read it (zeros, or a raw stream's layout).
+    init(name path: String, info given: SF_INFO = SF_INFO(), opening open: (inout SF_INFO) -> OpaquePointer?) throws(AudioError) {
+        self.path = path
+        var info = given
         // libsndfile keeps the error of a failed open in one process-wide variable, which any
         // other open resets: opens and the reading of that error are taken one at a time, so that
         // files opened in parallel each get their own reason.
         let (opened, code, reason) = Self.openLock.withLock { () -> (OpaquePointer?, Int, String) in
-            let h = sf_open(path, Int32(SFM_READ), &info)
+            let h = open(&info)
             return h != nil ? (h, 0, "") : (nil, Int(sf_error(nil)), String(cString: sf_strerror(nil)))
         }
         guard let handle = opened else {
@@ -70,8 +76,9 @@ public final class AudioFile {
         self.handle = handle
         sampleRate = Int(info.samplerate)
         channelCount = Int(info.channels)
-        // libsndfile gives SF_COUNT_MAX frames for a stream of unknown length.
-        frameCount = info.frames == Int64.max ? nil : Int(info.frames)
+        // libsndfile gives SF_COUNT_MAX frames for a stream of unknown length, and for a pipe of
+        // raw PCM or W64 that over the frame size: no file holds 2^48 frames (23 years at 384 kHz).
+        frameCount = info.frames >= 1 << 48 ? nil : Int(info.frames)
         formatName = Self.formatName(Int32(info.format) & Int32(SF_FORMAT_TYPEMASK))
         encodingName = Self.formatName(Int32(info.format) & Int32(SF_FORMAT_SUBMASK))
         do {
@@ -136,6 +143,17 @@ public final class AudioFile {
                 for ch in 0..<c { sum += buf[f * c + ch] }
                 return sum * scale
             }
+        }
+    }
+
+    /// Channels mixed down to mono as `readMono` mixes them (the mean, summed in channel order).
+    public static func mix(_ channels: [[Float]]) -> [Float] {
+        guard channels.count > 1 else { return channels.first ?? [] }
+        let scale = 1 / Float(channels.count)
+        return channels[0].indices.map { f in
+            var sum: Float = 0
+            for channel in channels { sum += channel[f] }
+            return sum * scale
         }
     }
 

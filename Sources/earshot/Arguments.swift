@@ -150,27 +150,9 @@ struct CommandSpec: Sendable {
     }
 }
 
-/// Levenshtein distance, for "did you mean".
-func editDistance(_ a: String, _ b: String) -> Int {
-    let a = Array(a), b = Array(b)
-    guard !a.isEmpty else { return b.count }
-    guard !b.isEmpty else { return a.count }
-    var previous = Array(0...b.count)
-    for i in 1...a.count {
-        var current = [i] + Array(repeating: 0, count: b.count)
-        for j in 1...b.count {
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-        }
-        previous = current
-    }
-    return previous[b.count]
-}
-
 /// The closest of `candidates` to `word`, if it is close enough to be a typo.
 func closest(_ word: String, in candidates: [String]) -> String? {
-    let scored = candidates.map { ($0, editDistance(word, $0)) }.min { $0.1 < $1.1 }
-    guard let (best, distance) = scored, distance <= max(2, min(3, word.count / 3)), distance < word.count else { return nil }
-    return best
+    Spelling.closest(word, in: candidates)
 }
 
 /// Command-line words after the command, parsed by its declaration: `--name value`,
@@ -306,6 +288,7 @@ enum ExitCode {
     static func of(_ error: Error) -> Int32 {
         switch error {
         case is UsageError: return usage
+        case is ModelLookupError: return noInput
         case let e as OutputError: return e.exitCode
         case let e as StreamError: return of(e)
         case let e as AudioError: return of(e)
@@ -329,7 +312,7 @@ enum ExitCode {
         switch e {
         case .fileNotFound: return noInput
         case .cannotOpen: return noInput
-        case .notAudio, .malformed, .unsupportedEncoding, .empty, .truncated, .channelOutOfRange, .unsupportedSampleRate: return dataError
+        case .notAudio, .malformed, .unsupportedEncoding, .empty, .truncated, .channelOutOfRange, .unsupportedSampleRate, .tooLarge: return dataError
         case .readFailed: return ioError
         default: return failure
         }

@@ -21,6 +21,8 @@ enum BenchClusterCommand {
         let workerCounts = try counts("workers", "1,2,4")
         let seconds = args.double("seconds")
         let modelName = args.string("model") ?? "silero-vad"
+        // The workers are given the package's folder, found here on this command's search path.
+        let modelPath = try ModelLocator(args).find(modelName).path
         let server = args.string("redis-server") ?? "/usr/bin/redis-server"
         guard FileManager.default.isExecutableFile(atPath: server) else {
             throw UsageError("--redis-server \(server): not found", hint: "apt-get install redis-server (scripts/install-packages.sh)")
@@ -35,7 +37,7 @@ enum BenchClusterCommand {
         var rows: [[String: Any]] = []
         for n in sourceCounts {
             for w in workerCounts {
-                let row = try measure(sources: n, workers: w, seconds: seconds, model: modelName, server: server, audio: audio, rate: rate)
+                let row = try measure(sources: n, workers: w, seconds: seconds, model: modelPath, server: server, audio: audio, rate: rate)
                 rows.append(row)
                 if !json {
                     try out(String(format: "%7d  %7d  %12.0f  %14.0f  %8.1f ms %6.1f %6.1f  %9.0f %%  %7.0f %%  %@",

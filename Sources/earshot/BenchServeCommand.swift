@@ -24,7 +24,7 @@ enum BenchServeCommand {
         guard ["tcp", "unix"].contains(transport) else {
             throw UsageError("--transport \(transport): expected tcp (loopback TCP, as Home Assistant connects) or unix (a unix socket)")
         }
-        let model = try Model(contentsOf: try ModelLocator.find(modelName))
+        let model = try Model(contentsOf: try ModelLocator(args).find(modelName))
         let (source, rate) = try AudioFile.readMono(path: path)
         let resampler = try Resampler(inputRate: Double(rate), outputRate: Double(model.sampleRate))
         let samples = try resampler.process(source) + resampler.finish()
@@ -41,7 +41,7 @@ enum BenchServeCommand {
             try out("clients  answers  latency p50    p99  server CPU  clients CPU  server RSS  late chunks  errors")
         }
         for n in counts {
-            let row = try measure(clients: n, seconds: seconds, chunkMs: chunkMs, rate: model.sampleRate, pcm: pcm, model: modelName,
+            let row = try measure(clients: n, seconds: seconds, chunkMs: chunkMs, rate: model.sampleRate, pcm: pcm, model: model.path,
                                   serveOptions: ["tick-ms", "read-batch-ms", "shards"].flatMap { name in args.string(name).map { ["--\(name)", $0] } ?? [] },
                                   unix: transport == "unix")
             rows.append(row)

@@ -6,9 +6,13 @@ import EarshotTraining
 enum Specs {
     // Options shared by the commands that label (label, listen, evaluate, serve).
     static let model = OptionSpec.text("model", short: "m", "NAME|PATH[,NAME...]", default: ModelLocator.defaultModel,
-                                       "the model(s): a folder, or a name under $EARSHOT_MODELS or Models/; several run side by side")
+                                       "the model(s): a package folder, or a name found on the model search path (earshot help models); several run side by side")
+    /// The first folder of the model search path, for every command that finds models by name.
+    static let modelsFolder = OptionSpec.text("models", "DIR", "a folder of model packages searched first for model names, before "
+                                              + "$EARSHOT_MODELS and the rest of the search path (earshot help models)")
     static let labelling: [OptionSpec] = [
         model,
+        modelsFolder,
         .text("gate", "NAME", "a voice activity model: keep only the detections of the others with its speech before them"),
         .text("threshold", "X|NAME=X,...", default: "the model's", "the least score that starts a segment or decides a detection, 0...1"),
         .text("window", "N|NAME=N,...", default: "the model's", "detections: the mean of the latest N scores decides, 1...10000 steps"),
@@ -26,17 +30,24 @@ enum Specs {
         name: "label", operands: "FILE|FOLDER|-...",
         summary: "Labelled segments of audio files (voice activity with the default model, silero-vad), or the detections of a "
             + "wake-word model (okay-nabu, hey-jarvis, alexa, hey-mycroft). Several models: their events in time order. Text on a "
-            + "terminal, JSON lines in a pipe. '-' reads audio from standard input. A file that fails is named and the others go on; the exit code is that of the first that failed (65 bad data, 66 missing).",
+            + "terminal, JSON lines in a pipe. '-' reads audio from standard input: WAV, AIFF, AU, W64, Ogg and raw PCM (--rate) as it "
+            + "arrives; other formats (FLAC, MP3, CAF, ...) cannot be read from a pipe and are first held in an unnamed temporary file "
+            + "(nothing is left behind), of at most \(AudioFile.spoolLimitBytes >> 20) MiB. A file that fails is named and the others go on; "
+            + "the exit code is that of the first that failed (65 bad data, 66 missing).",
         options: labelling + [
             .choice("format", short: "f", SegmentFormat.allCases.map(\.rawValue), default: "text on a terminal, jsonl in a pipe", "the output format"),
             .choice("channels", ["mix", "each"], default: "mix", "mix a file's channels to one stream, or label each"),
+            .int("rate", "HZ", 1000...384_000, "standard input ('-') is raw PCM at this rate (little-endian), read as it arrives"),
+            .choice("sample-format", RawPCMFormat.Encoding.allCases.map(\.rawValue), default: "s16", "raw PCM's samples (with --rate)"),
+            .int("raw-channels", "N", 1...64, default: 1, "raw PCM's interleaved channels (with --rate)"),
             .flag("scores", "every step's scores as well (one model)"),
             .text("output", short: "o", "FILE|-", default: "standard output", "written whole or not at all (a temporary file renamed into place)"),
             .flag("quiet", short: "q", "no progress bar or notes on stderr"),
         ],
         examples: ["earshot label AudioSamples/speech-noise-16k.wav",
                    "earshot label -m okay-nabu,silero-vad --gate silero-vad recording.flac",
-                   "sox in.mp3 -t wav - | earshot label -f csv -o labels.csv -"])
+                   "sox in.mp3 -t wav - | earshot label -f csv -o labels.csv -",
+                   "arecord -t raw -f S16_LE -r 16000 | earshot label --rate 16000 -"])
 
     static let listen = CommandSpec(
         name: "listen", operands: "",
@@ -66,6 +77,7 @@ enum Specs {
             .text("uri", "tcp://HOST:PORT|unix://PATH|stdio://", default: "tcp://0.0.0.0:10400", "where to listen"),
             .text("model", short: "m", "NAME|PATH[,NAME...]", default: ServeCommand.defaultModels,
                   "the models served: wake words answer detection, voice activity models voice-started/stopped"),
+            modelsFolder,
         ] + decisionRules + [
             .int("max-clients", "N", 1...1_000_000, default: ServeOptions().maxClients, "clients at once; one more gets an error and is closed"),
             .double("max-buffer-seconds", "S", 0.01...3600, default: ServeOptions().maxBufferSeconds,
@@ -98,6 +110,7 @@ enum Specs {
             + "away is retried. SIGTERM or Ctrl-C: checkpoints and hands its sources on.",
         options: [OptionSpec](arrayLiteral: redis, group, prefix,
                   .text("model", short: "m", "NAME|PATH", default: ModelLocator.defaultModel, "the model the worker runs"),
+                  modelsFolder,
                   .text("name", "NAME", default: "HOST-PID", "the consumer name; started again under it, a worker takes back its own sources first"),
                   .int("checkpoint-every", "N", 1...1_000_000, default: 20, "entries per source between checkpoints"),
                   .double("claim-after", "S", 0.1...86_400, default: 5, "seconds without a heartbeat before a worker's sources are claimed"))
@@ -155,8 +168,25 @@ enum Specs {
     static let inspect = CommandSpec(
         name: "inspect", operands: "MODEL",
         summary: "What a model takes, gives and costs: state size, parameters, per-layer shapes and multiply-adds. MODEL is a "
-            + "folder or a name under $EARSHOT_MODELS or Models/.",
-        options: [json], examples: ["earshot inspect silero-vad", "earshot inspect okay-nabu --json"])
+            + "package folder or a name found on the model search path (earshot help models).",
+        options: [modelsFolder, json], examples: ["earshot inspect silero-vad", "earshot inspect okay-nabu --json"])
+
+    static let models = CommandSpec(
+        name: "models", operands: "",
+        summary: "The models found on the search path: name, kind (voice activity, wake word, classifier, sound events), labels or "
+            + "phrase, rate, licence, path and source. A name given to -m is looked for in these folders, in order, the first "
+            + "holding NAME/model.json winning: --models DIR; each folder of $EARSHOT_MODELS (colon-separated); "
+            + "$XDG_DATA_HOME/earshot/models (~/.local/share/earshot/models); PREFIX/share/earshot/models, PREFIX being the parent "
+            + "of the folder holding the earshot binary (/usr/bin/earshot: /usr/share/earshot/models); Models/ of the Earshot "
+            + "checkout the binary was built in, or of the current folder when it is a checkout. A word with a slash, or a folder "
+            + "holding model.json, is a path. A name found nowhere: every folder searched and the names near it (exit 66).",
+        options: [modelsFolder, .flag("json", "one JSON object: the search path and every model")],
+        examples: ["earshot models", "earshot models --models ~/my-models --json", "earshot models info okay-nabu"])
+
+    static let modelsInfo = CommandSpec(
+        name: "models info", operands: "NAME|PATH",
+        summary: "One model: what earshot inspect says of it, its kind, and where it was found on the search path.",
+        options: [modelsFolder, json], examples: ["earshot models info okay-nabu", "earshot models info silero-vad --json"])
 
     static let devices = CommandSpec(name: "devices", operands: "", summary: "Sound cards and capture PCMs.", options: [], examples: ["earshot devices"])
 
@@ -169,12 +199,12 @@ enum Specs {
 
     static let benchModel = CommandSpec(
         name: "bench model", operands: "", summary: "Microseconds per step for one stream on one thread.",
-        options: [model, audio, .int("repeat", "N", 1...1000, default: 5, "timed passes"), json],
+        options: [model, modelsFolder, audio, .int("repeat", "N", 1...1000, default: 5, "timed passes"), json],
         examples: ["earshot bench model -m okay-nabu"])
 
     static let benchStreams = CommandSpec(
         name: "bench streams", operands: "", summary: "Streams at real-time pace over all cores: the largest count that keeps up.",
-        options: [model, audio, .text("counts", "N,N,...", default: "100,500,1000,2000,3000,4000,5000,6000", "stream counts to try"),
+        options: [model, modelsFolder, audio, .text("counts", "N,N,...", default: "100,500,1000,2000,3000,4000,5000,6000", "stream counts to try"),
                   .int("ticks", "N", 10...100_000, default: 200, "ticks per count"), json],
         examples: ["earshot bench streams --counts 1000,3000"])
 
@@ -188,14 +218,14 @@ enum Specs {
 
     static let benchOffline = CommandSpec(
         name: "bench offline", operands: "", summary: "earshot label end to end on FILE, in process.",
-        options: [model, .text("audio", "FILE", "the audio (required; tools/bench_offline.py makes an hour)"),
+        options: [model, modelsFolder, .text("audio", "FILE", "the audio (required; tools/bench_offline.py makes an hour)"),
                   .int("repeat", "N", 1...100, default: 3, "timed runs"), json],
         examples: ["earshot bench offline --audio hour.wav"])
 
     static let benchServe = CommandSpec(
         name: "bench serve", operands: "",
         summary: "An earshot serve process and N Wyoming clients (this process) sending chunks at real-time pace: latency, CPU and memory per N.",
-        options: [.text("model", short: "m", "NAME", default: "silero-vad", "the model served"), audio,
+        options: [.text("model", short: "m", "NAME", default: "silero-vad", "the model served"), modelsFolder, audio,
                   .text("clients", "N,N,...", default: "100,500,1000,2000", "client counts to try"),
                   .double("seconds", "S", 1...3600, default: 60, "seconds per count"),
                   .int("chunk-ms", "MS", 5...1000, default: 20, "audio per chunk"),
@@ -209,7 +239,7 @@ enum Specs {
         name: "bench cluster", operands: "",
         summary: "A redis-server of its own, W earshot worker processes and N sources published by this process at real-time pace "
             + "(100 ms entries): entries in and done per second, publish-to-processed latency, the workers' and Redis's CPU, per (N, W).",
-        options: [.text("model", short: "m", "NAME", default: "silero-vad", "the workers' model"), audio,
+        options: [.text("model", short: "m", "NAME", default: "silero-vad", "the workers' model"), modelsFolder, audio,
                   .text("sources", "N,N,...", default: "100,300,600", "source counts to try"),
                   .text("workers", "N,N,...", default: "1,2,4", "worker counts to try"),
                   .double("seconds", "S", 1...3600, default: 20, "seconds measured per row (after 3 s of warm-up)"),
@@ -225,12 +255,15 @@ enum Specs {
             .text("output", short: "o", "FOLDER", "the package to write (required)"),
             .flag("force", "replace an existing --output"),
             .text("validation", "FOLDER|CSV", "held-out clips (instead of --validation-split)"),
-            .double("validation-split", "X", 0.01...0.99, default: 0.2, "the fraction held out for validation"),
+            .double("validation-split", "X", 0.01...0.99, default: 0.2,
+                    "the fraction held out for validation (fewer than \(Trainer.fewestReliableValidationFiles) files held out: a warning, "
+                    + "the accuracy from them is unreliable)"),
             .text("group-by", "REGEX", "clips whose paths share this match stay on one side of the split (speakers)"),
             .text("validation-stream", "FILE", "a recording run each epoch as listen runs the model: the epoch kept finds the most words "
                   + "less false alarms (then clip accuracy, loss), and --patience counts on that"),
             .text("validation-truth", "CSV", default: "the stream's name with .truth.csv", "the stream's words: start,end,label lines (seconds)"),
-            .text("background", "LABEL", "the label that is no event"),
+            .text("background", "LABEL", "the label that is no event; without it a label '\(Trainer.syntheticBackground)' of generated noise "
+                  + "and near-silence is added (said on stderr)"),
             .text("architecture", "SPEC", default: "\(Trainer.defaultArchitecture); \(Trainer.headArchitecture) with --embedding",
                   "layers: conv:CHANNELSxTAPS and gru:COUNTxHIDDEN parts (a head: conv parts only)"),
             .text("embedding", "NAME", "train a head on a frozen embedding: openwakeword (its melspectrogram and embedding models, "
@@ -265,7 +298,10 @@ enum Specs {
         name: "evaluate", operands: "",
         summary: "Accuracy, per-class precision/recall/F1 and the confusion matrix of a classifier on labelled clips; or, with "
             + "--stream and --truth, keyword spotting over a long recording as listen runs it.",
-        options: labelling + [
+        options: labelling.map { o in
+            o.name != "model" ? o : .text("model", short: "m", "NAME|PATH",
+                                          "the model evaluated (required): a classifier from earshot train, or with --stream a wake word")
+        } + [
             .text("data", "FOLDER|CSV", "labelled clips"),
             .text("group-by", "REGEX", "as in train"),
             .choice("format", short: "f", ["text", "csv", "json"], default: "text", "the report's format"),
@@ -336,7 +372,7 @@ enum Specs {
         name: "man", operands: "", summary: "The manual page (roff), from the commands' declarations.", options: [],
         examples: ["earshot man > /usr/local/share/man/man1/earshot.1"])
 
-    static let all: [CommandSpec] = [label, listen, serve, worker, publish, events, plot, features, inspect, devices, benchFeatures, benchModel, benchStreams,
+    static let all: [CommandSpec] = [label, listen, serve, worker, publish, events, plot, features, inspect, models, modelsInfo, devices, benchFeatures, benchModel, benchStreams,
                                      benchPeak, benchOffline, benchServe, benchCluster, train, evaluate, importModel, completions, manPage]
 
     /// The subjects of `earshot bench`.

@@ -115,7 +115,19 @@ enum Completions {
         }
         lines += [".SH EXIT STATUS", "0 done; 64 a usage error; 65 bad data (an audio file or model damaged or not what it claims); "
                   + "66 a missing input; 73 an output that cannot be created; 74 an I/O error; 1 anything else. With several files, the "
-                  + "code of the first that failed.", ".SH ENVIRONMENT", ".TP", "\\fBEARSHOT_MODELS\\fR", "a folder of model packages, searched by name first."]
+                  + "code of the first that failed.",
+                  ".SH MODEL SEARCH PATH", "A model named by \\fB\\-m\\fR \\fINAME\\fR is looked for in these folders, in order; the first "
+                  + "holding \\fINAME\\fR/model.json wins. A word with a slash, or a folder holding model.json, is a path.",
+                  ".IP 1. 4", "\\fB\\-\\-models\\fR \\fIDIR\\fR, when given;",
+                  ".IP 2. 4", "each folder of \\fB$EARSHOT_MODELS\\fR (colon\\-separated);",
+                  ".IP 3. 4", "\\fB$XDG_DATA_HOME\\fR/earshot/models (~/.local/share/earshot/models when it is not set);",
+                  ".IP 4. 4", "\\fIPREFIX\\fR/share/earshot/models, \\fIPREFIX\\fR being the parent of the folder holding the earshot binary "
+                  + "(/usr/bin/earshot looks in /usr/share/earshot/models);",
+                  ".IP 5. 4", "Models/ of the Earshot checkout the binary was built in, or of the current folder when it is one.",
+                  ".PP", "\\fBearshot models\\fR lists the models found there; a name found nowhere is reported with every folder "
+                  + "searched and the names near it (exit 66).",
+                  ".SH ENVIRONMENT", ".TP", "\\fBEARSHOT_MODELS\\fR", "folders of model packages (colon\\-separated), searched by name after \\fB\\-\\-models\\fR.",
+                  ".TP", "\\fBXDG_DATA_HOME\\fR", "the user's data folder: models in its earshot/models (default ~/.local/share)."]
         return lines.joined(separator: "\n")
     }
 }

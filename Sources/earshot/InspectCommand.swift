@@ -8,13 +8,18 @@ enum InspectCommand {
         guard args.positionals.count == 1, let name = args.positionals.first else {
             throw UsageError("inspect takes one model name or folder", hint: "earshot inspect silero-vad")
         }
-        let model = try Model(contentsOf: try ModelLocator.find(name))
+        let model = try Model(contentsOf: try ModelLocator(args).find(name))
+        try out(args.flag("json") ? try json(model).serialized : text(model))
+    }
+
+    /// The description's fields as the package's one JSON writer writes them (sorted keys).
+    static func json(_ model: Model) throws -> JSONValue {
+        try JSONValue.parse([UInt8](try JSONEncoder().encode(model.description)))
+    }
+
+    /// What `inspect` prints: the model's summary, then a table of its layers.
+    static func text(_ model: Model, notes: [String] = []) -> String {
         let d = model.description
-        if args.flag("json") {
-            // The description's fields as the package's one JSON writer writes them (one line, sorted keys).
-            try out(try JSONValue.parse([UInt8](try JSONEncoder().encode(d))).serialized)
-            return
-        }
         // Many labels: the first few and how many.
         let labels: String = d.labels.count <= 12
             ? d.labels.joined(separator: ", ")
@@ -35,12 +40,13 @@ enum InspectCommand {
                 return "decides:   a detection when the mean of the latest \(window) scores is above \(options.threshold), "
                     + "then none for \(Int(options.refractoryMs)) ms"
             },
+        ].compactMap { $0 } + notes + [
             "state:     \(d.stateBytesPerStream) bytes per stream",
             "weights:   \(d.parameterCount) parameters, \(d.storageBytes) bytes, hash \(d.contentHash)",
             "layers:    " + d.layerCounts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "),
             cost,
             "",
-        ].compactMap { $0 }
+        ]
         // A table whose columns are as wide as their widest cell.
         let graph = d.layers.contains { $0.kernel != nil }
         var rows = [["layer", "type", "in", "out", "params", "MACs/step", "share"] + (graph ? ["runs as"] : [])]
@@ -53,7 +59,7 @@ enum InspectCommand {
         for row in rows {
             lines.append(row.enumerated().map { c, cell in c == row.count - 1 ? cell : pad(cell, widths[c] + 1) }.joined())
         }
-        try out(lines.joined(separator: "\n"))
+        return lines.joined(separator: "\n")
     }
 
     static func pad(_ s: String, _ width: Int) -> String {

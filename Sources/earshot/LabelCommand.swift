@@ -30,8 +30,32 @@ enum LabelCommand {
         let gateName = args.string("gate")
         let showGate = gateName.map { names.contains($0) } ?? true
         if let gateName, !names.contains(gateName) { names.append(gateName) }
-        let models = try names.map { try Model(contentsOf: try ModelLocator.find($0)) }
+        let locator = ModelLocator(args)
+        let models = try names.map { try Model(contentsOf: try locator.find($0)) }
+        try checkModelNames(args, given: names, models: models)
         return (names, models, gateName.flatMap { names.firstIndex(of: $0) }, showGate)
+    }
+
+    /// The options that take a value per model (`--threshold okay-nabu=0.9,alexa=0.95`).
+    static let perModelOptions = ["threshold", "window", "refractory"]
+
+    /// Every MODEL of a per-model option's MODEL=X pairs names one of the models given (as given
+    /// to --model or --gate, or by the package's own name): another is a usage error naming it,
+    /// the models given and the nearest of them. Every command that takes these options loads its
+    /// models through `models(_:)`, so this is the one place that decides.
+    static func checkModelNames(_ args: Arguments, given names: [String], models: [Model]) throws(UsageError) {
+        var known: [String] = []
+        for name in names + models.map(\.name) where !known.contains(name) { known.append(name) }
+        for option in perModelOptions {
+            guard let text = args.string(option), text.contains("=") else { continue }
+            for pair in text.split(separator: ",") {
+                let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+                guard !known.contains(name) else { continue }
+                let guess = closest(name, in: known).map { "did you mean \($0)? " } ?? ""
+                throw UsageError("--\(option) \(text): '\(name)' is none of the models given (\(names.joined(separator: ", ")))",
+                                 hint: guess + "name a model given with --model, or give one value for all: --\(option) X")
+            }
+        }
     }
 
     /// --NAME X (every model) or --NAME MODEL=X,MODEL=X (each model its own; the others keep
@@ -55,18 +79,46 @@ enum LabelCommand {
         return found
     }
 
-    /// Files named, and audio files found in folders named (sorted), in order.
-    static func inputs(_ paths: [String]) -> [String] {
-        let fm = FileManager.default
-        return paths.flatMap { path -> [String] in
-            if path == "-" { return [path] }
-            var isFolder: ObjCBool = false
-            guard fm.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue else { return [path] }
-            let found = (fm.enumerator(atPath: path)?.allObjects as? [String] ?? [])
-                .filter { audioExtensions.contains(URL(fileURLWithPath: $0).pathExtension.lowercased()) }
-                .sorted()
-            return found.map { URL(fileURLWithPath: path).appendingPathComponent($0).path }
+    /// Raw PCM on standard input (--rate, --sample-format, --raw-channels), or nil.
+    static func rawFormat(_ args: Arguments, files: [String]) throws(UsageError) -> RawPCMFormat? {
+        guard let rate = args.optionalInt("rate") else {
+            for name in ["sample-format", "raw-channels"] where args.string(name) != nil {
+                throw UsageError("--\(name) describes raw PCM on standard input: it needs --rate HZ", hint: "earshot label --rate 16000 -")
+            }
+            return nil
         }
+        guard files.contains("-") else {
+            throw UsageError("--rate reads standard input as raw PCM: name it as '-'", hint: "arecord -t raw -f S16_LE -r 16000 | earshot label --rate 16000 -")
+        }
+        let encoding = RawPCMFormat.Encoding(rawValue: args.string("sample-format") ?? "s16") ?? .s16
+        return RawPCMFormat(sampleRate: rate, channelCount: args.int("raw-channels"), encoding: encoding)
+    }
+
+    /// Files named, and audio files found in folders named (sorted), in order. Symbolic links
+    /// are followed, to folders as to files (a folder named by a link, and linked folders inside
+    /// it); a folder reached twice (a link back to a parent) is walked once.
+    static func inputs(_ paths: [String]) -> [String] {
+        paths.flatMap { path -> [String] in
+            if path == "-" { return [path] }
+            guard let folder = FileIdentity(path: path), folder.isFolder else { return [path] }
+            var seen: Set<FileIdentity> = [folder]
+            return audioFiles(in: path, relative: "", seen: &seen).sorted().map { URL(fileURLWithPath: path).appendingPathComponent($0).path }
+        }
+    }
+
+    /// The audio files under `root/relative`, as paths relative to `root`.
+    private static func audioFiles(in root: String, relative: String, seen: inout Set<FileIdentity>) -> [String] {
+        let folder = relative.isEmpty ? root : root + "/" + relative
+        var found: [String] = []
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+            let path = relative.isEmpty ? name : relative + "/" + name
+            if let sub = FileIdentity(path: root + "/" + path), sub.isFolder {
+                if seen.insert(sub).inserted { found += audioFiles(in: root, relative: path, seen: &seen) }
+            } else if audioExtensions.contains(URL(fileURLWithPath: name).pathExtension.lowercased()) {
+                found.append(path)
+            }
+        }
+        return found
     }
 
     static func run(_ words: [String]) async throws -> Int32 {
@@ -101,11 +153,14 @@ enum LabelCommand {
                              hint: "use -f jsonl (a line per step) or -f csv (a table of step scores)")
         }
         let files = inputs(args.positionals)
-        // '-': standard input, read whole into a temporary file first, so that every format works
-        // (libsndfile cannot read FLAC from a pipe); its events are named '-'.
-        let standardInput = files.contains("-") ? try StandardInput.spool() : nil
-        defer { if let standardInput { try? FileManager.default.removeItem(atPath: standardInput) } }
-        @Sendable func source(_ file: String) -> String { file == "-" ? (standardInput ?? file) : file }
+        // '-': standard input, read as it arrives where its format allows (its events are named '-').
+        let raw = try rawFormat(args, files: files)
+        @Sendable func open(_ file: String) throws -> AudioFile {
+            guard file == "-" else { return try AudioFile(path: file) }
+            do { return try AudioFile(raw: raw) } catch AudioError.empty(path: "-") {
+                throw UsageError("standard input is empty: pipe audio in, e.g. sox in.mp3 -t wav - | earshot label -")
+            }
+        }
         if let outputPath, let target = FileIdentity(path: outputPath),
            let input = files.first(where: { FileIdentity(path: $0) == target }) {
             throw UsageError("--output \(outputPath) is also an input (\(input)): refusing to overwrite audio being labelled",
@@ -130,7 +185,7 @@ enum LabelCommand {
             for file in files {
                 do {
                     try context.heading(file)
-                    _ = try await labeler.label(path: source(file), progress: { fraction in
+                    _ = try await labeler.label(file: open(file), progress: { fraction in
                         if showProgress { ProgressBar.draw(fraction, label: file) }
                     }) { events, channelCount throws(OutputError) in
                         let failed = try context.write(events, file: file, channelCount: channelCount)
@@ -148,8 +203,8 @@ enum LabelCommand {
             }
         } else {
             (failures, code) = try await labelInParallel(files, context: context, showProgress: showProgress) { file, progress in
-                if let multi { return try await multi.label(path: source(file)) }
-                return try await labeler.label(path: source(file), progress: progress)
+                if let multi { return try await multi.label(file: open(file)) }
+                return try await labeler.label(file: open(file), progress: progress)
             }
         }
         try output.commit()
@@ -283,31 +338,5 @@ enum ProgressBar {
 
     static func clear() {
         FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
-    }
-}
-
-/// Standard input saved to a temporary file (a pipe of any audio format, FLAC included).
-enum StandardInput {
-    static func spool() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-stdin-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
-        guard FileManager.default.createFile(atPath: path, contents: nil), let out = FileHandle(forWritingAtPath: path) else {
-            throw UsageError("standard input: cannot make a temporary file at \(path)")
-        }
-        defer { try? out.close() }
-        var total = 0
-        while true {
-            let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20)
-            if chunk.isEmpty { break }
-            do { try out.write(contentsOf: chunk) } catch {
-                try? FileManager.default.removeItem(atPath: path)
-                throw UsageError("standard input: writing \(path) failed: \(error)")
-            }
-            total += chunk.count
-        }
-        guard total > 0 else {
-            try? FileManager.default.removeItem(atPath: path)
-            throw UsageError("standard input is empty: pipe audio in, e.g. sox in.mp3 -t wav - | earshot label -")
-        }
-        return path
     }
 }

@@ -151,11 +151,13 @@ func out(_ text: String = "", terminator: String = "\n") throws(OutputError) {
 struct FileIdentity: Hashable {
     let device: UInt64
     let inode: UInt64
+    let isFolder: Bool
 
     init?(path: String) {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
+        isFolder = info.st_mode & S_IFMT == S_IFDIR
     }
 }

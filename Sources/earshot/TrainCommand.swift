@@ -67,6 +67,18 @@ enum TrainCommand {
         if !quiet { printError("earshot train: \(training.files.count) training and \(validation.files.count) validation files, "
                    + "\(training.labels.count) labels (\(training.labels.joined(separator: " "))), "
                    + "\(Set(training.files.map(\.group)).count) and \(Set(validation.files.map(\.group)).count) groups") }
+        if !quiet && options.background == nil {
+            printError("earshot train: no --background: a label '\(Trainer.syntheticBackground)' of generated noise and near-silence is added "
+                       + "(as many clips as the median label has), so that the model has a label for the moments between events; "
+                       + "--background LABEL names the data's own instead")
+        }
+        // A figure over a handful of clips says little (17 files, 4 of them held out, gave "100%").
+        let tooFew = validation.files.count < Trainer.fewestReliableValidationFiles
+        let fewNote = "only \(validation.files.count) validation file\(validation.files.count == 1 ? "" : "s"): the validation accuracy is "
+            + "unreliable below \(Trainer.fewestReliableValidationFiles) (one file moves it by \(String(format: "%.0f", 100 / Double(max(1, validation.files.count))))%)"
+        if tooFew {
+            printError("earshot train: warning: \(fewNote); add data, raise --validation-split or give --validation FOLDER")
+        }
         let started = Date()
         let show: (EpochReport) -> Void = { report in
             guard !quiet else { return }
@@ -89,7 +101,8 @@ enum TrainCommand {
         }
         try Model.write(manifest: trained.manifest, tensors: trained.tensors, to: URL(fileURLWithPath: output), replacing: args.flag("force"))
         try out(String(format: "%@: validation accuracy %.2f%% after %d epochs, %@ of training; written to %@", name,
-                     trained.validationAccuracy * 100, trained.reports.count, duration(Date().timeIntervalSince(started)), output))
+                     trained.validationAccuracy * 100, trained.reports.count, duration(Date().timeIntervalSince(started)), output)
+                + (tooFew ? " (\(fewNote))" : ""))
     }
 
     /// The frozen embedding `--embedding NAME` names, read from its models' folder.
@@ -116,10 +129,14 @@ enum EvaluateCommand {
     /// Exit 1 when a file failed (the figures leave it out); `--strict` stops at the first.
     static func run(_ words: [String]) async throws -> Int32 {
         let args = try Arguments(words, spec: Specs.evaluate)
-        guard let modelName = args.string("model") else { throw UsageError("evaluate needs --model NAME|PATH") }
+        // No default: a clip classifier or a wake word is what is evaluated, not the default voice activity model.
+        guard let modelName = args.string("model") else {
+            throw UsageError("evaluate needs --model NAME|PATH", hint: "the classifier or wake word to evaluate, e.g. earshot evaluate -m keywords --data clips/")
+        }
+        guard !modelName.contains(",") else { throw UsageError("--model \(modelName): evaluate takes one model") }
         let format = args.string("format") ?? "text"
         guard ["text", "csv", "json"].contains(format) else { throw UsageError("--format \(format): expected text, csv or json") }
-        let model = try Model(contentsOf: try ModelLocator.find(modelName))
+        let model = try LabelCommand.models(args).models[0]
         if let stream = args.string("stream") {
             guard let truth = args.string("truth") else { throw UsageError("evaluate --stream needs --truth CSV (start,end,label)") }
             let ignored = Set((args.string("ignore") ?? "_unknown_").split(separator: ",").map(String.init))

@@ -121,7 +121,7 @@ struct InspectCommandTests {
         #expect(result.out.contains("state:     1152 bytes per stream"))  // (32 context + 2 * 128 carry) * 4
         let missing = try runEarshot(["inspect", "no-such-model"])
         #expect(missing.status == 66)
-        #expect(missing.err.contains("no-such-model: cannot read: no model folder of that name"))
+        #expect(missing.err.contains("no model 'no-such-model'") && missing.err.contains("models found: alexa, digits"))
     }
 }
 

@@ -68,7 +68,7 @@ struct LabelCommandTests {
         #expect(missing.err.contains("no-such.wav: no such file"))
         let model = try runEarshot(["label", "--model", "no-such-model", "AudioSamples/speech-8k.wav"])
         #expect(model.status == 66)
-        #expect(model.err.contains("no-such-model: cannot read: no model folder of that name"))
+        #expect(model.err.contains("no model 'no-such-model'") && model.err.contains("searched, in order:"))
         for (flags, message) in [(["--format", "xml"], "--format xml: expected one of text, jsonl, csv, audacity, rttm"),
                                  (["--threshold", "2"], "--threshold 2: expected a number in 0.0...1.0"),
                                  (["--channels", "both"], "--channels both: expected one of mix, each"),
@@ -80,5 +80,46 @@ struct LabelCommandTests {
         let none = try runEarshot(["label"])
         #expect(none.status == 64)
         #expect(none.err.contains("hint: earshot label AudioSamples/speech-noise-16k.wav"))
+    }
+}
+
+@Suite("earshot label: folders through links, per-model options naming models")
+struct LabelInputsTests {
+    @Test("A folder named by a symbolic link is walked, and linked folders inside it; a link back to a parent is walked once")
+    func symlinkedFolders() throws {
+        let root = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let fm = FileManager.default
+        let real = root.appendingPathComponent("real"), other = root.appendingPathComponent("other")
+        try fm.createDirectory(at: real, withIntermediateDirectories: true)
+        try fm.createDirectory(at: other, withIntermediateDirectories: true)
+        try fm.copyItem(atPath: Repo.path("AudioSamples/speech-8k.wav"), toPath: real.appendingPathComponent("a.wav").path)
+        try fm.copyItem(atPath: Repo.path("AudioSamples/speech-44k.wav"), toPath: other.appendingPathComponent("b.wav").path)
+        try fm.createSymbolicLink(atPath: root.appendingPathComponent("link").path, withDestinationPath: real.path)
+        try fm.createSymbolicLink(atPath: real.appendingPathComponent("sub").path, withDestinationPath: other.path)
+        try fm.createSymbolicLink(atPath: other.appendingPathComponent("loop").path, withDestinationPath: real.path)
+        let link = root.appendingPathComponent("link").path
+        let result = try runEarshot(["label", "-f", "csv", link])
+        #expect(result.status == 0, "\(result.err)")
+        let files = result.out.split(separator: "\n").dropFirst().map { String($0.split(separator: ",")[0]) }
+        #expect(Set(files) == [link + "/a.wav", link + "/sub/b.wav"], "\(result.out)")
+        // The same events as the files themselves.
+        let direct = try runEarshot(["label", "-f", "csv", "AudioSamples/speech-8k.wav", "AudioSamples/speech-44k.wav"])
+        #expect(result.out.replacingOccurrences(of: link + "/sub/b.wav", with: "AudioSamples/speech-44k.wav")
+            .replacingOccurrences(of: link + "/a.wav", with: "AudioSamples/speech-8k.wav") == direct.out)
+    }
+
+    @Test("--threshold, --window and --refractory MODEL=X name a model given: another is a usage error naming it and them",
+          arguments: ["label", "serve"])
+    func unknownModelInPerModelOption(_ command: String) throws {
+        let operands = command == "label" ? ["AudioSamples/speech-8k.wav"] : ["--uri", "stdio://"]
+        let nope = try runEarshot([command, "--threshold", "nope=0.5", "-m", "silero-vad"] + operands, stdinPipe: Data())
+        #expect(nope.status == 64, "\(nope.err)")
+        #expect(nope.err.contains("--threshold nope=0.5: 'nope' is none of the models given (silero-vad)"), "\(nope.err)")
+        let typo = try runEarshot([command, "-m", "okay-nabu,silero-vad", "--window", "okay-nabu=3", "--refractory", "okay-nabo=100"] + operands,
+                                  stdinPipe: Data())
+        #expect(typo.status == 64)
+        #expect(typo.err.contains("--refractory okay-nabo=100: 'okay-nabo' is none of the models given (okay-nabu, silero-vad)"), "\(typo.err)")
+        #expect(typo.err.contains("hint: did you mean okay-nabu?"), "\(typo.err)")
     }
 }
