@@ -41,7 +41,7 @@ enum Specs {
     static let listen = CommandSpec(
         name: "listen", operands: "",
         summary: "Live classification from an ALSA capture device; Ctrl-C stops (open segments are closed). On a terminal a live "
-            + "line per channel; in a pipe one line per event.",
+            + "line per model (per channel and model: the label it hears, its score as a bar, on or detected); in a pipe one line per event.",
         options: labelling + [
             .text("device", "NAME", default: "default", "an ALSA PCM (default, hw:1,0, plughw:1,0, a name in the ALSA configuration)"),
             .int("rate", "HZ", 1000...384_000, defaultText: "the model's", "the capture rate (resampled to the model's)"),
