@@ -70,8 +70,10 @@ enum PlotCommand {
     /// label a model has are judged against its segments and detections: hits, misses, false alarms).
     static func draw(path: String, labelers: [FileLabeler], each: Bool, truth: [TruthSpan], width: Int) async throws -> String {
         let file = try AudioFile(path: path)
-        guard let total = file.frameCount else {
-            throw UsageError("plot \(path): the audio's length is not known (a pipe?); plot reads a file more than once and needs its length",
+        // Read more than once, from its start: a regular file whose length is known.
+        var status = stat()
+        guard let total = file.frameCount, stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw UsageError("plot \(path): not a regular file of known length (a pipe?); plot reads its file more than once",
                              hint: "save it to a file first: sox INPUT recording.wav; earshot plot recording.wav")
         }
         let rate = file.sampleRate, channelCount = each ? file.channelCount : 1

@@ -165,6 +165,13 @@ struct PlotTests {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         #expect(Array(bytes.prefix(4)) == [0x89, 0x50, 0x4E, 0x47] && bytes.count > 10_000)
         #expect(try runEarshot(["plot", "AudioSamples/speech-8k.wav", "-o", "x.jpg"]).status == 64)
+        // A pipe cannot be read twice: refused, not drawn from what is left of it. (The tool
+        // exits without reading the pipe: its writer gets EPIPE, not a SIGPIPE that would end
+        // the tests.)
+        signal(SIGPIPE, SIG_IGN)
+        let piped = try runEarshot(["plot", "/dev/stdin", "-o", "-"], stdinPipe: Data(contentsOf: Repo.root.appendingPathComponent("AudioSamples/speech-8k.wav")))
+        #expect(piped.status == 64 && piped.out.isEmpty)
+        #expect(piped.err.contains("/dev/stdin: not a regular file of known length (a pipe?); plot reads its file more than once"), "\(piped.err)")
     }
 
     @Test("A column keeps the least and the greatest value of its positions, whatever the chunks (random lengths and widths)")
