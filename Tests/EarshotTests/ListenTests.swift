@@ -113,6 +113,12 @@ struct LiveViewTests {
             models: [0, 1, 1], latency: nil, levels: [-.infinity, -.infinity]))
         #expect(view.statusLines()[0] == "ch0  okay-nabu   Okay Nabu  [....................] 0.02            in  -20.0 dB  dropped 0")
         #expect(view.statusLines()[3] == "ch1  silero-vad  speech     [######..............] 0.30")
+        // A gate asked for only as a gate (--gate without -m) has no line; asked for with -m, it has one.
+        let gated = try LiveLabeler(models: models, gate: 1, showGate: false)
+        #expect(gated.shownModels == [0])
+        #expect(try LiveLabeler(models: models, gate: 1, showGate: true).shownModels == [0, 1])
+        let oneLine = LiveView(models: models, shown: gated.shownModels, channels: 1, interactive: false, json: false, printScores: false)
+        #expect(oneLine.statusLines() == ["ch0  okay-nabu  Okay Nabu  [....................] 0.00            in   -inf dB  dropped 0"])
     }
 
     @Test("Listening with okay-nabu and silero-vad (ALSA file PCM): each delivered event names its model, and each live line shows its own model's last score")
