@@ -65,11 +65,15 @@ public struct DetectionEvaluation: Sendable {
             if let found { used.insert(found) }
             return (word, found.map { detections[$0] })
         }
-        matched = used
+        matchedDetections = used
     }
 
-    /// The indices of the detections that found a word.
-    private let matched: Set<Int>
+    /// The indices of the detections that found a word (the others are false alarms).
+    public let matchedDetections: Set<Int>
+
+    /// How long after a word's end a detection of its label still finds it (seconds), unless
+    /// a run says otherwise.
+    public static let defaultWindow = 1.0
 
     /// Each counted word with the detection that found it (nil: missed); each detection finds one word at most.
     public let matches: [(word: Word, detection: Detection?)]
@@ -100,7 +104,7 @@ public struct DetectionEvaluation: Sendable {
     /// to `window` after its end) holds the announcement, a word of the detection's own label
     /// first, then a counted word, then any other.
     public var falseAlarmKinds: [FalseAlarmKind] {
-        detections.indices.filter { !matched.contains($0) }.map { i in
+        detections.indices.filter { !matchedDetections.contains($0) }.map { i in
             let d = detections[i]
             let near = words.filter { d.announced >= $0.start && d.announced <= $0.end + window }
             if near.contains(where: { $0.label == d.segment.label }) { return .repeated }
@@ -114,7 +118,7 @@ public struct DetectionEvaluation: Sendable {
 
     /// Runs `model` over `audio` in `chunkSeconds` pieces and scores its segments.
     public static func run(model: Model, audio: [Float], sampleRate: Int, words: [Word], ignoring: Set<String>,
-                           options: LabelOptions? = nil, chunkSeconds: Double = 0.02, window: Double = 1.0) async throws -> DetectionEvaluation {
+                           options: LabelOptions? = nil, chunkSeconds: Double = 0.02, window: Double = defaultWindow) async throws -> DetectionEvaluation {
         try evaluate(model: model, audio: audio, sampleRate: sampleRate, words: words, ignoring: ignoring, options: options,
                      chunkSeconds: chunkSeconds, window: window)
     }
@@ -122,7 +126,7 @@ public struct DetectionEvaluation: Sendable {
     /// As `run`, on the caller's thread: one stream's pipeline (what a `StreamClassifier` runs),
     /// `chunkSeconds` at a time, each detection announced when the chunk that completed it is in.
     public static func evaluate(model: Model, audio: [Float], sampleRate: Int, words: [Word], ignoring: Set<String>,
-                                options: LabelOptions? = nil, chunkSeconds: Double = 0.02, window: Double = 1.0) throws(StreamError) -> DetectionEvaluation {
+                                options: LabelOptions? = nil, chunkSeconds: Double = 0.02, window: Double = defaultWindow) throws(StreamError) -> DetectionEvaluation {
         var pipeline = try ChannelPipeline(channel: 0, model: model, sourceRate: sampleRate, options: options ?? LabelOptions(model: model))
         let chunk = max(1, Int(chunkSeconds * Double(sampleRate)))
         var detections: [Detection] = []

@@ -46,17 +46,21 @@ public struct LiveLabeler: Sendable {
         self.showGate = showGate
     }
 
-    /// The events of all sessions for one chunk: the gate's first (it decides the others'
-    /// detections), then the others in order.
-    private func merge(_ perModel: [[ClassifierEvent]], gates judge: inout DetectionGate) -> [ClassifierEvent] {
-        guard let gate else { return perModel.flatMap { $0 } }
+    /// The models whose events are delivered (indices into `models`): all but a gate that was
+    /// not asked for with the others.
+    public var shownModels: [Int] { models.indices.filter { $0 != gate || showGate } }
+
+    /// The events of all sessions for one chunk, each with the index of its model: the gate's
+    /// first (it decides the others' detections), then the others in order.
+    private func merge(_ perModel: [[ClassifierEvent]], gates judge: inout DetectionGate) -> [(event: ClassifierEvent, model: Int)] {
+        guard let gate else { return perModel.enumerated().flatMap { m, events in events.map { ($0, m) } } }
         for event in perModel[gate] { judge.observe(event) }
-        var out = showGate ? perModel[gate] : []
+        var out = showGate ? perModel[gate].map { ($0, gate) } : []
         for (k, events) in perModel.enumerated() where k != gate {
             out += events.filter { event in
                 guard case let .detected(d) = event else { return true }
                 return judge.admits(d)
-            }
+            }.map { ($0, k) }
         }
         return out
     }
@@ -65,6 +69,9 @@ public struct LiveLabeler: Sendable {
     public struct Delivery: Sendable {
         /// The events, in order.
         public var events: [ClassifierEvent]
+        /// For each event, the index in `models` of the model that made it (the first model's
+        /// for a report of dropped audio, which every model shares).
+        public var models: [Int]
         /// From the capture of the chunk's last frame to now; nil for the events of the end.
         public var latency: Duration?
         /// Per channel: the chunk's RMS level in dBFS.
@@ -108,11 +115,11 @@ public struct LiveLabeler: Sendable {
         var failure: Error?
         do {
             for try await chunk in capture.chunks() {
-                var events: [ClassifierEvent] = []
+                var events: [(event: ClassifierEvent, model: Int)] = []
                 // Frames the queue dropped before this chunk: reported on every channel.
                 let dropped = capture.droppedFrames
                 if dropped > reportedDrops {
-                    for k in 0..<channels { events.append(try await session.reportDropped(dropped - reportedDrops, channel: k)) }
+                    for k in 0..<channels { events.append((try await session.reportDropped(dropped - reportedDrops, channel: k), 0)) }
                     reportedDrops = dropped
                 }
                 // Audio lost before this chunk (dropped from the queue, or in a device overrun)
@@ -138,22 +145,22 @@ public struct LiveLabeler: Sendable {
                 summary.frames += chunk.frames
                 let latency = ContinuousClock.now - chunk.capturedAt
                 if !events.isEmpty { summary.latencies.add(latency) }
-                deliver(Delivery(events: events, latency: latency, levels: perChannel.map(Self.level)))
+                deliver(Delivery(events: events.map(\.event), models: events.map(\.model), latency: latency, levels: perChannel.map(Self.level)))
             }
         } catch is CancellationError {
         } catch {
             failure = error
         }
         await capture.stop()  // the device is released before the last events go out
-        var tail: [ClassifierEvent] = []
+        var tail: [(event: ClassifierEvent, model: Int)] = []
         let dropped = capture.droppedFrames
         if dropped > reportedDrops {
-            for k in 0..<channels { tail.append(try await session.reportDropped(dropped - reportedDrops, channel: k)) }
+            for k in 0..<channels { tail.append((try await session.reportDropped(dropped - reportedDrops, channel: k), 0)) }
         }
         var perModel: [[ClassifierEvent]] = []
         for s in sessions { perModel.append(await s.finish()) }
         tail += merge(perModel, gates: &gates)
-        deliver(Delivery(events: tail, latency: nil, levels: Array(repeating: -.infinity, count: channels)))
+        deliver(Delivery(events: tail.map(\.event), models: tail.map(\.model), latency: nil, levels: Array(repeating: -.infinity, count: channels)))
         summary.droppedFrames = dropped
         summary.overruns = capture.overruns
         if let failure { throw failure }

@@ -52,7 +52,7 @@ enum Specs {
     static let listen = CommandSpec(
         name: "listen", operands: "",
         summary: "Live classification from an ALSA capture device; Ctrl-C stops (open segments are closed). On a terminal a live "
-            + "line per channel; in a pipe one line per event.",
+            + "line per model (per channel and model: the label it hears, its score as a bar, on or detected); in a pipe one line per event.",
         options: labelling + [
             .text("device", "NAME", default: "default", "an ALSA PCM (default, hw:1,0, plughw:1,0, a name in the ALSA configuration)"),
             .int("rate", "HZ", 1000...384_000, defaultText: "the model's", "the capture rate (resampled to the model's)"),
@@ -309,7 +309,7 @@ enum Specs {
             .text("stream", "FILE", "a long recording"),
             .text("truth", "CSV", "its words: start,end,label in seconds"),
             .text("ignore", "LABEL,...", "labels left out of the stream evaluation"),
-            .text("plot", "FILE.svg", "also draw it: the confusion matrix, or (--stream) the words and the detections over time"),
+            .text("plot", "FILE.svg", "also draw it: the confusion matrix, or (--stream) the words (found or missed) and the detections (hits or false alarms) over time"),
         ],
         examples: ["earshot evaluate -m Models/keywords --data clips/", "earshot evaluate -m keywords --stream s.wav --truth s.csv"])
 
@@ -351,12 +351,15 @@ enum Specs {
     static let plot = CommandSpec(
         name: "plot", operands: "FILE",
         summary: "A picture of a file and what the models make of it, as a self-contained SVG (or PNG through rsvg-convert): "
-            + "waveform, log-mel spectrogram, each label's score over time with its threshold, the segments and detections as lanes, "
-            + "and a truth lane, over a time axis in seconds.",
+            + "waveform, log-mel spectrogram with its frequencies, each label's score over time with its threshold and ticks, the segments "
+            + "and detections as lanes, and truth lanes (hits, misses and false alarms each their colour and mark, with a legend), over a "
+            + "time axis. The file is streamed and each lane reduced to the picture's pixel columns: memory and the picture's size follow "
+            + "--width, not the audio's length.",
         options: labelling + [
             .text("output", short: "o", "FILE.svg|FILE.png|-", default: "FILE's name with .svg", "where the picture goes"),
             .choice("channels", ["mix", "each"], default: "mix", "one picture of the mix, or each channel's lanes stacked"),
-            .text("truth", "CSV", "true spans (start,end,label in seconds) as lanes of their own"),
+            .text("truth", "CSV", "true spans (start,end,label in seconds) as lanes of their own; where a model has the label, spans it "
+                  + "found are hits, the others misses, and its segments or detections on none false alarms"),
             .int("width", "PX", 400...20_000, default: 1200, "the picture's width"),
             .flag("quiet", short: "q", "no note on stderr"),
         ],

@@ -46,9 +46,9 @@ enum ListenCommand {
         if args.flag("verbose") {
             printError("earshot: capturing '\(settings.device)': \(settings.channels) ch at \(settings.sampleRate) Hz, period \(capture.periodFrames) frames, buffer \(capture.bufferFrames) frames")
         }
-        let view = LiveView(model: model, channels: settings.channels, interactive: interactive && formatName == "text",
-                            json: formatName == "jsonl", printScores: printScores)
         let labeler = try LiveLabeler(models: listening, gate: chosen.gate, showGate: chosen.showGate)
+        let view = LiveView(models: listening, shown: labeler.shownModels, channels: settings.channels,
+                            interactive: interactive && formatName == "text", json: formatName == "jsonl", printScores: printScores)
         // Ctrl-C, SIGTERM (a service manager's stop) and SIGHUP (the terminal went away) stop
         // capture alike; open segments are then closed and printed, and the exit code is 0.
         let work = Task { try await labeler.run(capture) { view.show($0) } }
@@ -73,20 +73,39 @@ enum ListenCommand {
     }
 }
 
-/// What `listen` prints: in a pipe one line per event; on a terminal a live line per channel
-/// (label, score bar, input level, dropped audio) above the finished segments.
+/// What `listen` prints: in a pipe one line per event; on a terminal, above the finished
+/// segments, a live line per model (per channel and model when there are several channels):
+/// the model, the label it hears (its open segment's, or its best-scoring), that label's score
+/// as a bar, whether a segment is open or a detection just came, and the channel's input level
+/// and dropped audio on the channel's first line.
 /// Every write is checked: the first that fails is kept in `writeFailure` and `onWriteFailure`
 /// stops the run.
 /// `@unchecked Sendable`: the listening task calls `show` one delivery at a time, and `finish`
 /// only after that task has ended (`onWriteFailure` is set before the task's first delivery
 /// can fail), so its state is never touched from two threads at once.
 final class LiveView: @unchecked Sendable {
-    let model: Model
+    let models: [(model: Model, options: LabelOptions)]
+    /// The models with a live line (indices into `models`; a gate asked for only as a gate has none).
+    let shown: [Int]
     let interactive: Bool
     let json: Bool
     let printScores: Bool
-    private var current: [String]
-    private var score: [Float]
+    let channels: Int
+
+    /// One model on one channel, as its events leave it.
+    struct Row {
+        /// The open segment's label.
+        var open: String?
+        /// The label heard most (not the background) and its score at the last step.
+        var label: String
+        var score: Float = 0
+        /// The last detection and when it came (seconds of the stream).
+        var detected: (label: String, at: Double)?
+        /// The stream's time at the last step (seconds).
+        var now: Double = 0
+    }
+    /// [channel][model]
+    private(set) var rows: [[Row]]
     private var level: [Float]
     private var dropped: [Int]
     private var drawnLines = 0
@@ -94,6 +113,9 @@ final class LiveView: @unchecked Sendable {
     private let output = OutputFile.standardOutput
     private(set) var writeFailure: OutputError?
     var onWriteFailure: @Sendable () -> Void = {}
+
+    /// A detection is shown on its line this long (seconds of the stream).
+    static let detectionShownSeconds = 1.5
 
     /// Writes text to standard output at once; after a failure, nothing more.
     private func emit(_ text: String) {
@@ -107,15 +129,22 @@ final class LiveView: @unchecked Sendable {
         }
     }
 
-    init(model: Model, channels: Int, interactive: Bool, json: Bool, printScores: Bool) {
-        self.model = model
+    init(models: [(model: Model, options: LabelOptions)], shown: [Int]? = nil, channels: Int, interactive: Bool, json: Bool, printScores: Bool) {
+        self.models = models
+        self.shown = shown ?? Array(models.indices)
         self.interactive = interactive
         self.json = json
         self.printScores = printScores
-        current = Array(repeating: "-", count: channels)
-        score = Array(repeating: 0, count: channels)
+        self.channels = channels
+        let firstRows = models.map { m in Row(label: Self.labels(of: m).first ?? "-") }
+        rows = Array(repeating: firstRows, count: channels)
         level = Array(repeating: -.infinity, count: channels)
         dropped = Array(repeating: 0, count: channels)
+    }
+
+    /// A model's labels but its background.
+    static func labels(of m: (model: Model, options: LabelOptions)) -> [String] {
+        m.model.labels.filter { $0 != m.options.backgroundLabel }
     }
 
     static func milliseconds(_ d: Duration) -> String {
@@ -123,24 +152,56 @@ final class LiveView: @unchecked Sendable {
     }
 
     func show(_ delivery: LiveLabeler.Delivery) {
+        let lines = record(delivery)
+        if interactive {
+            let now = ContinuousClock.now
+            guard !lines.isEmpty || now - lastDraw > .milliseconds(100) else { return }
+            lastDraw = now
+            clearStatus()
+            for l in lines { emit(l + "\n") }
+            for l in statusLines() { emit(l + "\n") }
+            drawnLines = rows.count * shown.count
+        } else if !lines.isEmpty {
+            emit(lines.joined(separator: "\n") + "\n")
+        }
+    }
+
+    /// Takes a delivery's events into the rows; the lines it prints above them (or in a pipe).
+    func record(_ delivery: LiveLabeler.Delivery) -> [String] {
         var lines: [String] = []
         let latency = delivery.latency.map(Self.milliseconds)
-        for (k, l) in delivery.levels.enumerated() where l.isFinite || delivery.latency != nil { level[k] = l }
-        for event in delivery.events {
+        for (k, l) in delivery.levels.enumerated() where k < channels && (l.isFinite || delivery.latency != nil) { level[k] = l }
+        for (n, event) in delivery.events.enumerated() {
+            let m = n < delivery.models.count ? delivery.models[n] : 0
+            guard models.indices.contains(m), (0..<channels).contains(event.channel) else { continue }
+            let k = event.channel
             switch event {
             case let .scores(s):
-                score[s.channel] = s.scores.max() ?? 0
-                if printScores && !interactive { lines.append(json ? SegmentFormat.scoresLine(s, labels: model.labels, file: "live") : "") }
+                rows[k][m].now = Double(s.end) / Double(max(s.sampleRate, 1))
+                let labels = models[m].model.labels
+                // The open segment's label, or the best of the labels but the background.
+                let candidates = rows[k][m].open.map { [$0] } ?? Self.labels(of: models[m])
+                var best: (label: String, score: Float)?
+                for l in candidates {
+                    guard let i = labels.firstIndex(of: l), i < s.scores.count else { continue }
+                    if let b = best, b.score >= s.scores[i] { continue }
+                    best = (l, s.scores[i])
+                }
+                if let best { (rows[k][m].label, rows[k][m].score) = best }
+                if printScores && !interactive { lines.append(json ? SegmentFormat.scoresLine(s, labels: labels, file: "live") : "") }
             case let .started(s):
-                current[s.channel] = s.label
+                rows[k][m].open = s.label
+                rows[k][m].label = s.label
                 if !interactive { lines.append(line("started", s, latency)) }
             case let .ended(s):
-                current[s.channel] = "-"
+                rows[k][m].open = nil
                 lines.append(line("ended", s, latency))
             case let .detected(d):
+                rows[k][m].detected = (d.label, d.seconds)
+                rows[k][m].label = d.label
                 let lat = latency.map { ",\"latencyMs\":\($0)" } ?? ""
                 lines.append(json ? "{\"event\":\"detected\",\"channel\":\(d.channel),\"label\":\(SegmentFormat.quotedLabel(d.label)),\"time\":\(String(format: "%.3f", d.seconds)),\"score\":\(String(format: "%.4f", d.score))\(lat)}"
-                             : "\(current.count > 1 ? "ch\(d.channel)  " : "")\(SegmentFormat.clock(d.seconds))  detected  \(d.label)  \(String(format: "%.2f", d.score))")
+                             : "\(channels > 1 ? "ch\(d.channel)  " : "")\(SegmentFormat.clock(d.seconds))  detected  \(d.label)  \(String(format: "%.2f", d.score))")
             case let .dropped(channel, samples, total):
                 dropped[channel] = total
                 lines.append(json ? "{\"event\":\"dropped\",\"channel\":\(channel),\"samples\":\(samples),\"total\":\(total)}"
@@ -149,17 +210,7 @@ final class LiveView: @unchecked Sendable {
                 lines.append(json ? "{\"event\":\"failed\",\"channel\":\(channel),\"error\":\"\(error)\"}" : "ch\(channel)  failed: \(error)")
             }
         }
-        lines = lines.filter { !$0.isEmpty }
-        if interactive {
-            let now = ContinuousClock.now
-            guard !lines.isEmpty || now - lastDraw > .milliseconds(100) else { return }
-            lastDraw = now
-            clearStatus()
-            for l in lines { emit(l + "\n") }
-            drawStatus()
-        } else if !lines.isEmpty {
-            emit(lines.joined(separator: "\n") + "\n")
-        }
+        return lines.filter { !$0.isEmpty }
     }
 
     func finish() {
@@ -170,9 +221,9 @@ final class LiveView: @unchecked Sendable {
         if json {
             let end = kind == "ended" ? ",\"end\":\(String(format: "%.3f", s.endSeconds)),\"score\":\(String(format: "%.4f", s.confidence))" : ""
             let lat = latency.map { ",\"latencyMs\":\($0)" } ?? ""
-            return "{\"event\":\"\(kind)\",\"channel\":\(s.channel),\"label\":\"\(s.label)\",\"start\":\(String(format: "%.3f", s.startSeconds))\(end)\(lat)}"
+            return "{\"event\":\"\(kind)\",\"channel\":\(s.channel),\"label\":\(SegmentFormat.quotedLabel(s.label)),\"start\":\(String(format: "%.3f", s.startSeconds))\(end)\(lat)}"
         }
-        let channel = current.count > 1 ? "ch\(s.channel)  " : ""
+        let channel = channels > 1 ? "ch\(s.channel)  " : ""
         if kind == "started" { return "\(channel)\(SegmentFormat.clock(s.startSeconds))  ...           \(s.label)" }
         return "\(channel)\(SegmentFormat.clock(s.startSeconds))  \(SegmentFormat.clock(s.endSeconds))  \(s.label)  \(String(format: "%.2f", s.confidence))"
     }
@@ -182,13 +233,38 @@ final class LiveView: @unchecked Sendable {
         drawnLines = 0
     }
 
-    private func drawStatus() {
-        for k in current.indices {
-            let filled = Int((score[k] * 20).rounded())
-            let bar = String(repeating: "#", count: max(0, min(filled, 20))) + String(repeating: ".", count: max(0, 20 - filled))
-            let db = level[k].isFinite ? String(format: "%6.1f dB", level[k]) : "  -inf dB"
-            emit("ch\(k)  \(current[k].padding(toLength: 10, withPad: " ", startingAt: 0)) [\(bar)] \(String(format: "%.2f", score[k]))  in \(db)  dropped \(dropped[k])\n")
+    static func padded(_ s: String, _ width: Int) -> String {
+        s.count > width ? String(s.prefix(width - 1)) + "…" : s.padding(toLength: width, withPad: " ", startingAt: 0)
+    }
+
+    /// The live lines: per channel, one per shown model with its label, score bar and state;
+    /// the channel's level and dropped audio on its first line.
+    func statusLines() -> [String] {
+        let nameWidth = min(24, shown.map { models[$0].model.name.count }.max() ?? 1)
+        let labelWidth = min(20, max(5, shown.flatMap { Self.labels(of: models[$0]).map(\.count) }.max() ?? 1))
+        var out: [String] = []
+        for k in rows.indices {
+            for (n, m) in shown.enumerated() {
+                let row = rows[k][m]
+                let filled = Int((row.score * 20).rounded())
+                let bar = String(repeating: "#", count: max(0, min(filled, 20))) + String(repeating: ".", count: max(0, 20 - min(max(filled, 0), 20)))
+                let state: String
+                if row.open != nil {
+                    state = "on"
+                } else if let d = row.detected, row.now - d.at < Self.detectionShownSeconds {
+                    state = "detected"
+                } else {
+                    state = ""
+                }
+                var line = "ch\(k)  \(Self.padded(models[m].model.name, nameWidth))  \(Self.padded(row.label, labelWidth))  [\(bar)] \(String(format: "%.2f", row.score))  \(Self.padded(state, 8))"
+                if n == 0 {
+                    let db = level[k].isFinite ? String(format: "%6.1f dB", level[k]) : "  -inf dB"
+                    line += "  in \(db)  dropped \(dropped[k])"
+                }
+                while line.hasSuffix(" ") { line.removeLast() }
+                out.append(line)
+            }
         }
-        drawnLines = current.count
+        return out
     }
 }

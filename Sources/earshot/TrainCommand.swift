@@ -169,16 +169,7 @@ enum EvaluateCommand {
         if let background = options.backgroundLabel { ignored.insert(background) }
         let e = try await DetectionEvaluation.run(model: model, audio: samples, sampleRate: rate,
                                                   words: try DetectionEvaluation.words(csv: truth), ignoring: ignored, options: options)
-        if let plot {
-            // Per label: the true words (green) and the detections (red marks), over time.
-            var picture = Plot(width: 1200, seconds: e.seconds, title: "\(model.name) on \(path): words and detections")
-            let labels = Set(e.words.map(\.label) + e.detections.map(\.segment.label)).subtracting(ignored).sorted()
-            for label in labels {
-                picture.lane(spans: e.words.filter { $0.label == label }.map { ($0.start, $0.end) }, marks: [], label: "words " + label, kind: "truth")
-                picture.lane(spans: [], marks: e.detections.filter { $0.segment.label == label }.map(\.announced), label: "found " + label, kind: "segments")
-            }
-            try writeSVG(picture.finish(), to: plot)
-        }
+        if let plot { try writeSVG(streamSVG(e, model: model.name, path: path, ignored: ignored), to: plot) }
         let delays = e.delays
         // No word found: no delay to speak of (null in JSON, "-" in text), never "nan".
         func percentile(_ p: Double) -> Double? { delays.isEmpty ? nil : delays[min(delays.count - 1, Int(Double(delays.count) * p))] }
@@ -203,46 +194,6 @@ enum EvaluateCommand {
                            model.name, path, e.seconds / 60, e.hits, e.keywordCount, found, e.falseAlarms, e.falseAlarmsPerHour, by,
                            seconds(0.5), seconds(0.9), ignored.sorted().joined(separator: " ")))
         }
-    }
-
-    static func writeSVG(_ svg: String, to path: String) throws {
-        guard path.lowercased().hasSuffix(".svg") else { throw UsageError("--plot \(path): expected an .svg file") }
-        let file = try OutputFile.open(path)
-        try file.write(text: svg)
-        try file.commit()
-    }
-
-    /// The confusion matrix as a heat map: rows the true labels, columns the predicted, each cell
-    /// its count, shaded by the fraction of its row.
-    static func confusionSVG(_ e: Evaluation, model: String) -> String {
-        let n = e.labels.count, cell = 48.0, left = 140.0, top = 90.0
-        let width = Int(left + cell * Double(n) + 30), height = Int(top + cell * Double(n) + 40)
-        var body = ""
-        for (i, row) in e.confusion.enumerated() {
-            let total = max(1, row.reduce(0, +))
-            for (j, count) in row.enumerated() {
-                let share = Double(count) / Double(total)
-                let (r, g, b) = Plot.colour(share)
-                let x = left + Double(j) * cell, y = top + Double(i) * cell
-                body += "<rect class=\"cell\" data-true=\"\(Plot.escape(e.labels[i]))\" data-predicted=\"\(Plot.escape(e.labels[j]))\" data-count=\"\(count)\" "
-                    + "x=\"\(Plot.f(x))\" y=\"\(Plot.f(y))\" width=\"\(cell)\" height=\"\(cell)\" fill=\"rgb(\(r),\(g),\(b))\" stroke=\"white\"/>"
-                    + "<text x=\"\(Plot.f(x + cell / 2))\" y=\"\(Plot.f(y + cell / 2 + 4))\" text-anchor=\"middle\" fill=\"\(share > 0.6 ? "black" : "white")\">\(count)</text>"
-            }
-            body += "<text x=\"\(Plot.f(left - 8))\" y=\"\(Plot.f(top + Double(i) * cell + cell / 2 + 4))\" text-anchor=\"end\">\(Plot.escape(e.labels[i]))</text>"
-        }
-        for (j, label) in e.labels.enumerated() {
-            let x = left + Double(j) * cell + cell / 2
-            body += "<text x=\"\(Plot.f(x))\" y=\"\(Plot.f(top - 8))\" text-anchor=\"start\" transform=\"rotate(-40 \(Plot.f(x)) \(Plot.f(top - 8)))\">\(Plot.escape(label))</text>"
-        }
-        return """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <svg xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" font-family="sans-serif" font-size="12">
-            <rect width="100%" height="100%" fill="white"/>
-            <text x="10" y="20" font-size="14">\(Plot.escape(model)): accuracy \(String(format: "%.2f%%", e.accuracy * 100)) (rows: true, columns: predicted)</text>
-            \(body)
-            </svg>
-
-            """
     }
 
     static func text(_ e: Evaluation, model: String, groups: Bool) -> String {

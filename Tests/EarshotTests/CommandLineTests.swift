@@ -169,8 +169,10 @@ struct TrainCommandTests {
         defer { try? FileManager.default.removeItem(atPath: svgPath) }
         let plotted = try runEarshot(["evaluate", "--model", output, "--data", root, "--format", "json", "--plot", svgPath])
         #expect(plotted.status == 0 && plotted.out == evaluated.out)
-        let cells = SVGElements.parse(try String(contentsOfFile: svgPath, encoding: .utf8)).withClass("cell")
+        let matrix = SVGElements.parse(try String(contentsOfFile: svgPath, encoding: .utf8))
+        let cells = matrix.withClass("cell")
         #expect(cells.count == 9)
+        #expect(matrix.textsOutsideCanvas().isEmpty, "\(matrix.textsOutsideCanvas())")  // the title and the last column's label were clipped
         let labels = result?["labels"] as? [String] ?? []
         for cell in cells {
             let i = labels.firstIndex(of: cell["data-true"] ?? "") ?? -1, j = labels.firstIndex(of: cell["data-predicted"] ?? "") ?? -1

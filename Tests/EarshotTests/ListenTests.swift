@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import Earshot
+@testable import earshot
 
 /// Live classification through ALSA's file PCM (no hardware): the real capture API, fed from an
 /// AudioSamples file.
@@ -77,6 +78,79 @@ struct ListenTests {
         if case let .dropped(_, _, total) = events.last(where: { if case .dropped = $0 { return true } else { return false } }) {
             #expect(total == summary.droppedFrames)
         }
+    }
+}
+
+@Suite("listen's live view")
+struct LiveViewTests {
+    static func scores(_ channel: Int, _ values: [Float], end: Int) -> ClassifierEvent {
+        .scores(StepScores(channel: channel, start: end - 512, end: end, sampleRate: 16000, scores: values))
+    }
+
+    @Test("Two models on two channels: a line per channel and model, each its model's name, label and own score; the level on a channel's first line")
+    func linePerModel() throws {
+        let nabu = try Model(contentsOf: Repo.root.appendingPathComponent("Models/okay-nabu"))
+        let models = [nabu, Fixtures.model].map { ($0, LabelOptions(model: $0)) }
+        let view = LiveView(models: models, channels: 2, interactive: false, json: false, printScores: false)
+        let segment = Segment(channel: 1, label: "speech", start: 1000, end: 1000, sampleRate: 16000, confidence: 0.9)
+        let printed = view.record(LiveLabeler.Delivery(
+            events: [Self.scores(0, [0.91], end: 16000), Self.scores(0, [0.12], end: 16000), Self.scores(1, [0.05], end: 16000),
+                     .started(segment), Self.scores(1, [0.77], end: 16000),
+                     .detected(Detection(channel: 0, label: "Okay Nabu", sample: 15000, sampleRate: 16000, score: 0.91))],
+            models: [0, 1, 0, 1, 1, 0], latency: .milliseconds(3), levels: [-20, -35.5]))
+        #expect(printed == ["ch1  \(SegmentFormat.clock(1000.0 / 16000))  ...           speech",
+                            "ch0  \(SegmentFormat.clock(15000.0 / 16000))  detected  Okay Nabu  0.91"], "\(printed)")
+        let lines = view.statusLines()
+        #expect(lines == [
+            "ch0  okay-nabu   Okay Nabu  [##################..] 0.91  detected  in  -20.0 dB  dropped 0",
+            "ch0  silero-vad  speech     [##..................] 0.12",
+            "ch1  okay-nabu   Okay Nabu  [#...................] 0.05            in  -35.5 dB  dropped 0",
+            "ch1  silero-vad  speech     [###############.....] 0.77  on",
+        ], "\(lines.joined(separator: "\n"))")
+        // Later steps: okay-nabu falls, the VAD's segment ends; each line keeps to its own model.
+        _ = view.record(LiveLabeler.Delivery(
+            events: [Self.scores(0, [0.02], end: 48000), .ended(segment), Self.scores(1, [0.3], end: 48000)],
+            models: [0, 1, 1], latency: nil, levels: [-.infinity, -.infinity]))
+        #expect(view.statusLines()[0] == "ch0  okay-nabu   Okay Nabu  [....................] 0.02            in  -20.0 dB  dropped 0")
+        #expect(view.statusLines()[3] == "ch1  silero-vad  speech     [######..............] 0.30")
+        // A gate asked for only as a gate (--gate without -m) has no line; asked for with -m, it has one.
+        let gated = try LiveLabeler(models: models, gate: 1, showGate: false)
+        #expect(gated.shownModels == [0])
+        #expect(try LiveLabeler(models: models, gate: 1, showGate: true).shownModels == [0, 1])
+        let oneLine = LiveView(models: models, shown: gated.shownModels, channels: 1, interactive: false, json: false, printScores: false)
+        #expect(oneLine.statusLines() == ["ch0  okay-nabu  Okay Nabu  [....................] 0.00            in   -inf dB  dropped 0"])
+    }
+
+    @Test("Listening with okay-nabu and silero-vad (ALSA file PCM): each delivered event names its model, and each live line shows its own model's last score")
+    func twoModelsLive() async throws {
+        let (audio, _) = try AudioFile.readMono(path: Repo.path("Tests/EarshotTests/Goldens/microwakeword/wake-words.wav"))
+        let nabu = try Model(contentsOf: Repo.root.appendingPathComponent("Models/okay-nabu"))
+        let models = [nabu, Fixtures.model].map { m -> (model: Model, options: LabelOptions) in
+            var o = LabelOptions(model: m)
+            o.includeScores = true
+            return (m, o)
+        }
+        let view = LiveView(models: models, channels: 1, interactive: false, json: false, printScores: false)
+        var last: [Float?] = [nil, nil]
+        var checked = 0, apart = 0
+        _ = try await LiveLabeler(models: models).run(try LiveFixture.capture(name: "earshot_two_models", channels: [audio])) { delivery in
+            #expect(delivery.models.count == delivery.events.count)
+            for (event, m) in zip(delivery.events, delivery.models) {
+                if case let .scores(s) = event {
+                    #expect(s.scores.count == models[m].model.labels.count)
+                    last[m] = s.scores[0]
+                }
+            }
+            _ = view.record(delivery)
+            guard let a = last[0], let b = last[1] else { return }
+            let lines = view.statusLines()
+            #expect(lines.count == 2 && lines[0].hasPrefix("ch0  okay-nabu   Okay Nabu  [") && lines[1].hasPrefix("ch0  silero-vad  speech     ["))
+            #expect(lines[0].contains("] " + String(format: "%.2f", a)) && lines[1].contains("] " + String(format: "%.2f", b)), "\(lines)")
+            checked += 1
+            if abs(a - b) > 0.5 { apart += 1 }
+        }
+        #expect(checked > 50)
+        #expect(apart > 5)  // one bar for both would jump between these
     }
 }
 

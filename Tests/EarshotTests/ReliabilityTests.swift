@@ -233,15 +233,20 @@ struct ReliabilityCommandTests {
         #expect(result.out.split(separator: "\n").count == 7)  // the header and b.wav's six segments
     }
 
-    @Test("evaluate goes on past a bad file, naming it (or stops at it with --strict); an empty truth prints no nan")
-    func evaluateBadFile() throws {
-        let folder = try Repo.temporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+    /// Folders 0 and 1 (labels of the digits model), each a tone in good.wav.
+    static func toneFiles(in folder: URL) throws {
         for label in ["0", "1"] {
             try FileManager.default.createDirectory(at: folder.appendingPathComponent(label), withIntermediateDirectories: true)
             try writeAudio(folder.appendingPathComponent("\(label)/good.wav").path,
                            samples: sine(frequency: label == "0" ? 300 : 900, sampleRate: 8000, count: 6000), channels: 1, sampleRate: 8000)
         }
+    }
+
+    @Test("evaluate goes on past a bad file, naming it (or stops at it with --strict); an empty truth prints no nan")
+    func evaluateBadFile() throws {
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.toneFiles(in: folder)
         let bad = folder.appendingPathComponent("1/bad.wav").path
         try writeAudio(bad, samples: [Float](repeating: 0.1, count: 3000) + [.nan] + [Float](repeating: 0.1, count: 3000), channels: 1, sampleRate: 8000)
         let result = try runEarshot(["evaluate", "--model", "digits", "--data", folder.path, "--format", "json"])
@@ -271,6 +276,45 @@ struct ReliabilityCommandTests {
         #expect(svg.error == nil && svg.withClass("truth").contains { $0["data-label"] == "words 0" })
         #expect(svg.elements.filter { $0.attributes["class"] == "span" }.count == 1)
         #expect(try runEarshot(["evaluate", "--model", "digits", "--data", folder.path, "--plot", "x.png"]).status == 64)
+    }
+
+    @Test("evaluate --plot: nothing clipped (title, slanted column labels); hits, misses and false alarms each their colour and mark, with a legend")
+    func evaluatePlotsReadable() throws {
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // The confusion matrix of two labels: its title is longer than the grid is wide.
+        try Self.toneFiles(in: folder)
+        let confusionPath = folder.appendingPathComponent("confusion.svg").path
+        let confusion = try runEarshot(["evaluate", "--model", "digits", "--data", folder.path, "--plot", confusionPath])
+        #expect(confusion.status == 0, "\(confusion.err)")
+        let matrix = SVGElements.parse(try String(contentsOfFile: confusionPath, encoding: .utf8))
+        #expect(matrix.error == nil && matrix.withClass("cell").count >= 4)
+        #expect(matrix.strings.contains { $0.hasPrefix("digits: accuracy") && $0.hasSuffix("(rows: true, columns: predicted)") })
+        #expect(matrix.textsOutsideCanvas().isEmpty, "\(matrix.textsOutsideCanvas())")
+        // The wake words over time: a word found, a word missed, a detection on no word.
+        let wav = "Tests/EarshotTests/Goldens/microwakeword/wake-words.wav"
+        let times = try runEarshot(["label", "-m", "okay-nabu", "-f", "csv", wav]).out.split(separator: "\n").dropFirst()
+            .compactMap { Double($0.split(separator: ",")[3]) }
+        #expect(times.count == 2)
+        let truth = folder.appendingPathComponent("truth.csv").path
+        try "start,end,label\n\(times[0] - 0.8),\(times[0] - 0.1),Okay Nabu\n0.05,0.3,Okay Nabu\n".write(toFile: truth, atomically: true, encoding: .utf8)
+        let streamPath = folder.appendingPathComponent("stream.svg").path
+        let stream = try runEarshot(["evaluate", "--model", "okay-nabu", "--stream", wav, "--truth", truth, "--format", "json", "--plot", streamPath])
+        #expect(stream.status == 0, "\(stream.err)")
+        let figures = try JSONSerialization.jsonObject(with: Data(stream.out.utf8)) as? [String: Any]
+        #expect(figures?["hits"] as? Int == 1 && figures?["falseAlarms"] as? Int == 1 && figures?["keywords"] as? Int == 2)
+        let svg = SVGElements.parse(try String(contentsOfFile: streamPath, encoding: .utf8))
+        #expect(svg.error == nil)
+        #expect(svg.textsOutsideCanvas().isEmpty, "\(svg.textsOutsideCanvas())")
+        let words = svg.spansByLane()["words Okay Nabu"]?.map { $0["data-outcome"] ?? "" }
+        #expect(words == ["hit", "miss"] || words == ["miss", "hit"], "\(String(describing: words))")
+        let marks = svg.withClass("mark").map { $0["data-outcome"] ?? "" }
+        #expect(marks == ["hit", "false-alarm"], "\(marks)")
+        // Distinct marks: a circle for the hit, a cross for the false alarm.
+        let shapes = svg.elements.enumerated().filter { $0.element.attributes["class"] == "mark" }.map { svg.elements[$0.offset + 1].name }
+        #expect(shapes == ["circle", "path"])
+        #expect(svg.withClass("legend-entry").map { $0["data-outcome"] ?? "" } == ["hit", "miss", "false-alarm"])
+        #expect(["hit", "miss", "false alarm"].allSatisfy(svg.strings.contains))
     }
 
     @Test("An Ogg file through a pipe is labelled as the file is")
