@@ -35,7 +35,8 @@ enum InspectCommand {
                 return "decides:   a detection when the mean of the latest \(window) scores is above \(options.threshold), "
                     + "then none for \(Int(options.refractoryMs)) ms"
             },
-            "state:     \(d.stateBytesPerStream) bytes per stream",
+            "state:     \(d.stateBytesPerStream) bytes per stream"
+                + (d.stateStarts ?? []).map { "\n           starts: \($0)" }.joined(),
             "weights:   \(d.parameterCount) parameters, \(d.storageBytes) bytes, hash \(d.contentHash)",
             "layers:    " + d.layerCounts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "),
             cost,
