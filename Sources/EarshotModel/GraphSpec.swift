@@ -47,13 +47,17 @@ public struct GraphSpec: Codable, Sendable, Equatable {
         /// The weight tensor holding the state's values at stream start (as TFLite's variables
         /// take theirs from an init subgraph); zeros when nil.
         public var initial: String?
+        /// What its first values are, in words, where they are not plain zeros or follow from
+        /// the others (`earshot inspect` shows it).
+        public var starts: String?
 
         /// A state pair; `initial` names a constant with its first values (default zeros).
-        public init(input: String, output: String, shape: [Int], initial: String? = nil) {
+        public init(input: String, output: String, shape: [Int], initial: String? = nil, starts: String? = nil) {
             self.input = input
             self.output = output
             self.shape = shape
             self.initial = initial
+            self.starts = starts
         }
     }
 

@@ -68,6 +68,9 @@ public struct ModelDescription: Sendable, Codable, Equatable {
     /// For a compiled graph: the multiply-adds its product kernels run per step (fewer than
     /// `multiplyAddsPerStep` where Convs run as Winograd's tiles or FFTs).
     public var productMultiplyAddsPerStep: Int? = nil
+    /// What a stream's state tensors start from, where the package says ("NAME: words"), in
+    /// the states' order.
+    public var stateStarts: [String]? = nil
 }
 
 extension Model {
@@ -88,6 +91,7 @@ extension Model {
                 execution = "node by node on the reference kernels: \(graph.interpreted ?? "")"
             }
             let states = graph.spec.states.map { "\($0.input) \($0.shape) → \($0.output)" }.joined(separator: ", ")
+            let starts = graph.spec.states.compactMap { s in s.starts.map { "\(s.input): \($0)" } }
             return ModelDescription(
                 name: manifest.name, version: manifest.version, summary: manifest.description, author: manifest.author,
                 license: manifest.license, source: manifest.source, sampleRate: sampleRate, chunkSamples: chunkSamples,
@@ -99,7 +103,7 @@ extension Model {
                 parameterCount: graph.parameterCount, storageBytes: weightsBytes,
                 layerCounts: Dictionary(infos.map { ($0.type, 1) }, uniquingKeysWith: +),
                 multiplyAddsPerStep: infos.reduce(0) { $0 + $1.multiplyAdds }, contentHash: contentHash, layers: infos,
-                productMultiplyAddsPerStep: graph.plan?.productMultiplyAdds)
+                productMultiplyAddsPerStep: graph.plan?.productMultiplyAdds, stateStarts: starts.isEmpty ? nil : starts)
         }
         let infos = layers.enumerated().map { i, layer -> ModelDescription.LayerInfo in
             let (c, t) = shapes[i]

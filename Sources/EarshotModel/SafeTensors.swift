@@ -22,7 +22,7 @@ public struct Tensor: Sendable, Equatable {
 /// name to {dtype, shape, data_offsets: [begin, end]} (offsets into the data after the header),
 /// then the raw little-endian data. F32 and F16 (and BF16) are read.
 /// ref: huggingface safetensors format description
-enum SafeTensors {
+package enum SafeTensors {
     static let supportedDTypes = ["F32", "F16", "BF16"]
 
     /// The file's bytes, memory-mapped: parsed, hashed and measured from this one mapping.
@@ -123,7 +123,7 @@ enum SafeTensors {
     }
 
     /// FNV-1a, 64 bit, of the bytes: identifies a weights file's content.
-    static func contentHash(_ data: Data) -> String {
+    package static func contentHash(_ data: Data) -> String {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         data.withUnsafeBytes { raw in
             for byte in raw {

@@ -13,18 +13,25 @@ public struct EmbeddingFrontEnd: Sendable {
     public var model: Model
     /// Embeddings the head sees: the latest `window` of them.
     public var window: Int
+    /// The embeddings the package's window holds at a stream's start ([window][width]; zeros
+    /// when empty): the head learns on sequences that start from them, as it runs.
+    public var start: [Float]
     /// The package of the front end and `head`: a graph from [1, window, width] embeddings to one
     /// score per label. Throws when the package cannot be made.
     public var package: @Sendable (_ head: GraphSpec, _ tensors: [String: Tensor]) throws -> (ModelManifest, [String: Tensor])
 
-    /// A front end over `model`'s outputs.
-    public init(name: String, model: Model, window: Int,
+    /// A front end over `model`'s outputs, whose package's window starts from `start` (zeros when empty).
+    public init(name: String, model: Model, window: Int, start: [Float] = [],
                 package: @escaping @Sendable (_ head: GraphSpec, _ tensors: [String: Tensor]) throws -> (ModelManifest, [String: Tensor])) {
         self.name = name
         self.model = model
         self.window = window
+        self.start = start
         self.package = package
     }
+
+    /// The rows a head's network sees before a stream's first embedding: the window's first values.
+    var startRows: [Float] { start.isEmpty ? [Float](repeating: 0, count: window * width) : start }
 
     /// The size of one embedding.
     public var width: Int { model.labels.count }
@@ -33,11 +40,12 @@ public struct EmbeddingFrontEnd: Sendable {
 /// Trains a head on a frozen embedding, as openWakeWord trains its heads: every clip is placed
 /// at the end of a sequence of audio (its lead: silence, noise or a clip of the background
 /// label, then a gap), the embeddings of a few augmented copies of each sequence are computed
-/// once, and the head (a causal convolution over the latest embeddings, then linear layers)
-/// learns the clip's label at the sequence's last steps, just after the clip ends, and the
-/// background where the clip has not yet been heard (its first half) and in all of a
-/// background clip's sequence: a stream's targets, so that it fires once a phrase is over and
-/// not on its first word or on anything else.
+/// once (after the embeddings the package's window starts from, as a stream's follow them), and
+/// the head (a causal convolution over the latest embeddings, then linear layers) learns the
+/// clip's label at the sequence's last steps, just after the clip ends, and the background
+/// where the clip has not yet been heard (its first half) and in all of a background clip's
+/// sequence: a stream's targets, so that it fires once a phrase is over and not on its first
+/// word or on anything else.
 extension Trainer {
     /// The default head: 32 units over the latest 16 embeddings, one more layer of 32 (openWakeWord's shape).
     public static let headArchitecture = "conv:32x16,conv:32x1"
@@ -104,7 +112,11 @@ extension Trainer {
         let augmenter = Augmenter(kinds: options.augment.subtracting([.shift, .speed, .mask]), noise: noise,
                                   clip: Clip(samples: layout.samples, hop: S), rate: rate)
 
-        func embeddings(_ sequences: [[Float]]) throws(TrainingError) -> Frames { try features(sequences, model: embedding.model) }
+        // Every sequence's embeddings follow the window's first values, as a stream's do in the
+        // package: the targets' steps come after those rows.
+        let startRows = embedding.startRows, lead = embedding.window
+        func embeddings(_ sequences: [[Float]]) throws(TrainingError) -> Frames { try features(sequences, model: embedding.model, start: startRows) }
+        func shifted(_ t: Objective.Targets) -> Objective.Targets { t.map { ($0.frame + lead, $0.label) } }
         var copies: [Frames] = [], copyTargets: [[Objective.Targets]] = []
         for copy in 0..<headCopies {
             var targets: [Objective.Targets] = []
@@ -113,7 +125,7 @@ extension Trainer {
                 var clip = trainAudio[i]
                 if options.augment.contains(.speed) { clip = Augmenter.speed(clip, factor: Double.random(in: 0.9...1.1, using: &random), rate: rate) }
                 let (audio, t) = layout.sequence(clip: clip, label: trainLabels[i], background: backgroundIndex, leads: leads, random: &random)
-                targets.append(t)
+                targets.append(shifted(t))
                 return augmenter.apply(audio, seed: options.seed &+ 0x4EAD, epoch: copy, clip: i)
             }
             copies.append(try embeddings(sequences))
@@ -124,7 +136,7 @@ extension Trainer {
             var random = SplitMix64(seed: options.seed &+ 0x7E57, 0, i)
             let (audio, t) = layout.sequence(clip: validationAudio[i], label: validationLabels[i], background: backgroundIndex,
                                              leads: validationLeads, random: &random, centred: true)
-            validationTargets.append(t)
+            validationTargets.append(shifted(t))
             return audio
         }
         let validationX = try embeddings(validationSequences)
@@ -187,7 +199,7 @@ extension Trainer {
         manifest.training = record
         do { _ = try Model(manifest: manifest, tensors: tensors) } catch { throw .model(reason: "the trained model does not load: \(error)") }
         return TrainedClassifier(manifest: manifest, tensors: tensors, reports: stopping.reports, validationAccuracy: best.accuracy,
-                                 network: network, parameters: best.parameters, featureModel: embedding.model)
+                                 network: network, parameters: best.parameters, featureModel: embedding.model, featureStart: startRows)
     }
 
     /// Clip accuracy at the decision steps, the mean loss over every target, and the fraction of
@@ -314,13 +326,14 @@ extension Frames {
 
 extension EmbeddingFrontEnd {
     /// openWakeWord's speech embedding (its melspectrogram.onnx and embedding_model.onnx,
-    /// imported): 96 values every 80 ms of 16 kHz audio; a head sees the latest 16.
+    /// imported): 96 values every 80 ms of 16 kHz audio; a head sees the latest 16, starting
+    /// from openWakeWord's start (the embeddings of `OpenWakeWordImporter.startNoise`).
     /// - Throws: `OnnxImporter.ImportError` naming the file that does not import.
     public static func openWakeWord(melspectrogram: String, embedding: String) throws -> EmbeddingFrontEnd {
         let frontEnd = try OpenWakeWordImporter.FrontEnd(melspectrogram: melspectrogram, embedding: embedding)
         let (manifest, tensors) = frontEnd.embeddingPackage()
         let model = try Model(manifest: manifest, tensors: tensors)
-        return EmbeddingFrontEnd(name: "openwakeword", model: model, window: OpenWakeWordImporter.FrontEnd.window) { head, headTensors in
+        return EmbeddingFrontEnd(name: "openwakeword", model: model, window: OpenWakeWordImporter.FrontEnd.window, start: frontEnd.start) { head, headTensors in
             frontEnd.package(head: head, tensors: headTensors, options: OnnxImporter.Options(),
                              source: "earshot train --embedding openwakeword")
         }

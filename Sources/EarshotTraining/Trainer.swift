@@ -118,6 +118,9 @@ public struct TrainedClassifier: Sendable {
     let network: Network
     let parameters: [[Float]]
     let featureModel: Model
+    /// The rows the network sees before a stream's first frame ([rows][channels]; a head's
+    /// window's first values), or none.
+    var featureStart: [Float] = []
 }
 
 /// Trains a streaming classifier: the runtime's features, then a causal convolution and GRU
@@ -340,9 +343,11 @@ public enum Trainer {
         do { return try AudioFile(path: path).sampleRate } catch { throw .audio(path: path, reason: "\(error)") }
     }
 
-    /// Features of clips (each a whole number of hops) as one batch [clips][frames][mels], on every core.
-    static func features(_ clips: [[Float]], model: Model) throws(TrainingError) -> Frames {
-        let results = parallelMap(clips.count) { i in Result { () throws(TrainingError) in try FeatureRecipe.frames(of: clips[i], model: model) } }
+    /// Features of clips (each a whole number of hops) as one batch [clips][frames][mels], on every
+    /// core; each clip's after `start` (rows a stream's network sees before its first: a head's
+    /// window's first values), when given.
+    static func features(_ clips: [[Float]], model: Model, start: [Float] = []) throws(TrainingError) -> Frames {
+        let results = parallelMap(clips.count) { i in Result { () throws(TrainingError) in start + (try FeatureRecipe.frames(of: clips[i], model: model)) } }
         let values = try results.map { (r) throws(TrainingError) in try r.get() }
         let time = values.first.map { $0.count / model.labels.count } ?? 0
         return Frames(batch: clips.count, time: time, channels: model.labels.count, values: values.flatMap { $0 })

@@ -320,7 +320,10 @@ enum Specs {
             + "microWakeWord JSON config (NAME.json) takes its wake word as the label, its probability cutoff and sliding window as "
             + "the detection rule, its author, and TFLite Micro's audio front end: the package takes 16 kHz audio. --front-end "
             + "openwakeword: an openWakeWord head (.onnx) with the melspectrogram and embedding models beside it (or named by "
-            + "--melspectrogram and --embedding), run over time as one package. --manifest: a JSON object of what the package's "
+            + "--melspectrogram and --embedding), run over time as one package that starts each stream as openWakeWord does (its "
+            + "embedding window from the embeddings of 4 s of noise, here a fixed one), labelled with the phrase of the head's file "
+            + "name (hey_mycroft_v0.1.onnx: hey mycroft); openWakeWord's released heads also get their author and licence "
+            + "(David Scripka, CC-BY-NC-SA-4.0). --manifest: a JSON object of what the package's "
             + "model.json should say beside the graph (name, version, description, author, license, source, url, phrase, "
             + "languages, labels, decision); a flag given on the command line wins over the file.",
         options: [

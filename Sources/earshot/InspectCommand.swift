@@ -41,7 +41,9 @@ enum InspectCommand {
                     + "then none for \(Int(options.refractoryMs)) ms"
             },
         ].compactMap { $0 } + notes + [
-            "state:     \(d.stateBytesPerStream) bytes per stream",
+            "state:     \(d.stateBytesPerStream) bytes per stream"
+                + (d.stateStarts ?? []).map { "
+           starts: \($0)" }.joined(),
             "weights:   \(d.parameterCount) parameters, \(d.storageBytes) bytes, hash \(d.contentHash)",
             "layers:    " + d.layerCounts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "),
             cost,

@@ -84,6 +84,48 @@ struct OpenWakeWordImportTests {
         #expect(worst <= 1e-4)
     }
 
+    @Test("A composed import is labelled with its phrase; a released head says it is openWakeWord's, by David Scripka, CC BY-NC-SA 4.0",
+          arguments: [("alexa_v0.1", "alexa"), ("hey_mycroft_v0.1", "hey mycroft")])
+    func phraseAndSource(_ head: String, _ phrase: String) throws {
+        let path = Self.folder + "/\(head).onnx"
+        guard FileManager.default.fileExists(atPath: path) else { throw Missing(path: path) }
+        var options = OnnxImporter.Options()
+        options.name = "\(head)-package"
+        let manifest = try OpenWakeWordImporter.importModel(head: path, options: options).manifest
+        #expect(manifest.outputs.labels == [phrase] && manifest.phrase == phrase && manifest.name == "\(head)-package")
+        #expect(manifest.author == "David Scripka (openWakeWord)" && manifest.license == "CC-BY-NC-SA-4.0")
+        #expect(manifest.url == "https://github.com/dscripka/openWakeWord")
+        #expect(manifest.source == "openWakeWord's \(head).onnx, as released (openwakeword 0.5.1), with melspectrogram.onnx and embedding_model.onnx")
+        #expect(manifest.description == "openWakeWord model for the wake phrase '\(phrase)'")
+        // What the user gives stays.
+        options.author = "Someone"
+        options.license = "MIT"
+        options.labels = ["wake"]
+        options.source = "my copy"
+        let given = try OpenWakeWordImporter.importModel(head: path, options: options).manifest
+        #expect(given.author == "Someone" && given.license == "MIT" && given.outputs.labels == ["wake"] && given.source == "my copy" && given.phrase == phrase)
+    }
+
+    @Test("A head that is not one of openWakeWord's releases: its phrase from its file name, no author or licence guessed")
+    func unknownHead() throws {
+        let path = Self.folder + "/alexa_v0.1.onnx"
+        guard FileManager.default.fileExists(atPath: path) else { throw Missing(path: path) }
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // The same graph with one more (unknown, so skipped) field: other bytes, another hash.
+        let copy = folder.appendingPathComponent("hey_computer_v2.1.onnx")
+        try (try Data(contentsOf: URL(fileURLWithPath: path)) + Data([0x98, 0x06, 0x01])).write(to: copy)
+        let manifest = try OpenWakeWordImporter.importModel(head: copy.path, melspectrogram: Self.folder + "/melspectrogram.onnx",
+                                                            embedding: Self.folder + "/embedding_model.onnx", options: OnnxImporter.Options()).manifest
+        #expect(manifest.outputs.labels == ["hey computer"] && manifest.phrase == "hey computer")
+        #expect(manifest.author == nil && manifest.license == nil && manifest.url == nil)
+        #expect(manifest.source == "openWakeWord head hey_computer_v2.1.onnx with melspectrogram.onnx and embedding_model.onnx")
+        for (file, phrase) in [("hey_mycroft_v0.1.onnx", "hey mycroft"), ("/models/ok-nabu.onnx", "ok nabu"), ("alexa.onnx", "alexa"),
+                               ("v2.onnx", "v2"), ("timer_v0.1.onnx", "timer")] {
+            #expect(OpenWakeWordImporter.phrase(fileName: file) == phrase, "\(file)")
+        }
+    }
+
     @Test("hey_jarvis_v0.1: its If on a computed condition is refused, naming the node and what to do")
     func dataDependentIf() throws {
         let path = Self.folder + "/hey_jarvis_v0.1.onnx"

@@ -40,7 +40,7 @@ struct EmbeddingHeadTests {
         return try Trainer.trainHead(name: "chirp", training: training, validation: validation, options: options, embedding: embedding)
     }
 
-    @Test("The package (front end and head), written and loaded, gives the trainer's scores at every step after the gated five")
+    @Test("The package (front end and head), written and loaded, starts from openWakeWord's start and gives the trainer's scores at every step from the first")
     func runtimeEqualsTrainer() throws {
         let embedding = try Self.frontEnd()
         let root = try Self.tones()
@@ -51,21 +51,28 @@ struct EmbeddingHeadTests {
         let model = try Model(contentsOf: folder)
         #expect(model.labels == ["chirp"] && model.manifest.phrase == "chirp" && model.manifest.decision?.detectionWindow == 1)
         #expect(model.chunkSamples == 1280 && model.sampleRate == 16000)
+        // The package's window and the trainer's sequences start from the embeddings of openWakeWord's start noise.
+        let window = try #require(model.manifest.graph?.states.first { $0.input == "embeddings" })
+        let initial = try #require(window.initial.flatMap { trained.tensors[$0] })
+        #expect(embedding.start.count == 16 * 96 && embedding.start.contains { $0 != 0 })
+        #expect(initial.values == embedding.start && trained.featureStart == embedding.start)
 
         var random = SeededRandom(seed: 21)
         let audio = (0..<(1280 * 20)).map { _ in Float.random(in: -0.1...0.1, using: &random) }
             + sine(frequency: 700, sampleRate: 16000, count: 1280 * 10, amplitude: 0.3) + [Float](repeating: 0, count: 1280 * 10)
-        // The trainer: the embeddings from the front end's own model, its layers, softmax per step.
-        let x = try Trainer.features([audio], model: trained.featureModel)
+        // The trainer: the embeddings from the front end's own model after the window's first
+        // values, its layers, softmax per step; the first five steps gated to 0 as the package gates them.
+        let x = try Trainer.features([audio], model: trained.featureModel, start: trained.featureStart)
         let logits = trained.network.forward(x, trained.parameters).logits
+        let lead = trained.featureStart.count / 96
         // (The labels are chirp and other: the package's one score is chirp's probability.)
-        let trainer = (0..<logits.time).map { t in softmax(logits.values[(t * 2)..<(t * 2 + 2)])[0] }
+        let trainer = (lead..<logits.time).map { t in t - lead < 5 ? 0 : softmax(logits.values[(t * 2)..<(t * 2 + 2)])[0] }
         var state = model.makeState()
         let steps = try stride(from: 0, to: audio.count, by: 1280).map { try model.prediction(from: Array(audio[$0..<($0 + 1280)]), using: &state)[0] }
         #expect(steps.count == trainer.count && steps.count == 40)
         #expect(steps.prefix(5).allSatisfy { $0 == 0 })  // openWakeWord's gate
-        let worst = zip(steps, trainer).dropFirst(5).map { abs($0 - $1) }.max() ?? .infinity
-        print("head package vs trainer over \(steps.count) steps: max |diff| \(worst)")
+        let worst = zip(steps, trainer).map { abs($0 - $1) }.max() ?? .infinity
+        print("head package vs trainer over \(steps.count) steps: max |diff| \(worst) from step 0")
         #expect(worst <= 1e-5)
     }
 
@@ -76,6 +83,12 @@ struct EmbeddingHeadTests {
         defer { try? FileManager.default.removeItem(atPath: root) }
         let a = try Self.train(root, embedding: embedding, epochs: 2), b = try Self.train(root, embedding: embedding, epochs: 2)
         #expect(a.tensors == b.tensors && a.reports.map(\.loss) == b.reports.map(\.loss))
+        // The sequences it learns on start from the window's first values: from zeros, another head.
+        let zeros = EmbeddingFrontEnd(name: embedding.name, model: embedding.model, window: embedding.window, package: embedding.package)
+        let c = try Self.train(root, embedding: zeros, epochs: 2)
+        let head = { (t: TrainedClassifier) in t.tensors.filter { $0.key.hasPrefix("head/") } }
+        #expect(!head(a).isEmpty && head(a).keys == head(c).keys && head(a) != head(c))
+        #expect(c.featureStart == [Float](repeating: 0, count: 16 * 96))
         let (training, validation) = try Dataset.load(root, groupBy: "^(s[0-9]+)_").split(validationFraction: 0.25, seed: 3)
         for architecture in ["conv:8x16,gru:1x8", "conv:8x17", "conv:8x4,conv:8x2"] {
             var options = TrainingOptions()
