@@ -42,8 +42,7 @@ enum InspectCommand {
             },
         ].compactMap { $0 } + notes + [
             "state:     \(d.stateBytesPerStream) bytes per stream"
-                + (d.stateStarts ?? []).map { "
-           starts: \($0)" }.joined(),
+                + (d.stateStarts ?? []).map { "\n           starts: \($0)" }.joined(),
             "weights:   \(d.parameterCount) parameters, \(d.storageBytes) bytes, hash \(d.contentHash)",
             "layers:    " + d.layerCounts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "),
             cost,
