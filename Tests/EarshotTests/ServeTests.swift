@@ -328,7 +328,32 @@ struct ServeTests {
         client.send("detect", ["names": ["hey-siri"]])
         let error = try #require(try client.next())
         #expect(error.type == "error" && error["code"] == "detect")
-        #expect(error["text"]?.string?.contains("no wake word hey-siri here; this service has okay-nabu, hey-jarvis") == true)
+        #expect(error["text"]?.string == "detect: no wake word hey-siri here; this service has okay-nabu, hey-jarvis; listening for all of them")
+        server.stop()
+        _ = server.wait()
+    }
+
+    @Test("detect with an empty list or names the service lacks still gets its verdict: every wake word listens (as wyoming-openwakeword does), known names alone when some are")
+    func detectEmptyOrUnknownNames() async throws {
+        let jarvis = try Model(contentsOf: Repo.root.appendingPathComponent("Models/hey-jarvis"))
+        let (server, port) = try Serving.start([Serving.okayNabu, jarvis])
+        let client = try WyomingTestClient(port: port)
+        let audio = pcm16(Serving.wakeWords)
+        let all = try Serving.stream(client, audio, rate: 16000)
+        #expect(!all.isEmpty && all.allSatisfy { $0.type == "detection" && $0["name"] == "okay-nabu" })
+        // names: [] is no names: every wake word, the same answers.
+        #expect(try Serving.stream(client, audio, rate: 16000, names: []).map(Answer.init) == all.map(Answer.init))
+        // Only a name the service lacks: the client is told, then every wake word listens.
+        let unknown = try Serving.stream(client, audio, rate: 16000, names: ["hey-siri"])
+        #expect(unknown.first?.type == "error" && unknown.first?["code"] == "detect")
+        #expect(unknown.dropFirst().map(Answer.init) == all.map(Answer.init))
+        // A known and an unknown name: the known one alone, and audio-stop answers not-detected.
+        let mixed = try Serving.stream(client, audio, rate: 16000, names: ["hey-siri", "hey-jarvis"])
+        #expect(mixed.map(\.type) == ["error", "not-detected"])
+        #expect(mixed.first?["text"]?.string == "detect: no wake word hey-siri here; this service has okay-nabu, hey-jarvis; listening for hey-jarvis")
+        // Silence after an empty list: not-detected.
+        let silence = pcm16([Float](repeating: 0, count: 16000))
+        #expect(try Serving.stream(client, silence, rate: 16000, names: []).map(\.type) == ["not-detected"])
         server.stop()
         _ = server.wait()
     }

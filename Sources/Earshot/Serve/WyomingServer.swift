@@ -433,18 +433,24 @@ public final class WyomingServer: @unchecked Sendable {
         case "ping":
             send(WyomingEvent(type: "pong", data: ["text": event["text"] ?? .null]), to: c)
         case "detect":
-            let names = event["names"]
-            if let list = names?.array {
-                let strings = list.compactMap(\.string)
-                guard strings.count == list.count else { return error(c, "detect: names must be strings", code: "detect") }
-                c.names = strings
-                let known = wakeNames
-                let unknown = strings.filter { n in !known.contains { $0.caseInsensitiveCompare(n) == .orderedSame } }
-                if !unknown.isEmpty {
-                    error(c, "detect: no wake word \(unknown.joined(separator: ", ")) here; this service has \(known.joined(separator: ", "))", code: "detect")
-                }
-            } else {
+            // As wyoming-openwakeword does: no names or an empty list ask for every wake word;
+            // names this service lacks are left out (and the client told), and when none is
+            // left, every wake word listens. The stream that follows always ends with an answer.
+            guard let list = event["names"]?.array, !list.isEmpty else {
                 c.names = nil
+                return
+            }
+            let strings = list.compactMap(\.string)
+            guard strings.count == list.count else { return error(c, "detect: names must be strings", code: "detect") }
+            let known = wakeNames
+            let isKnown = { (n: String) in known.contains { $0.caseInsensitiveCompare(n) == .orderedSame } }
+            let found = strings.filter(isKnown)
+            c.names = found.isEmpty ? nil : found
+            let unknown = strings.filter { !isKnown($0) }
+            if !unknown.isEmpty {
+                let has = known.isEmpty ? "this service has no wake words"
+                    : "this service has \(known.joined(separator: ", ")); listening for \(found.isEmpty ? "all of them" : found.joined(separator: ", "))"
+                error(c, "detect: no wake word \(unknown.joined(separator: ", ")) here; \(has)", code: "detect")
             }
         case "audio-start":
             startStream(c, event)
