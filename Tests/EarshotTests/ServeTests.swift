@@ -460,8 +460,20 @@ struct ServeTests {
         let c = try WyomingTestClient(port: port)
         c.send(Array("{\"type\": \"audio-chunk\", \"payload_length\": 200000}\n".utf8))
         let big = try c.next(seconds: 5)
-        #expect(code(big) == "protocol" && big?["text"] == "an event's payload_length is 200000 bytes, over the limit of 100000")
+        #expect(code(big) == "protocol" && big?["text"] == "an event's payload_length is 200000 bytes: it exceeds --max-payload 100000")
         #expect(try c.isClosed())
+        // 2^62: the same (it once read "not a non-negative integer").
+        let huge = try WyomingTestClient(port: port)
+        huge.send(Array("{\"type\": \"audio-chunk\", \"payload_length\": 4611686018427387904}\n".utf8))
+        #expect(try huge.next(seconds: 5)?["text"] == "an event's payload_length is 4611686018427387904 bytes: it exceeds --max-payload 100000")
+        #expect(try huge.isClosed())
+        // A number beyond a double is quoted as sent (it once read "null").
+        let beyond = try WyomingTestClient(port: port)
+        beyond.send(Array("{\"type\": \"audio-start\", \"data\": {\"rate\": 1e400, \"width\": 2, \"channels\": 1}}\n".utf8))
+        let beyondError = try beyond.next(seconds: 5)
+        #expect(code(beyondError) == "protocol"
+                && beyondError?["text"] == "an event header is not JSON: the number 1e400 is out of range (beyond ±1.8e308) at byte 41")
+        #expect(try beyond.isClosed())
 
         // A client that disconnects in the middle of a payload.
         let d = try WyomingTestClient(port: port)

@@ -405,7 +405,7 @@ public final class WyomingServer: @unchecked Sendable {
             }
             let event: WyomingMessage?
             do { event = try c.reader.nextMessage() } catch {
-                fail(c, "\(error)", code: "protocol")
+                fail(c, Self.protocolError(error), code: "protocol")
                 return
             }
             guard let event else { break }
@@ -667,6 +667,12 @@ public final class WyomingServer: @unchecked Sendable {
 
     private func error(_ c: Connection, _ text: String, code: String) {
         send(WyomingEvent(type: "error", data: ["text": .string(text), "code": .string(code)]), to: c)
+    }
+
+    /// A framing error as the client is told it: a length over the limit names the option that sets it.
+    static func protocolError(_ error: WyomingError) -> String {
+        guard case let .tooLarge(field, length, limit) = error else { return error.description }
+        return "an event's \(field) is \(length) bytes: it exceeds --max-payload \(limit)"
     }
 
     /// An error the stream cannot recover from: the client is told, then closed.
