@@ -338,6 +338,7 @@ enum ExitCode {
     static func of(_ e: ModelError) -> Int32 {
         switch e {
         case let .cannotRead(_, reason): return reason.contains("no model folder") || reason.contains("No such file") ? noInput : ioError
+        case .notFound: return noInput
         case .cannotWrite: return cannotCreate
         default: return dataError
         }
