@@ -512,6 +512,29 @@ struct ServeTests {
         #expect(summary.droppedChunks == 3)
     }
 
+    @Test("serve --help states the formats audio-start takes, as the server checks them: 64 channels start a stream, 65 do not")
+    func helpStatesFormats() throws {
+        let help = try runEarshot(["serve", "--help"])
+        let flat = help.out.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let (rates, widths, channels) = (WyomingAudioFormat.rates, WyomingAudioFormat.widths, WyomingAudioFormat.channelCounts)
+        #expect(flat.contains("(rate \(rates.lowerBound)-\(rates.upperBound) Hz, width \(widths.lowerBound)-\(widths.upperBound) bytes, "
+                              + "\(channels.lowerBound)-\(channels.upperBound) channels)"), "\(help.out)")
+        #expect(!flat.contains("any channel count") && channels == 1...64)
+        let (server, port) = try Serving.start([Fixtures.model])
+        let client = try WyomingTestClient(port: port)
+        client.send("audio-start", ["rate": 16000, "width": 2, "channels": 65])
+        #expect(try client.next(seconds: 5)?["text"] == "audio-start: channels 65 is not an integer in 1...64")
+        // 64 channels of one tone's samples mix to that tone: the stream runs and answers as mono would.
+        let speech = Array(try Fixtures.audio("speech-noise-16k.wav").0.prefix(80000))
+        var interleaved: [Float] = []
+        for s in speech { interleaved += [Float](repeating: s, count: 64) }
+        let wide = try Serving.stream(client, pcm16(interleaved), rate: 16000, channels: 64)
+        let mono = try Serving.stream(client, pcm16(speech), rate: 16000)
+        #expect(wide.map(Answer.init) == mono.map(Answer.init) && !mono.isEmpty)
+        server.stop()
+        _ = server.wait()
+    }
+
     @Test("A client whose events always arrive split across reads, for longer than the event timeout, is served")
     func splitEventsAreNotSlowloris() async throws {
         var options = ServeOptions()

@@ -9,9 +9,10 @@ import Foundation
 /// A Wyoming wake-word and voice-activity service: every connection is one stream with its own
 /// explicit state, and every stream of a model steps in one batch per tick, spread over the
 /// cores. `describe` → `info`; `detect` names the wake words to listen for; `audio-start`,
-/// `audio-chunk` (any rate, width and channel count; resampled) and `audio-stop` stream the
-/// audio; answers are `detection`, `not-detected` (after `audio-stop` when nothing was
-/// detected), `voice-started` / `voice-stopped` (voice activity models) and `error`.
+/// `audio-chunk` (1000-768000 Hz, 1-4 bytes a sample, 1-64 channels: `WyomingAudioFormat`; mixed
+/// and resampled) and `audio-stop` stream the audio; answers are `detection`, `not-detected`
+/// (after `audio-stop` when nothing was detected), `voice-started` / `voice-stopped` (voice
+/// activity models) and `error`.
 ///
 /// One thread (the caller of `run`) owns the sockets and every connection; a tick steps the
 /// shards on worker threads, one core each, while that thread goes on reading, and its answers
