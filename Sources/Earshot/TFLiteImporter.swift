@@ -41,7 +41,7 @@ public struct TFLiteImporter {
     /// - Throws: `ImportError` naming the file, operator or tensor and the reason.
     public static func importModel(path: String, options: OnnxImporter.Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let model: TFLiteModel
-        do { model = try TFLiteModel.read(path: path) } catch { throw .interface(path: path, reason: error.description, hint: "give a .tflite file") }
+        do { model = try TFLiteModel.read(path: path) } catch { throw .tflite(error) }
         var importer = TFLiteImporter(path: path, model: model)
         return try importer.build(options)
     }

@@ -192,6 +192,9 @@ public enum OnnxDataType: Int, Sendable, CaseIterable {
     /// Whether tensors of this type can be read into values (`floats` or `integers`).
     public var isReadable: Bool { ElementStorage(self) != nil }
 
+    /// Whether it is a floating-point type, read into `floats` (FLOAT, DOUBLE, FLOAT16, BFLOAT16).
+    public var isFloatingPoint: Bool { ElementStorage(self)?.isFloat == true }
+
     /// ONNX's spelling of a type number, or "unknown" for numbers ONNX does not define.
     static func describe(_ number: Int) -> String {
         if number == 0 { return "UNDEFINED" }

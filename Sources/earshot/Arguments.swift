@@ -310,6 +310,8 @@ enum ExitCode {
         case let e as StreamError: return of(e)
         case let e as AudioError: return of(e)
         case let e as ModelError: return of(e)
+        // A model to import: missing or unreadable 66, damaged or unsupported 65.
+        case let e as OnnxImporter.ImportError: return e.isMissingInput ? noInput : dataError
         default: return failure
         }
     }
@@ -320,7 +322,7 @@ enum ExitCode {
         case let .audio(a): return of(a)
         case let .model(m): return of(m)
         case .invalidOption, .noSuchChannel: return usage
-        case .source, .snapshot: return dataError
+        case .source, .snapshot, .data: return dataError
         case .finished: return failure
         }
     }
