@@ -125,7 +125,7 @@ public struct OnnxImporter {
     /// Reads `path` and builds the package (manifest and weights).
     public static func importModel(path: String, options: Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let model: OnnxModel
-        do { model = try OnnxModel.read(path: path) } catch { throw .onnx(error) }
+        do { model = try OnnxModel.read(path: path, maxNodes: GraphSpec.maxNodes) } catch { throw .onnx(error) }
         var importer = OnnxImporter(path: path, options: options)
         return try importer.build(model)
     }
@@ -255,7 +255,7 @@ public struct OnnxImporter {
             }
             values[name] = Value(tensor: tensor, constant: true)
         }
-        try readGraph(graph)
+        try readGraph(graph, keeping: Set(outputs))
 
         // What the scores and the next states need, back from the outputs.
         var needed = Set([resolve(scoreName)] + states.map { resolve($0.output) })
@@ -338,12 +338,38 @@ public struct OnnxImporter {
         return n
     }
 
-    private mutating func readGraph(_ graph: OnnxGraph) throws(ImportError) {
+    /// Reads a graph's nodes in order. A value computed on silence that no later node of the
+    /// graph reads (nor `keep`) is let go once read, as only its constancy is still asked: the
+    /// pass holds the values still to be read, not one per node.
+    private mutating func readGraph(_ graph: OnnxGraph, keeping keep: Set<String>) throws(ImportError) {
         depth += 1
         defer { depth -= 1 }
         guard depth <= 64 else { throw interface("subgraphs nest deeper than 64", "simplify the model") }
         for t in graph.initializers { values[t.name] = Value(tensor: try tensor(t, node: graph.name), constant: true) }
-        for node in graph.nodes { try read(node) }
+        let produced = Set(graph.nodes.flatMap(\.outputs))
+        let releases = GraphNode.releases(inputs: graph.nodes.map(Self.reads), outputs: graph.nodes.map(\.outputs), keeping: keep)
+        for (i, node) in graph.nodes.enumerated() {
+            try read(node)
+            for name in releases[i] where produced.contains(name) && values[name]?.constant == false {
+                values[name]?.tensor = Self.released
+            }
+        }
+    }
+
+    /// What a dynamic value's tensor becomes once no node will read it.
+    private static let released = GraphTensor(shape: [0], floats: [])
+
+    /// The values a node reads: its inputs, and those its subgraphs (If branches) read from
+    /// outside them or give as their outputs.
+    private static func reads(_ node: OnnxNode) -> [String] {
+        var names = node.inputs
+        for case let .graph(g) in node.attributes.values {
+            names += g.outputs.map(\.name) + g.nodes.flatMap(reads)
+        }
+        for case let .graphs(gs) in node.attributes.values {
+            for g in gs { names += g.outputs.map(\.name) + g.nodes.flatMap(reads) }
+        }
+        return names
     }
 
     private func tensor(_ t: OnnxTensor, node: String) throws(ImportError) -> GraphTensor {
@@ -390,7 +416,7 @@ public struct OnnxImporter {
             guard case let .graph(branch)? = node.attributes[taken ? "then_branch" : "else_branch"] else {
                 throw fail("no \(taken ? "then" : "else") branch", "the file is damaged")
             }
-            try readGraph(branch)
+            try readGraph(branch, keeping: Set(branch.outputs.map(\.name)))
             guard branch.outputs.count == node.outputs.count else { throw fail("the branch gives \(branch.outputs.count) outputs for \(node.outputs.count)", "the file is damaged") }
             for (outer, inner) in zip(node.outputs, branch.outputs.map(\.name)) where !outer.isEmpty {
                 guard let v = values[inner] else { throw fail("the branch does not produce '\(inner)'", "the file is damaged") }

@@ -5,6 +5,10 @@ import Testing
 @testable import Earshot
 @testable import EarshotModel
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// ONNX models imported by `OnnxImporter` (what `earshot import` runs) and run by the graph
 /// runtime, against onnxruntime's outputs (tools/silero_reference.py) and the invariants.
 enum Imported {
@@ -296,6 +300,58 @@ struct ImportErrorTests {
         #expect(csv.status != 0 && csv.last == "earshot: \(badTruth): line 2: expected start,end,label in seconds", "\(csv.last)")
     }
 
+    @Test("A model of more nodes than GraphSpec.maxNodes is refused before it is read, naming the file and the count (100,000 Relu nodes took 812 MB to import)")
+    func nodeLimit() throws {
+        let n = GraphSpec.maxNodes + 1
+        let expected = "relu.onnx: \(n) nodes (those of If, Loop and Scan bodies counted), more than the limit of \(GraphSpec.maxNodes)"
+        #expect(try Self.refusal(HandProto.reluChain(n, block: 1280), named: "relu.onnx") == expected)
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let input = folder.appendingPathComponent("relu.onnx").path
+        try Data(HandProto.reluChain(100_000, block: 1280)).write(to: URL(fileURLWithPath: input))
+        let run = try runEarshot(["import", input, "-o", folder.appendingPathComponent("out").path])
+        #expect(run.status == 65 && run.err == "earshot: \(input): 100000 nodes (those of If, Loop and Scan bodies counted), more than the limit of 50000\n",
+                "\(run.err)")
+    }
+
+    @Test("Importing a chain of 20,000 Relu nodes on a block of 1280 holds one block per node (the compiled step's arena), not four")
+    func memoryPerNode() throws {
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let input = folder.appendingPathComponent("relu.onnx").path, n = 20_000
+        try Data(HandProto.reluChain(n, block: 1280)).write(to: URL(fileURLWithPath: input))
+        let (status, peakKB) = try peakMemory(["import", input, "-o", folder.appendingPathComponent("out").path])
+        #expect(status == 0)
+        // A block is 5 kB: the compiled step's arena takes 100 MB, and with the process and the
+        // graph's text it came to 8-10 kB a node (debug build). When the importer, the dry step,
+        // the plan's build and its check each kept every node's value on silence, it was 18 kB.
+        let perNode = Double(peakKB) / Double(n)
+        print("import of \(n) Relu nodes: peak RSS \(peakKB) kB, \(perNode) kB a node")
+        #expect(perNode < 13, "peak RSS \(peakKB) kB")
+    }
+
+    /// Runs earshot with `arguments` (output to /dev/null): its exit status and its own peak
+    /// resident memory in kB (from wait4, so no other process counts).
+    private func peakMemory(_ arguments: [String]) throws -> (status: Int32, peakKB: Int) {
+        let argv = ([earshotBinary.path] + arguments).map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, earshotBinary.path, &actions, nil, argv, environ) == 0 else {
+            throw FixtureError(message: "cannot start \(earshotBinary.path)")
+        }
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 {
+            guard errno == EINTR else { throw FixtureError(message: "wait4: errno \(errno)") }
+        }
+        return ((status >> 8) & 0xFF, usage.ru_maxrss)
+    }
+
     private func run(_ words: [String]) throws -> (status: Int32, last: String) {
         let r = try runEarshot(words)
         return (r.status, r.err.split(separator: "\n").last.map(String.init) ?? "")
@@ -324,6 +380,14 @@ enum HandProto {
     static func node(_ op: String, _ inputs: [String], _ outputs: [String]) -> [UInt8] {
         inputs.flatMap { string(1, $0) } + outputs.flatMap { string(2, $0) } + string(3, op.lowercased()) + string(4, op)
     }
+    /// `audio` [1, block] through n Relu nodes to `scores`, each node named.
+    static func reluChain(_ n: Int, block: Int64) -> [UInt8] {
+        let nodes = (0..<n).map { i in
+            string(1, i == 0 ? "audio" : "v\(i)") + string(2, i == n - 1 ? "scores" : "v\(i + 1)") + string(3, "r\(i)") + string(4, "Relu")
+        }
+        return model(nodes: nodes, inputs: [valueInfo("audio", [1, block])], outputs: [valueInfo("scores", [1, block])])
+    }
+
     static func model(nodes: [[UInt8]], inputs: [[UInt8]], outputs: [[UInt8]]) -> [UInt8] {
         let graph = nodes.flatMap { bytes(1, $0) } + string(2, "hand") + inputs.flatMap { bytes(11, $0) } + outputs.flatMap { bytes(12, $0) }
         return int(1, 8) + bytes(8, int(2, 17)) + bytes(7, graph)
