@@ -5,10 +5,6 @@ import Testing
 @testable import Earshot
 @testable import EarshotModel
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// ONNX models imported by `OnnxImporter` (what `earshot import` runs) and run by the graph
 /// runtime, against onnxruntime's outputs (tools/silero_reference.py) and the invariants.
 enum Imported {
@@ -323,33 +319,34 @@ struct ImportErrorTests {
         let (status, peakKB) = try peakMemory(["import", input, "-o", folder.appendingPathComponent("out").path])
         #expect(status == 0)
         // A block is 5 kB: the compiled step's arena takes 100 MB, and with the process and the
-        // graph's text it came to 8-10 kB a node (debug build). When the importer, the dry step,
-        // the plan's build and its check each kept every node's value on silence, it was 18 kB.
+        // graph's text it came to 8 kB a node (debug build). When the importer, the dry step, the
+        // plan's build and its check each kept every node's value on silence, it was 17-18 kB.
         let perNode = Double(peakKB) / Double(n)
         print("import of \(n) Relu nodes: peak RSS \(peakKB) kB, \(perNode) kB a node")
         #expect(perNode < 13, "peak RSS \(peakKB) kB")
     }
 
-    /// Runs earshot with `arguments` (output to /dev/null): its exit status and its own peak
-    /// resident memory in kB (from wait4, so no other process counts).
+    /// Runs earshot with `arguments` (output to /dev/null): its exit status and its peak resident
+    /// memory in kB, its VmHWM read every 5 ms until it ends. (Not wait4's ru_maxrss: a child
+    /// spawned with vfork starts its count from this process's own peak.)
     private func peakMemory(_ arguments: [String]) throws -> (status: Int32, peakKB: Int) {
-        let argv = ([earshotBinary.path] + arguments).map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var pid: pid_t = 0
-        guard posix_spawn(&pid, earshotBinary.path, &actions, nil, argv, environ) == 0 else {
-            throw FixtureError(message: "cannot start \(earshotBinary.path)")
+        let process = Process()
+        process.executableURL = earshotBinary
+        process.arguments = arguments
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        var peakKB = 0
+        while process.isRunning {
+            let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+            if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+               let kB = line.split(separator: " ").compactMap({ Int($0) }).first {
+                peakKB = max(peakKB, kB)
+            }
+            Thread.sleep(forTimeInterval: 0.005)
         }
-        var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 {
-            guard errno == EINTR else { throw FixtureError(message: "wait4: errno \(errno)") }
-        }
-        return ((status >> 8) & 0xFF, usage.ru_maxrss)
+        process.waitUntilExit()
+        return (process.terminationStatus, peakKB)
     }
 
     private func run(_ words: [String]) throws -> (status: Int32, last: String) {
