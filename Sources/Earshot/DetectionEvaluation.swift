@@ -160,14 +160,14 @@ public struct DetectionEvaluation: Sendable {
     public static func words(csv path: String) throws(StreamError) -> [Word] {
         let text: String
         do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-            throw .source(channel: 0, reason: "\(path): \(error.localizedDescription)")
+            throw .data(path: path, reason: error.localizedDescription)
         }
         var words: [Word] = []
         for (n, line) in text.split(whereSeparator: \.isNewline).enumerated() {
             let f = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             if n == 0, f.first == "start" { continue }
             guard f.count == 3, let s = Double(f[0]), let e = Double(f[1]), s.isFinite, e.isFinite, e >= s else {
-                throw .source(channel: 0, reason: "\(path): line \(n + 1): expected start,end,label in seconds")
+                throw .data(path: path, reason: "line \(n + 1): expected start,end,label in seconds")
             }
             words.append(Word(start: s, end: e, label: f[2]))
         }

@@ -1,6 +1,7 @@
 import EarshotGraph
 import EarshotModel
 import EarshotONNX
+import EarshotTFLite
 import Foundation
 
 /// Turns an ONNX model into an Earshot package: inputs fixed by the user become constants, the
@@ -70,17 +71,35 @@ public struct OnnxImporter {
 
     /// Why a model cannot be imported, naming the file, node and what to do.
     public enum ImportError: Error, Sendable, CustomStringConvertible {
+        /// The .onnx file is missing, unreadable or damaged (the reader's error names it).
         case onnx(OnnxError)
+        /// The .tflite file is missing, unreadable or damaged (the reader's error names it).
+        case tflite(TFLiteError)
         /// A node the importer cannot turn into the runtime's graph: its name, op, why, and what to do.
         case node(path: String, node: String, op: String, reason: String, hint: String)
         /// The model's inputs and outputs do not say how it streams: why, and what to do.
         case interface(path: String, reason: String, hint: String)
+        /// An input or output (`role`: "audio input", "state input", ...) of an element type the
+        /// runtime does not compute with (strings, booleans, complex numbers).
+        case elementType(path: String, role: String, name: String, type: String)
 
         public var description: String {
             switch self {
             case let .onnx(e): return e.description
+            case let .tflite(e): return e.description
             case let .node(path, node, op, reason, hint): return "\(path): node '\(node)' (\(op)): \(reason); \(hint)"
             case let .interface(path, reason, hint): return "\(path): \(reason); \(hint)"
+            case let .elementType(path, role, name, type):
+                return "\(path): the \(role) '\(name)' is of type \(type), which the runtime cannot take there; export it as FLOAT "
+                    + "(audio, features, states and scores are float tensors; fixed inputs may also be integers)"
+            }
+        }
+
+        /// Whether the model file itself is missing or unreadable (not damaged or unsupported).
+        public var isMissingInput: Bool {
+            switch self {
+            case .onnx(.fileNotFound), .onnx(.cannotRead), .tflite(.fileNotFound), .tflite(.cannotRead): return true
+            default: return false
             }
         }
     }
@@ -98,13 +117,15 @@ public struct OnnxImporter {
     /// A dynamic tensor's name → the name of the tensor it is (Identity, If outputs).
     private var alias: [String: String] = [:]
     private var emitted: [GraphSpec.NodeSpec] = []
+    /// A node's output → the node that writes it (ONNX writes every value once).
+    private var producers: [String: String] = [:]
     private var opset = 13
     private var depth = 0
 
     /// Reads `path` and builds the package (manifest and weights).
     public static func importModel(path: String, options: Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let model: OnnxModel
-        do { model = try OnnxModel.read(path: path) } catch { throw .onnx(error) }
+        do { model = try OnnxModel.read(path: path, maxNodes: GraphSpec.maxNodes) } catch { throw .onnx(error) }
         var importer = OnnxImporter(path: path, options: options)
         return try importer.build(model)
     }
@@ -151,6 +172,20 @@ public struct OnnxImporter {
         for extra in audioCandidates where extra.name != audioName {
             throw interface("input '\(extra.name)' is neither audio, a state, nor fixed", "give it a value with --set \(extra.name)=VALUE")
         }
+        // Audio, states and scores are float tensors; a fixed input at least numbers (not strings
+        // or complex numbers).
+        func check(_ info: OnnxValueInfo?, _ role: String, floating: Bool) throws(ImportError) {
+            guard let info, let type = info.elementType else { return }  // no type declared: the graph decides
+            guard floating ? type.isFloatingPoint : type.isReadable else {
+                throw .elementType(path: path, role: role, name: info.name, type: type.onnxName)
+            }
+        }
+        try check(inputs.first { $0.name == audioName }, options.frontEnd == "features" ? "feature input" : "audio input", floating: true)
+        for s in states {
+            try check(inputs.first { $0.name == s.input }, "state input", floating: true)
+            try check(graph.outputs.first { $0.name == s.output }, "state output", floating: true)
+        }
+        for name in options.fixed.keys.sorted() { try check(inputs.first { $0.name == name }, "input fixed by --set", floating: false) }
         let scoreCandidates = outputs.filter { !stateOutputs.contains($0) }
         let scoreName: String
         if let given = options.scoreOutput {
@@ -162,6 +197,7 @@ public struct OnnxImporter {
             }
             scoreName = scoreCandidates[0]
         }
+        try check(graph.outputs.first { $0.name == scoreName }, "score output", floating: true)
 
         // Shapes: a stream at a time (named and unknown sizes are 1), the audio's last axis a block.
         guard let audioInfo = inputs.first(where: { $0.name == audioName }), let declared = audioInfo.shape, !declared.isEmpty else {
@@ -211,7 +247,7 @@ public struct OnnxImporter {
             }
             let tensor: GraphTensor
             switch info?.elementType {
-            case .float, .double, .float16, .bfloat16: tensor = GraphTensor(shape: dims, floats: [Float](repeating: Float(value), count: count))
+            case let type? where type.isFloatingPoint: tensor = GraphTensor(shape: dims, floats: [Float](repeating: Float(value), count: count))
             case .bool: tensor = GraphTensor(shape: dims, integers: [Int64](repeating: value != 0 ? 1 : 0, count: count), dtype: .bool)
             default:
                 guard value.rounded() == value, abs(value) < 9e18 else { throw interface("--set \(name)=\(value): the input takes whole numbers", "give a whole number") }
@@ -219,7 +255,7 @@ public struct OnnxImporter {
             }
             values[name] = Value(tensor: tensor, constant: true)
         }
-        try readGraph(graph)
+        try readGraph(graph, keeping: Set(outputs))
 
         // What the scores and the next states need, back from the outputs.
         var needed = Set([resolve(scoreName)] + states.map { resolve($0.output) })
@@ -302,12 +338,38 @@ public struct OnnxImporter {
         return n
     }
 
-    private mutating func readGraph(_ graph: OnnxGraph) throws(ImportError) {
+    /// Reads a graph's nodes in order. A value computed on silence that no later node of the
+    /// graph reads (nor `keep`) is let go once read, as only its constancy is still asked: the
+    /// pass holds the values still to be read, not one per node.
+    private mutating func readGraph(_ graph: OnnxGraph, keeping keep: Set<String>) throws(ImportError) {
         depth += 1
         defer { depth -= 1 }
         guard depth <= 64 else { throw interface("subgraphs nest deeper than 64", "simplify the model") }
         for t in graph.initializers { values[t.name] = Value(tensor: try tensor(t, node: graph.name), constant: true) }
-        for node in graph.nodes { try read(node) }
+        let produced = Set(graph.nodes.flatMap(\.outputs))
+        let releases = GraphNode.releases(inputs: graph.nodes.map(Self.reads), outputs: graph.nodes.map(\.outputs), keeping: keep)
+        for (i, node) in graph.nodes.enumerated() {
+            try read(node)
+            for name in releases[i] where produced.contains(name) && values[name]?.constant == false {
+                values[name]?.tensor = Self.released
+            }
+        }
+    }
+
+    /// What a dynamic value's tensor becomes once no node will read it.
+    private static let released = GraphTensor(shape: [0], floats: [])
+
+    /// The values a node reads: its inputs, and those its subgraphs (If branches) read from
+    /// outside them or give as their outputs.
+    private static func reads(_ node: OnnxNode) -> [String] {
+        var names = node.inputs
+        for case let .graph(g) in node.attributes.values {
+            names += g.outputs.map(\.name) + g.nodes.flatMap(reads)
+        }
+        for case let .graphs(gs) in node.attributes.values {
+            for g in gs { names += g.outputs.map(\.name) + g.nodes.flatMap(reads) }
+        }
+        return names
     }
 
     private func tensor(_ t: OnnxTensor, node: String) throws(ImportError) -> GraphTensor {
@@ -322,6 +384,14 @@ public struct OnnxImporter {
         func fail(_ reason: String, _ hint: String) -> ImportError { .node(path: path, node: label, op: node.opType, reason: reason, hint: hint) }
         guard node.domain.isEmpty || node.domain == "ai.onnx" else {
             throw fail("domain '\(node.domain)'", "only ONNX's own ops (the default domain) run")
+        }
+        // A value written twice is the file's fault, said against the file (the package's own
+        // check would name the package being written).
+        for name in node.outputs where !name.isEmpty {
+            if let first = producers[name] ?? (values[name] != nil ? "a graph input or initializer" : nil) {
+                throw fail("its output '\(name)' is already written by \(first)", "ONNX names every value once: the file is damaged or was edited wrongly")
+            }
+            producers[name] = "node '\(label)' (\(node.opType))"
         }
         switch node.opType {
         case "Constant":
@@ -346,7 +416,7 @@ public struct OnnxImporter {
             guard case let .graph(branch)? = node.attributes[taken ? "then_branch" : "else_branch"] else {
                 throw fail("no \(taken ? "then" : "else") branch", "the file is damaged")
             }
-            try readGraph(branch)
+            try readGraph(branch, keeping: Set(branch.outputs.map(\.name)))
             guard branch.outputs.count == node.outputs.count else { throw fail("the branch gives \(branch.outputs.count) outputs for \(node.outputs.count)", "the file is damaged") }
             for (outer, inner) in zip(node.outputs, branch.outputs.map(\.name)) where !outer.isEmpty {
                 guard let v = values[inner] else { throw fail("the branch does not produce '\(inner)'", "the file is damaged") }

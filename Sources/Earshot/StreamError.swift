@@ -12,6 +12,8 @@ public indirect enum StreamError: Error, Equatable, Sendable, CustomStringConver
     case model(ModelError)
     /// A channel's source failed with this message.
     case source(channel: Int, reason: String)
+    /// A file other than audio (a truth CSV) cannot be read or is not what it should be.
+    case data(path: String, reason: String)
     /// A stream snapshot that cannot be restored: damaged, of another format, or inconsistent.
     case snapshot(reason: String)
     /// An error of one input file, with its path.
@@ -26,6 +28,7 @@ public indirect enum StreamError: Error, Equatable, Sendable, CustomStringConver
         case let .audio(e): return e.description
         case let .model(e): return e.description
         case let .source(channel, reason): return "channel \(channel): \(reason)"
+        case let .data(path, reason): return "\(path): \(reason)"
         case let .snapshot(reason): return "stream snapshot: \(reason)"
         case let .file(path, error): return "\(path): \(error)"
         }

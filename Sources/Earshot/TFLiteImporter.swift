@@ -41,7 +41,7 @@ public struct TFLiteImporter {
     /// - Throws: `ImportError` naming the file, operator or tensor and the reason.
     public static func importModel(path: String, options: OnnxImporter.Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let model: TFLiteModel
-        do { model = try TFLiteModel.read(path: path) } catch { throw .interface(path: path, reason: error.description, hint: "give a .tflite file") }
+        do { model = try TFLiteModel.read(path: path) } catch { throw .tflite(error) }
         var importer = TFLiteImporter(path: path, model: model)
         return try importer.build(options)
     }
@@ -87,6 +87,10 @@ public struct TFLiteImporter {
     private func interface(_ reason: String, _ hint: String) -> ImportError { .interface(path: path, reason: reason, hint: hint) }
 
     private mutating func build(_ options: OnnxImporter.Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+        let operators = model.subgraphs.reduce(0) { $0 + $1.operators.count }
+        guard operators <= GraphSpec.maxNodes else {
+            throw interface("\(operators) operators, more than the limit of \(GraphSpec.maxNodes)", "a streaming model has a few hundred at most")
+        }
         let graph = model.subgraphs[0]
         let inputs = graph.inputs.filter { !graph.tensors[$0].isVariable }
         guard inputs.count == 1 else {

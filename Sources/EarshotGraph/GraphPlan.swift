@@ -21,6 +21,25 @@ public struct GraphNode: Sendable, Equatable {
         self.outputs = outputs
         self.attributes = attributes
     }
+
+    /// What a pass over a graph's nodes that keeps the values it computes may let go after each
+    /// node: the tensors node i was the last to read and its outputs nothing reads (never those
+    /// in `keep`). Dropping them holds only the tensors still to be read, not one per node.
+    public static func releases(inputs: [[String]], outputs: [[String]], keeping keep: Set<String>) -> [[String]] {
+        var last: [String: Int] = [:]
+        for (i, names) in inputs.enumerated() { for name in names where !name.isEmpty { last[name] = i } }
+        var after = [[String]](repeating: [], count: inputs.count)
+        for (i, names) in outputs.enumerated() {
+            for name in names where !name.isEmpty && last[name] == nil && !keep.contains(name) { after[i].append(name) }
+        }
+        for (name, i) in last where !keep.contains(name) { after[i].append(name) }
+        return after
+    }
+
+    /// `releases(inputs:outputs:keeping:)` of these nodes.
+    public static func releases(_ nodes: [GraphNode], keeping keep: Set<String>) -> [[String]] {
+        releases(inputs: nodes.map(\.inputs), outputs: nodes.map(\.outputs), keeping: keep)
+    }
 }
 
 /// A graph compiled for inputs of fixed shapes, to run many times on many streams.
@@ -353,10 +372,12 @@ public struct GraphPlan: Sendable {
         let given = inputShapes.map { shape in (0..<shape.reduce(1, *)).map { _ in random() } }
         var values = constants
         for (i, name) in inputNames.enumerated() { values[name] = GraphTensor(shape: inputShapes[i], floats: given[i]) }
-        for node in nodes {
+        let releases = GraphNode.releases(nodes, keeping: Set(outputNames))
+        for (i, node) in nodes.enumerated() {
             let outs = try GraphOps.run(node.op, node: node.name, inputs: node.inputs.map { $0.isEmpty ? nil : values[$0] },
                                         attributes: node.attributes, opset: opset, outputCount: node.outputs.count)
             for (name, value) in zip(node.outputs, outs) where !name.isEmpty { values[name] = value }
+            for name in releases[i] { values[name] = nil }
         }
         var ws = GraphWorkspace()
         var got: [[Float]] = Array(repeating: [], count: outputNames.count)

@@ -109,6 +109,7 @@ struct Builder {
         var asCondition: [String: Int] = [:]
         for node in nodes where node.op == "Where" && !node.inputs.isEmpty { asCondition[node.inputs[0], default: 0] += 1 }
         conditionsOnly = Set(asCondition.filter { readers[$0.key] == $0.value }.keys)
+        let releases = GraphNode.releases(nodes, keeping: Set(outputs))
         for input in inputs {
             guard values[input.name] == nil, input.shape.allSatisfy({ $0 >= 0 }) else {
                 throw .op(node: input.name, op: "input", reason: "input '\(input.name)' is given twice or has a negative dimension in \(input.shape)")
@@ -119,7 +120,9 @@ struct Builder {
             refs[input.name] = ref
             inputRefs.append(ref)
         }
-        for node in nodes {
+        for (i, node) in nodes.enumerated() {
+            // Tensors no later node reads are let go (their places in the arena stay).
+            defer { for name in releases[i] { values[name] = nil } }
             var inputs: [GraphTensor?] = []
             for name in node.inputs {
                 guard !name.isEmpty else { inputs.append(nil); continue }

@@ -282,6 +282,12 @@ private struct JSONParser {
         }
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self)
         guard let v = Double(text) else { throw JSONError(offset: start, reason: "not a number") }
+        // A number beyond a double (1e400) would be infinity, which JSON cannot hold and whose
+        // text would be lost: refused, quoted as sent (RFC 8259 lets a reader bound the range).
+        guard v.isFinite else {
+            let shown = text.count > 40 ? String(text.prefix(40)) + "… (\(text.count) characters)" : text
+            throw JSONError(offset: start, reason: "the number \(shown) is out of range (beyond ±1.8e308)")
+        }
         return v
     }
 

@@ -12,6 +12,8 @@ struct GraphProgram: Sendable {
     let spec: GraphSpec
     let constants: [String: GraphTensor]
     let nodes: [GraphNode]
+    /// Per node, the tensors a step on the reference kernels lets go after it (`GraphNode.releases`).
+    let releases: [[String]]
     private(set) var plan: GraphPlan?
     /// The plan split for consecutive steps of one stream: the state inputs (every input after
     /// the audio) carried.
@@ -43,6 +45,9 @@ struct GraphProgram: Sendable {
         self.spec = spec
         self.path = path
         func fail(_ reason: String) -> ModelError { .manifest(path: path, reason: "graph: \(reason)") }
+        guard spec.nodes.count <= GraphSpec.maxNodes else {
+            throw fail("\(spec.nodes.count) nodes, more than the limit of \(GraphSpec.maxNodes)")
+        }
         guard spec.audioShape.allSatisfy({ $0 > 0 }), elementCount(spec.audioShape) == blockSamples else {
             throw fail("audioShape \(spec.audioShape) does not hold a block of \(blockSamples) samples (context + chunk)")
         }
@@ -105,6 +110,7 @@ struct GraphProgram: Sendable {
         self.initialState = initial
         self.constants = constants
         self.nodes = nodes
+        self.releases = GraphNode.releases(nodes, keeping: Set([spec.scoreOutput] + spec.states.map(\.output)))
         self.stateSizes = sizes
         let offsets = sizes.indices.map { sizes[..<$0].reduce(0, +) }
         self.stateOffsets = offsets
@@ -293,7 +299,7 @@ struct GraphProgram: Sendable {
             values[s.input] = GraphTensor(shape: s.shape, floats: Array(states[offset..<(offset + stateSizes[i])]))
             offset += stateSizes[i]
         }
-        for node in nodes {
+        for (i, node) in nodes.enumerated() {
             let inputs = node.inputs.map { $0.isEmpty ? nil : values[$0] }
             let outputs: [GraphTensor]
             do {
@@ -303,6 +309,7 @@ struct GraphProgram: Sendable {
                 throw .layer(path: path, layer: node.name, reason: "\(error)")
             }
             for (name, value) in zip(node.outputs, outputs) where !name.isEmpty { values[name] = value }
+            for name in releases[i] { values[name] = nil }
         }
         offset = 0
         for (i, s) in spec.states.enumerated() {
@@ -329,11 +336,12 @@ extension GraphProgram {
             values[s.input] = GraphTensor(shape: s.shape, floats: Array(initialState[stateOffsets[i]..<(stateOffsets[i] + stateSizes[i])]))
         }
         var infos: [(name: String, op: String, input: [Int], output: [Int], parameters: Int, multiplyAdds: Int)] = []
-        for node in nodes {
+        for (i, node) in nodes.enumerated() {
             let inputs = node.inputs.map { $0.isEmpty ? nil : values[$0] }
             guard let outputs = try? GraphOps.run(node.op, node: node.name, inputs: inputs, attributes: node.attributes, opset: spec.opset,
                                                   outputCount: node.outputs.count) else { break }
             for (name, value) in zip(node.outputs, outputs) where !name.isEmpty { values[name] = value }
+            for name in releases[i] { values[name] = nil }
             let parameters = node.inputs.reduce(0) { sum, name in
                 sum + ((constants[name]?.dtype == .float32) ? (constants[name]?.count ?? 0) : 0)
             }

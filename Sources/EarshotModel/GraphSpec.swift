@@ -7,6 +7,11 @@ import EarshotGraph
 /// (context + chunk) as `audioInput` and its state tensors, runs the nodes in order, and writes
 /// the state outputs back: the stream's state is those tensors and nothing else.
 public struct GraphSpec: Codable, Sendable, Equatable {
+    /// The most nodes a graph may have: far beyond any streaming audio model (Silero VAD has 689
+    /// with both branches of its If, openWakeWord's embedding 65), and a bound on what importing
+    /// and loading a hostile file costs. `earshot import` refuses a model with more.
+    public static let maxNodes = 50_000
+
     /// The ONNX opset whose semantics the ops follow.
     public var opset: Int
     /// The tensor that receives a block of audio, shaped `audioShape` (e.g. [1, 576]: the

@@ -60,17 +60,20 @@ public final class Model: Sendable {
     ///
     /// - Parameter folder: the package folder.
     /// - Throws: `ModelError` naming the file and the field, tensor or layer that is missing,
-    ///   damaged or inconsistent (`.cannotRead`, `.manifest`, `.safetensors`, `.tensorShape`, ...).
+    ///   damaged or inconsistent (`.notFound`, `.cannotRead`, `.manifest`, `.safetensors`, `.tensorShape`, ...).
     public convenience init(contentsOf folder: URL) throws(ModelError) {
         let manifestPath = folder.appendingPathComponent("model.json").path
         let weightsPath = folder.appendingPathComponent("weights.safetensors").path
+        // A folder that is not a package is a missing input, said as such (not an I/O error).
+        let fm = FileManager.default
+        guard fm.fileExists(atPath: folder.path) else { throw .notFound(folder: folder.path, file: nil) }
+        for (file, path) in [("model.json", manifestPath), ("weights.safetensors", weightsPath)] where !fm.fileExists(atPath: path) {
+            throw .notFound(folder: folder.path, file: file)
+        }
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: manifestPath))
         } catch {
-            if !FileManager.default.fileExists(atPath: folder.path) {
-                throw .cannotRead(path: folder.path, reason: "no such model folder")
-            }
             throw .cannotRead(path: manifestPath, reason: error.localizedDescription)
         }
         let manifest: ModelManifest

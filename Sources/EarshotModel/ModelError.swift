@@ -2,6 +2,9 @@
 /// applies the layer and the tensor, with what was expected and what was found.
 public enum ModelError: Error, Equatable, Sendable, CustomStringConvertible {
     case cannotRead(path: String, reason: String)
+    /// No package here: the folder does not exist (`file` nil), or it lacks a file every package
+    /// holds (model.json, weights.safetensors).
+    case notFound(folder: String, file: String?)
     case cannotWrite(path: String, reason: String)
     /// model.json is not valid JSON or lacks a field.
     case manifest(path: String, reason: String)
@@ -28,6 +31,10 @@ public enum ModelError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .cannotRead(path, reason): return "\(path): cannot read: \(reason)"
+        case let .notFound(folder, nil): return "\(folder): no such model folder"
+        case let .notFound(folder, file?):
+            return "no \(file) in \(folder): not a model package (a package holds model.json and weights.safetensors; "
+                + "earshot import and earshot train write one)"
         case let .cannotWrite(path, reason): return "\(path): cannot write: \(reason)"
         case let .manifest(path, reason): return "\(path): invalid manifest: \(reason)"
         case let .unsupportedFormat(path, found, expected):

@@ -4,6 +4,8 @@
 /// the last one wins. Locations for errors are made only when a failure unwinds.
 struct ModelDecoder {
     let bytes: UnsafeRawBufferPointer
+    /// The most nodes the model may have, in all its graphs: counted before any is decoded.
+    var maxNodes = Int.max
 
     /// Graphs nest through node attributes (If, Loop and Scan bodies); the main graph is 1.
     static let maximumGraphDepth = 32
@@ -39,6 +41,10 @@ struct ModelDecoder {
             }
         }
         guard let graphRange else { throw .malformed("the model has no graph (ModelProto.graph, field 7)") }
+        if maxNodes < Int.max {
+            let count = nodeCount(graphRange, depth: 1)
+            guard count <= maxNodes else { throw DecodeFailure(.tooManyNodes(count: count, limit: maxNodes)) }
+        }
         let main = try within({ graphLabel(graphRange) }) { () throws(DecodeFailure) in try graph(graphRange, depth: 1) }
         return OnnxModel(irVersion: irVersion, opsetImports: opsets, producerName: producerName,
                          producerVersion: producerVersion, graph: main, metadata: metadata)
@@ -115,6 +121,35 @@ struct ModelDecoder {
             }
         }
         return OnnxGraph(name: name, nodes: nodes, initializers: initializers, inputs: inputs, outputs: outputs, valueInfo: valueInfo)
+    }
+
+    /// The nodes of the graph at `range` and of the graphs nested in their attributes, counted
+    /// without decoding them (the count stops at damage, which decoding then reports).
+    func nodeCount(_ range: Range<Int>, depth: Int) -> Int {
+        guard depth <= Self.maximumGraphDepth else { return 0 }
+        var count = 0
+        var graph = Cursor(bytes, range, .graph)
+        do throws(DecodeFailure) {
+            while let (field, wire) = try graph.next() {
+                guard field == 1, wire == 2 else { try graph.skip(wire); continue }
+                count += 1
+                var node = Cursor(bytes, try graph.lengthDelimited(), .node)
+                while let (field, wire) = try node.next() {
+                    guard field == 5, wire == 2 else { try node.skip(wire); continue }
+                    var attribute = Cursor(bytes, try node.lengthDelimited(), .attribute)
+                    while let (field, wire) = try attribute.next() {
+                        if field == 6 || field == 11, wire == 2 {
+                            count += nodeCount(try attribute.lengthDelimited(), depth: depth + 1)
+                        } else {
+                            try attribute.skip(wire)
+                        }
+                    }
+                }
+            }
+        } catch {
+            // Damage ends the count; the decoding that follows names it.
+        }
+        return count
     }
 
     // MARK: Node and attributes

@@ -23,6 +23,8 @@ public enum OnnxError: Error, Equatable, Sendable, CustomStringConvertible {
     case unsupported(path: String, context: String, feature: String)
     /// The model goes past one of the reader's limits (graphs nested more than `limit` deep).
     case limit(path: String, what: String, limit: Int)
+    /// The model has more nodes (those of nested graphs counted) than the caller takes.
+    case tooManyNodes(path: String, count: Int, limit: Int)
 
     public var description: String {
         switch self {
@@ -46,6 +48,8 @@ public enum OnnxError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(path): \(context): \(feature) is not supported"
         case let .limit(path, what, limit):
             return "\(path): \(what) goes past the reader's limit of \(limit)"
+        case let .tooManyNodes(path, count, limit):
+            return "\(path): \(count) nodes (those of If, Loop and Scan bodies counted), more than the limit of \(limit)"
         }
     }
 }

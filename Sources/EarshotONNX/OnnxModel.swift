@@ -20,8 +20,9 @@ public struct OnnxModel: Sendable, Equatable {
     /// The model's metadata_props (when a key appears twice, the last value wins).
     public let metadata: [String: String]
 
-    /// Reads the ONNX model at `path` (the file is memory-mapped while it is decoded).
-    public static func read(path: String) throws(OnnxError) -> OnnxModel {
+    /// Reads the ONNX model at `path` (the file is memory-mapped while it is decoded); a model of
+    /// more than `maxNodes` nodes (those of nested graphs counted) is refused before any is decoded.
+    public static func read(path: String, maxNodes: Int = .max) throws(OnnxError) -> OnnxModel {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { throw .fileNotFound(path: path) }
         guard !isFolder.boolValue else { throw .cannotRead(path: path, reason: "it is a folder") }
@@ -31,18 +32,18 @@ public struct OnnxModel: Sendable, Equatable {
         } catch {
             throw .cannotRead(path: path, reason: error.localizedDescription)
         }
-        return try OnnxModel(bytes: data, name: path)
+        return try OnnxModel(bytes: data, name: path, maxNodes: maxNodes)
     }
 
     /// Decodes a model from its serialized bytes; `name` stands for the file in errors.
-    public init(bytes: [UInt8], name: String) throws(OnnxError) {
-        let result = bytes.withUnsafeBytes { raw in Self.decode(raw, name: name) }
+    public init(bytes: [UInt8], name: String, maxNodes: Int = .max) throws(OnnxError) {
+        let result = bytes.withUnsafeBytes { raw in Self.decode(raw, name: name, maxNodes: maxNodes) }
         self = try result.get()
     }
 
     /// Decodes a model from its serialized bytes; `name` stands for the file in errors.
-    public init(bytes: Data, name: String) throws(OnnxError) {
-        let result = bytes.withUnsafeBytes { raw in Self.decode(raw, name: name) }
+    public init(bytes: Data, name: String, maxNodes: Int = .max) throws(OnnxError) {
+        let result = bytes.withUnsafeBytes { raw in Self.decode(raw, name: name, maxNodes: maxNodes) }
         self = try result.get()
     }
 
@@ -56,10 +57,10 @@ public struct OnnxModel: Sendable, Equatable {
         self.metadata = metadata
     }
 
-    private static func decode(_ raw: UnsafeRawBufferPointer, name: String) -> Result<OnnxModel, OnnxError> {
+    private static func decode(_ raw: UnsafeRawBufferPointer, name: String, maxNodes: Int) -> Result<OnnxModel, OnnxError> {
         guard raw.count > 0 else { return .failure(.empty(path: name)) }
         do throws(DecodeFailure) {
-            return .success(try ModelDecoder(bytes: raw).model())
+            return .success(try ModelDecoder(bytes: raw, maxNodes: maxNodes).model())
         } catch {
             return .failure(error.onnxError(path: name))
         }
@@ -191,6 +192,9 @@ public enum OnnxDataType: Int, Sendable, CaseIterable {
 
     /// Whether tensors of this type can be read into values (`floats` or `integers`).
     public var isReadable: Bool { ElementStorage(self) != nil }
+
+    /// Whether it is a floating-point type, read into `floats` (FLOAT, DOUBLE, FLOAT16, BFLOAT16).
+    public var isFloatingPoint: Bool { ElementStorage(self)?.isFloat == true }
 
     /// ONNX's spelling of a type number, or "unknown" for numbers ONNX does not define.
     static func describe(_ number: Int) -> String {

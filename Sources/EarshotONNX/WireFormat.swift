@@ -13,6 +13,7 @@ struct DecodeFailure: Error {
         case externalData
         case unsupported(String)
         case limit(what: String, limit: Int)
+        case tooManyNodes(count: Int, limit: Int)
     }
 
     var kind: Kind
@@ -33,6 +34,7 @@ struct DecodeFailure: Error {
         case .externalData: return .externalData(path: path, tensor: context)
         case let .unsupported(feature): return .unsupported(path: path, context: context, feature: feature)
         case let .limit(what, limit): return .limit(path: path, what: what, limit: limit)
+        case let .tooManyNodes(count, limit): return .tooManyNodes(path: path, count: count, limit: limit)
         }
     }
 }

@@ -9,6 +9,13 @@ public enum TrainingError: Error, Equatable, Sendable, CustomStringConvertible {
     case audio(path: String, reason: String)
     case model(reason: String)
 
+    /// The text of `error`, met reading `path`, as the reason of a case that names the file: a
+    /// library's error names it first, so that name is left out (the file is named once).
+    static func reason(_ error: any Error, of path: String) -> String {
+        let text = "\(error)"
+        return text.hasPrefix(path + ": ") ? String(text.dropFirst(path.count + 2)) : text
+    }
+
     public var description: String {
         switch self {
         case let .data(path, reason): return "\(path): \(reason)"
@@ -150,9 +157,7 @@ func loadAudioEach(_ files: [LabelledFile], rate: Int) -> [Result<[Float], Train
             let resampler = try Resampler(inputRate: Double(sourceRate), outputRate: Double(rate))
             return .success(try resampler.process(samples) + resampler.finish())
         } catch {
-            // Audio errors name the file already; the reason is what follows the name.
-            let text = "\(error)"
-            return .failure(.audio(path: path, reason: text.hasPrefix(path + ": ") ? String(text.dropFirst(path.count + 2)) : text))
+            return .failure(.audio(path: path, reason: TrainingError.reason(error, of: path)))
         }
     }
 }

@@ -37,8 +37,8 @@ struct StreamCheck: Sendable {
     let ignoring: Set<String>
 
     init(_ stream: ValidationStream, background: String?) throws(TrainingError) {
-        do { (audio, rate) = try AudioFile.readMono(path: stream.audio) } catch { throw .audio(path: stream.audio, reason: "\(error)") }
-        do { words = try DetectionEvaluation.words(csv: stream.truth) } catch { throw .data(path: stream.truth, reason: "\(error)") }
+        do { (audio, rate) = try AudioFile.readMono(path: stream.audio) } catch { throw .audio(path: stream.audio, reason: TrainingError.reason(error, of: stream.audio)) }
+        do { words = try DetectionEvaluation.words(csv: stream.truth) } catch { throw .data(path: stream.truth, reason: TrainingError.reason(error, of: stream.truth)) }
         // As evaluate --stream counts: not the background, not Speech Commands' unknown words.
         ignoring = Set(["_unknown_"] + (background.map { [$0] } ?? []))
     }

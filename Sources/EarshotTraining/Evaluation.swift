@@ -153,7 +153,7 @@ public struct Evaluation: Sendable {
             Result { () throws(TrainingError) in
                 let samples = try audio[i].get()
                 do { return try classifier.classify(samples) } catch {
-                    throw .audio(path: data.files[i].path, reason: "\(error)")
+                    throw .audio(path: data.files[i].path, reason: TrainingError.reason(error, of: data.files[i].path))
                 }
             }
         }

@@ -340,7 +340,7 @@ public enum Trainer {
     }
 
     static func sampleRate(of path: String) throws(TrainingError) -> Int {
-        do { return try AudioFile(path: path).sampleRate } catch { throw .audio(path: path, reason: "\(error)") }
+        do { return try AudioFile(path: path).sampleRate } catch { throw .audio(path: path, reason: TrainingError.reason(error, of: path)) }
     }
 
     /// Features of clips (each a whole number of hops) as one batch [clips][frames][mels], on every

@@ -71,7 +71,8 @@ public enum WyomingError: Error, Sendable, Equatable, CustomStringConvertible {
     case headerNotAnObject
     case missingType
     case badLength(field: String, value: String)
-    case tooLarge(field: String, length: Int, limit: Int)
+    /// A data or payload length over the reader's limit; `length` is the number's digits.
+    case tooLarge(field: String, length: String, limit: Int)
     case malformedData(JSONError)
     case dataNotAnObject
 
@@ -175,9 +176,12 @@ public struct WyomingReader: Sendable {
             guard let type = field("type")?.string else { throw .missingType }
             func length(_ name: String, limit: Int) throws(WyomingError) -> Int {
                 guard let v = field(name), v != .null else { return 0 }
-                guard let n = v.integer, n >= 0 else { throw .badLength(field: name, value: v.serialized) }
-                guard n <= limit else { throw .tooLarge(field: name, length: n, limit: limit) }
-                return n
+                guard let n = v.number, n >= 0, n.rounded() == n else { throw .badLength(field: name, value: v.serialized) }
+                // A whole number past the limit, however large (2^62 too), is too large, not malformed.
+                guard n <= Double(limit), let length = Int(exactly: n) else {
+                    throw .tooLarge(field: name, length: n < 9e18 ? String(Int64(n)) : "\(n)", limit: limit)
+                }
+                return length
             }
             let dataLength = try length("data_length", limit: limits.dataBytes)
             let payloadLength = try length("payload_length", limit: limits.payloadBytes)

@@ -293,6 +293,8 @@ enum ExitCode {
         case let e as StreamError: return of(e)
         case let e as AudioError: return of(e)
         case let e as ModelError: return of(e)
+        // A model to import: missing or unreadable 66, damaged or unsupported 65.
+        case let e as OnnxImporter.ImportError: return e.isMissingInput ? noInput : dataError
         default: return failure
         }
     }
@@ -303,7 +305,7 @@ enum ExitCode {
         case let .audio(a): return of(a)
         case let .model(m): return of(m)
         case .invalidOption, .noSuchChannel: return usage
-        case .source, .snapshot: return dataError
+        case .source, .snapshot, .data: return dataError
         case .finished: return failure
         }
     }
@@ -321,6 +323,7 @@ enum ExitCode {
     static func of(_ e: ModelError) -> Int32 {
         switch e {
         case let .cannotRead(_, reason): return reason.contains("no model folder") || reason.contains("No such file") ? noInput : ioError
+        case .notFound: return noInput
         case .cannotWrite: return cannotCreate
         default: return dataError
         }

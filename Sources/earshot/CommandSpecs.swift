@@ -70,7 +70,7 @@ enum Specs {
     static let serve = CommandSpec(
         name: "serve", operands: "",
         summary: "A Wyoming wake-word and voice-activity service (the protocol of Home Assistant's voice satellites): describe → "
-            + "info; detect NAMES; audio-start / audio-chunk (any rate, width 1-4, any channel count) / audio-stop; answers detection, "
+            + "info; detect NAMES; audio-start / audio-chunk (rate 1000-768000 Hz, width 1-4 bytes, 1-64 channels) / audio-stop; answers detection, "
             + "not-detected, voice-started / voice-stopped and error. Each connection is one stream with its own state; every stream "
             + "of a model steps in one batch. SIGTERM or Ctrl-C: stops accepting, finishes every stream, exits 0.",
         options: [

@@ -63,6 +63,31 @@ struct GraphPackageTests {
         }
     }
 
+    @Test("A graph of more than GraphSpec.maxNodes nodes is refused before anything runs; one at the limit loads and runs")
+    func nodeLimit() throws {
+        func chain(_ n: Int) -> [GraphSpec.NodeSpec] {
+            [.init(op: "MatMul", name: "project", inputs: ["audio", "w"], outputs: ["r0"])]
+                + (1..<(n - 2)).map { .init(op: "Relu", name: "relu\($0)", inputs: ["r\($0 - 1)"], outputs: ["r\($0)"]) }
+                + [.init(op: "Add", name: "remember", inputs: ["r\(n - 3)", "memory"], outputs: ["memory_next"]),
+                   .init(op: "Sigmoid", name: "squash", inputs: ["memory_next"], outputs: ["scores"])]
+        }
+        #expect(Self.refusal(Self.manifest(nodes: chain(GraphSpec.maxNodes + 1)))
+                == "(in memory): invalid manifest: graph: \(GraphSpec.maxNodes + 1) nodes, more than the limit of \(GraphSpec.maxNodes)")
+        let model = try Model(manifest: Self.manifest(nodes: chain(GraphSpec.maxNodes)), tensors: Self.weights)
+        #expect(model.manifest.graph?.nodes.count == GraphSpec.maxNodes)
+        // By hand: the audio [0, 0, 1, -1, 0.5, 0, 0, 1] (context zeros) projected, the Relu of it, the sigmoid.
+        var state = model.makeState()
+        let scores = try model.prediction(from: [1, -1, 0.5, 0, 0, 1], using: &state)
+        let w = Self.weights["w"]!.values, x: [Float] = [0, 0, 1, -1, 0.5, 0, 0, 1]
+        var expected: [Float] = []
+        for j in 0..<2 {
+            var sum: Float = 0
+            for k in 0..<8 { sum += x[k] * w[k * 2 + j] }
+            expected.append(1 / (1 + exp(-max(0, sum))))
+        }
+        #expect(maxAbsDifference(scores, expected) < 1e-6)
+    }
+
     @Test("Cycles, unknown tensors, tensors made twice, unused weights, bad shapes and unknown ops are refused, naming the node")
     func hostileGraphs() throws {
         let cycle = [GraphSpec.NodeSpec(op: "Add", name: "a", inputs: ["b_out", "memory"], outputs: ["a_out"]),

@@ -14,9 +14,20 @@ func editLayer(_ index: Int, _ manifest: inout [String: Any], _ edit: (inout [St
 struct ModelLoadingTests {
     @Test("A missing folder is named")
     func missing() {
-        #expect(throws: ModelError.cannotRead(path: "/no/such/model", reason: "no such model folder")) {
+        #expect(throws: ModelError.notFound(folder: "/no/such/model", file: nil)) {
             try Model(contentsOf: URL(fileURLWithPath: "/no/such/model"))
         }
+    }
+
+    @Test("A folder without model.json or weights.safetensors is not found as a package, naming the folder and the file")
+    func notAPackage() throws {
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        #expect(throws: ModelError.notFound(folder: folder.path, file: "model.json")) { try Model(contentsOf: folder) }
+        try Data(contentsOf: Repo.root.appendingPathComponent("Models/silero-vad/model.json")).write(to: folder.appendingPathComponent("model.json"))
+        #expect(throws: ModelError.notFound(folder: folder.path, file: "weights.safetensors")) { try Model(contentsOf: folder) }
+        #expect(ModelError.notFound(folder: "/m", file: "model.json").description
+                == "no model.json in /m: not a model package (a package holds model.json and weights.safetensors; earshot import and earshot train write one)")
     }
 
     @Test("Another format version is refused")
@@ -124,7 +135,7 @@ struct ModelLoadingTests {
         let third = try await store.model(at: folder)
         #expect(third !== first)
         #expect(third.contentHash == first.contentHash)
-        await #expect(throws: ModelError.cannotRead(path: "/no/model", reason: "no such model folder")) {
+        await #expect(throws: ModelError.notFound(folder: "/no/model", file: nil)) {
             try await store.model(at: URL(fileURLWithPath: "/no/model"))
         }
     }

@@ -88,6 +88,26 @@ struct HostileInputTests {
         }
     }
 
+    @Test("maxNodes counts the nodes of every graph, nested bodies too, before decoding any: one over is refused naming the count")
+    func nodeCount() throws {
+        // Main graph: two nodes and an If whose branches hold three and four (nine in all).
+        let nodes = { (n: Int, prefix: String) in (0..<n).map { Onnx.node("\(prefix)\($0)", "Relu", inputs: ["x"], outputs: ["\(prefix)\($0)"]) } }
+        let branches = [Onnx.graphAttribute("then_branch", Onnx.graph("then", nodes: nodes(3, "t"))),
+                        Onnx.graphAttribute("else_branch", Onnx.graph("else", nodes: nodes(4, "e")))]
+        let bytes = Onnx.model(Onnx.graph("g", nodes: nodes(2, "m") + [Onnx.node("if", "If", inputs: ["c"], outputs: ["y"], attributes: branches)]))
+        #expect(throws: OnnxError.tooManyNodes(path: "t.onnx", count: 10, limit: 9)) { try OnnxModel(bytes: bytes, name: "t.onnx", maxNodes: 9) }
+        #expect(try OnnxModel(bytes: bytes, name: "t.onnx", maxNodes: 10).graph.nodes.count == 3)
+        #expect(OnnxError.tooManyNodes(path: "m.onnx", count: 100_000, limit: 50_000).description
+                == "m.onnx: 100000 nodes (those of If, Loop and Scan bodies counted), more than the limit of 50000")
+        // Damage after the nodes counted is still reported as damage.
+        let damaged = Onnx.model(Onnx.graph("g", nodes: nodes(2, "m")).raw([0x0A, 0x7F]))
+        guard case .truncated? = Self.error(damaged) else {
+            Issue.record("\(String(describing: Self.error(damaged)))")
+            return
+        }
+        #expect(throws: OnnxError.self) { try OnnxModel(bytes: damaged, name: "t.onnx", maxNodes: 1) }
+    }
+
     @Test("A tensor with dims [-1]")
     func negativeDimension() {
         let tensor = Onnx.tensor("w", type: 1, dims: [-1]) { $0.bytes(9, [0, 0, 0, 0]) }
@@ -255,6 +275,7 @@ struct HostileInputTests {
             .truncated(path: "m.onnx", offset: 3, reading: "x"), .malformed(path: "m.onnx", context: "c", reason: "r"),
             .unsupportedDataType(path: "m.onnx", tensor: "t", type: 8), .externalData(path: "m.onnx", tensor: "t"),
             .unsupported(path: "m.onnx", context: "c", feature: "f"), .limit(path: "m.onnx", what: "w", limit: 32),
+            .tooManyNodes(path: "m.onnx", count: 2, limit: 1),
         ]
         for error in errors { #expect(error.description.hasPrefix("m.onnx: "), "\(error)") }
         #expect(OnnxError.unsupportedDataType(path: "m", tensor: "t", type: 8).description

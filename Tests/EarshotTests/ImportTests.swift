@@ -178,6 +178,183 @@ struct SileroImportTests {
     }
 }
 
+@Suite("Import errors: each names the input file once, with its exit code")
+struct ImportErrorTests {
+    /// The error `OnnxImporter` gives for a hand-made model, or "imported".
+    static func refusal(_ bytes: [UInt8], named name: String, options: OnnxImporter.Options = .init()) throws -> String {
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent(name).path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        do { _ = try OnnxImporter.importModel(path: path, options: options); return "imported" } catch {
+            return "\(error)".replacingOccurrences(of: folder.path + "/", with: "")
+        }
+    }
+
+    static let floatOnly = "which the runtime cannot take there; export it as FLOAT (audio, features, states and scores are float "
+        + "tensors; fixed inputs may also be integers)"
+
+    @Test("An audio input of STRING, BOOL or COMPLEX64 is refused naming it and its type (it imported as 0 nodes); so are such states and scores")
+    func elementTypes() throws {
+        for (type, name) in [(8, "STRING"), (9, "BOOL"), (14, "COMPLEX64")] {
+            let bytes = HandProto.model(nodes: [HandProto.node("Identity", ["audio"], ["scores"])],
+                                        inputs: [HandProto.valueInfo("audio", [1, 512], type: Int64(type))],
+                                        outputs: [HandProto.valueInfo("scores", [1, 512], type: Int64(type))])
+            #expect(try Self.refusal(bytes, named: "m.onnx") == "m.onnx: the audio input 'audio' is of type \(name), \(Self.floatOnly)")
+        }
+        // A state pair whose input, or whose output, is BOOL; a score output of STRING.
+        var options = OnnxImporter.Options()
+        options.states = [("state", "stateN")]
+        for (inputType, outputType, role, name) in [(9, 1, "state input", "state"), (1, 9, "state output", "stateN")] as [(Int64, Int64, String, String)] {
+            let bytes = HandProto.model(nodes: [HandProto.node("ReduceMean", ["audio"], ["scores"]), HandProto.node("Identity", ["state"], ["stateN"])],
+                                        inputs: [HandProto.valueInfo("audio", [1, 512]), HandProto.valueInfo("state", [1, 4], type: inputType)],
+                                        outputs: [HandProto.valueInfo("scores", [1, 1]), HandProto.valueInfo("stateN", [1, 4], type: outputType)])
+            #expect(try Self.refusal(bytes, named: "s.onnx", options: options) == "s.onnx: the \(role) '\(name)' is of type BOOL, \(Self.floatOnly)")
+        }
+        let stringScores = HandProto.model(nodes: [HandProto.node("ReduceMean", ["audio"], ["scores"])], inputs: [HandProto.valueInfo("audio", [1, 512])],
+                                           outputs: [HandProto.valueInfo("scores", [1, 1], type: 8)])
+        #expect(try Self.refusal(stringScores, named: "o.onnx") == "o.onnx: the score output 'scores' is of type STRING, \(Self.floatOnly)")
+        // Integer scores too (the runtime's scores are floats), named against the .onnx, not the package.
+        let intScores = HandProto.model(nodes: [HandProto.node("ReduceMean", ["audio"], ["scores"])], inputs: [HandProto.valueInfo("audio", [1, 512])],
+                                        outputs: [HandProto.valueInfo("scores", [1, 1], type: 7)])
+        #expect(try Self.refusal(intScores, named: "i.onnx") == "i.onnx: the score output 'scores' is of type INT64, \(Self.floatOnly)")
+        // An integer input fixed with --set is taken.
+        var fixed = OnnxImporter.Options()
+        fixed.fixed = ["gain": 2]
+        let intFixed = HandProto.model(nodes: [HandProto.node("ReduceMean", ["audio"], ["scores"])],
+                                       inputs: [HandProto.valueInfo("audio", [1, 512]), HandProto.valueInfo("gain", [1], type: 7)],
+                                       outputs: [HandProto.valueInfo("scores", [1, 1])])
+        #expect(try Self.refusal(intFixed, named: "f.onnx", options: fixed) == "imported")
+        let stringFixed = HandProto.model(nodes: [HandProto.node("ReduceMean", ["audio"], ["scores"])],
+                                          inputs: [HandProto.valueInfo("audio", [1, 512]), HandProto.valueInfo("gain", [1], type: 8)],
+                                          outputs: [HandProto.valueInfo("scores", [1, 1])])
+        #expect(try Self.refusal(stringFixed, named: "f.onnx", options: fixed) == "f.onnx: the input fixed by --set 'gain' is of type STRING, \(Self.floatOnly)")
+    }
+
+    @Test("A value two nodes write is reported against the .onnx, naming the value and both nodes (it was said of the package being written)")
+    func duplicatedOutput() throws {
+        let bytes = HandProto.model(nodes: [HandProto.node("Relu", ["audio"], ["x"]), HandProto.node("Sigmoid", ["audio"], ["x"]),
+                                            HandProto.node("ReduceMean", ["x"], ["scores"])],
+                                    inputs: [HandProto.valueInfo("audio", [1, 512])], outputs: [HandProto.valueInfo("scores", [1, 1])])
+        let expected = "node 'sigmoid' (Sigmoid): its output 'x' is already written by node 'relu' (Relu); "
+            + "ONNX names every value once: the file is damaged or was edited wrongly"
+        #expect(try Self.refusal(bytes, named: "dup.onnx") == "dup.onnx: " + expected)
+        // A node that writes over a graph input.
+        let overInput = HandProto.model(nodes: [HandProto.node("Relu", ["audio"], ["audio"]), HandProto.node("ReduceMean", ["audio"], ["scores"])],
+                                        inputs: [HandProto.valueInfo("audio", [1, 512])], outputs: [HandProto.valueInfo("scores", [1, 1])])
+        #expect(try Self.refusal(overInput, named: "in.onnx") == "in.onnx: node 'relu' (Relu): its output 'audio' is already written by "
+                + "a graph input or initializer; ONNX names every value once: the file is damaged or was edited wrongly")
+        // Through the command line: the input file named, not the output package; exit 65.
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let input = folder.appendingPathComponent("dup.onnx").path, output = folder.appendingPathComponent("package").path
+        try Data(bytes).write(to: URL(fileURLWithPath: input))
+        let run = try runEarshot(["import", input, "-o", output])
+        #expect(run.status == 65 && run.err == "earshot: \(input): \(expected)\n", "\(run.err)")
+        #expect(!FileManager.default.fileExists(atPath: output))
+    }
+
+    @Test("import exits 66 for a missing model and 65 for a damaged or unsupported one (it exited 1), each naming the file once")
+    func exitCodes() throws {
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func run(_ name: String, _ bytes: [UInt8]?) throws -> (status: Int32, err: String, path: String) {
+            let path = folder.appendingPathComponent(name).path
+            if let bytes { try Data(bytes).write(to: URL(fileURLWithPath: path)) }
+            let r = try runEarshot(["import", path, "-o", folder.appendingPathComponent("out-" + name).path])
+            return (r.status, r.err, path)
+        }
+        for name in ["missing.onnx", "missing.tflite"] {
+            let r = try run(name, nil)
+            #expect(r.status == 66 && r.err == "earshot: \(r.path): no such file\n", "\(r.err)")
+        }
+        let text = Array("not a model\n".utf8)
+        let onnx = try run("damaged.onnx", text)
+        #expect(onnx.status == 65 && onnx.err == "earshot: \(onnx.path): not a valid ONNX model: model: field 13 has the invalid wire type 6 at byte 1\n", "\(onnx.err)")
+        let tflite = try run("damaged.tflite", text)
+        #expect(tflite.status == 65 && tflite.err == "earshot: \(tflite.path): not a valid TFLite model: file: no TFLite identifier \"TFL3\" "
+                + "(is it a .tflite file?) (at byte 4)\n", "\(tflite.err)")
+        // A model the importer does not support (an op without a kernel): 65 too.
+        let unsupported = try run("op.onnx", HandProto.model(nodes: [HandProto.node("NoSuchOp", ["audio"], ["scores"])],
+                                                              inputs: [HandProto.valueInfo("audio", [1, 512])], outputs: [HandProto.valueInfo("scores", [1, 1])]))
+        #expect(unsupported.status == 65 && unsupported.err.hasPrefix("earshot: \(unsupported.path): node 'nosuchop' (NoSuchOp): not supported"),
+                "\(unsupported.err)")
+    }
+
+    @Test("train names a damaged validation stream and truth file once (they read 'x.wav: x.wav: ...' and 'x.csv: channel 0: x.csv: ...')")
+    func trainMessages() throws {
+        let root = try toneFolder(files: 4)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let notAudio = root + "/stream.wav", truth = root + "/truth.csv", badTruth = root + "/bad-truth.csv"
+        try "not audio".write(toFile: notAudio, atomically: true, encoding: .utf8)
+        try "start,end,label\n0,1,low\n".write(toFile: truth, atomically: true, encoding: .utf8)
+        try "start,end,label\nsoon,1,low\n".write(toFile: badTruth, atomically: true, encoding: .utf8)
+        let audio = try run(["train", "--data", root, "--output", root + "/m1", "--epochs", "1", "--validation-stream", notAudio, "--validation-truth", truth])
+        #expect(audio.status != 0 && audio.last == "earshot: \(notAudio): not an audio file libsndfile can read (Format not recognised.)", "\(audio.last)")
+        let good = root + "/high/s0_high_0.wav"
+        let csv = try run(["train", "--data", root, "--output", root + "/m2", "--epochs", "1", "--validation-stream", good, "--validation-truth", badTruth])
+        #expect(csv.status != 0 && csv.last == "earshot: \(badTruth): line 2: expected start,end,label in seconds", "\(csv.last)")
+    }
+
+    @Test("A model of more nodes than GraphSpec.maxNodes is refused before it is read, naming the file and the count (100,000 Relu nodes took 812 MB to import)")
+    func nodeLimit() throws {
+        let n = GraphSpec.maxNodes + 1
+        let expected = "relu.onnx: \(n) nodes (those of If, Loop and Scan bodies counted), more than the limit of \(GraphSpec.maxNodes)"
+        #expect(try Self.refusal(HandProto.reluChain(n, block: 1280), named: "relu.onnx") == expected)
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let input = folder.appendingPathComponent("relu.onnx").path
+        try Data(HandProto.reluChain(100_000, block: 1280)).write(to: URL(fileURLWithPath: input))
+        let run = try runEarshot(["import", input, "-o", folder.appendingPathComponent("out").path])
+        #expect(run.status == 65 && run.err == "earshot: \(input): 100000 nodes (those of If, Loop and Scan bodies counted), more than the limit of 50000\n",
+                "\(run.err)")
+    }
+
+    @Test("Importing a chain of 20,000 Relu nodes on a block of 1280 holds one block per node (the compiled step's arena), not four")
+    func memoryPerNode() throws {
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let input = folder.appendingPathComponent("relu.onnx").path, n = 20_000
+        try Data(HandProto.reluChain(n, block: 1280)).write(to: URL(fileURLWithPath: input))
+        let (status, peakKB) = try peakMemory(["import", input, "-o", folder.appendingPathComponent("out").path])
+        #expect(status == 0)
+        // A block is 5 kB: the compiled step's arena takes 100 MB, and with the process and the
+        // graph's text it came to 8 kB a node (debug build). When the importer, the dry step, the
+        // plan's build and its check each kept every node's value on silence, it was 17-18 kB.
+        let perNode = Double(peakKB) / Double(n)
+        print("import of \(n) Relu nodes: peak RSS \(peakKB) kB, \(perNode) kB a node")
+        #expect(perNode < 13, "peak RSS \(peakKB) kB")
+    }
+
+    /// Runs earshot with `arguments` (output to /dev/null): its exit status and its peak resident
+    /// memory in kB, its VmHWM read every 5 ms until it ends. (Not wait4's ru_maxrss: a child
+    /// spawned with vfork starts its count from this process's own peak.)
+    private func peakMemory(_ arguments: [String]) throws -> (status: Int32, peakKB: Int) {
+        let process = Process()
+        process.executableURL = earshotBinary
+        process.arguments = arguments
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        var peakKB = 0
+        while process.isRunning {
+            let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+            if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+               let kB = line.split(separator: " ").compactMap({ Int($0) }).first {
+                peakKB = max(peakKB, kB)
+            }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        process.waitUntilExit()
+        return (process.terminationStatus, peakKB)
+    }
+
+    private func run(_ words: [String]) throws -> (status: Int32, last: String) {
+        let r = try runEarshot(words)
+        return (r.status, r.err.split(separator: "\n").last.map(String.init) ?? "")
+    }
+}
+
 /// Protobuf's wire format, as much of it as a hand-made ONNX model needs (onnx.proto's field numbers).
 enum HandProto {
     static func varint(_ value: UInt64) -> [UInt8] {
@@ -192,14 +369,22 @@ enum HandProto {
     static func bytes(_ field: Int, _ b: [UInt8]) -> [UInt8] { varint(UInt64(field << 3 | 2)) + varint(UInt64(b.count)) + b }
     static func string(_ field: Int, _ s: String) -> [UInt8] { bytes(field, Array(s.utf8)) }
 
-    /// ValueInfoProto: a float tensor of fixed dims.
-    static func valueInfo(_ name: String, _ dims: [Int64]) -> [UInt8] {
+    /// ValueInfoProto: a tensor of fixed dims, float unless `type` (ONNX's number) says otherwise.
+    static func valueInfo(_ name: String, _ dims: [Int64], type: Int64 = 1) -> [UInt8] {
         let shape = dims.flatMap { bytes(1, int(1, $0)) }
-        return string(1, name) + bytes(2, bytes(1, int(1, 1) + bytes(2, shape)))
+        return string(1, name) + bytes(2, bytes(1, int(1, type) + bytes(2, shape)))
     }
     static func node(_ op: String, _ inputs: [String], _ outputs: [String]) -> [UInt8] {
         inputs.flatMap { string(1, $0) } + outputs.flatMap { string(2, $0) } + string(3, op.lowercased()) + string(4, op)
     }
+    /// `audio` [1, block] through n Relu nodes to `scores`, each node named.
+    static func reluChain(_ n: Int, block: Int64) -> [UInt8] {
+        let nodes = (0..<n).map { i in
+            string(1, i == 0 ? "audio" : "v\(i)") + string(2, i == n - 1 ? "scores" : "v\(i + 1)") + string(3, "r\(i)") + string(4, "Relu")
+        }
+        return model(nodes: nodes, inputs: [valueInfo("audio", [1, block])], outputs: [valueInfo("scores", [1, block])])
+    }
+
     static func model(nodes: [[UInt8]], inputs: [[UInt8]], outputs: [[UInt8]]) -> [UInt8] {
         let graph = nodes.flatMap { bytes(1, $0) } + string(2, "hand") + inputs.flatMap { bytes(11, $0) } + outputs.flatMap { bytes(12, $0) }
         return int(1, 8) + bytes(8, int(2, 17)) + bytes(7, graph)

@@ -203,6 +203,28 @@ struct ReliabilityCommandTests {
         #expect(try String(contentsOfFile: output + "/notes.txt", encoding: .utf8) == "keep")
     }
 
+    @Test("A folder that is not a package is a missing model, exit 66 naming it, for every command that loads one (serve once said exit 74, \"file doesn't exist\")")
+    func folderWithoutPackage() throws {
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let dir = folder.path, audio = "AudioSamples/speech-8k.wav"
+        let commands: [[String]] = [
+            ["serve", "-m", dir, "--uri", "tcp://127.0.0.1:0"], ["label", "-m", dir, audio], ["inspect", dir],
+            ["plot", "-m", dir, audio, "-o", dir + "/p.svg"], ["evaluate", "-m", dir, "--stream", audio, "--truth", "AudioSamples/speech-8k.truth.csv"],
+            ["worker", "-m", dir, "--redis", "redis://127.0.0.1:1"],
+        ]
+        let advice = "not a model package (a package holds model.json and weights.safetensors; earshot import and earshot train write one)"
+        for words in commands {
+            let run = try runEarshot(words)
+            #expect(run.status == 66, "\(words[0]): \(run.err)")
+            #expect(run.err == "earshot: no model.json in \(dir): \(advice)\n", "\(words[0])")
+        }
+        // A manifest without its weights: the same, naming the weights.
+        try Data(contentsOf: Repo.root.appendingPathComponent("Models/silero-vad/model.json")).write(to: folder.appendingPathComponent("model.json"))
+        let noWeights = try runEarshot(["label", "-m", dir, audio])
+        #expect(noWeights.status == 66 && noWeights.err == "earshot: no weights.safetensors in \(dir): \(advice)\n", "\(noWeights.err)")
+    }
+
     @Test("bench offline on NaN audio fails naming the file; bench streams validates --counts")
     func benchValidation() throws {
         let folder = try Repo.temporaryFolder()

@@ -328,7 +328,32 @@ struct ServeTests {
         client.send("detect", ["names": ["hey-siri"]])
         let error = try #require(try client.next())
         #expect(error.type == "error" && error["code"] == "detect")
-        #expect(error["text"]?.string?.contains("no wake word hey-siri here; this service has okay-nabu, hey-jarvis") == true)
+        #expect(error["text"]?.string == "detect: no wake word hey-siri here; this service has okay-nabu, hey-jarvis; listening for all of them")
+        server.stop()
+        _ = server.wait()
+    }
+
+    @Test("detect with an empty list or names the service lacks still gets its verdict: every wake word listens (as wyoming-openwakeword does), known names alone when some are")
+    func detectEmptyOrUnknownNames() async throws {
+        let jarvis = try Model(contentsOf: Repo.root.appendingPathComponent("Models/hey-jarvis"))
+        let (server, port) = try Serving.start([Serving.okayNabu, jarvis])
+        let client = try WyomingTestClient(port: port)
+        let audio = pcm16(Serving.wakeWords)
+        let all = try Serving.stream(client, audio, rate: 16000)
+        #expect(!all.isEmpty && all.allSatisfy { $0.type == "detection" && $0["name"] == "okay-nabu" })
+        // names: [] is no names: every wake word, the same answers.
+        #expect(try Serving.stream(client, audio, rate: 16000, names: []).map(Answer.init) == all.map(Answer.init))
+        // Only a name the service lacks: the client is told, then every wake word listens.
+        let unknown = try Serving.stream(client, audio, rate: 16000, names: ["hey-siri"])
+        #expect(unknown.first?.type == "error" && unknown.first?["code"] == "detect")
+        #expect(unknown.dropFirst().map(Answer.init) == all.map(Answer.init))
+        // A known and an unknown name: the known one alone, and audio-stop answers not-detected.
+        let mixed = try Serving.stream(client, audio, rate: 16000, names: ["hey-siri", "hey-jarvis"])
+        #expect(mixed.map(\.type) == ["error", "not-detected"])
+        #expect(mixed.first?["text"]?.string == "detect: no wake word hey-siri here; this service has okay-nabu, hey-jarvis; listening for hey-jarvis")
+        // Silence after an empty list: not-detected.
+        let silence = pcm16([Float](repeating: 0, count: 16000))
+        #expect(try Serving.stream(client, silence, rate: 16000, names: []).map(\.type) == ["not-detected"])
         server.stop()
         _ = server.wait()
     }
@@ -435,8 +460,20 @@ struct ServeTests {
         let c = try WyomingTestClient(port: port)
         c.send(Array("{\"type\": \"audio-chunk\", \"payload_length\": 200000}\n".utf8))
         let big = try c.next(seconds: 5)
-        #expect(code(big) == "protocol" && big?["text"] == "an event's payload_length is 200000 bytes, over the limit of 100000")
+        #expect(code(big) == "protocol" && big?["text"] == "an event's payload_length is 200000 bytes: it exceeds --max-payload 100000")
         #expect(try c.isClosed())
+        // 2^62: the same (it once read "not a non-negative integer").
+        let huge = try WyomingTestClient(port: port)
+        huge.send(Array("{\"type\": \"audio-chunk\", \"payload_length\": 4611686018427387904}\n".utf8))
+        #expect(try huge.next(seconds: 5)?["text"] == "an event's payload_length is 4611686018427387904 bytes: it exceeds --max-payload 100000")
+        #expect(try huge.isClosed())
+        // A number beyond a double is quoted as sent (it once read "null").
+        let beyond = try WyomingTestClient(port: port)
+        beyond.send(Array("{\"type\": \"audio-start\", \"data\": {\"rate\": 1e400, \"width\": 2, \"channels\": 1}}\n".utf8))
+        let beyondError = try beyond.next(seconds: 5)
+        #expect(code(beyondError) == "protocol"
+                && beyondError?["text"] == "an event header is not JSON: the number 1e400 is out of range (beyond ±1.8e308) at byte 41")
+        #expect(try beyond.isClosed())
 
         // A client that disconnects in the middle of a payload.
         let d = try WyomingTestClient(port: port)
@@ -473,6 +510,29 @@ struct ServeTests {
         #expect(summary.refused == 1)
         #expect(summary.closedByServer >= 5)  // malformed, payload, slowloris, not reading, idle (and the idle others)
         #expect(summary.droppedChunks == 3)
+    }
+
+    @Test("serve --help states the formats audio-start takes, as the server checks them: 64 channels start a stream, 65 do not")
+    func helpStatesFormats() throws {
+        let help = try runEarshot(["serve", "--help"])
+        let flat = help.out.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let (rates, widths, channels) = (WyomingAudioFormat.rates, WyomingAudioFormat.widths, WyomingAudioFormat.channelCounts)
+        #expect(flat.contains("(rate \(rates.lowerBound)-\(rates.upperBound) Hz, width \(widths.lowerBound)-\(widths.upperBound) bytes, "
+                              + "\(channels.lowerBound)-\(channels.upperBound) channels)"), "\(help.out)")
+        #expect(!flat.contains("any channel count") && channels == 1...64)
+        let (server, port) = try Serving.start([Fixtures.model])
+        let client = try WyomingTestClient(port: port)
+        client.send("audio-start", ["rate": 16000, "width": 2, "channels": 65])
+        #expect(try client.next(seconds: 5)?["text"] == "audio-start: channels 65 is not an integer in 1...64")
+        // 64 channels of one tone's samples mix to that tone: the stream runs and answers as mono would.
+        let speech = Array(try Fixtures.audio("speech-noise-16k.wav").0.prefix(80000))
+        var interleaved: [Float] = []
+        for s in speech { interleaved += [Float](repeating: s, count: 64) }
+        let wide = try Serving.stream(client, pcm16(interleaved), rate: 16000, channels: 64)
+        let mono = try Serving.stream(client, pcm16(speech), rate: 16000)
+        #expect(wide.map(Answer.init) == mono.map(Answer.init) && !mono.isEmpty)
+        server.stop()
+        _ = server.wait()
     }
 
     @Test("A client whose events always arrive split across reads, for longer than the event timeout, is served")

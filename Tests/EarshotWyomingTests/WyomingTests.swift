@@ -166,7 +166,7 @@ struct WyomingTests {
         var small = WyomingReader(limits: .init(dataBytes: 16))
         small.append(chunk(plain))
         #expect(small.peekAudioChunk() == nil)
-        #expect(throws: WyomingError.tooLarge(field: "data_length", length: plain.utf8.count, limit: 16)) { try small.nextMessage() }
+        #expect(throws: WyomingError.tooLarge(field: "data_length", length: "\(plain.utf8.count)", limit: 16)) { try small.nextMessage() }
         // An event that arrives in pieces is read in place once whole.
         var pieces = WyomingReader()
         let whole = chunk(plain)
@@ -217,7 +217,7 @@ struct WyomingTests {
         #expect(firstError("{\"type\": 5}\n") == .missingType)
         #expect(firstError("{\"type\": \"x\", \"payload_length\": -4}\n") == .badLength(field: "payload_length", value: "-4"))
         #expect(firstError("{\"type\": \"x\", \"payload_length\": 1.5}\n") == .badLength(field: "payload_length", value: "1.5"))
-        #expect(firstError("{\"type\": \"x\", \"payload_length\": 2000000}\n") == .tooLarge(field: "payload_length", length: 2_000_000, limit: 1 << 20))
+        #expect(firstError("{\"type\": \"x\", \"payload_length\": 2000000}\n") == .tooLarge(field: "payload_length", length: "2000000", limit: 1 << 20))
         #expect(firstError("{\"type\": \"x\", \"data_length\": 3}\nabc") == .malformedData(JSONError(offset: 0, reason: "unexpected character 'a'")))
         #expect(firstError("{\"type\": \"x\", \"data_length\": 2}\n[]") == .dataNotAnObject)
         #expect(firstError("{\"type\": \"x\", \"data\": 7}\n") == .dataNotAnObject)
@@ -225,8 +225,17 @@ struct WyomingTests {
         let long = "{\"type\": \"" + String(repeating: "a", count: 300)
         #expect(firstError(long, limits: .init(headerBytes: 256)) == .headerTooLong(limit: 256))
         #expect(firstError("{\"type\":\"x\"}", limits: .init(headerBytes: 256)) == nil)
-        #expect(WyomingError.tooLarge(field: "payload_length", length: 5, limit: 4).description
+        #expect(WyomingError.tooLarge(field: "payload_length", length: "5", limit: 4).description
                 == "an event's payload_length is 5 bytes, over the limit of 4")
+        // A whole number past 2^53, even past Int, is a length over the limit, not "not an integer".
+        #expect(firstError("{\"type\": \"x\", \"payload_length\": 4611686018427387904}\n")
+                == .tooLarge(field: "payload_length", length: "4611686018427387904", limit: 1 << 20))
+        #expect(firstError("{\"type\": \"x\", \"data_length\": 1e300}\n") == .tooLarge(field: "data_length", length: "1e+300", limit: 1 << 20))
+        // A number beyond a double is refused quoting its text (it was once shown as null).
+        #expect(firstError("{\"type\": \"x\", \"payload_length\": 1e400}\n")
+                == .malformedHeader(JSONError(offset: 32, reason: "the number 1e400 is out of range (beyond ±1.8e308)")))
+        #expect(WyomingError.malformedHeader(JSONError(offset: 32, reason: "the number 1e400 is out of range (beyond ±1.8e308)")).description
+                == "an event header is not JSON: the number 1e400 is out of range (beyond ±1.8e308) at byte 32")
     }
 
     @Test("JSON: values, escapes, numbers and every kind of malformed text")
@@ -253,6 +262,10 @@ struct WyomingTests {
             ("tru", JSONError(offset: 0, reason: "the text ends inside a literal")),
             ("nul!", JSONError(offset: 0, reason: "unknown literal")),
             (String(repeating: "[", count: 100), JSONError(offset: 64, reason: "nested deeper than 64")),
+            ("[1e400]", JSONError(offset: 1, reason: "the number 1e400 is out of range (beyond ±1.8e308)")),
+            ("-1E+999", JSONError(offset: 0, reason: "the number -1E+999 is out of range (beyond ±1.8e308)")),
+            ("1" + String(repeating: "0", count: 400),
+             JSONError(offset: 0, reason: "the number 1000000000000000000000000000000000000000… (401 characters) is out of range (beyond ±1.8e308)")),
         ]
         for (text, error) in bad {
             #expect(throws: error, "\(text)") { try JSONValue.parse(text) }

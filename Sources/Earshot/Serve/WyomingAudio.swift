@@ -1,9 +1,9 @@
 import CEarshotKernels
 import EarshotWyoming
 
-/// The audio format a Wyoming client declares: any rate, a sample width of 1 to 4 bytes (signed
-/// little-endian integers, as the protocol's audio is) and any number of interleaved channels,
-/// mixed to one for the models.
+/// The audio format a Wyoming client declares: a rate of 1000 to 768000 Hz, a sample width of 1
+/// to 4 bytes (signed little-endian integers, as the protocol's audio is) and 1 to 64
+/// interleaved channels, mixed to one for the models.
 struct WyomingAudioFormat: Sendable, Equatable {
     var rate: Int
     var width: Int

@@ -9,9 +9,10 @@ import Foundation
 /// A Wyoming wake-word and voice-activity service: every connection is one stream with its own
 /// explicit state, and every stream of a model steps in one batch per tick, spread over the
 /// cores. `describe` → `info`; `detect` names the wake words to listen for; `audio-start`,
-/// `audio-chunk` (any rate, width and channel count; resampled) and `audio-stop` stream the
-/// audio; answers are `detection`, `not-detected` (after `audio-stop` when nothing was
-/// detected), `voice-started` / `voice-stopped` (voice activity models) and `error`.
+/// `audio-chunk` (1000-768000 Hz, 1-4 bytes a sample, 1-64 channels: `WyomingAudioFormat`; mixed
+/// and resampled) and `audio-stop` stream the audio; answers are `detection`, `not-detected`
+/// (after `audio-stop` when nothing was detected), `voice-started` / `voice-stopped` (voice
+/// activity models) and `error`.
 ///
 /// One thread (the caller of `run`) owns the sockets and every connection; a tick steps the
 /// shards on worker threads, one core each, while that thread goes on reading, and its answers
@@ -405,7 +406,7 @@ public final class WyomingServer: @unchecked Sendable {
             }
             let event: WyomingMessage?
             do { event = try c.reader.nextMessage() } catch {
-                fail(c, "\(error)", code: "protocol")
+                fail(c, Self.protocolError(error), code: "protocol")
                 return
             }
             guard let event else { break }
@@ -433,18 +434,24 @@ public final class WyomingServer: @unchecked Sendable {
         case "ping":
             send(WyomingEvent(type: "pong", data: ["text": event["text"] ?? .null]), to: c)
         case "detect":
-            let names = event["names"]
-            if let list = names?.array {
-                let strings = list.compactMap(\.string)
-                guard strings.count == list.count else { return error(c, "detect: names must be strings", code: "detect") }
-                c.names = strings
-                let known = wakeNames
-                let unknown = strings.filter { n in !known.contains { $0.caseInsensitiveCompare(n) == .orderedSame } }
-                if !unknown.isEmpty {
-                    error(c, "detect: no wake word \(unknown.joined(separator: ", ")) here; this service has \(known.joined(separator: ", "))", code: "detect")
-                }
-            } else {
+            // As wyoming-openwakeword does: no names or an empty list ask for every wake word;
+            // names this service lacks are left out (and the client told), and when none is
+            // left, every wake word listens. The stream that follows always ends with an answer.
+            guard let list = event["names"]?.array, !list.isEmpty else {
                 c.names = nil
+                return
+            }
+            let strings = list.compactMap(\.string)
+            guard strings.count == list.count else { return error(c, "detect: names must be strings", code: "detect") }
+            let known = wakeNames
+            let isKnown = { (n: String) in known.contains { $0.caseInsensitiveCompare(n) == .orderedSame } }
+            let found = strings.filter(isKnown)
+            c.names = found.isEmpty ? nil : found
+            let unknown = strings.filter { !isKnown($0) }
+            if !unknown.isEmpty {
+                let has = known.isEmpty ? "this service has no wake words"
+                    : "this service has \(known.joined(separator: ", ")); listening for \(found.isEmpty ? "all of them" : found.joined(separator: ", "))"
+                error(c, "detect: no wake word \(unknown.joined(separator: ", ")) here; \(has)", code: "detect")
             }
         case "audio-start":
             startStream(c, event)
@@ -661,6 +668,12 @@ public final class WyomingServer: @unchecked Sendable {
 
     private func error(_ c: Connection, _ text: String, code: String) {
         send(WyomingEvent(type: "error", data: ["text": .string(text), "code": .string(code)]), to: c)
+    }
+
+    /// A framing error as the client is told it: a length over the limit names the option that sets it.
+    static func protocolError(_ error: WyomingError) -> String {
+        guard case let .tooLarge(field, length, limit) = error else { return error.description }
+        return "an event's \(field) is \(length) bytes: it exceeds --max-payload \(limit)"
     }
 
     /// An error the stream cannot recover from: the client is told, then closed.
