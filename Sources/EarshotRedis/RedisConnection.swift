@@ -80,6 +80,9 @@ public indirect enum RedisReply: Sendable, Equatable {
     /// The server refused the command (its message, e.g. "ERR ..." or "BUSYGROUP ...").
     case error(String)
     case array([RedisReply])
+    /// A string longer than the read's `maxStringBytes`: its bytes were read from the socket and
+    /// dropped, never held (its length).
+    case oversized(bytes: Int)
 
     /// The bytes of a string or status reply.
     public var bytes: [UInt8]? {
@@ -148,6 +151,14 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The error prefixes Redis answers with while it cannot serve a command yet.
     static let transientRefusals = ["LOADING", "BUSY ", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"]
+
+    /// True when the server refused the command for the data of the keys it names, not for the
+    /// server's own state: a key of another type (WRONGTYPE, from a script too), or a stream
+    /// without the consumer group (NOGROUP, the stream deleted meanwhile).
+    public var isKeyFault: Bool {
+        guard case let .refused(_, message) = self else { return false }
+        return message.hasPrefix("WRONGTYPE") || message.hasPrefix("NOGROUP")
+    }
 }
 
 /// One argument of a command: bytes (text as UTF-8, numbers in decimal).
@@ -166,6 +177,11 @@ public struct RedisArgument: Sendable, ExpressibleByStringLiteral, ExpressibleBy
 public final class RedisConnection {
     public let endpoint: RedisEndpoint
     private var context: UnsafeMutablePointer<redisContext>?
+    /// What stands in a reply for a string not read (see `readReply`): this connection's own
+    /// random prefix, then the length.
+    /// Strings longer than a read's `maxStringBytes` dropped as they came, never buffered whole.
+    public private(set) var stringsSkipped = 0
+    private let oversizedMark: [UInt8] = Array("\u{1}earshot-oversized-".utf8) + (0..<16).map { _ in UInt8.random(in: 0x61...0x7A) } + [0x3A]
 
     /// Connects (and SELECTs the endpoint's database).
     /// - Parameter timeout: seconds for the connection and for each reply.
@@ -213,12 +229,14 @@ public final class RedisConnection {
     }
 
     /// Runs one command; a refusal comes back as `.error` (see `expect` for a typed one).
-    public func command(_ args: [RedisArgument]) throws(RedisError) -> RedisReply {
-        try pipeline([args])[0]
+    /// - Parameter maxStringBytes: a string of the reply longer than this is not held: it comes
+    ///   back as `.oversized(bytes:)` (nil: any length).
+    public func command(_ args: [RedisArgument], maxStringBytes: Int? = nil) throws(RedisError) -> RedisReply {
+        try pipeline([args], maxStringBytes: maxStringBytes)[0]
     }
 
     /// Sends many commands at once and reads their replies in order (one round trip).
-    public func pipeline(_ commands: [[RedisArgument]]) throws(RedisError) -> [RedisReply] {
+    public func pipeline(_ commands: [[RedisArgument]], maxStringBytes: Int? = nil) throws(RedisError) -> [RedisReply] {
         guard let c = context else { throw .connection(endpoint: endpoint.description, reason: "the connection is closed") }
         for args in commands {
             var pointers: [UnsafePointer<CChar>?] = []
@@ -240,23 +258,86 @@ public final class RedisConnection {
         var replies: [RedisReply] = []
         replies.reserveCapacity(commands.count)
         for _ in commands {
-            var raw: UnsafeMutableRawPointer?
-            guard redisGetReply(c, &raw) == REDIS_OK, let raw else { throw lost(c) }
+            let raw = try readReply(c, maxStringBytes: maxStringBytes)
             let reply = raw.assumingMemoryBound(to: redisReply.self)
-            replies.append(Self.convert(reply))
+            replies.append(convert(reply, maxStringBytes: maxStringBytes))
             freeReplyObject(raw)
         }
         return replies
     }
 
-    private static func convert(_ r: UnsafeMutablePointer<redisReply>) -> RedisReply {
+    /// One reply, read as `redisGetReply` reads it, except that a string longer than
+    /// `maxStringBytes` is never buffered whole: `skipOversized` drops its bytes as they come.
+    private func readReply(_ c: UnsafeMutablePointer<redisContext>, maxStringBytes: Int?) throws(RedisError) -> UnsafeMutableRawPointer {
+        var raw: UnsafeMutableRawPointer?
+        guard redisGetReplyFromReader(c, &raw) == REDIS_OK else { throw lost(c) }
+        if let raw { return raw }
+        var done: Int32 = 0
+        repeat { guard redisBufferWrite(c, &done) == REDIS_OK else { throw lost(c) } } while done == 0
+        while true {
+            let skipped = try maxStringBytes.map { limit throws(RedisError) in try skipOversized(c, limit: limit) } ?? false
+            if !skipped { guard redisBufferRead(c) == REDIS_OK else { throw lost(c) } }
+            guard redisGetReplyFromReader(c, &raw) == REDIS_OK else { throw lost(c) }
+            if let raw { return raw }
+        }
+    }
+
+    /// When hiredis's reader waits for the rest of a string longer than `limit` (it has consumed
+    /// the `$` and holds `N\r\n` and the first bytes: a complete line would have been parsed,
+    /// so digits and CRLF at its cursor can only be a bulk string's length), the buffered part
+    /// is rewritten in place as a string of the same total size holding this connection's mark
+    /// and N, and the rest of the N bytes are read from the socket and dropped. The reply goes
+    /// on after it as if nothing happened; `convert` turns the mark into `.oversized`.
+    /// Returns false when there is nothing to skip (or not yet enough buffered to rewrite).
+    private func skipOversized(_ c: UnsafeMutablePointer<redisContext>, limit: Int) throws(RedisError) -> Bool {
+        guard let r = c.pointee.reader, let base = r.pointee.buf else { return false }
+        let pos = r.pointee.pos, len = r.pointee.len
+        let buf = UnsafeMutableRawPointer(base).assumingMemoryBound(to: UInt8.self)
+        var i = pos, n = 0
+        while i < len, (0x30...0x39).contains(buf[i]) {
+            n = min(n * 10 + Int(buf[i] - 0x30), 1 << 53)
+            i += 1
+        }
+        guard i > pos, n > limit, i + 1 < len, buf[i] == 0x0D, buf[i + 1] == 0x0A else { return false }
+        let buffered = len - pos, total = (i + 2 - pos) + n + 2
+        let mark = oversizedMark + Array("\(n);".utf8)
+        // "m\r\n" + m bytes + "\r\n" in exactly `buffered` bytes (none fits some sizes, such
+        // as 106: then more is read first).
+        guard buffered < total,
+              let m = (1...20).lazy.map({ buffered - 4 - $0 }).first(where: { $0 >= mark.count && String($0).utf8.count == buffered - 4 - $0 })
+        else { return false }
+        let substitute = Array("\(m)\r\n".utf8) + mark + [UInt8](repeating: 0x20, count: m - mark.count) + [0x0D, 0x0A]
+        for (k, b) in substitute.enumerated() { buf[pos + k] = b }
+        var left = total - buffered
+        var scratch = [UInt8](repeating: 0, count: 1 << 16)
+        while left > 0 {
+            let got = scratch.withUnsafeMutableBytes { Glibc.read(c.pointee.fd, $0.baseAddress, min(left, $0.count)) }
+            if got > 0 { left -= got; continue }
+            if got < 0 && errno == EINTR { continue }
+            let why = got == 0 ? "the server closed the connection" : String(cString: strerror(errno))
+            close()
+            throw .connection(endpoint: endpoint.description, reason: why)
+        }
+        stringsSkipped += 1
+        return true
+    }
+
+    private func convert(_ r: UnsafeMutablePointer<redisReply>, maxStringBytes: Int?) -> RedisReply {
         let reply = r.pointee
         func bytes() -> [UInt8] {
             guard let s = reply.str else { return [] }
             return Array(UnsafeRawBufferPointer(start: s, count: reply.len).bindMemory(to: UInt8.self))
         }
         switch reply.type {
-        case REDIS_REPLY_STRING: return .string(bytes())
+        case REDIS_REPLY_STRING:
+            if reply.len > oversizedMark.count, let s = reply.str,
+               UnsafeRawBufferPointer(start: s, count: oversizedMark.count).elementsEqual(oversizedMark) {
+                let digits = UnsafeRawBufferPointer(start: s, count: reply.len).dropFirst(oversizedMark.count).prefix { $0 != 0x3B }
+                return .oversized(bytes: Int(String(decoding: digits, as: UTF8.self)) ?? 0)
+            }
+            // Longer than the limit but read whole (it came in one read): not copied either.
+            if let maxStringBytes, reply.len > maxStringBytes { return .oversized(bytes: reply.len) }
+            return .string(bytes())
         case REDIS_REPLY_STATUS: return .status(String(decoding: bytes(), as: UTF8.self))
         case REDIS_REPLY_ERROR: return .error(String(decoding: bytes(), as: UTF8.self))
         case REDIS_REPLY_INTEGER: return .integer(Int(reply.integer))
@@ -264,7 +345,7 @@ public final class RedisConnection {
             var items: [RedisReply] = []
             items.reserveCapacity(reply.elements)
             for i in 0..<reply.elements {
-                if let e = reply.element[i] { items.append(convert(e)) } else { items.append(.null) }
+                if let e = reply.element[i] { items.append(convert(e, maxStringBytes: maxStringBytes)) } else { items.append(.null) }
             }
             return .array(items)
         default: return .null
@@ -273,8 +354,8 @@ public final class RedisConnection {
 
     /// Runs a command and throws `.refused` when the server refuses it.
     @discardableResult
-    public func expect(_ args: [RedisArgument]) throws(RedisError) -> RedisReply {
-        let reply = try command(args)
+    public func expect(_ args: [RedisArgument], maxStringBytes: Int? = nil) throws(RedisError) -> RedisReply {
+        let reply = try command(args, maxStringBytes: maxStringBytes)
         if let e = reply.errorMessage { throw .refused(command: Self.name(args), message: e) }
         return reply
     }

@@ -82,8 +82,10 @@ enum ClusterCommands {
                 let p = publisher
                 let c = try ClusterCommands.connect(endpoint, stop: stop, command: "publish")
                 do {
-                    return try SourcePublisher(resuming: c, source: p.source, sampleRate: p.sampleRate, channels: p.channels,
-                                               format: p.format, seq: p.seq, keys: p.keys)
+                    let resumed = try SourcePublisher(resuming: c, source: p.source, sampleRate: p.sampleRate, channels: p.channels,
+                                                      format: p.format, seq: p.seq, keys: p.keys)
+                    resumed.maxEntryBytes = p.maxEntryBytes
+                    return resumed
                 } catch {
                     c.close()
                     try waitOut(error, wait: &wait)
@@ -124,6 +126,8 @@ enum ClusterCommands {
         settings.checkpointEvery = args.int("checkpoint-every")
         settings.claimAfter = args.double("claim-after")
         settings.heartbeat = min(1, settings.claimAfter / 3)
+        settings.maxEntryBytes = args.int("max-entry-bytes")
+        settings.idleAfter = args.double("idle-after")
         let quiet = args.flag("quiet")
         let name = settings.name
         settings.log = { line in if !quiet { printError("earshot worker \(name): \(line)") } }
@@ -134,7 +138,8 @@ enum ClusterCommands {
         stop.cancel()
         if !quiet {
             printError("earshot worker \(name): stopped; \(summary.entries) entries, \(summary.events) events (\(summary.duplicateEvents) already there), "
-                       + "\(summary.sourcesEnded) sources ended, \(summary.sourcesFailed) failed, \(summary.sourcesReleased) handed on, \(summary.checkpoints) checkpoints")
+                       + "\(summary.sourcesEnded) sources ended, \(summary.sourcesFailed) failed, \(summary.sourcesReleased) handed on, "
+                       + "\(summary.sourcesIdled) set aside idle, \(summary.sourcesWoken) woken, \(summary.checkpoints) checkpoints")
         }
     }
 
@@ -151,10 +156,18 @@ enum ClusterCommands {
         guard (device == nil) == (args.positionals.count == 1), args.positionals.count <= 1 else {
             throw UsageError("publish takes one FILE or --device PCM", hint: "earshot publish --source room-1 recording.wav")
         }
-        let stop = StopSignal()
-        let redis = try connect(try endpoint(args), stop: stop, command: "publish")
         let chunkMs = args.double("chunk-ms")
         let format: ClusterSampleFormat = args.string("sample-format") == "f32" ? .f32 : .s16
+        let maxEntryBytes = args.int("max-entry-bytes")
+        /// An entry of --chunk-ms at `rate` within --max-entry-bytes, or a usage error.
+        func checkEntrySize(rate: Int) throws {
+            let bytes = max(1, Int(chunkMs / 1000 * Double(rate))) * (format == .f32 ? 4 : 2)
+            guard bytes <= maxEntryBytes else {
+                throw UsageError("--chunk-ms \(OptionSpec.format(chunkMs)) at \(rate) Hz \(format.rawValue) makes entries of \(bytes) bytes, over --max-entry-bytes \(maxEntryBytes)",
+                                 hint: "a shorter --chunk-ms, or a larger --max-entry-bytes here and for the workers")
+            }
+        }
+        let stop = StopSignal()
         if let device {
             var settings = ALSACapture.Settings()
             settings.device = device
@@ -164,10 +177,13 @@ enum ClusterCommands {
             if args.string("duration") != nil { settings.maxFrames = Int(args.double("duration") * Double(settings.sampleRate)) }
             // Audio held for a slow Redis before the oldest is dropped (and published as silence).
             settings.queuedFrames = Int(args.double("buffer-seconds") * Double(settings.sampleRate))
+            try checkEntrySize(rate: settings.sampleRate)
+            let redis = try connect(try endpoint(args), stop: stop, command: "publish")
             let capture = try ALSACapture(settings)
             let publisher = Publishing(try endpoint(args), stop: stop,
                                        try SourcePublisher(connection: redis, source: source, sampleRate: settings.sampleRate, format: format,
                                                            group: args.string("group") ?? "earshot", keys: keys(args)))
+            publisher.publisher.maxEntryBytes = maxEntryBytes
             let frames = max(1, Int(chunkMs / 1000 * Double(settings.sampleRate)))
             var pending: [Float] = []
             var next = 0, dropped = 0
@@ -205,9 +221,12 @@ enum ClusterCommands {
         let file = try AudioFile(path: path)
         let rate = file.sampleRate
         let frames = max(1, Int(chunkMs / 1000 * Double(rate)))
+        try checkEntrySize(rate: rate)
+        let redis = try connect(try endpoint(args), stop: stop, command: "publish")
         let publisher = Publishing(try endpoint(args), stop: stop,
                                    try SourcePublisher(connection: redis, source: source, sampleRate: rate, format: format,
                                                        group: args.string("group") ?? "earshot", keys: keys(args)))
+        publisher.publisher.maxEntryBytes = maxEntryBytes
         let realtime = args.flag("realtime")
         let start = DispatchTime.now().uptimeNanoseconds
         var sent = 0

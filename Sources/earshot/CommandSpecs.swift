@@ -86,21 +86,29 @@ enum Specs {
 
     // Options of the commands that use a cluster on Redis Streams (worker, publish, events).
     static let redis = OptionSpec.text("redis", "URL", default: "redis://127.0.0.1:6379", "the Redis server: redis://HOST:PORT[/DB] or unix:///PATH")
+    static let maxEntryBytes = OptionSpec.int("max-entry-bytes", "BYTES", 1024...(1 << 30), default: ClusterLimits.maxEntryBytes,
+                                              "the most bytes of audio in one entry; a worker fails the source of a larger one (its bytes dropped as read, never held)")
     static let group = OptionSpec.text("group", "NAME", default: "earshot", "the workers' consumer group")
     static let prefix = OptionSpec.text("prefix", "NAME", default: "earshot", "the prefix of the cluster's keys")
 
     static let worker = CommandSpec(
         name: "worker", operands: "",
-        summary: "A worker of a cluster on Redis Streams: it takes its fair share of the published sources, runs them in one batched "
+        summary: "A worker of a cluster on Redis Streams: it takes its fair share of the published sources (every source held or "
+            + "waiting, sending or not, over the live workers), runs them in one batched "
             + "session of one model, appends their events to earshot:events:{source}, and checkpoints each source's whole-stream "
             + "snapshot with the acknowledgement of its audio. A worker that dies loses nothing: another claims its sources after "
-            + "--claim-after, restores their snapshots and replays the audio after them; each event is written once. Redis going "
-            + "away is retried. SIGTERM or Ctrl-C: checkpoints and hands its sources on.",
+            + "--claim-after, restores their snapshots and replays the audio after them; each event is written once. A bad entry, or "
+            + "a key of a source that Redis refuses (another type), fails that source alone: an error event on its events stream "
+            + "when it can be written, a line on stderr, and the source leaves. A source that sends nothing for --idle-after is set "
+            + "aside (checkpointed, let go) and taken up again within a second once its audio comes. Redis going "
+            + "away is retried (waits doubling to 5 s). SIGTERM or Ctrl-C: checkpoints and hands its sources on.",
         options: [OptionSpec](arrayLiteral: redis, group, prefix,
                   .text("model", short: "m", "NAME|PATH", default: ModelLocator.defaultModel, "the model the worker runs"),
                   .text("name", "NAME", default: "HOST-PID", "the consumer name; started again under it, a worker takes back its own sources first"),
                   .int("checkpoint-every", "N", 1...1_000_000, default: 20, "entries per source between checkpoints"),
-                  .double("claim-after", "S", 0.1...86_400, default: 5, "seconds without a heartbeat before a worker's sources are claimed"))
+                  .double("claim-after", "S", 0.1...86_400, default: 5, "seconds without a heartbeat before a worker's sources are claimed"),
+                  maxEntryBytes,
+                  .double("idle-after", "S", 0...604_800, default: 60, "a source that sends nothing this long is set aside until its audio stream has a new entry; 0: never"))
                  + decisionRules + [
                   .flag("quiet", short: "q", "no notes on stderr"),
                  ],
@@ -118,6 +126,7 @@ enum Specs {
                   .double("buffer-seconds", "S", 0.01...3600, default: 10, "captured audio held while Redis is slow; beyond it the oldest is dropped, reported, and published as silence (--device)"),
                   .double("chunk-ms", "MS", 1...60_000, default: 100, "audio per entry"),
                   .choice("sample-format", ["s16", "f32"], default: "s16", "the entries' samples"),
+                  maxEntryBytes,
                   .flag("realtime", "send a file at its real-time pace"),
                   .flag("quiet", short: "q", "no summary on stderr"),
                  ],
