@@ -88,6 +88,8 @@ enum Specs {
     static let redis = OptionSpec.text("redis", "URL", default: "redis://127.0.0.1:6379", "the Redis server: redis://HOST:PORT[/DB] or unix:///PATH")
     static let maxEntryBytes = OptionSpec.int("max-entry-bytes", "BYTES", 1024...(1 << 30), default: ClusterLimits.maxEntryBytes,
                                               "the most bytes of audio in one entry; a worker fails the source of a larger one (its bytes dropped as read, never held)")
+    static let retryFor = OptionSpec.double("retry-for", "S", 0...86_400, default: 10,
+                                            "how long to keep trying to reach Redis (at the start, and after a lost connection) before giving up with exit 69")
     static let group = OptionSpec.text("group", "NAME", default: "earshot", "the workers' consumer group")
     static let prefix = OptionSpec.text("prefix", "NAME", default: "earshot", "the prefix of the cluster's keys")
 
@@ -117,16 +119,17 @@ enum Specs {
     static let publish = CommandSpec(
         name: "publish", operands: "FILE",
         summary: "Puts a source's audio on a cluster: FILE (any format libsndfile reads, channels mixed) or an ALSA capture device, "
-            + "in entries of --chunk-ms, then an end entry. A source id is published once.",
+            + "in entries of --chunk-ms, then an end entry. A source id is published once. Redis not reached, or lost and not "
+            + "back, within --retry-for (10 s): exit 69.",
         options: [redis, group, prefix,
-                  .text("source", "ID", "the source's id (1-200 printable characters, no spaces)"),
+                  .text("source", "ID", "the source's id (1-200 printable characters, no spaces)").required,
                   .text("device", "PCM", "capture from an ALSA PCM instead of a file; Ctrl-C ends the source"),
                   .int("rate", "HZ", 1000...384_000, default: 16000, "the capture rate (--device)"),
                   .double("duration", "SECONDS", 0.001...(86_400 * 365), defaultText: "until stopped", "stop capturing after this long (--device)"),
                   .double("buffer-seconds", "S", 0.01...3600, default: 10, "captured audio held while Redis is slow; beyond it the oldest is dropped, reported, and published as silence (--device)"),
                   .double("chunk-ms", "MS", 1...60_000, default: 100, "audio per entry"),
                   .choice("sample-format", ["s16", "f32"], default: "s16", "the entries' samples"),
-                  maxEntryBytes,
+                  maxEntryBytes, retryFor,
                   .flag("realtime", "send a file at its real-time pace"),
                   .flag("quiet", short: "q", "no summary on stderr"),
                  ],
@@ -136,11 +139,13 @@ enum Specs {
     static let events = CommandSpec(
         name: "events", operands: "",
         summary: "The events a cluster wrote, in every label format (the file column is the source id): one source or all; "
-            + "--follow waits for more (one source: until it ends; all: until Ctrl-C). A source's error goes to stderr (exit 65).",
+            + "--follow waits for more (one source: until it ends; all: until Ctrl-C). A source's error goes to stderr (exit 65). "
+            + "Redis not reached, or lost and not back, within --retry-for (10 s): exit 69.",
         options: [redis, prefix,
                   .text("source", "ID", default: "all", "one source"),
                   .choice("format", short: "f", SegmentFormat.allCases.map(\.rawValue), default: "text on a terminal, jsonl in a pipe", "the output format"),
                   .flag("follow", "wait for more events"),
+                  retryFor,
                   .text("output", short: "o", "FILE|-", default: "standard output", "written whole or not at all"),
                  ],
         examples: ["earshot events --source room-1 --format csv", "earshot events --follow"])

@@ -57,7 +57,7 @@ enum Completions {
                     if case let .choice(values) = o.kind { return ":\(v):(\(values.joined(separator: " ")))" }
                     return ":\(zshEscape(v)):_files"
                 } ?? ""
-                return "'--\(o.name)[\(zshEscape(o.help))]\(value)'"
+                return "'--\(o.name)[\(zshEscape(o.completionHelp))]\(value)'"
             }
             lines.append("    \"\(spec.name)\") _arguments \(specs.joined(separator: " ")) '*:file:_files' ;;")
         }
@@ -82,7 +82,7 @@ enum Completions {
                 var line = "complete -c earshot -n '\(condition)' -l \(o.name)"
                 if let s = o.short { line += " -s \(s)" }
                 if case let .choice(values) = o.kind { line += " -x -a '\(values.joined(separator: " "))'" } else if o.value != nil { line += " -r" }
-                line += " -d '\(o.help.replacingOccurrences(of: "'", with: "\\'"))'"
+                line += " -d '\(o.completionHelp.replacingOccurrences(of: "'", with: "\\'"))'"
                 lines.append(line)
             }
         }
@@ -103,7 +103,7 @@ enum Completions {
                 if let s = o.short { head = "\\fB\\-\(s)\\fR, " + head }
                 if let v = o.value { head += " \\fI\(roff(v))\\fR" }
                 var text = roff(o.help)
-                var notes: [String] = []
+                var notes: [String] = o.isRequired ? ["required"] : []
                 if let r = o.rangeText { notes.append("range \(roff(r))") }
                 if let d = o.defaultText { notes.append("default \(roff(d))") }
                 if !notes.isEmpty { text += " (" + notes.joined(separator: "; ") + ")" }
@@ -114,7 +114,7 @@ enum Completions {
             }
         }
         lines += [".SH EXIT STATUS", "0 done; 64 a usage error; 65 bad data (an audio file or model damaged or not what it claims); "
-                  + "66 a missing input; 73 an output that cannot be created; 74 an I/O error; 1 anything else. With several files, the "
+                  + "66 a missing input; 69 a service unavailable (Redis not reached within --retry-for, or refusing); 73 an output that cannot be created; 74 an I/O error; 1 anything else. With several files, the "
                   + "code of the first that failed.", ".SH ENVIRONMENT", ".TP", "\\fBEARSHOT_MODELS\\fR", "a folder of model packages, searched by name first."]
         return lines.joined(separator: "\n")
     }

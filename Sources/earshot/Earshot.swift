@@ -16,8 +16,9 @@ enum EarshotCommand {
                   "", "'earshot COMMAND --help' (or 'earshot help COMMAND') shows a command's options, defaults and examples;",
                   "'earshot --version' the version.", "",
                   "exit codes (sysexits): 0 done; 64 a usage error; 65 bad data (an audio file or model damaged or not what it claims);",
-                  "66 a missing input (file, folder or model); 73 an output that cannot be created; 74 an I/O error (a read or",
-                  "write failed); 1 anything else (a device, a socket). With several files, the code of the first that failed."]
+                  "66 a missing input (file, folder or model); 69 a service unavailable (Redis not reached within --retry-for, or",
+                  "refusing); 73 an output that cannot be created; 74 an I/O error (a read or write failed); 1 anything else (a",
+                  "device, a socket). With several files, the code of the first that failed."]
         return lines.joined(separator: "\n")
     }
 

@@ -45,6 +45,28 @@ struct ClusterReliabilityTests {
         }
         return got
     }
+
+    /// `earshot ARGS`, killed after `seconds` if it is still running (status -1 then).
+    static func runBounded(_ args: [String], seconds: Double) throws -> (status: Int32, err: String, took: Double) {
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let errFile = folder.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
+        let p = Process()
+        p.executableURL = earshotBinary
+        p.arguments = args
+        p.currentDirectoryURL = Repo.root
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = try FileHandle(forWritingTo: errFile)
+        let start = Date()
+        try p.run()
+        while p.isRunning && Date().timeIntervalSince(start) < seconds { usleep(50_000) }
+        let took = Date().timeIntervalSince(start)
+        var status: Int32 = -1
+        if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() } else { status = p.terminationStatus }
+        return (status, (try? String(contentsOf: errFile, encoding: .utf8)) ?? "", took)
+    }
+
     // MARK: Keys of another type
 
     @Test("One bad key stops no worker: SET earshot:audio:bad hello; SADD earshot:active bad; XADD earshot:sources * source bad fails that source alone with Redis's WRONGTYPE (as do sources whose checkpoint or events key is a string, and one whose stream becomes a string while held); a good source registered after them is label's, none stays held or active, and the worker never retries")
@@ -227,4 +249,44 @@ struct ClusterReliabilityTests {
         #expect(worker.stop() == 0)
     }
 
+    // MARK: Connections
+
+    @Test("events and publish give up on a Redis that is not there: a wrong port and a missing unix socket exit 69 after --retry-for (1 s here; the default 10 s timed once), saying so")
+    func oneOffCommandsGiveUp() throws {
+        let port = try Sockets.freeLoopbackPort()  // nothing listens there
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let missing = folder.appendingPathComponent("none.sock").path
+        let wav = Repo.path("AudioSamples/speech-8k.wav")
+        let runs: [(args: [String], bound: Double)] = [
+            (["events", "--redis", "redis://127.0.0.1:\(port)", "--retry-for", "1"], 1),
+            (["events", "--redis", "unix://\(missing)", "--source", "s", "--follow", "--retry-for", "1"], 1),
+            (["publish", "--redis", "unix://\(missing)", "--source", "s", "--retry-for", "1", wav], 1),
+            (["publish", "--redis", "redis://127.0.0.1:\(port)", "--source", "s", wav], 10),
+        ]
+        for run in runs {
+            let r = try Self.runBounded(run.args, seconds: run.bound + 30)
+            #expect(r.status == 69, "\(run.args): \(r.err)")
+            #expect(r.err.contains("gave up after \(Int(run.bound)) s (--retry-for)"), "\(run.args): \(r.err)")
+            #expect(r.err.contains("retrying in"), "\(run.args): \(r.err)")
+            #expect(r.took >= run.bound && r.took < run.bound + 5, "\(run.args) took \(r.took) s")
+        }
+    }
+
+    // MARK: Help
+
+    @Test("publish --source is marked required: in publish --help, the synopsis, the usage error (64, with an example) and the completions")
+    func publishSourceRequired() throws {
+        let help = try runEarshot(["publish", "--help"])
+        #expect(help.out.split(separator: "\n").contains { $0.contains("--source ID") && $0.contains("(required)") }, "\(help.out)")
+        let missing = try runEarshot(["publish", Repo.path("AudioSamples/speech-8k.wav")])
+        #expect(missing.status == 64 && missing.err.contains("publish needs --source ID")
+                && missing.err.contains("hint: earshot publish --source room-1 AudioSamples/speech-44k.wav"), "\(missing.err)")
+        let reference = try runEarshot(["help", "--reference"])
+        #expect(reference.out.contains("earshot publish [--redis URL] [--group NAME] [--prefix NAME] --source ID [--device PCM]"), "\(reference.out)")
+        let fish = try runEarshot(["completions", "fish"])
+        #expect(fish.out.contains("-l source -r -d 'the source\\'s id (1-200 printable characters, no spaces) (required)'"), "\(fish.out)")
+        let zsh = try runEarshot(["completions", "zsh"])
+        #expect(zsh.out.contains("'--source[the source'\\''s id (1-200 printable characters, no spaces) (required)]"), "\(zsh.out)")
+    }
 }
