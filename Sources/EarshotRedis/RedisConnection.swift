@@ -1,7 +1,10 @@
 import CHiredis
 import Glibc
 
-/// Where a Redis server listens: `redis://HOST[:PORT][/DB]` or `unix:///PATH[?db=DB]`.
+/// Where a Redis server listens, and the credentials it asks for:
+/// `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` or `unix:///PATH[?db=DB&user=USER&password=PASSWORD]`
+/// (`%XX` escapes in the user and the password). TLS (`rediss://`) is refused: hiredis 0.14
+/// has none.
 public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     public enum Address: Sendable, Equatable {
         case tcp(host: String, port: Int)
@@ -11,30 +14,64 @@ public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     public var address: Address
     /// The database number (SELECT), 0 by default.
     public var database: Int
+    /// An ACL user (Redis 6 and later); nil: the default user.
+    public var username: String?
+    /// Sent with AUTH on every connection (and every reconnection) when given.
+    public var password: String?
 
-    public init(address: Address, database: Int = 0) {
+    public init(address: Address, database: Int = 0, username: String? = nil, password: String? = nil) {
         self.address = address
         self.database = database
+        self.username = username
+        self.password = password
     }
 
     /// Parses a URL; throws `RedisError.badURL` naming what is wrong.
     public init(url: String) throws(RedisError) {
-        func bad(_ why: String) -> RedisError { .badURL(url: url, reason: why) }
+        func bad(_ why: String) -> RedisError { .badURL(url: Self.redacted(url), reason: why) }
+        if url.hasPrefix("rediss://") {
+            throw bad("TLS (rediss://) is not supported: this build's hiredis has no TLS. Reach Redis through a local TLS tunnel "
+                      + "(stunnel, spiped or ssh -L listening on 127.0.0.1) as redis://127.0.0.1:PORT, or through its unix socket as unix:///PATH")
+        }
         if url.hasPrefix("unix://") {
             var rest = String(url.dropFirst("unix://".count))
             var db = 0
+            var user: String?, password: String?
             if let q = rest.firstIndex(of: "?") {
-                let query = rest[rest.index(after: q)...]
-                guard query.hasPrefix("db="), let n = Int(query.dropFirst(3)), n >= 0 else { throw bad("expected ?db=N after the path") }
-                db = n
+                for item in rest[rest.index(after: q)...].split(separator: "&") {
+                    let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    let value = parts.count == 2 ? String(parts[1]) : ""
+                    switch parts[0] {
+                    case "db":
+                        guard let n = Int(value), n >= 0 else { throw bad("db must be a number >= 0") }
+                        db = n
+                    case "user": user = try Self.unescape(value, what: "user", url: url)
+                    case "password": password = try Self.unescape(value, what: "password", url: url)
+                    default: throw bad("expected db=N, user=USER or password=PASSWORD after ?, not '\(parts[0])'")
+                    }
+                }
                 rest = String(rest[..<q])
             }
             guard rest.hasPrefix("/") else { throw bad("a unix socket needs an absolute path (unix:///run/redis.sock)") }
-            self.init(address: .unix(path: rest), database: db)
+            guard password != nil || user == nil else { throw bad("a user needs its password (?user=USER&password=PASSWORD)") }
+            self.init(address: .unix(path: rest), database: db, username: user, password: password)
             return
         }
         guard url.hasPrefix("redis://") else { throw bad("expected redis://HOST:PORT[/DB] or unix:///PATH") }
         var rest = Substring(url.dropFirst("redis://".count))
+        var user: String?, password: String?
+        if let at = rest.lastIndex(of: "@") {
+            // USER:PASSWORD or :PASSWORD (a password may hold '@' or '/': everything up to the last '@').
+            let info = rest[..<at]
+            guard let colon = info.firstIndex(of: ":") else {
+                throw bad("credentials are :PASSWORD@ or USER:PASSWORD@ (redis://:secret@HOST)")
+            }
+            let name = try Self.unescape(String(info[..<colon]), what: "user", url: url)
+            password = try Self.unescape(String(info[info.index(after: colon)...]), what: "password", url: url)
+            guard password?.isEmpty == false else { throw bad("the password after ':' is empty") }
+            user = name.isEmpty ? nil : name
+            rest = rest[rest.index(after: at)...]
+        }
         var db = 0
         if let slash = rest.firstIndex(of: "/") {
             let tail = rest[rest.index(after: slash)...]
@@ -44,7 +81,6 @@ public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
             }
             rest = rest[..<slash]
         }
-        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }  // (no AUTH: a password is not sent)
         var host = String(rest), port = 6379
         if rest.hasPrefix("[") {
             guard let close = rest.firstIndex(of: "]") else { throw bad("an IPv6 address needs its closing ]") }
@@ -60,13 +96,57 @@ public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
             port = p
         }
         guard !host.isEmpty else { throw bad("no host") }
-        self.init(address: .tcp(host: host, port: port), database: db)
+        self.init(address: .tcp(host: host, port: port), database: db, username: user, password: password)
     }
 
+    /// `%XX` escapes decoded (a password holding ':' or '@' written as %3A, %40).
+    private static func unescape(_ text: String, what: String, url: String) throws(RedisError) -> String {
+        var bytes: [UInt8] = []
+        var i = text.utf8.startIndex
+        let utf8 = text.utf8
+        while i < utf8.endIndex {
+            let b = utf8[i]
+            if b == UInt8(ascii: "%") {
+                let hex = String(decoding: utf8[utf8.index(after: i)...].prefix(2), as: UTF8.self)
+                guard hex.count == 2, let v = UInt8(hex, radix: 16) else {
+                    throw .badURL(url: redacted(url), reason: "the \(what) holds a '%' that is not followed by two hex digits")
+                }
+                bytes.append(v)
+                i = utf8.index(i, offsetBy: 3)
+            } else {
+                bytes.append(b)
+                i = utf8.index(after: i)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The URL with its password hidden, for messages.
+    static func redacted(_ url: String) -> String {
+        if url.hasPrefix("unix://") {
+            // ...?db=1&password=SECRET&user=U
+            guard let q = url.firstIndex(of: "?") else { return url }
+            let items = url[url.index(after: q)...].split(separator: "&", omittingEmptySubsequences: false)
+                .map { $0.hasPrefix("password=") ? "password=***" : String($0) }
+            return String(url[...q]) + items.joined(separator: "&")
+        }
+        guard let scheme = url.firstIndex(of: "/"), let at = url.lastIndex(of: "@"), at > scheme else { return url }
+        let start = url.index(scheme, offsetBy: 2, limitedBy: at) ?? at
+        let authority = url[start..<at]
+        guard let colon = authority.firstIndex(of: ":") else { return url }
+        return String(url[...colon]) + "***" + String(url[at...])
+    }
+
+    /// The address, the user if any and the database; never the password.
     public var description: String {
         switch address {
-        case let .tcp(host, port): return "redis://\(host.contains(":") ? "[\(host)]" : host):\(port)" + (database == 0 ? "" : "/\(database)")
-        case let .unix(path): return "unix://\(path)" + (database == 0 ? "" : "?db=\(database)")
+        case let .tcp(host, port):
+            return "redis://" + (username.map { "\($0)@" } ?? "") + "\(host.contains(":") ? "[\(host)]" : host):\(port)" + (database == 0 ? "" : "/\(database)")
+        case let .unix(path):
+            var query: [String] = []
+            if database != 0 { query.append("db=\(database)") }
+            if let username { query.append("user=\(username)") }
+            return "unix://\(path)" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
         }
     }
 }
@@ -201,6 +281,12 @@ public final class RedisConnection {
         }
         redisSetTimeout(c, tv)
         context = c
+        if let password = endpoint.password {
+            // The password is never part of a message.
+            let who = endpoint.username.map { " \($0)" } ?? ""
+            let reply = try command(["AUTH"] + (endpoint.username.map { [RedisArgument($0)] } ?? []) + [RedisArgument(password)])
+            if let e = reply.errorMessage { close(); throw .refused(command: "AUTH\(who)", message: e) }
+        }
         if endpoint.database != 0 {
             let reply = try command(["SELECT", RedisArgument(endpoint.database)])
             if let e = reply.errorMessage { close(); throw .refused(command: "SELECT \(endpoint.database)", message: e) }

@@ -85,7 +85,10 @@ enum Specs {
                    "earshot serve --uri unix:///run/earshot.sock --model okay-nabu --verbose"])
 
     // Options of the commands that use a cluster on Redis Streams (worker, publish, events).
-    static let redis = OptionSpec.text("redis", "URL", default: "redis://127.0.0.1:6379", "the Redis server: redis://HOST:PORT[/DB] or unix:///PATH")
+    static let redis = OptionSpec.text("redis", "URL", default: "redis://127.0.0.1:6379",
+                                       "the Redis server: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or unix:///PATH[?db=N&user=USER&password=PASSWORD] "
+                                       + "(AUTH on every connection; %XX escapes in the user and password). No TLS (rediss://): use a local TLS tunnel "
+                                       + "(stunnel, spiped) or a unix socket")
     static let maxEntryBytes = OptionSpec.int("max-entry-bytes", "BYTES", 1024...(1 << 30), default: ClusterLimits.maxEntryBytes,
                                               "the most bytes of audio in one entry; a worker fails the source of a larger one (its bytes dropped as read, never held)")
     static let retryFor = OptionSpec.double("retry-for", "S", 0...86_400, default: 10,

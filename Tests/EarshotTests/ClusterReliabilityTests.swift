@@ -273,6 +273,60 @@ struct ClusterReliabilityTests {
         }
     }
 
+    @Test("Redis URLs: credentials (:PASSWORD@, USER:PASSWORD@ with %XX escapes, unix ?user=&password=), never shown; rediss:// refused with what to do")
+    func redisURLs() throws {
+        let e = try RedisEndpoint(url: "redis://alice:pa%3Ass%40wo%2Frd@10.0.0.2:6380/3")
+        #expect(e == RedisEndpoint(address: .tcp(host: "10.0.0.2", port: 6380), database: 3, username: "alice", password: "pa:ss@wo/rd"))
+        #expect(e.description == "redis://alice@10.0.0.2:6380/3")
+        #expect(try RedisEndpoint(url: "redis://:se@cret@host") == RedisEndpoint(address: .tcp(host: "host", port: 6379), password: "se@cret"))
+        let unix = try RedisEndpoint(url: "unix:///run/redis.sock?db=2&user=bob&password=x%26y")
+        #expect(unix == RedisEndpoint(address: .unix(path: "/run/redis.sock"), database: 2, username: "bob", password: "x&y"))
+        #expect(unix.description == "unix:///run/redis.sock?db=2&user=bob")
+        func refusal(_ url: String) -> String {
+            do { _ = try RedisEndpoint(url: url); return "accepted" } catch { return error.description }
+        }
+        #expect(refusal("redis://secret@host") == "Redis URL redis://secret@host: credentials are :PASSWORD@ or USER:PASSWORD@ (redis://:secret@HOST)")
+        #expect(refusal("redis://alice:@host") == "Redis URL redis://alice:***@host: the password after ':' is empty")
+        #expect(refusal("redis://:a%zz@host") == "Redis URL redis://:***@host: the password holds a '%' that is not followed by two hex digits")
+        #expect(refusal("unix:///s.sock?user=bob") == "Redis URL unix:///s.sock?user=bob: a user needs its password (?user=USER&password=PASSWORD)")
+        #expect(refusal("rediss://:secret@host:6380").hasPrefix("Redis URL rediss://:***@host:6380: TLS (rediss://) is not supported"))
+        #expect(refusal("rediss://host").contains("stunnel") && refusal("rediss://host").contains("unix:///PATH"))
+    }
+
+    @Test("AUTH on a redis-server with --requirepass and an ACL user: publish (redis://:PASSWORD@, escaped), worker (redis://USER:PASSWORD@) and events (unix socket, ?user=&password=) give label's events, also after every connection is killed; a wrong or missing password exits 69 naming WRONGPASS or NOAUTH, never the password; rediss:// exits 64 saying TLS is not supported")
+    func auth() throws {
+        let redis = try TestRedis(password: "pa:ss@wo/rd")
+        let c = try RedisConnection(redis.endpoint)
+        try c.expect(["ACL", "SETUSER", "alice", "on", ">wonder", "~*", "&*", "+@all"])
+        let worker = try WorkerProcess(name: "auth", redis: redis, url: "redis://alice:wonder@127.0.0.1:\(redis.port)")
+        let wav = Repo.path("AudioSamples/speech-noise-16k.wav")
+        let pub = try runEarshot(["publish", "--redis", "redis://:pa%3Ass%40wo%2Frd@127.0.0.1:\(redis.port)", "--source", "locked", wav])
+        #expect(pub.status == 0, "\(pub.err)")
+        _ = try ClusterTests.waitForEnds(redis, ["locked"], timeout: 30)
+        // Every other client's connection killed: the worker connects again, with AUTH.
+        try c.expect(["CLIENT", "KILL", "TYPE", "normal"])
+        let again = try runEarshot(["publish", "--redis", "redis://:pa%3Ass%40wo%2Frd@127.0.0.1:\(redis.port)", "--source", "locked-2", wav])
+        #expect(again.status == 0, "\(again.err)")
+        let label = try runEarshot(["label", "--format", "csv", wav])
+        for id in ["locked", "locked-2"] {
+            let events = try runEarshot(["events", "--redis", "unix://\(redis.socket)?user=alice&password=wonder", "--source", id, "--follow", "--format", "csv"])
+            #expect(events.status == 0, "\(events.err)")
+            #expect(events.out == label.out.replacingOccurrences(of: wav, with: id), "\(id)")
+        }
+        let log = worker.stderr
+        #expect(log.contains("connected to redis://alice@127.0.0.1:\(redis.port) again"), "\(log)")
+        #expect(!log.contains("wonder"), "\(log)")
+        #expect(worker.stop() == 0)
+
+        let wrong = try Self.runBounded(["events", "--redis", "redis://:nope@127.0.0.1:\(redis.port)"], seconds: 30)
+        #expect(wrong.status == 69 && wrong.err.contains("Redis refused AUTH: WRONGPASS") && !wrong.err.contains("nope"), "\(wrong.err)")
+        let none = try Self.runBounded(["events", "--redis", redis.url], seconds: 30)
+        #expect(none.status == 69 && none.err.contains("NOAUTH"), "\(none.err)")
+        let tls = try Self.runBounded(["events", "--redis", "rediss://:nope@127.0.0.1:\(redis.port)"], seconds: 30)
+        #expect(tls.status == 64 && tls.err.contains("TLS (rediss://) is not supported") && tls.err.contains("stunnel") && !tls.err.contains("nope"),
+                "\(tls.err)")
+    }
+
     // MARK: Help
 
     @Test("publish --source is marked required: in publish --help, the synopsis, the usage error (64, with an example) and the completions")

@@ -14,26 +14,32 @@ import Glibc
 final class TestRedis {
     let port: Int
     let folder: URL
+    /// `requirepass`: every client must AUTH.
+    let password: String?
     private var process: Process?
     static let binary = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
-    init() throws {
+    init(password: String? = nil) throws {
         guard Self.binary != nil else {
             throw FixtureError(message: "redis-server is not installed: run scripts/install-packages.sh (Debian's redis-server)")
         }
+        self.password = password
         port = try Sockets.freeLoopbackPort()
         folder = try Repo.temporaryFolder()
         try start()
     }
 
     var url: String { "redis://127.0.0.1:\(port)" }
-    var endpoint: RedisEndpoint { RedisEndpoint(address: .tcp(host: "127.0.0.1", port: port)) }
+    /// Its unix socket (in its folder).
+    var socket: String { folder.appendingPathComponent("redis.sock").path }
+    var endpoint: RedisEndpoint { RedisEndpoint(address: .tcp(host: "127.0.0.1", port: port), password: password) }
 
     func start() throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.binary ?? "")
         p.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", folder.path, "--save", "", "--appendonly", "yes",
-                       "--appendfsync", "always", "--logfile", folder.appendingPathComponent("redis.log").path]
+                       "--appendfsync", "always", "--logfile", folder.appendingPathComponent("redis.log").path,
+                       "--unixsocket", socket, "--unixsocketperm", "700"] + (password.map { ["--requirepass", $0] } ?? [])
         try p.run()
         process = p
         for _ in 0..<200 {
