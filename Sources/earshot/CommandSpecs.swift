@@ -90,7 +90,7 @@ enum Specs {
                                        + "(AUTH on every connection; %XX escapes in the user and password). No TLS (rediss://): use a local TLS tunnel "
                                        + "(stunnel, spiped) or a unix socket")
     static let maxEntryBytes = OptionSpec.int("max-entry-bytes", "BYTES", 1024...(1 << 30), default: ClusterLimits.maxEntryBytes,
-                                              "the most bytes of audio in one entry; a worker fails the source of a larger one (its bytes dropped as read, never held)")
+                                              "the most bytes of audio in one entry; a worker fails the source of a larger one, dropping its bytes as they are read")
     static let retryFor = OptionSpec.double("retry-for", "S", 0...86_400, default: 10,
                                             "how long to keep trying to reach Redis (at the start, and after a lost connection) before giving up with exit 69")
     static let group = OptionSpec.text("group", "NAME", default: "earshot", "the workers' consumer group")
