@@ -104,6 +104,12 @@ final class WorkerProcess {
         process.waitUntilExit()
         return process.terminationStatus
     }
+
+    /// A test that failed before stopping its worker leaves none behind (a worker whose Redis
+    /// is gone retries for ever).
+    deinit {
+        if process.isRunning { kill9() }
+    }
 }
 
 @Suite("Workers on Redis Streams: nothing lost, nothing twice", .serialized)
