@@ -1,7 +1,10 @@
 import CHiredis
 import Glibc
 
-/// Where a Redis server listens: `redis://HOST[:PORT][/DB]` or `unix:///PATH[?db=DB]`.
+/// Where a Redis server listens, and the credentials it asks for:
+/// `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` or `unix:///PATH[?db=DB&user=USER&password=PASSWORD]`
+/// (`%XX` escapes in the user and the password). TLS (`rediss://`) is refused: hiredis 0.14
+/// has none.
 public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     public enum Address: Sendable, Equatable {
         case tcp(host: String, port: Int)
@@ -11,30 +14,64 @@ public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     public var address: Address
     /// The database number (SELECT), 0 by default.
     public var database: Int
+    /// An ACL user (Redis 6 and later); nil: the default user.
+    public var username: String?
+    /// Sent with AUTH on every connection (and every reconnection) when given.
+    public var password: String?
 
-    public init(address: Address, database: Int = 0) {
+    public init(address: Address, database: Int = 0, username: String? = nil, password: String? = nil) {
         self.address = address
         self.database = database
+        self.username = username
+        self.password = password
     }
 
     /// Parses a URL; throws `RedisError.badURL` naming what is wrong.
     public init(url: String) throws(RedisError) {
-        func bad(_ why: String) -> RedisError { .badURL(url: url, reason: why) }
+        func bad(_ why: String) -> RedisError { .badURL(url: Self.redacted(url), reason: why) }
+        if url.hasPrefix("rediss://") {
+            throw bad("TLS (rediss://) is not supported: this build's hiredis has no TLS. Reach Redis through a local TLS tunnel "
+                      + "(stunnel, spiped or ssh -L listening on 127.0.0.1) as redis://127.0.0.1:PORT, or through its unix socket as unix:///PATH")
+        }
         if url.hasPrefix("unix://") {
             var rest = String(url.dropFirst("unix://".count))
             var db = 0
+            var user: String?, password: String?
             if let q = rest.firstIndex(of: "?") {
-                let query = rest[rest.index(after: q)...]
-                guard query.hasPrefix("db="), let n = Int(query.dropFirst(3)), n >= 0 else { throw bad("expected ?db=N after the path") }
-                db = n
+                for item in rest[rest.index(after: q)...].split(separator: "&") {
+                    let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    let value = parts.count == 2 ? String(parts[1]) : ""
+                    switch parts[0] {
+                    case "db":
+                        guard let n = Int(value), n >= 0 else { throw bad("db must be a number >= 0") }
+                        db = n
+                    case "user": user = try Self.unescape(value, what: "user", url: url)
+                    case "password": password = try Self.unescape(value, what: "password", url: url)
+                    default: throw bad("expected db=N, user=USER or password=PASSWORD after ?, not '\(parts[0])'")
+                    }
+                }
                 rest = String(rest[..<q])
             }
             guard rest.hasPrefix("/") else { throw bad("a unix socket needs an absolute path (unix:///run/redis.sock)") }
-            self.init(address: .unix(path: rest), database: db)
+            guard password != nil || user == nil else { throw bad("a user needs its password (?user=USER&password=PASSWORD)") }
+            self.init(address: .unix(path: rest), database: db, username: user, password: password)
             return
         }
         guard url.hasPrefix("redis://") else { throw bad("expected redis://HOST:PORT[/DB] or unix:///PATH") }
         var rest = Substring(url.dropFirst("redis://".count))
+        var user: String?, password: String?
+        if let at = rest.lastIndex(of: "@") {
+            // USER:PASSWORD or :PASSWORD (a password may hold '@' or '/': everything up to the last '@').
+            let info = rest[..<at]
+            guard let colon = info.firstIndex(of: ":") else {
+                throw bad("credentials are :PASSWORD@ or USER:PASSWORD@ (redis://:secret@HOST)")
+            }
+            let name = try Self.unescape(String(info[..<colon]), what: "user", url: url)
+            password = try Self.unescape(String(info[info.index(after: colon)...]), what: "password", url: url)
+            guard password?.isEmpty == false else { throw bad("the password after ':' is empty") }
+            user = name.isEmpty ? nil : name
+            rest = rest[rest.index(after: at)...]
+        }
         var db = 0
         if let slash = rest.firstIndex(of: "/") {
             let tail = rest[rest.index(after: slash)...]
@@ -44,7 +81,6 @@ public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
             }
             rest = rest[..<slash]
         }
-        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }  // (no AUTH: a password is not sent)
         var host = String(rest), port = 6379
         if rest.hasPrefix("[") {
             guard let close = rest.firstIndex(of: "]") else { throw bad("an IPv6 address needs its closing ]") }
@@ -60,13 +96,57 @@ public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
             port = p
         }
         guard !host.isEmpty else { throw bad("no host") }
-        self.init(address: .tcp(host: host, port: port), database: db)
+        self.init(address: .tcp(host: host, port: port), database: db, username: user, password: password)
     }
 
+    /// `%XX` escapes decoded (a password holding ':' or '@' written as %3A, %40).
+    private static func unescape(_ text: String, what: String, url: String) throws(RedisError) -> String {
+        var bytes: [UInt8] = []
+        var i = text.utf8.startIndex
+        let utf8 = text.utf8
+        while i < utf8.endIndex {
+            let b = utf8[i]
+            if b == UInt8(ascii: "%") {
+                let hex = String(decoding: utf8[utf8.index(after: i)...].prefix(2), as: UTF8.self)
+                guard hex.count == 2, let v = UInt8(hex, radix: 16) else {
+                    throw .badURL(url: redacted(url), reason: "the \(what) holds a '%' that is not followed by two hex digits")
+                }
+                bytes.append(v)
+                i = utf8.index(i, offsetBy: 3)
+            } else {
+                bytes.append(b)
+                i = utf8.index(after: i)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The URL with its password hidden, for messages.
+    static func redacted(_ url: String) -> String {
+        if url.hasPrefix("unix://") {
+            // ...?db=1&password=SECRET&user=U
+            guard let q = url.firstIndex(of: "?") else { return url }
+            let items = url[url.index(after: q)...].split(separator: "&", omittingEmptySubsequences: false)
+                .map { $0.hasPrefix("password=") ? "password=***" : String($0) }
+            return String(url[...q]) + items.joined(separator: "&")
+        }
+        guard let scheme = url.firstIndex(of: "/"), let at = url.lastIndex(of: "@"), at > scheme else { return url }
+        let start = url.index(scheme, offsetBy: 2, limitedBy: at) ?? at
+        let authority = url[start..<at]
+        guard let colon = authority.firstIndex(of: ":") else { return url }
+        return String(url[...colon]) + "***" + String(url[at...])
+    }
+
+    /// The address, the user if any and the database; never the password.
     public var description: String {
         switch address {
-        case let .tcp(host, port): return "redis://\(host.contains(":") ? "[\(host)]" : host):\(port)" + (database == 0 ? "" : "/\(database)")
-        case let .unix(path): return "unix://\(path)" + (database == 0 ? "" : "?db=\(database)")
+        case let .tcp(host, port):
+            return "redis://" + (username.map { "\($0)@" } ?? "") + "\(host.contains(":") ? "[\(host)]" : host):\(port)" + (database == 0 ? "" : "/\(database)")
+        case let .unix(path):
+            var query: [String] = []
+            if database != 0 { query.append("db=\(database)") }
+            if let username { query.append("user=\(username)") }
+            return "unix://\(path)" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
         }
     }
 }
@@ -80,6 +160,9 @@ public indirect enum RedisReply: Sendable, Equatable {
     /// The server refused the command (its message, e.g. "ERR ..." or "BUSYGROUP ...").
     case error(String)
     case array([RedisReply])
+    /// A string longer than the read's `maxStringBytes`: its bytes were read from the socket and
+    /// dropped, never held (its length).
+    case oversized(bytes: Int)
 
     /// The bytes of a string or status reply.
     public var bytes: [UInt8]? {
@@ -148,6 +231,14 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The error prefixes Redis answers with while it cannot serve a command yet.
     static let transientRefusals = ["LOADING", "BUSY ", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"]
+
+    /// True when the server refused the command for the data of the keys it names, not for the
+    /// server's own state: a key of another type (WRONGTYPE, from a script too), or a stream
+    /// without the consumer group (NOGROUP, the stream deleted meanwhile).
+    public var isKeyFault: Bool {
+        guard case let .refused(_, message) = self else { return false }
+        return message.hasPrefix("WRONGTYPE") || message.hasPrefix("NOGROUP")
+    }
 }
 
 /// One argument of a command: bytes (text as UTF-8, numbers in decimal).
@@ -166,6 +257,11 @@ public struct RedisArgument: Sendable, ExpressibleByStringLiteral, ExpressibleBy
 public final class RedisConnection {
     public let endpoint: RedisEndpoint
     private var context: UnsafeMutablePointer<redisContext>?
+    /// What stands in a reply for a string not read (see `readReply`): this connection's own
+    /// random prefix, then the length.
+    /// Strings longer than a read's `maxStringBytes` dropped as they came, never buffered whole.
+    public private(set) var stringsSkipped = 0
+    private let oversizedMark: [UInt8] = Array("\u{1}earshot-oversized-".utf8) + (0..<16).map { _ in UInt8.random(in: 0x61...0x7A) } + [0x3A]
 
     /// Connects (and SELECTs the endpoint's database).
     /// - Parameter timeout: seconds for the connection and for each reply.
@@ -185,6 +281,12 @@ public final class RedisConnection {
         }
         redisSetTimeout(c, tv)
         context = c
+        if let password = endpoint.password {
+            // The password is never part of a message.
+            let who = endpoint.username.map { " \($0)" } ?? ""
+            let reply = try command(["AUTH"] + (endpoint.username.map { [RedisArgument($0)] } ?? []) + [RedisArgument(password)])
+            if let e = reply.errorMessage { close(); throw .refused(command: "AUTH\(who)", message: e) }
+        }
         if endpoint.database != 0 {
             let reply = try command(["SELECT", RedisArgument(endpoint.database)])
             if let e = reply.errorMessage { close(); throw .refused(command: "SELECT \(endpoint.database)", message: e) }
@@ -213,12 +315,14 @@ public final class RedisConnection {
     }
 
     /// Runs one command; a refusal comes back as `.error` (see `expect` for a typed one).
-    public func command(_ args: [RedisArgument]) throws(RedisError) -> RedisReply {
-        try pipeline([args])[0]
+    /// - Parameter maxStringBytes: a string of the reply longer than this is not held: it comes
+    ///   back as `.oversized(bytes:)` (nil: any length).
+    public func command(_ args: [RedisArgument], maxStringBytes: Int? = nil) throws(RedisError) -> RedisReply {
+        try pipeline([args], maxStringBytes: maxStringBytes)[0]
     }
 
     /// Sends many commands at once and reads their replies in order (one round trip).
-    public func pipeline(_ commands: [[RedisArgument]]) throws(RedisError) -> [RedisReply] {
+    public func pipeline(_ commands: [[RedisArgument]], maxStringBytes: Int? = nil) throws(RedisError) -> [RedisReply] {
         guard let c = context else { throw .connection(endpoint: endpoint.description, reason: "the connection is closed") }
         for args in commands {
             var pointers: [UnsafePointer<CChar>?] = []
@@ -240,23 +344,86 @@ public final class RedisConnection {
         var replies: [RedisReply] = []
         replies.reserveCapacity(commands.count)
         for _ in commands {
-            var raw: UnsafeMutableRawPointer?
-            guard redisGetReply(c, &raw) == REDIS_OK, let raw else { throw lost(c) }
+            let raw = try readReply(c, maxStringBytes: maxStringBytes)
             let reply = raw.assumingMemoryBound(to: redisReply.self)
-            replies.append(Self.convert(reply))
+            replies.append(convert(reply, maxStringBytes: maxStringBytes))
             freeReplyObject(raw)
         }
         return replies
     }
 
-    private static func convert(_ r: UnsafeMutablePointer<redisReply>) -> RedisReply {
+    /// One reply, read as `redisGetReply` reads it, except that a string longer than
+    /// `maxStringBytes` is never buffered whole: `skipOversized` drops its bytes as they come.
+    private func readReply(_ c: UnsafeMutablePointer<redisContext>, maxStringBytes: Int?) throws(RedisError) -> UnsafeMutableRawPointer {
+        var raw: UnsafeMutableRawPointer?
+        guard redisGetReplyFromReader(c, &raw) == REDIS_OK else { throw lost(c) }
+        if let raw { return raw }
+        var done: Int32 = 0
+        repeat { guard redisBufferWrite(c, &done) == REDIS_OK else { throw lost(c) } } while done == 0
+        while true {
+            let skipped = try maxStringBytes.map { limit throws(RedisError) in try skipOversized(c, limit: limit) } ?? false
+            if !skipped { guard redisBufferRead(c) == REDIS_OK else { throw lost(c) } }
+            guard redisGetReplyFromReader(c, &raw) == REDIS_OK else { throw lost(c) }
+            if let raw { return raw }
+        }
+    }
+
+    /// When hiredis's reader waits for the rest of a string longer than `limit` (it has consumed
+    /// the `$` and holds `N\r\n` and the first bytes: a complete line would have been parsed,
+    /// so digits and CRLF at its cursor can only be a bulk string's length), the buffered part
+    /// is rewritten in place as a string of the same total size holding this connection's mark
+    /// and N, and the rest of the N bytes are read from the socket and dropped. The reply goes
+    /// on after it as if nothing happened; `convert` turns the mark into `.oversized`.
+    /// Returns false when there is nothing to skip (or not yet enough buffered to rewrite).
+    private func skipOversized(_ c: UnsafeMutablePointer<redisContext>, limit: Int) throws(RedisError) -> Bool {
+        guard let r = c.pointee.reader, let base = r.pointee.buf else { return false }
+        let pos = r.pointee.pos, len = r.pointee.len
+        let buf = UnsafeMutableRawPointer(base).assumingMemoryBound(to: UInt8.self)
+        var i = pos, n = 0
+        while i < len, (0x30...0x39).contains(buf[i]) {
+            n = min(n * 10 + Int(buf[i] - 0x30), 1 << 53)
+            i += 1
+        }
+        guard i > pos, n > limit, i + 1 < len, buf[i] == 0x0D, buf[i + 1] == 0x0A else { return false }
+        let buffered = len - pos, total = (i + 2 - pos) + n + 2
+        let mark = oversizedMark + Array("\(n);".utf8)
+        // "m\r\n" + m bytes + "\r\n" in exactly `buffered` bytes (none fits some sizes, such
+        // as 106: then more is read first).
+        guard buffered < total,
+              let m = (1...20).lazy.map({ buffered - 4 - $0 }).first(where: { $0 >= mark.count && String($0).utf8.count == buffered - 4 - $0 })
+        else { return false }
+        let substitute = Array("\(m)\r\n".utf8) + mark + [UInt8](repeating: 0x20, count: m - mark.count) + [0x0D, 0x0A]
+        for (k, b) in substitute.enumerated() { buf[pos + k] = b }
+        var left = total - buffered
+        var scratch = [UInt8](repeating: 0, count: 1 << 16)
+        while left > 0 {
+            let got = scratch.withUnsafeMutableBytes { Glibc.read(c.pointee.fd, $0.baseAddress, min(left, $0.count)) }
+            if got > 0 { left -= got; continue }
+            if got < 0 && errno == EINTR { continue }
+            let why = got == 0 ? "the server closed the connection" : String(cString: strerror(errno))
+            close()
+            throw .connection(endpoint: endpoint.description, reason: why)
+        }
+        stringsSkipped += 1
+        return true
+    }
+
+    private func convert(_ r: UnsafeMutablePointer<redisReply>, maxStringBytes: Int?) -> RedisReply {
         let reply = r.pointee
         func bytes() -> [UInt8] {
             guard let s = reply.str else { return [] }
             return Array(UnsafeRawBufferPointer(start: s, count: reply.len).bindMemory(to: UInt8.self))
         }
         switch reply.type {
-        case REDIS_REPLY_STRING: return .string(bytes())
+        case REDIS_REPLY_STRING:
+            if reply.len > oversizedMark.count, let s = reply.str,
+               UnsafeRawBufferPointer(start: s, count: oversizedMark.count).elementsEqual(oversizedMark) {
+                let digits = UnsafeRawBufferPointer(start: s, count: reply.len).dropFirst(oversizedMark.count).prefix { $0 != 0x3B }
+                return .oversized(bytes: Int(String(decoding: digits, as: UTF8.self)) ?? 0)
+            }
+            // Longer than the limit but read whole (it came in one read): not copied either.
+            if let maxStringBytes, reply.len > maxStringBytes { return .oversized(bytes: reply.len) }
+            return .string(bytes())
         case REDIS_REPLY_STATUS: return .status(String(decoding: bytes(), as: UTF8.self))
         case REDIS_REPLY_ERROR: return .error(String(decoding: bytes(), as: UTF8.self))
         case REDIS_REPLY_INTEGER: return .integer(Int(reply.integer))
@@ -264,7 +431,7 @@ public final class RedisConnection {
             var items: [RedisReply] = []
             items.reserveCapacity(reply.elements)
             for i in 0..<reply.elements {
-                if let e = reply.element[i] { items.append(convert(e)) } else { items.append(.null) }
+                if let e = reply.element[i] { items.append(convert(e, maxStringBytes: maxStringBytes)) } else { items.append(.null) }
             }
             return .array(items)
         default: return .null
@@ -273,8 +440,8 @@ public final class RedisConnection {
 
     /// Runs a command and throws `.refused` when the server refuses it.
     @discardableResult
-    public func expect(_ args: [RedisArgument]) throws(RedisError) -> RedisReply {
-        let reply = try command(args)
+    public func expect(_ args: [RedisArgument], maxStringBytes: Int? = nil) throws(RedisError) -> RedisReply {
+        let reply = try command(args, maxStringBytes: maxStringBytes)
         if let e = reply.errorMessage { throw .refused(command: Self.name(args), message: e) }
         return reply
     }

@@ -1,4 +1,5 @@
 import Earshot
+import EarshotRedis
 
 /// A usage error: shown with a hint, exit code 64 (EX_USAGE).
 struct UsageError: Error, CustomStringConvertible {
@@ -36,6 +37,19 @@ struct OptionSpec: Sendable {
     /// The default as the help states it (nil: none, or the command decides).
     let defaultText: String?
     let help: String
+    /// The command cannot run without it: the help, the synopsis, the usage error and the
+    /// completions say so.
+    private(set) var isRequired = false
+
+    /// This option, required.
+    var required: OptionSpec {
+        var o = self
+        o.isRequired = true
+        return o
+    }
+
+    /// The help with "(required)" when it is, for the shells' completions.
+    var completionHelp: String { isRequired ? help + " (required)" : help }
 
     static func flag(_ name: String, short: Character? = nil, _ help: String) -> OptionSpec {
         OptionSpec(name: name, short: short, value: nil, kind: .flag, defaultText: nil, help: help)
@@ -98,7 +112,7 @@ struct CommandSpec: Sendable {
             let width = min(34, (heads.map(\.count).max() ?? 0) + 2)
             for (o, head) in zip(options, heads) {
                 var text = o.help
-                var notes: [String] = []
+                var notes: [String] = o.isRequired ? ["required"] : []
                 if let r = o.rangeText { notes.append("range \(r)") }
                 if let d = o.defaultText { notes.append("default \(d)") }
                 if !notes.isEmpty { text += " (" + notes.joined(separator: "; ") + ")" }
@@ -117,7 +131,8 @@ struct CommandSpec: Sendable {
     var synopsis: String {
         var words = ["earshot \(name)"]
         for o in options {
-            words.append("[" + (o.short.map { "-\($0)|" } ?? "") + "--\(o.name)" + (o.value.map { " " + $0 } ?? "") + "]")
+            let word = (o.short.map { "-\($0)|" } ?? "") + "--\(o.name)" + (o.value.map { " " + $0 } ?? "")
+            words.append(o.isRequired ? word : "[" + word + "]")
         }
         if !operands.isEmpty { words.append(operands) }
         var lines: [String] = []
@@ -235,6 +250,10 @@ struct Arguments {
             }
             options[o.name] = text
         }
+        for o in spec.options where o.isRequired && options[o.name] == nil {
+            throw UsageError("\(spec.name) needs --\(o.name)" + (o.value.map { " " + $0 } ?? ""),
+                             hint: spec.examples.first { $0.contains("--\(o.name)") } ?? "earshot \(spec.name) --help")
+        }
     }
 
     func flag(_ name: String) -> Bool { flags.contains(name) }
@@ -275,13 +294,15 @@ struct Arguments {
 }
 
 /// Exit codes from sysexits(3): 64 a usage error, 65 bad input data (an audio file or model
-/// that is damaged or not what it claims), 66 an input that is missing, 73 an output that cannot
-/// be created, 74 an I/O error; 1 anything else (a device, a socket).
+/// that is damaged or not what it claims), 66 an input that is missing, 69 a service that is
+/// unavailable (Redis not reached in time, or refusing), 73 an output that cannot be created,
+/// 74 an I/O error; 1 anything else (a device, a socket).
 enum ExitCode {
     static let failure: Int32 = 1
     static let usage: Int32 = 64
     static let dataError: Int32 = 65
     static let noInput: Int32 = 66
+    static let unavailable: Int32 = 69
     static let cannotCreate: Int32 = 73
     static let ioError: Int32 = 74
 
@@ -295,7 +316,24 @@ enum ExitCode {
         case let e as ModelError: return of(e)
         // A model to import: missing or unreadable 66, damaged or unsupported 65.
         case let e as OnnxImporter.ImportError: return e.isMissingInput ? noInput : dataError
+        case is RedisUnavailable: return unavailable
+        case let e as RedisError: return of(e)
+        case let e as ClusterError: return of(e)
         default: return failure
+        }
+    }
+
+    static func of(_ e: RedisError) -> Int32 {
+        if case .badURL = e { return usage }
+        return unavailable
+    }
+
+    static func of(_ e: ClusterError) -> Int32 {
+        switch e {
+        case let .redis(r): return of(r)
+        case let .stream(s): return of(s)
+        case .malformedEntry, .entryTooLarge: return dataError
+        case .badSource: return failure
         }
     }
 

@@ -28,6 +28,13 @@ final class StopSignal: @unchecked Sendable {
     func cancel() { sources.forEach { $0.cancel() } }
 }
 
+/// Redis not reached (or refusing only for now) for the whole of `--retry-for`: exit 69.
+struct RedisUnavailable: Error, CustomStringConvertible {
+    let error: RedisError
+    let seconds: Double
+    var description: String { "\(error); gave up after \(OptionSpec.format(seconds)) s (--retry-for)" }
+}
+
 enum ClusterCommands {
     static func endpoint(_ args: Arguments) throws(UsageError) -> RedisEndpoint {
         do { return try RedisEndpoint(url: args.string("redis") ?? "redis://127.0.0.1:6379") } catch {
@@ -37,68 +44,89 @@ enum ClusterCommands {
 
     static func keys(_ args: Arguments) -> ClusterKeys { ClusterKeys(prefix: args.string("prefix") ?? "earshot") }
 
-    /// Connects, retrying with backoff while the server is not there yet (a note on stderr).
-    static func connect(_ endpoint: RedisEndpoint, stop: StopSignal, command: String) throws -> RedisConnection {
+    /// Connects, retrying with backoff while the server is not there yet (a note on stderr),
+    /// for `--retry-for` seconds at most; then `RedisUnavailable` (exit 69). A refusal that
+    /// waiting cannot mend (a wrong password) is thrown at once.
+    static func connect(_ endpoint: RedisEndpoint, stop: StopSignal, command: String, retryFor: Double) throws -> RedisConnection {
         var wait = 0.1
+        let start = Date()
         while true {
-            do { return try RedisConnection(endpoint) } catch {
+            let left = retryFor - Date().timeIntervalSince(start)
+            do { return try RedisConnection(endpoint, timeout: max(0.1, min(5, left))) } catch {
                 guard error.isTransient, !stop.stopped else { throw error }
-                printError("earshot \(command): \(error); retrying in \(String(format: "%.1f", wait)) s")
-                Thread.sleep(forTimeInterval: wait)
+                let now = retryFor - Date().timeIntervalSince(start)
+                guard now > 0 else { throw RedisUnavailable(error: error, seconds: retryFor) }
+                printError("earshot \(command): \(error); retrying in \(String(format: "%.1f", min(wait, now))) s")
+                Thread.sleep(forTimeInterval: min(wait, now))
                 wait = min(wait * 2, 5)
             }
         }
     }
 
+    static func retryFor(_ args: Arguments) -> Double { args.double("retry-for") }
+
     /// A source's publisher that rides out a lost connection: it reconnects with backoff
-    /// (saying so) and sends the entry again under the same seq (a worker skips a seq it has).
+    /// (saying so) and sends the entry again under the same seq (a worker skips a seq it has),
+    /// for `retryFor` seconds an outage at most.
     final class Publishing {
         let endpoint: RedisEndpoint
         let stop: StopSignal
+        let retryFor: Double
         var publisher: SourcePublisher
 
-        init(_ endpoint: RedisEndpoint, stop: StopSignal, _ publisher: SourcePublisher) {
+        init(_ endpoint: RedisEndpoint, stop: StopSignal, retryFor: Double, _ publisher: SourcePublisher) {
             self.endpoint = endpoint
             self.stop = stop
+            self.retryFor = retryFor
             self.publisher = publisher
         }
 
         /// Runs `op` until it succeeds; a lost connection or a refusal the server gives only
-        /// for now (loading its data after a restart, say) is waited out, with backoff.
+        /// for now (loading its data after a restart, say) is waited out, with backoff, for
+        /// `retryFor` seconds from the first failure.
         func send(_ op: (SourcePublisher) throws(ClusterError) -> Void) throws {
             var wait = 0.1
+            var since: Date?
             while true {
                 do { return try op(publisher) } catch {
-                    try waitOut(error, wait: &wait)
-                    publisher = try resumed()
+                    let start = since ?? Date()
+                    since = start
+                    try waitOut(error, wait: &wait, since: start)
+                    publisher = try resumed(since: start)
                 }
             }
         }
 
         /// A publisher on a new connection, resuming the source at its seq.
-        private func resumed() throws -> SourcePublisher {
+        private func resumed(since start: Date) throws -> SourcePublisher {
             var wait = 0.1
             while true {
                 let p = publisher
-                let c = try ClusterCommands.connect(endpoint, stop: stop, command: "publish")
+                let left = retryFor - Date().timeIntervalSince(start)
+                let c = try ClusterCommands.connect(endpoint, stop: stop, command: "publish", retryFor: max(0, left))
                 do {
-                    return try SourcePublisher(resuming: c, source: p.source, sampleRate: p.sampleRate, channels: p.channels,
-                                               format: p.format, seq: p.seq, keys: p.keys)
+                    let resumed = try SourcePublisher(resuming: c, source: p.source, sampleRate: p.sampleRate, channels: p.channels,
+                                                      format: p.format, seq: p.seq, keys: p.keys)
+                    resumed.maxEntryBytes = p.maxEntryBytes
+                    return resumed
                 } catch {
                     c.close()
-                    try waitOut(error, wait: &wait)
+                    try waitOut(error, wait: &wait, since: start)
                 }
             }
         }
 
-        /// Says what failed and sleeps (doubling `wait`) when it is transient; rethrows otherwise.
-        private func waitOut(_ error: ClusterError, wait: inout Double) throws {
+        /// Says what failed and sleeps (doubling `wait`) when it is transient and time is left;
+        /// rethrows otherwise (`RedisUnavailable` once `retryFor` has passed).
+        private func waitOut(_ error: ClusterError, wait: inout Double, since start: Date) throws {
             guard case let .redis(e) = error, e.isTransient, !stop.stopped else { throw error }
+            let left = retryFor - Date().timeIntervalSince(start)
+            guard left > 0 else { throw RedisUnavailable(error: e, seconds: retryFor) }
             if e.isConnectionLost {
                 printError("earshot publish: \(e); reconnecting")
             } else {
-                printError("earshot publish: \(e); retrying in \(String(format: "%.1f", wait)) s")
-                Thread.sleep(forTimeInterval: wait)
+                printError("earshot publish: \(e); retrying in \(String(format: "%.1f", min(wait, left))) s")
+                Thread.sleep(forTimeInterval: min(wait, left))
                 wait = min(wait * 2, 5)
             }
         }
@@ -124,6 +152,8 @@ enum ClusterCommands {
         settings.checkpointEvery = args.int("checkpoint-every")
         settings.claimAfter = args.double("claim-after")
         settings.heartbeat = min(1, settings.claimAfter / 3)
+        settings.maxEntryBytes = args.int("max-entry-bytes")
+        settings.idleAfter = args.double("idle-after")
         let quiet = args.flag("quiet")
         let name = settings.name
         settings.log = { line in if !quiet { printError("earshot worker \(name): \(line)") } }
@@ -134,7 +164,8 @@ enum ClusterCommands {
         stop.cancel()
         if !quiet {
             printError("earshot worker \(name): stopped; \(summary.entries) entries, \(summary.events) events (\(summary.duplicateEvents) already there), "
-                       + "\(summary.sourcesEnded) sources ended, \(summary.sourcesFailed) failed, \(summary.sourcesReleased) handed on, \(summary.checkpoints) checkpoints")
+                       + "\(summary.sourcesEnded) sources ended, \(summary.sourcesFailed) failed, \(summary.sourcesReleased) handed on, "
+                       + "\(summary.sourcesIdled) set aside idle, \(summary.sourcesWoken) woken, \(summary.checkpoints) checkpoints")
         }
     }
 
@@ -146,15 +177,24 @@ enum ClusterCommands {
 
     static func publish(_ words: [String]) async throws {
         let args = try Arguments(words, spec: Specs.publish)
-        guard let source = args.string("source") else { throw UsageError("publish needs --source ID", hint: "earshot publish --source room-1 FILE") }
+        let source = args.string("source") ?? ""
         let device = args.string("device")
         guard (device == nil) == (args.positionals.count == 1), args.positionals.count <= 1 else {
             throw UsageError("publish takes one FILE or --device PCM", hint: "earshot publish --source room-1 recording.wav")
         }
-        let stop = StopSignal()
-        let redis = try connect(try endpoint(args), stop: stop, command: "publish")
         let chunkMs = args.double("chunk-ms")
         let format: ClusterSampleFormat = args.string("sample-format") == "f32" ? .f32 : .s16
+        let maxEntryBytes = args.int("max-entry-bytes")
+        /// An entry of --chunk-ms at `rate` within --max-entry-bytes, or a usage error.
+        func checkEntrySize(rate: Int) throws {
+            let bytes = max(1, Int(chunkMs / 1000 * Double(rate))) * (format == .f32 ? 4 : 2)
+            guard bytes <= maxEntryBytes else {
+                throw UsageError("--chunk-ms \(OptionSpec.format(chunkMs)) at \(rate) Hz \(format.rawValue) makes entries of \(bytes) bytes, over --max-entry-bytes \(maxEntryBytes)",
+                                 hint: "a shorter --chunk-ms, or a larger --max-entry-bytes here and for the workers")
+            }
+        }
+        let stop = StopSignal()
+        let retry = retryFor(args)
         if let device {
             var settings = ALSACapture.Settings()
             settings.device = device
@@ -164,10 +204,13 @@ enum ClusterCommands {
             if args.string("duration") != nil { settings.maxFrames = Int(args.double("duration") * Double(settings.sampleRate)) }
             // Audio held for a slow Redis before the oldest is dropped (and published as silence).
             settings.queuedFrames = Int(args.double("buffer-seconds") * Double(settings.sampleRate))
+            try checkEntrySize(rate: settings.sampleRate)
+            let redis = try connect(try endpoint(args), stop: stop, command: "publish", retryFor: retry)
             let capture = try ALSACapture(settings)
-            let publisher = Publishing(try endpoint(args), stop: stop,
+            let publisher = Publishing(try endpoint(args), stop: stop, retryFor: retry,
                                        try SourcePublisher(connection: redis, source: source, sampleRate: settings.sampleRate, format: format,
                                                            group: args.string("group") ?? "earshot", keys: keys(args)))
+            publisher.publisher.maxEntryBytes = maxEntryBytes
             let frames = max(1, Int(chunkMs / 1000 * Double(settings.sampleRate)))
             var pending: [Float] = []
             var next = 0, dropped = 0
@@ -205,9 +248,12 @@ enum ClusterCommands {
         let file = try AudioFile(path: path)
         let rate = file.sampleRate
         let frames = max(1, Int(chunkMs / 1000 * Double(rate)))
-        let publisher = Publishing(try endpoint(args), stop: stop,
+        try checkEntrySize(rate: rate)
+        let redis = try connect(try endpoint(args), stop: stop, command: "publish", retryFor: retry)
+        let publisher = Publishing(try endpoint(args), stop: stop, retryFor: retry,
                                    try SourcePublisher(connection: redis, source: source, sampleRate: rate, format: format,
                                                        group: args.string("group") ?? "earshot", keys: keys(args)))
+        publisher.publisher.maxEntryBytes = maxEntryBytes
         let realtime = args.flag("realtime")
         let start = DispatchTime.now().uptimeNanoseconds
         var sent = 0
@@ -234,19 +280,20 @@ enum ClusterCommands {
     static func events(_ words: [String]) throws -> Int32 {
         let args = try Arguments(words, spec: Specs.events)
         guard args.positionals.isEmpty else { throw UsageError("events takes no files: '\(args.positionals[0])'", hint: "earshot events --source room-1") }
-        let stop = StopSignal()
-        let redis = try connect(try endpoint(args), stop: stop, command: "events")
         let keys = keys(args)
         let follow = args.flag("follow")
         let formatName = args.string("format") ?? (isatty(STDOUT_FILENO) != 0 ? "text" : "jsonl")
         guard let format = SegmentFormat(rawValue: formatName) else { throw UsageError("--format \(formatName): expected \(SegmentFormat.allCases.map(\.rawValue).joined(separator: ", "))") }
+        let only = args.string("source")
+        if let only { try ClusterKeys.validate(source: only) }
+        let stop = StopSignal()
+        let endpoint = try endpoint(args), retry = retryFor(args)
+        var redis = try connect(endpoint, stop: stop, command: "events", retryFor: retry)
         let out = try OutputFile.open(args.string("output"))
         if let header = format.header { try out.write(header) }
         var cursors: [String: String] = [:]
         var ended: Set<String> = []
         var failed = false
-        let only = args.string("source")
-        if let only { try ClusterKeys.validate(source: only) }
         var lastScan = 0.0
         func pass(block: Int?) throws {
             let now = Date().timeIntervalSince1970
@@ -272,11 +319,17 @@ enum ClusterCommands {
         }
         try pass(block: nil)
         if follow {
-            // Until every source followed has ended (one source), or until stopped (all sources).
+            // Until every source followed has ended (one source), or until stopped (all sources);
+            // a lost connection is made again (for --retry-for at most), reading on from the
+            // same places.
             while !stop.stopped {
                 if let only, ended.contains(only) { break }
                 try out.flush()
-                try pass(block: 500)
+                do { try pass(block: 500) } catch let ClusterError.redis(e) where e.isTransient {
+                    printError("earshot events: \(e); reconnecting")
+                    redis.close()
+                    redis = try connect(endpoint, stop: stop, command: "events", retryFor: retry)
+                }
                 if cursors.count != 1 { Thread.sleep(forTimeInterval: 0.2) }
             }
         }

@@ -97,23 +97,36 @@ enum Specs {
                    "earshot serve --uri unix:///run/earshot.sock --model okay-nabu --verbose"])
 
     // Options of the commands that use a cluster on Redis Streams (worker, publish, events).
-    static let redis = OptionSpec.text("redis", "URL", default: "redis://127.0.0.1:6379", "the Redis server: redis://HOST:PORT[/DB] or unix:///PATH")
+    static let redis = OptionSpec.text("redis", "URL", default: "redis://127.0.0.1:6379",
+                                       "the Redis server: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or unix:///PATH[?db=N&user=USER&password=PASSWORD] "
+                                       + "(AUTH on every connection; %XX escapes in the user and password). No TLS (rediss://): use a local TLS tunnel "
+                                       + "(stunnel, spiped) or a unix socket")
+    static let maxEntryBytes = OptionSpec.int("max-entry-bytes", "BYTES", 1024...(1 << 30), default: ClusterLimits.maxEntryBytes,
+                                              "the most bytes of audio in one entry; a worker fails the source of a larger one, dropping its bytes as they are read")
+    static let retryFor = OptionSpec.double("retry-for", "S", 0...86_400, default: 10,
+                                            "how long to keep trying to reach Redis (at the start, and after a lost connection) before giving up with exit 69")
     static let group = OptionSpec.text("group", "NAME", default: "earshot", "the workers' consumer group")
     static let prefix = OptionSpec.text("prefix", "NAME", default: "earshot", "the prefix of the cluster's keys")
 
     static let worker = CommandSpec(
         name: "worker", operands: "",
-        summary: "A worker of a cluster on Redis Streams: it takes its fair share of the published sources, runs them in one batched "
+        summary: "A worker of a cluster on Redis Streams: it takes its fair share of the published sources (every source held or "
+            + "waiting, sending or not, over the live workers), runs them in one batched "
             + "session of one model, appends their events to earshot:events:{source}, and checkpoints each source's whole-stream "
             + "snapshot with the acknowledgement of its audio. A worker that dies loses nothing: another claims its sources after "
-            + "--claim-after, restores their snapshots and replays the audio after them; each event is written once. Redis going "
-            + "away is retried. SIGTERM or Ctrl-C: checkpoints and hands its sources on.",
+            + "--claim-after, restores their snapshots and replays the audio after them; each event is written once. A bad entry, or "
+            + "a key of a source that Redis refuses (another type), fails that source alone: an error event on its events stream "
+            + "when it can be written, a line on stderr, and the source leaves. A source that sends nothing for --idle-after is set "
+            + "aside (checkpointed, let go) and taken up again within a second once its audio comes. Redis going "
+            + "away is retried (waits doubling to 5 s). SIGTERM or Ctrl-C: checkpoints and hands its sources on.",
         options: [OptionSpec](arrayLiteral: redis, group, prefix,
                   .text("model", short: "m", "NAME|PATH", default: ModelLocator.defaultModel, "the model the worker runs"),
                   modelsFolder,
                   .text("name", "NAME", default: "HOST-PID", "the consumer name; started again under it, a worker takes back its own sources first"),
                   .int("checkpoint-every", "N", 1...1_000_000, default: 20, "entries per source between checkpoints"),
-                  .double("claim-after", "S", 0.1...86_400, default: 5, "seconds without a heartbeat before a worker's sources are claimed"))
+                  .double("claim-after", "S", 0.1...86_400, default: 5, "seconds without a heartbeat before a worker's sources are claimed"),
+                  maxEntryBytes,
+                  .double("idle-after", "S", 0...604_800, default: 60, "a source that sends nothing this long is set aside until its audio stream has a new entry; 0: never"))
                  + decisionRules + [
                   .flag("quiet", short: "q", "no notes on stderr"),
                  ],
@@ -122,15 +135,17 @@ enum Specs {
     static let publish = CommandSpec(
         name: "publish", operands: "FILE",
         summary: "Puts a source's audio on a cluster: FILE (any format libsndfile reads, channels mixed) or an ALSA capture device, "
-            + "in entries of --chunk-ms, then an end entry. A source id is published once.",
+            + "in entries of --chunk-ms, then an end entry. A source id is published once. Redis not reached, or lost and not "
+            + "back, within --retry-for (10 s): exit 69.",
         options: [redis, group, prefix,
-                  .text("source", "ID", "the source's id (1-200 printable characters, no spaces)"),
+                  .text("source", "ID", "the source's id (1-200 printable characters, no spaces)").required,
                   .text("device", "PCM", "capture from an ALSA PCM instead of a file; Ctrl-C ends the source"),
                   .int("rate", "HZ", 1000...384_000, default: 16000, "the capture rate (--device)"),
                   .double("duration", "SECONDS", 0.001...(86_400 * 365), defaultText: "until stopped", "stop capturing after this long (--device)"),
                   .double("buffer-seconds", "S", 0.01...3600, default: 10, "captured audio held while Redis is slow; beyond it the oldest is dropped, reported, and published as silence (--device)"),
                   .double("chunk-ms", "MS", 1...60_000, default: 100, "audio per entry"),
                   .choice("sample-format", ["s16", "f32"], default: "s16", "the entries' samples"),
+                  maxEntryBytes, retryFor,
                   .flag("realtime", "send a file at its real-time pace"),
                   .flag("quiet", short: "q", "no summary on stderr"),
                  ],
@@ -140,11 +155,13 @@ enum Specs {
     static let events = CommandSpec(
         name: "events", operands: "",
         summary: "The events a cluster wrote, in every label format (the file column is the source id): one source or all; "
-            + "--follow waits for more (one source: until it ends; all: until Ctrl-C). A source's error goes to stderr (exit 65).",
+            + "--follow waits for more (one source: until it ends; all: until Ctrl-C). A source's error goes to stderr (exit 65). "
+            + "Redis not reached, or lost and not back, within --retry-for (10 s): exit 69.",
         options: [redis, prefix,
                   .text("source", "ID", default: "all", "one source"),
                   .choice("format", short: "f", SegmentFormat.allCases.map(\.rawValue), default: "text on a terminal, jsonl in a pipe", "the output format"),
                   .flag("follow", "wait for more events"),
+                  retryFor,
                   .text("output", short: "o", "FILE|-", default: "standard output", "written whole or not at all"),
                  ],
         examples: ["earshot events --source room-1 --format csv", "earshot events --follow"])

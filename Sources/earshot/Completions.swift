@@ -57,7 +57,7 @@ enum Completions {
                     if case let .choice(values) = o.kind { return ":\(v):(\(values.joined(separator: " ")))" }
                     return ":\(zshEscape(v)):_files"
                 } ?? ""
-                return "'--\(o.name)[\(zshEscape(o.help))]\(value)'"
+                return "'--\(o.name)[\(zshEscape(o.completionHelp))]\(value)'"
             }
             lines.append("    \"\(spec.name)\") _arguments \(specs.joined(separator: " ")) '*:file:_files' ;;")
         }
@@ -82,7 +82,7 @@ enum Completions {
                 var line = "complete -c earshot -n '\(condition)' -l \(o.name)"
                 if let s = o.short { line += " -s \(s)" }
                 if case let .choice(values) = o.kind { line += " -x -a '\(values.joined(separator: " "))'" } else if o.value != nil { line += " -r" }
-                line += " -d '\(o.help.replacingOccurrences(of: "'", with: "\\'"))'"
+                line += " -d '\(o.completionHelp.replacingOccurrences(of: "'", with: "\\'"))'"
                 lines.append(line)
             }
         }
@@ -103,7 +103,7 @@ enum Completions {
                 if let s = o.short { head = "\\fB\\-\(s)\\fR, " + head }
                 if let v = o.value { head += " \\fI\(roff(v))\\fR" }
                 var text = roff(o.help)
-                var notes: [String] = []
+                var notes: [String] = o.isRequired ? ["required"] : []
                 if let r = o.rangeText { notes.append("range \(roff(r))") }
                 if let d = o.defaultText { notes.append("default \(roff(d))") }
                 if !notes.isEmpty { text += " (" + notes.joined(separator: "; ") + ")" }
@@ -114,20 +114,20 @@ enum Completions {
             }
         }
         lines += [".SH EXIT STATUS", "0 done; 64 a usage error; 65 bad data (an audio file or model damaged or not what it claims); "
-                  + "66 a missing input; 73 an output that cannot be created; 74 an I/O error; 1 anything else. With several files, the "
-                  + "code of the first that failed.",
-                  ".SH MODEL SEARCH PATH", "A model named by \\fB\\-m\\fR \\fINAME\\fR is looked for in these folders, in order; the first "
-                  + "holding \\fINAME\\fR/model.json wins. A word with a slash, or a folder holding model.json, is a path.",
-                  ".IP 1. 4", "\\fB\\-\\-models\\fR \\fIDIR\\fR, when given;",
-                  ".IP 2. 4", "each folder of \\fB$EARSHOT_MODELS\\fR (colon\\-separated);",
-                  ".IP 3. 4", "\\fB$XDG_DATA_HOME\\fR/earshot/models (~/.local/share/earshot/models when it is not set);",
-                  ".IP 4. 4", "\\fIPREFIX\\fR/share/earshot/models, \\fIPREFIX\\fR being the parent of the folder holding the earshot binary "
-                  + "(/usr/bin/earshot looks in /usr/share/earshot/models);",
-                  ".IP 5. 4", "Models/ of the Earshot checkout the binary was built in, or of the current folder when it is one.",
-                  ".PP", "\\fBearshot models\\fR lists the models found there; a name found nowhere is reported with every folder "
-                  + "searched and the names near it (exit 66).",
-                  ".SH ENVIRONMENT", ".TP", "\\fBEARSHOT_MODELS\\fR", "folders of model packages (colon\\-separated), searched by name after \\fB\\-\\-models\\fR.",
-                  ".TP", "\\fBXDG_DATA_HOME\\fR", "the user's data folder: models in its earshot/models (default ~/.local/share)."]
+                 + "66 a missing input; 69 a service unavailable (Redis not reached within --retry-for, or refusing); 73 an output that cannot be created; 74 an I/O error; 1 anything else. With several files, the "
+                 + "code of the first that failed.",
+                 ".SH MODEL SEARCH PATH", "A model named by \\fB\\-m\\fR \\fINAME\\fR is looked for in these folders, in order; the first "
+                 + "holding \\fINAME\\fR/model.json wins. A word with a slash, or a folder holding model.json, is a path.",
+                 ".IP 1. 4", "\\fB\\-\\-models\\fR \\fIDIR\\fR, when given;",
+                 ".IP 2. 4", "each folder of \\fB$EARSHOT_MODELS\\fR (colon\\-separated);",
+                 ".IP 3. 4", "\\fB$XDG_DATA_HOME\\fR/earshot/models (~/.local/share/earshot/models when it is not set);",
+                 ".IP 4. 4", "\\fIPREFIX\\fR/share/earshot/models, \\fIPREFIX\\fR being the parent of the folder holding the earshot binary "
+                 + "(/usr/bin/earshot looks in /usr/share/earshot/models);",
+                 ".IP 5. 4", "Models/ of the Earshot checkout the binary was built in, or of the current folder when it is one.",
+                 ".PP", "\\fBearshot models\\fR lists the models found there; a name found nowhere is reported with every folder "
+                 + "searched and the names near it (exit 66).",
+                 ".SH ENVIRONMENT", ".TP", "\\fBEARSHOT_MODELS\\fR", "folders of model packages (colon\\-separated), searched by name after \\fB\\-\\-models\\fR.",
+                 ".TP", "\\fBXDG_DATA_HOME\\fR", "the user's data folder: models in its earshot/models (default ~/.local/share)."]
         return lines.joined(separator: "\n")
     }
 }

@@ -15,6 +15,9 @@ import Glibc
 ///   acknowledgement of the audio it covers in one script.
 /// - `P:active`: the set of sources not yet ended; `P:workers`: live workers by heartbeat;
 ///   `P:stats`: each worker's figures every second.
+/// - `P:idle`: a hash of the sources set aside for sending nothing (`WorkerOptions.idleAfter`),
+///   each with the id of the last audio entry read; a worker puts one back on the registry
+///   when its audio stream has an entry after that.
 public struct ClusterKeys: Sendable, Equatable {
     public var prefix: String
     public init(prefix: String = "earshot") { self.prefix = prefix }
@@ -22,6 +25,7 @@ public struct ClusterKeys: Sendable, Equatable {
     public var active: String { "\(prefix):active" }
     public var workers: String { "\(prefix):workers" }
     public var stats: String { "\(prefix):stats" }
+    public var idle: String { "\(prefix):idle" }
     public func audio(_ source: String) -> String { "\(prefix):audio:\(source)" }
     public func events(_ source: String) -> String { "\(prefix):events:\(source)" }
     public func checkpoint(_ source: String) -> String { "\(prefix):checkpoint:\(source)" }
@@ -41,6 +45,9 @@ public enum ClusterError: Error, Sendable, Equatable, CustomStringConvertible {
     case badSource(source: String, reason: String)
     /// An audio entry that cannot be used; the source fails alone.
     case malformedEntry(source: String, entry: String, reason: String)
+    /// An audio entry whose audio is over the limit (`WorkerOptions.maxEntryBytes`); the source
+    /// fails alone, and the bytes are never held.
+    case entryTooLarge(source: String, entry: String, bytes: Int, limit: Int)
     case stream(StreamError)
 
     public var description: String {
@@ -48,9 +55,18 @@ public enum ClusterError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .redis(e): return e.description
         case let .badSource(source, reason): return "source \(source): \(reason)"
         case let .malformedEntry(source, entry, reason): return "source \(source), entry \(entry): \(reason)"
+        case let .entryTooLarge(source, entry, bytes, limit):
+            return "source \(source), entry \(entry): \(bytes) bytes of audio, over the limit of \(limit) bytes an entry (--max-entry-bytes)"
         case let .stream(e): return e.description
         }
     }
+}
+
+/// Bounds every publisher and worker keeps unless told otherwise.
+public enum ClusterLimits {
+    /// The most bytes of audio in one entry: 1 MiB (32 s of 16 kHz mono s16; 100 ms entries
+    /// of 48 kHz stereo f32 are 38 KB).
+    public static let maxEntryBytes = 1 << 20
 }
 
 /// Samples in an audio entry.
@@ -79,14 +95,20 @@ struct AudioEntry {
     /// years), and the next one's number never overflows.
     static let maxSeq = 1 << 53
 
-    /// Reads the fields of an XREADGROUP / XRANGE entry.
-    init(id: String, fields: [RedisReply], source: String) throws(ClusterError) {
+    /// Reads the fields of an XREADGROUP / XRANGE entry; audio over `maxBytes` is refused
+    /// (a connection that skipped it gives its length alone).
+    init(id: String, fields: [RedisReply], source: String, maxBytes: Int = ClusterLimits.maxEntryBytes) throws(ClusterError) {
         func bad(_ why: String) -> ClusterError { .malformedEntry(source: source, entry: id, reason: why) }
-        let map = StreamReplies.pairs(fields)
+        let all = StreamReplies.fields(fields)
+        switch all["audio"] {
+        case let .oversized(n): throw .entryTooLarge(source: source, entry: id, bytes: n, limit: maxBytes)
+        case let audio?: if let n = audio.bytes?.count, n > maxBytes { throw .entryTooLarge(source: source, entry: id, bytes: n, limit: maxBytes) }
+        case nil: break
+        }
+        let map = all.compactMapValues(\.bytes)
         func int(_ key: String) -> Int? { map[key].flatMap { Int(String(decoding: $0, as: UTF8.self)) } }
         self.id = id
-        guard let seq = int("seq"), (1...Self.maxSeq).contains(seq) else { throw bad("no seq field (a whole number in 1...2^53)") }
-        self.seq = seq
+        self.seq = try Self.seq(map["seq"], bad: bad)
         // A time no publisher could have written is no latency figure.
         publishedMicros = int("t").flatMap { (0...(1 << 60)).contains($0) ? $0 : nil }
         if map["end"] != nil {
@@ -106,6 +128,20 @@ struct AudioEntry {
         self.channels = channels
         samples = Self.decode(audio, format: format, channels: channels)
         if let k = samples.firstIndex(where: { !$0.isFinite }) { throw bad("sample \(k) is \(samples[k])") }
+    }
+
+    /// An entry's seq: a whole number in 1...2^53; what is wrong with it otherwise.
+    static func seq(_ field: [UInt8]?, bad: (String) -> ClusterError) throws(ClusterError) -> Int {
+        guard let field else { throw bad("no seq field (a whole number in 1...2^53)") }
+        let text = String(decoding: field.prefix(40), as: UTF8.self) + (field.count > 40 ? "..." : "")
+        let digits = field.first == UInt8(ascii: "-") ? field.dropFirst() : field[...]
+        guard !digits.isEmpty, digits.allSatisfy({ (0x30...0x39).contains($0) }) else {
+            throw bad("seq '\(text)' is not a whole number (expected 1...2^53)")
+        }
+        guard let seq = Int(text), (1...maxSeq).contains(seq) else {
+            throw bad("seq \(text) is out of range: expected 1...2^53 (\(maxSeq))")
+        }
+        return seq
     }
 
     static func decode(_ audio: [UInt8], format: ClusterSampleFormat, channels c: Int) -> [Float] {
@@ -233,11 +269,15 @@ package enum StreamReplies {
     static func hash(_ reply: RedisReply) -> [String: [UInt8]] { pairs(reply.elements ?? []) }
 
     /// `[field, value, field, value, ...]` (an entry's fields, a hash) as a dictionary of bytes.
-    static func pairs(_ items: [RedisReply]) -> [String: [UInt8]] {
-        var map: [String: [UInt8]] = [:]
+    static func pairs(_ items: [RedisReply]) -> [String: [UInt8]] { fields(items).compactMapValues(\.bytes) }
+
+    /// `[field, value, field, value, ...]` as a dictionary of replies (values of any kind: a
+    /// number, nil, a string not read for its length).
+    static func fields(_ items: [RedisReply]) -> [String: RedisReply] {
+        var map: [String: RedisReply] = [:]
         var i = 0
         while i + 1 < items.count {
-            if let k = items[i].text, let v = items[i + 1].bytes { map[k] = v }
+            if let k = items[i].text { map[k] = items[i + 1] }
             i += 2
         }
         return map
@@ -252,4 +292,11 @@ package enum WallClock {
         return ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
     }
     package static func millis() -> Int { micros() / 1000 }
+
+    /// Milliseconds on the monotonic clock (for how long something lasted on this machine).
+    package static func monotonicMillis() -> Int {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+    }
 }

@@ -13,6 +13,9 @@ public final class SourcePublisher {
     public let format: ClusterSampleFormat
     public let keys: ClusterKeys
     private let connection: RedisConnection
+    /// The most bytes of audio in one entry (the workers' `maxEntryBytes`): a larger append is
+    /// refused here rather than failing the source at the workers.
+    public var maxEntryBytes = ClusterLimits.maxEntryBytes
     /// The last entry's sequence number.
     public private(set) var seq = 0
     public private(set) var ended = false
@@ -60,13 +63,23 @@ public final class SourcePublisher {
     public func append(_ samples: [Float]) throws(ClusterError) -> Int {
         guard !ended else { throw .badSource(source: source, reason: "the source has ended") }
         guard samples.count % channels == 0 else { throw .badSource(source: source, reason: "\(samples.count) samples are not whole frames of \(channels)") }
+        let audio = try encoded(samples)
         seq += 1
         do {
             try connection.expect(["XADD", RedisArgument(keys.audio(source)), "*", "seq", RedisArgument(seq), "rate", RedisArgument(sampleRate),
                                    "channels", RedisArgument(channels), "format", RedisArgument(format.rawValue),
-                                   "audio", RedisArgument(bytes: AudioEntry.encode(samples, format: format)), "t", RedisArgument(WallClock.micros())])
+                                   "audio", RedisArgument(bytes: audio), "t", RedisArgument(WallClock.micros())])
         } catch { seq -= 1; throw .redis(error) }
         return seq
+    }
+
+    /// The samples as an entry's bytes, within `maxEntryBytes`.
+    private func encoded(_ samples: [Float]) throws(ClusterError) -> [UInt8] {
+        let size = samples.count * format.bytesPerSample
+        guard size <= maxEntryBytes else {
+            throw .badSource(source: source, reason: "an entry of \(size) bytes is over the limit of \(maxEntryBytes) bytes an entry (--max-entry-bytes)")
+        }
+        return AudioEntry.encode(samples, format: format)
     }
 
     /// One entry for each of many sources on one connection, sent together (one round trip).
@@ -78,7 +91,7 @@ public final class SourcePublisher {
             guard !p.ended, samples.count % p.channels == 0 else { throw .badSource(source: p.source, reason: "ended, or samples not whole frames") }
             commands.append(["XADD", RedisArgument(p.keys.audio(p.source)), "*", "seq", RedisArgument(p.seq + 1), "rate", RedisArgument(p.sampleRate),
                              "channels", RedisArgument(p.channels), "format", RedisArgument(p.format.rawValue),
-                             "audio", RedisArgument(bytes: AudioEntry.encode(samples, format: p.format)), "t", RedisArgument(now)])
+                             "audio", RedisArgument(bytes: try p.encoded(samples)), "t", RedisArgument(now)])
         }
         let replies: [RedisReply]
         do { replies = try connection.pipeline(commands) } catch { throw .redis(error) }

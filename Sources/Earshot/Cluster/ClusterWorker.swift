@@ -23,6 +23,14 @@ public struct WorkerOptions: Sendable {
     public var readCount = 10
     /// How long a read waits for audio (ms).
     public var blockMs = 100
+    /// The most bytes of audio in one entry. A larger entry fails its source
+    /// (`ClusterError.entryTooLarge`); its bytes are dropped as they are read, never held, so a
+    /// read holds at most `readCount` entries of this size per source.
+    public var maxEntryBytes = ClusterLimits.maxEntryBytes
+    /// A source that sends nothing for this long (seconds) is set aside: checkpointed and let go,
+    /// its id kept in `P:idle`. At a heartbeat of any worker after its audio stream has a new
+    /// entry, it goes back on the registry and is taken up from its checkpoint. 0: never.
+    public var idleAfter: Double = 60
     /// Messages for the operator (connection lost and regained, sources taken and given up).
     public var log: @Sendable (String) -> Void = { _ in }
 
@@ -38,6 +46,10 @@ public struct WorkerSummary: Sendable, Equatable {
     public var sourcesEnded = 0
     public var sourcesFailed = 0
     public var sourcesReleased = 0
+    /// Sources set aside for sending nothing for `idleAfter`, and sources put back on the
+    /// registry when their audio came again.
+    public var sourcesIdled = 0
+    public var sourcesWoken = 0
     public var entries = 0
     public var events = 0
     /// Events a replay wrote again, which Redis refused as already there.
@@ -53,36 +65,49 @@ public struct WorkerSummary: Sendable, Equatable {
 /// and replays the audio after them; the events it writes again carry the same ids and are
 /// refused. Workers share the sources evenly, by a heartbeat count of the live ones.
 ///
-/// One thread runs it (`run`); Redis errors are retried with backoff, never thrown.
+/// One thread runs it (`run`); Redis errors are retried with backoff, never thrown. A source
+/// whose own keys Redis refuses (a key of another type, a group deleted) fails alone.
+/// The source-by-source work is in `ClusterWorker+Sources.swift`; idle sources in
+/// `ClusterWorker+Idle.swift`.
 public final class ClusterWorker {
     public let model: Model
     public let options: LabelOptions
     public let settings: WorkerOptions
-    private var channels: ChannelSet
+    var channels: ChannelSet
     private var connection: RedisConnection?
-    private var owned: [String: Owned] = [:]
-    private var byChannel: [Int: String] = [:]
-    private var summary = WorkerSummary()
+    var owned: [String: Owned] = [:]
+    var byChannel: [Int: String] = [:]
+    var summary = WorkerSummary()
     private var target = 1
     private var nextHeartbeat = 0
-    private var latencies: [Int] = []
-    private var entriesSinceStats = 0
+    var latencies: [Int] = []
+    var entriesSinceStats = 0
     /// Per source, the last seq after which a gap made it be taken up again.
-    private var gapRetried: [String: Int] = [:]
+    var gapRetried: [String: Int] = [:]
+    /// Where the next look at `P:idle` starts (HSCAN's cursor).
+    var idleCursor = "0"
 
     /// One source this worker owns.
-    private struct Owned {
+    struct Owned {
         let id: String
         /// Its registry entry, pending with this worker while it owns the source.
         var registryEntry: String
         var channel: Int?
         var lastSeq = 0
         var lastEntry = "0-0"
+        /// The last audio entry read from its stream (processed, skipped or refused).
+        var lastRead = "0-0"
+        /// When an entry last came, or when it was taken (ms on the monotonic clock).
+        var lastHeard: Int
         /// Audio entries processed since the last checkpoint.
         var unacked: [String] = []
         var done = false
         var failed = false
     }
+
+    /// The largest checkpoint snapshot read (a stream's snapshot is kilobytes; a larger one is
+    /// refused as damaged, not held).
+    static let maxSnapshotBytes = 64 << 20
 
     public init(model: Model, options: LabelOptions? = nil, settings: WorkerOptions) throws(StreamError) {
         self.model = model
@@ -92,29 +117,33 @@ public final class ClusterWorker {
         channels = ChannelSet(model: model, options: self.options)
     }
 
-    private var keys: ClusterKeys { settings.keys }
-    private var group: RedisArgument { RedisArgument(settings.group) }
-    private var me: RedisArgument { RedisArgument(settings.name) }
+    var keys: ClusterKeys { settings.keys }
+    var group: RedisArgument { RedisArgument(settings.group) }
+    var me: RedisArgument { RedisArgument(settings.name) }
 
     /// Sources owned now.
     public var ownedSources: [String] { owned.keys.sorted() }
 
     /// Runs until `shouldStop` says so, then checkpoints and hands back every source it owns.
+    /// The wait between attempts doubles up to 5 s until an iteration succeeds again.
     public func run(shouldStop: () -> Bool) -> WorkerSummary {
         var backoff = 0.1
+        var failing = false
         while !shouldStop() {
             do {
                 if connection == nil {
                     let c = try RedisConnection(settings.endpoint, timeout: max(5, settings.claimAfter))
                     connection = c
                     try setUp(c)
-                    if summary.reconnects > 0 || backoff > 0.1 { settings.log("connected to \(settings.endpoint) again") }
-                    backoff = 0.1
+                    if failing { settings.log("connected to \(settings.endpoint) again") }
                     try recoverOwn(c)
                 }
                 if let c = connection { try iteration(c) }
+                backoff = 0.1
+                failing = false
             } catch {
                 settings.log("\(error); retrying in \(Self.format(backoff)) s (sources resume from their checkpoints)")
+                failing = true
                 dropAll()
                 connection?.close()
                 connection = nil
@@ -136,7 +165,7 @@ public final class ClusterWorker {
     }
 
     /// Seconds as people read them in a log: whole seconds bare, else to the millisecond (0.1, 1.6).
-    private static func format(_ s: Double) -> String {
+    static func format(_ s: Double) -> String {
         let ms = Int((s * 1000).rounded())
         return ms % 1000 == 0 ? String(ms / 1000) : String(Double(ms) / 1000)
     }
@@ -146,7 +175,7 @@ public final class ClusterWorker {
         try heartbeat(c)
     }
 
-    private func createGroup(_ key: String, _ c: RedisConnection) throws(RedisError) {
+    func createGroup(_ key: String, _ c: RedisConnection) throws(RedisError) {
         let r = try c.command(["XGROUP", "CREATE", RedisArgument(key), group, "0", "MKSTREAM"])
         if let e = r.errorMessage, !e.hasPrefix("BUSYGROUP") { throw .refused(command: "XGROUP CREATE \(key)", message: e) }
     }
@@ -171,6 +200,8 @@ public final class ClusterWorker {
         if now >= nextHeartbeat {
             try heartbeat(c)
             try rebalance(c)
+            try setIdleAside(c)
+            try wakeIdle(c)
             nextHeartbeat = now + Int(settings.heartbeat * 1000)
         }
         if owned.count < target { try acquire(c) }
@@ -186,26 +217,57 @@ public final class ClusterWorker {
                                      "BLOCK", RedisArgument(settings.blockMs), "STREAMS"]
         args += reading.map { RedisArgument(keys.audio($0)) }
         args += reading.map { _ in ">" }
-        let reply = try c.expect(args)
+        let reply = try c.command(args, maxStringBytes: settings.maxEntryBytes)
         var batch: [String: [(id: String, fields: [RedisReply]?)]] = [:]
-        let prefix = keys.audio("")
-        for s in StreamReplies.streams(reply) where s.key.hasPrefix(prefix) {
-            batch[String(s.key.dropFirst(prefix.count))] = s.entries
+        if let message = reply.errorMessage {
+            // One source's stream replaced by another type, or deleted: each is read alone,
+            // and the ones Redis refuses fail.
+            let refusal = RedisError.refused(command: "XREADGROUP", message: message)
+            guard refusal.isKeyFault else { throw refusal }
+            batch = try readEach(reading, c)
+        } else {
+            let prefix = keys.audio("")
+            for s in StreamReplies.streams(reply) where s.key.hasPrefix(prefix) {
+                batch[String(s.key.dropFirst(prefix.count))] = s.entries
+            }
         }
         if !batch.isEmpty { try process(batch, c) }
     }
 
+    /// Each source's audio read by a command of its own (not waiting); a source whose stream
+    /// Redis refuses fails with the refusal.
+    private func readEach(_ ids: [String], _ c: RedisConnection) throws(RedisError) -> [String: [(id: String, fields: [RedisReply]?)]] {
+        let commands: [[RedisArgument]] = ids.map {
+            ["XREADGROUP", "GROUP", group, me, "COUNT", RedisArgument(settings.readCount), "STREAMS", RedisArgument(keys.audio($0)), ">"]
+        }
+        let replies = try c.pipeline(commands, maxStringBytes: settings.maxEntryBytes)
+        var batch: [String: [(id: String, fields: [RedisReply]?)]] = [:]
+        for (id, reply) in zip(ids, replies) {
+            if let message = reply.errorMessage {
+                let refusal = RedisError.refused(command: "XREADGROUP \(keys.audio(id))", message: message)
+                guard refusal.isKeyFault else { throw refusal }
+                try fail(id, reason: refusal.description, c)
+                continue
+            }
+            if let entries = StreamReplies.streams(reply).first?.entries, !entries.isEmpty { batch[id] = entries }
+        }
+        return batch
+    }
+
     /// Heartbeat: this worker is alive; the registry entries of its sources are touched so
     /// that no one claims them (a source another worker took meanwhile is let go); the fair
-    /// share is counted again.
+    /// share is counted again: every source held (pending on the registry, with any worker,
+    /// whether it sends audio or not) and every source waiting there, over the live workers.
     private func heartbeat(_ c: RedisConnection) throws(RedisError) {
         let now = WallClock.millis()
         let ids = owned.values.map(\.registryEntry)
         var commands: [[RedisArgument]] = [
             ["ZADD", RedisArgument(keys.workers), RedisArgument(now), me],
             ["ZREMRANGEBYSCORE", RedisArgument(keys.workers), "-inf", RedisArgument(now - Int(settings.claimAfter * 10_000))],
-            ["SCARD", RedisArgument(keys.active)],
+            ["XINFO", "GROUPS", RedisArgument(keys.sources)],
             ["ZCOUNT", RedisArgument(keys.workers), RedisArgument(now - Int(settings.claimAfter * 1000)), "+inf"],
+            ["SCARD", RedisArgument(keys.active)],
+            ["HLEN", RedisArgument(keys.idle)],
         ]
         if !ids.isEmpty {
             commands.append(["EVAL", RedisArgument(Self.touchScript), "1", RedisArgument(keys.sources), group, me] + ids.map { RedisArgument($0) })
@@ -214,10 +276,11 @@ public final class ClusterWorker {
         for (r, cmd) in zip(replies, commands) where r.errorMessage != nil {
             throw .refused(command: RedisConnection.name(cmd), message: r.errorMessage ?? "")
         }
-        let active = replies[2].integer ?? 0, alive = max(1, replies[3].integer ?? 1)
-        target = max(1, (active + alive - 1) / alive)
+        let alive = max(1, replies[3].integer ?? 1)
+        target = max(1, (Self.sourcesToRun(groups: replies[2], group: settings.group, active: replies[4].integer ?? 0,
+                                           idle: replies[5].integer ?? 0) + alive - 1) / alive)
         if !ids.isEmpty {
-            let kept = Set((replies[4].elements ?? []).compactMap(\.text))
+            let kept = Set((replies[6].elements ?? []).compactMap(\.text))
             for (id, o) in owned where !kept.contains(o.registryEntry) {
                 settings.log("source \(id) was claimed by another worker; letting it go")
                 drop(id)
@@ -232,6 +295,21 @@ public final class ClusterWorker {
             latencies.removeAll(keepingCapacity: true)
             entriesSinceStats = 0
         }
+    }
+
+    /// The sources the workers share: the registry's entries pending in the group (sources held,
+    /// by live workers or by dead ones not yet claimed) and those not yet read (its lag). When
+    /// Redis cannot tell the lag (entries deleted from the registry), the active sources that
+    /// are neither held nor set aside stand for it.
+    static func sourcesToRun(groups: RedisReply, group: String, active: Int, idle: Int) -> Int {
+        for g in groups.elements ?? [] {
+            let fields = StreamReplies.fields(g.elements ?? [])
+            guard fields["name"]?.text == group else { continue }
+            let pending = max(0, fields["pending"]?.integer ?? 0)
+            let lag = fields["lag"]?.integer ?? max(0, active - idle - pending)
+            return pending + max(0, lag)
+        }
+        return active
     }
 
     /// For each registry id: touched (idle time reset) if still pending with this consumer.
@@ -278,313 +356,5 @@ public final class ClusterWorker {
             try release(id, c)
             settings.log("gave up source \(id): \(owned.count) left, the fair share is \(target)")
         }
-    }
-
-    // MARK: Taking a source
-
-    /// Takes the source of a registry entry: its checkpoint restored, its audio after it replayed.
-    private func take(registryEntry: String, fields: [RedisReply]?, _ c: RedisConnection) throws(RedisError) {
-        let source = StreamReplies.pairs(fields ?? [])["source"].map { String(decoding: $0, as: UTF8.self) }
-        guard let id = source, (try? ClusterKeys.validate(source: id)) != nil else {
-            // A registry entry that names no source (or one deleted): nothing to run.
-            try c.expect(["XACK", RedisArgument(keys.sources), group, RedisArgument(registryEntry)])
-            return
-        }
-        if var o = owned[id] {
-            // Already ours (read twice after a lost connection): the newer entry is the one kept.
-            if o.registryEntry != registryEntry {
-                try c.expect(["XACK", RedisArgument(keys.sources), group, RedisArgument(o.registryEntry)])
-                o.registryEntry = registryEntry
-                owned[id] = o
-            }
-            return
-        }
-        summary.sourcesTaken += 1
-        var o = Owned(id: id, registryEntry: registryEntry)
-        try createGroup(keys.audio(id), c)
-        let checkpoint = StreamReplies.hash(try c.expect(["HGETALL", RedisArgument(keys.checkpoint(id))]))
-        func text(_ k: String) -> String? { checkpoint[k].map { String(decoding: $0, as: UTF8.self) } }
-        if text("done") == "1" {
-            try finishRegistry(o, c)
-            return
-        }
-        var replayFromStart = false
-        if let bytes = checkpoint["snapshot"], let seqText = text("seq"), let entry = text("entry") {
-            // A number out of range stands as 0 in what the failure says; the checkpoint is refused.
-            let seq = Int(seqText).flatMap { (0...AudioEntry.maxSeq).contains($0) ? $0 : nil }
-            do {
-                guard let seq else { throw StreamError.snapshot(reason: "the checkpoint's seq '\(seqText)' is not an entry number (0...2^53)") }
-                let snapshot = try StreamSnapshot(serialized: bytes)
-                o.channel = try channels.add(restoring: snapshot, kind: .live)
-                o.lastSeq = seq
-                o.lastEntry = entry
-            } catch {
-                // Another model's snapshot, or a damaged one: start the source again from its
-                // first entry, if its audio is all still there.
-                let first = StreamReplies.entries(try c.expect(["XRANGE", RedisArgument(keys.audio(id)), "-", "+", "COUNT", "1"])).first
-                let firstSeq = first.flatMap { e in e.fields.flatMap { try? AudioEntry(id: e.id, fields: $0, source: id).seq } }
-                if firstSeq == 1 {
-                    settings.log("source \(id): checkpoint refused (\(error)); starting it again from its first entry")
-                    replayFromStart = true
-                } else {
-                    owned[id] = o
-                    try fail(id, reason: "its checkpoint was refused (\(error)) and its audio from the start is no longer there", seq: (seq ?? 0) + 1, c)
-                    return
-                }
-            }
-        }
-        owned[id] = o
-        if let k = o.channel { byChannel[k] = id }
-        settings.log("took source \(id)" + (o.lastSeq > 0 ? " from its checkpoint at entry \(o.lastSeq)" : ""))
-        // Its audio delivered to a dead owner and never acknowledged becomes ours.
-        var cursor = "0-0"
-        repeat {
-            let reply = try c.expect(["XAUTOCLAIM", RedisArgument(keys.audio(id)), group, me, "0", RedisArgument(cursor), "COUNT", "1000", "JUSTID"])
-            guard let parts = reply.elements, let next = parts.first?.text else { break }
-            cursor = next
-        } while cursor != "0-0"
-        // The replay: acknowledged audio first when starting again, then everything pending.
-        if replayFromStart, let until = text("entry") {
-            var from = "-"
-            while true {
-                let page = StreamReplies.entries(try c.expect(["XRANGE", RedisArgument(keys.audio(id)), RedisArgument(from), RedisArgument(until), "COUNT", "500"]))
-                if page.isEmpty { break }
-                try replay(id, page, c)
-                guard owned[id]?.done == false, let last = page.last?.id else { return }
-                from = "(" + last
-            }
-        }
-        var after = "0"
-        while owned[id]?.done == false {
-            let reply = try c.expect(["XREADGROUP", "GROUP", group, me, "COUNT", "500", "STREAMS", RedisArgument(keys.audio(id)), RedisArgument(after)])
-            let page = StreamReplies.streams(reply).first?.entries ?? []
-            if page.isEmpty { break }
-            try replay(id, page, c)
-            after = page[page.count - 1].id
-        }
-    }
-
-    /// Entries of one source, in order, one at a time.
-    private func replay(_ id: String, _ entries: [(id: String, fields: [RedisReply]?)], _ c: RedisConnection) throws(RedisError) {
-        for e in entries {
-            guard owned[id]?.done == false else { return }
-            try process([id: [e]], c)
-        }
-    }
-
-    // MARK: Running audio
-
-    /// A read's entries: in rounds of at most one entry per source, so that each step's events
-    /// belong to one entry; every source of a round steps in one batch.
-    private func process(_ batch: [String: [(id: String, fields: [RedisReply]?)]], _ c: RedisConnection) throws(RedisError) {
-        var commands: [[RedisArgument]] = []
-        var retake: Set<String> = []
-        let rounds = batch.values.map(\.count).max() ?? 0
-        let now = WallClock.micros()
-        for r in 0..<rounds {
-            var pushed: [String: Int] = [:]  // source → seq pushed this round
-            var events: [String: [ClusterEvent]] = [:]
-            var ending: [(id: String, seq: Int)] = []
-            for (id, entries) in batch where r < entries.count && !retake.contains(id) {
-                guard var o = owned[id], !o.done else { continue }
-                let raw = entries[r]
-                do {
-                    guard let fields = raw.fields else { throw ClusterError.malformedEntry(source: id, entry: raw.id, reason: "the entry was deleted") }
-                    let entry = try AudioEntry(id: raw.id, fields: fields, source: id)
-                    if entry.seq <= o.lastSeq {
-                        // Already in the snapshot: acknowledged with the next checkpoint.
-                        o.unacked.append(raw.id)
-                        owned[id] = o
-                        continue
-                    }
-                    guard entry.seq == o.lastSeq + 1 else {
-                        // The entries between may have gone to the source's previous owner just
-                        // as this worker took it: take the source up again from its checkpoint,
-                        // claiming everything pending, once. Still missing then: they are lost.
-                        if gapRetried[id] != o.lastSeq {
-                            gapRetried[id] = o.lastSeq
-                            retake.insert(id)
-                            continue
-                        }
-                        throw ClusterError.malformedEntry(source: id, entry: raw.id, reason: "seq \(entry.seq) after \(o.lastSeq): entries are missing")
-                    }
-                    summary.entries += 1
-                    entriesSinceStats += 1
-                    if let t = entry.publishedMicros { latencies.append(max(0, now - t)) }
-                    o.lastSeq = entry.seq
-                    o.lastEntry = raw.id
-                    o.unacked.append(raw.id)
-                    if entry.end {
-                        o.done = true
-                        owned[id] = o
-                        ending.append((id, entry.seq))
-                        continue
-                    }
-                    if o.channel == nil {
-                        do { o.channel = try channels.add(sourceRate: entry.rate, kind: .live) } catch {
-                            throw ClusterError.malformedEntry(source: id, entry: raw.id, reason: "\(error)")
-                        }
-                        byChannel[o.channel ?? -1] = id
-                    }
-                    guard let k = o.channel else { continue }
-                    let rate = channels.sourceRate(k)
-                    guard entry.rate == rate else {
-                        throw ClusterError.malformedEntry(source: id, entry: raw.id, reason: "rate \(entry.rate) Hz; the source's audio is at \(rate ?? 0) Hz")
-                    }
-                    owned[id] = o
-                    events[id, default: []] += record(channels.push(entry.samples, channel: k), source: id, seq: entry.seq, from: 0)
-                    pushed[id] = entry.seq
-                } catch {
-                    // The entry's place: the one after the last good one.
-                    settings.log("source \(id) failed: \(error)")
-                    o.unacked.append(raw.id)
-                    owned[id] = o
-                    events[id, default: []].append(ClusterEvent(source: id, seq: o.lastSeq + 1, index: 0, kind: .error("\(error)")))
-                    markFailed(id)
-                }
-            }
-            // One batched step of every source pushed this round.
-            for event in channels.drain() {
-                guard let id = byChannel[event.channel], let seq = pushed[id] else { continue }
-                events[id, default: []] += record([event], source: id, seq: seq, from: events[id]?.count ?? 0)
-            }
-            // Sources that ended: their tails step (nothing else has a block now), their open
-            // segments close, and an end event says that all is out.
-            for (id, seq) in ending {
-                if let k = owned[id]?.channel {
-                    let tail = channels.finish(channel: k).filter { $0.channel == k }
-                    events[id, default: []] += record(tail, source: id, seq: seq, from: events[id]?.count ?? 0)
-                }
-                events[id, default: []].append(ClusterEvent(source: id, seq: seq, index: events[id]?.count ?? 0, kind: .end))
-            }
-            for (id, list) in events {
-                // Renumber: the k-th event of the entry.
-                for (k, var e) in list.enumerated() {
-                    e.index = k
-                    commands.append(["XADD", RedisArgument(keys.events(id)), RedisArgument(e.entryID)] + e.fields)
-                    if case .error = e.kind { markFailed(id) }
-                }
-            }
-        }
-        // The events go before the checkpoints that cover their audio.
-        if !commands.isEmpty {
-            let replies = try c.pipeline(commands)
-            for (r, cmd) in zip(replies, commands) {
-                if let e = r.errorMessage {
-                    if e.contains("equal or smaller") { summary.duplicateEvents += 1; continue }
-                    throw .refused(command: RedisConnection.name(cmd), message: e)
-                }
-                summary.events += 1
-            }
-        }
-        for id in batch.keys.sorted() where !retake.contains(id) {
-            guard let o = owned[id] else { continue }
-            if o.done || o.unacked.count >= settings.checkpointEvery { try checkpoint(id, c) }
-        }
-        for id in retake.sorted() {
-            guard let o = owned[id] else { continue }
-            settings.log("source \(id): entries after \(o.lastSeq) are missing here; taking it up again from its checkpoint")
-            drop(id)
-            try take(registryEntry: o.registryEntry, fields: [.string(Array("source".utf8)), .string(Array(id.utf8))], c)
-        }
-    }
-
-    /// A stream's events as cluster events (failures become the source's error).
-    private func record(_ events: [ClassifierEvent], source: String, seq: Int, from: Int) -> [ClusterEvent] {
-        var out: [ClusterEvent] = []
-        for e in events {
-            let kind: ClusterEvent.Kind
-            switch e {
-            case var .ended(s): s.channel = 0; kind = .segment(s)
-            case let .detected(d): var d = d; d.channel = 0; kind = .detection(d)
-            case let .failed(_, error): kind = .error("\(error)")
-            case .started, .scores, .dropped: continue
-            }
-            out.append(ClusterEvent(source: source, seq: seq, index: from + out.count, kind: kind))
-        }
-        return out
-    }
-
-    private func markFailed(_ id: String) {
-        guard var o = owned[id], !o.done else { return }
-        o.done = true
-        o.failed = true
-        owned[id] = o
-    }
-
-    private func fail(_ id: String, reason: String, seq: Int, _ c: RedisConnection) throws(RedisError) {
-        settings.log("source \(id) failed: \(reason)")
-        let e = ClusterEvent(source: id, seq: seq, index: 0, kind: .error(reason))
-        let r = try c.command(["XADD", RedisArgument(keys.events(id)), RedisArgument(e.entryID)] + e.fields)
-        if let m = r.errorMessage, !m.contains("equal or smaller") { throw .refused(command: "XADD \(keys.events(id))", message: m) }
-        markFailed(id)
-        let last = owned[id]?.lastSeq ?? 0
-        owned[id]?.lastSeq = max(last, seq)
-        try checkpoint(id, c)
-    }
-
-    // MARK: Checkpoints
-
-    /// The source's snapshot and last seq, with the acknowledgement of its audio, in one script
-    /// (refused if a newer checkpoint is there: a worker that lost the source meanwhile).
-    /// An ended source also leaves the registry.
-    private func checkpoint(_ id: String, _ c: RedisConnection) throws(RedisError) {
-        guard var o = owned[id] else { return }
-        var snapshot: [UInt8] = []
-        if let k = o.channel, !o.failed, let s = try? channels.snapshot(k) { snapshot = s.serialized() }
-        let args: [RedisArgument] = ["EVAL", RedisArgument(Self.checkpointScript), "2", RedisArgument(keys.checkpoint(id)), RedisArgument(keys.audio(id)),
-                                     group, RedisArgument(o.lastSeq), RedisArgument(o.lastEntry), RedisArgument(model.contentHash),
-                                     RedisArgument(bytes: snapshot), o.done ? "1" : "0"] + o.unacked.map { RedisArgument($0) }
-        try c.expect(args)
-        summary.checkpoints += 1
-        o.unacked.removeAll()
-        owned[id] = o
-        if o.done {
-            if o.failed { summary.sourcesFailed += 1 } else { summary.sourcesEnded += 1 }
-            try finishRegistry(o, c)
-        }
-    }
-
-    static let checkpointScript = """
-        local current = tonumber(redis.call('HGET', KEYS[1], 'seq') or '-1')
-        if current > tonumber(ARGV[2]) then return 0 end
-        redis.call('HSET', KEYS[1], 'seq', ARGV[2], 'entry', ARGV[3], 'model', ARGV[4], 'snapshot', ARGV[5], 'done', ARGV[6])
-        if #ARGV > 6 then redis.call('XACK', KEYS[2], ARGV[1], unpack(ARGV, 7)) end
-        return 1
-        """
-
-    /// An ended source leaves the registry and the active set.
-    private func finishRegistry(_ o: Owned, _ c: RedisConnection) throws(RedisError) {
-        let replies = try c.pipeline([["XACK", RedisArgument(keys.sources), group, RedisArgument(o.registryEntry)],
-                                      ["SREM", RedisArgument(keys.active), RedisArgument(o.id)]])
-        if let e = replies.compactMap(\.errorMessage).first { throw .refused(command: "XACK \(keys.sources)", message: e) }
-        drop(o.id)
-    }
-
-    /// Checkpoints a source and puts it back on the registry for another worker.
-    private func release(_ id: String, _ c: RedisConnection) throws(RedisError) {
-        guard let o = owned[id] else { return }
-        if o.done { drop(id); return }
-        if o.lastSeq > 0 { try checkpoint(id, c) }
-        let replies = try c.pipeline([["MULTI"], ["XACK", RedisArgument(keys.sources), group, RedisArgument(o.registryEntry)],
-                                      ["XADD", RedisArgument(keys.sources), "*", "source", RedisArgument(id)], ["EXEC"]])
-        if let e = replies.compactMap(\.errorMessage).first { throw .refused(command: "XADD \(keys.sources)", message: e) }
-        summary.sourcesReleased += 1
-        drop(id)
-    }
-
-    /// Forgets a source here (its channel leaves the set).
-    private func drop(_ id: String) {
-        guard let o = owned.removeValue(forKey: id) else { return }
-        if let k = o.channel {
-            channels.remove(k)
-            byChannel[k] = nil
-        }
-    }
-
-    /// After a lost connection: everything here is forgotten; the sources are taken up again
-    /// from their checkpoints (their registry entries are still pending with this worker).
-    private func dropAll() {
-        for id in Array(owned.keys) { drop(id) }
     }
 }
