@@ -1,3 +1,4 @@
+import EarshotModel
 import Foundation
 
 /// Finds model packages by name on a search path, or by path.
@@ -172,8 +173,9 @@ public enum ModelLookupError: Error, Equatable, Sendable, CustomStringConvertibl
         case let .notFound(name, searched, _, near):
             return "no model '\(name)'" + (near.isEmpty ? "" : " (did you mean \(near.joined(separator: " or "))?)")
                 + " in " + searched.map(\.path).joined(separator: ", ")
-        case let .noSuchFolder(path): return "\(path): no such model folder"
-        case let .notAPackage(path): return "\(path): not a model package (no model.json in it)"
+        // The same words as loading the folder gives, so each message has one form.
+        case let .noSuchFolder(path): return ModelError.notFound(folder: path, file: nil).description
+        case let .notAPackage(path): return ModelError.notFound(folder: path, file: "model.json").description
         }
     }
 }

@@ -151,7 +151,7 @@ struct ModelSearchTests {
         let missing = try install.run(["inspect", "./no-such"], environment)
         #expect(missing.status == 66 && missing.err.contains("./no-such: no such model folder"), "\(missing.err)")
         let notPackage = try install.run(["inspect", install.env2.deletingLastPathComponent().path], environment)
-        #expect(notPackage.status == 66 && notPackage.err.contains("not a model package (no model.json in it)"), "\(notPackage.err)")
+        #expect(notPackage.status == 66 && notPackage.err.contains("no model.json in ") && notPackage.err.contains(": not a model package (a package holds model.json"), "\(notPackage.err)")
     }
 
     @Test("The search path as the library builds it: each place in order, repeated folders once, the checkout's Models/ last")
