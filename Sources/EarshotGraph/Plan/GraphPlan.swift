@@ -1,28 +1,5 @@
 import CEarshotKernels
 
-/// One node of a graph: an ONNX op over named tensors ("" for an omitted input or output).
-public struct GraphNode: Sendable, Equatable {
-    /// The op.
-    public let op: String
-    /// The node's name.
-    public let name: String
-    /// Its input tensors.
-    public let inputs: [String]
-    /// Its output tensors.
-    public let outputs: [String]
-    /// Its attributes.
-    public let attributes: [String: GraphAttribute]
-
-    /// A node.
-    public init(op: String, name: String, inputs: [String], outputs: [String], attributes: [String: GraphAttribute] = [:]) {
-        self.op = op
-        self.name = name
-        self.inputs = inputs
-        self.outputs = outputs
-        self.attributes = attributes
-    }
-}
-
 /// A graph compiled for inputs of fixed shapes, to run many times on many streams.
 ///
 /// At build, one pass of the reference kernels (`GraphOps`) on zeros gives every tensor's shape;
@@ -376,52 +353,5 @@ public struct GraphPlan: Sendable {
                 }
             }
         }
-    }
-}
-
-/// The memory a plan's runs use: for one caller at a time, kept from step to step so that a
-/// step allocates nothing.
-public struct GraphWorkspace: Sendable {
-    var arena: [Float] = []
-    var scratch: [Float] = []
-    /// An empty workspace.
-    public init() {}
-}
-
-extension Array where Element == Float {
-    /// At least n elements (new ones zero); more are kept.
-    package mutating func grow(to n: Int) {
-        if count < n { append(contentsOf: repeatElement(0, count: n - count)) }
-    }
-
-    /// Grows (with zeros) or shrinks to `n` values, keeping the storage.
-    package mutating func setCount(_ n: Int) {
-        if count > n {
-            removeLast(count - n)
-        } else if count < n {
-            append(contentsOf: repeatElement(0, count: n - count))
-        }
-    }
-}
-
-/// The pointers of one run.
-struct Context {
-    let arena: UnsafeMutablePointer<Float>
-    let stride: Int
-    let shared: UnsafePointer<Float>
-    let scratch: UnsafeMutablePointer<Float>
-    let streams: Int
-
-    @inline(__always) func read(_ ref: GraphPlan.Ref, _ stream: Int) -> UnsafePointer<Float> {
-        ref.shared ? shared + ref.offset : UnsafePointer(arena + stream * stride + ref.offset)
-    }
-
-    @inline(__always) func write(_ ref: GraphPlan.Ref, _ stream: Int) -> UnsafeMutablePointer<Float> {
-        arena + stream * stride + ref.offset
-    }
-
-    /// A tensor's first byte, as floats or as codes (`ref.coded`).
-    @inline(__always) func bytes(_ ref: GraphPlan.Ref, _ stream: Int) -> UnsafeMutableRawPointer {
-        (ref.shared ? UnsafeMutableRawPointer(mutating: shared) : UnsafeMutableRawPointer(arena + stream * stride)) + ref.bytes.lowerBound
     }
 }

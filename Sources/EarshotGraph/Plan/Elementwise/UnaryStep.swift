@@ -1,0 +1,52 @@
+import CEarshotKernels
+import Foundation
+
+/// An element-wise op of one input (and Clip's bounds), by the vectorized kernels where they have it.
+struct UnaryStep: Step {
+    enum Kind: String, Sendable {
+        case relu = "Relu", sigmoid = "Sigmoid", tanh = "Tanh", sqrt = "Sqrt", exp = "Exp", log = "Log", neg = "Neg"
+        case abs = "Abs", erf = "Erf", softplus = "Softplus", leakyRelu = "LeakyRelu", clip = "Clip"
+    }
+
+    let kind: Kind
+    let x: GraphPlan.Ref
+    let y: GraphPlan.Ref
+    /// LeakyRelu's slope.
+    let alpha: Float
+    let beta: Float
+    /// Clip's bounds (nil: none on that side).
+    let low: GraphPlan.Ref?
+    let high: GraphPlan.Ref?
+
+    func run(_ c: Context) {
+        let n = y.count
+        for b in 0..<c.streams {
+            let input = c.read(x, b), out = c.write(y, b)
+            switch kind {
+            case .relu: earshot_unary(Int32(EARSHOT_RELU), 0, input, out, n)
+            case .sigmoid:
+                out.update(from: input, count: n)
+                earshot_sigmoid(out, n)
+            case .tanh:
+                out.update(from: input, count: n)
+                earshot_tanh(out, n)
+            case .sqrt: earshot_unary(Int32(EARSHOT_SQRT), 0, input, out, n)
+            case .exp: for i in 0..<n { out[i] = Foundation.exp(input[i]) }
+            case .log: for i in 0..<n { out[i] = Foundation.log(input[i]) }
+            case .neg: earshot_unary(Int32(EARSHOT_NEG), 0, input, out, n)
+            case .abs: earshot_unary(Int32(EARSHOT_ABS), 0, input, out, n)
+            case .erf: for i in 0..<n { out[i] = Foundation.erf(input[i]) }
+            case .softplus: for i in 0..<n { out[i] = Foundation.log1p(Foundation.exp(input[i])) }
+            case .leakyRelu: earshot_unary(Int32(EARSHOT_LEAKY_RELU), alpha, input, out, n)
+            case .clip:
+                let lo = low.map { c.read($0, b)[0] } ?? -.infinity, hi = high.map { c.read($0, b)[0] } ?? .infinity
+                for i in 0..<n { out[i] = input[i].isNaN ? input[i] : Swift.min(Swift.max(input[i], lo), hi) }
+            }
+        }
+    }
+}
+
+extension UnaryStep {
+    var reads: [GraphPlan.Ref] { [x] + [low, high].compactMap { $0 } }
+    var writes: [GraphPlan.Ref] { [y] }
+}
