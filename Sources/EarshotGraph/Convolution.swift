@@ -37,7 +37,7 @@ struct Window {
             return values
         }
         strides = try list("strides", count: spatial, default: 1, minimum: 1)
-        dilations = pooling && n.op == "AveragePool" && n.opset < 19
+        dilations = pooling && n.op == .averagePool && n.opset < 19
             ? [Int](repeating: 1, count: spatial)
             : try list("dilations", count: spatial, default: 1, minimum: 1)
         let pads = try list("pads", count: 2 * spatial, default: 0, minimum: 0)
@@ -192,7 +192,7 @@ enum Convolution {
 enum Pooling {
     /// MaxPool (with its Indices output) and AveragePool, 1-D and 2-D.
     static func pool(_ n: Node) throws(GraphError) -> [GraphTensor] {
-        let isMax = n.op == "MaxPool"
+        let isMax = n.op == .maxPool
         var attributes: Set<String> = ["auto_pad", "ceil_mode", "kernel_shape", "pads", "strides"]
         if isMax {
             attributes.formUnion(["dilations", "storage_order"])

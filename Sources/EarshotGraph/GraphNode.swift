@@ -1,7 +1,7 @@
-/// One node of a graph: an ONNX op over named tensors ("" for an omitted input or output).
+/// One node of a graph: an op over named tensors ("" for an omitted input or output).
 public struct GraphNode: Sendable, Equatable {
     /// The op.
-    public let op: String
+    public let op: GraphOp
     /// The node's name.
     public let name: String
     /// Its input tensors.
@@ -12,11 +12,18 @@ public struct GraphNode: Sendable, Equatable {
     public let attributes: [String: GraphAttribute]
 
     /// A node.
-    public init(op: String, name: String, inputs: [String], outputs: [String], attributes: [String: GraphAttribute] = [:]) {
+    public init(op: GraphOp, name: String, inputs: [String], outputs: [String], attributes: [String: GraphAttribute] = [:]) {
         self.op = op
         self.name = name
         self.inputs = inputs
         self.outputs = outputs
         self.attributes = attributes
+    }
+
+    /// A node whose op is named as a package names it (`GraphOp(named:node:)`: a name no kernel
+    /// knows is refused).
+    public init(op name: String, name node: String, inputs: [String], outputs: [String],
+                attributes: [String: GraphAttribute] = [:]) throws(GraphError) {
+        self.init(op: try GraphOp(named: name, node: node), name: node, inputs: inputs, outputs: outputs, attributes: attributes)
     }
 }

@@ -152,7 +152,7 @@ public enum Quantized {
     // MARK: Ops
 
     static func conv(_ n: Node) throws(GraphError) -> [GraphTensor] {
-        let depthwise = n.op == "TFLiteDepthwiseConv2D"
+        let depthwise = n.op == .tfliteDepthwiseConv2D
         try n.expect(inputs: ["x", "filter", "bias"], required: 2,
                      attributes: Set(["strides", "dilations", "pads", "input_offset", "output_offset", "multipliers", "shifts", "activation"]
                         + (depthwise ? ["depth_multiplier"] : [])))

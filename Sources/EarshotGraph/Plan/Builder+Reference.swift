@@ -10,7 +10,7 @@ extension Builder {
             } else if let ref = ref(name) {
                 sources.append(.stream(ref, value.shape))
             } else {
-                throw .unsupported(node: node.name, op: node.op, reason: "input '\(name)' is not a float tensor")
+                throw .unsupported(node: node.name, op: node.op.rawValue, reason: "input '\(name)' is not a float tensor")
             }
         }
         var refs: [Ref?] = []

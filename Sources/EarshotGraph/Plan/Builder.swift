@@ -34,12 +34,6 @@ struct Builder {
     /// first such step reads them).
     var decoded: [String: Ref] = [:]
 
-    /// The ops that only move values: compiled to copy runs.
-    static let movers: Set<String> = [
-        "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Gather", "Concat", "Split", "Pad",
-        "Expand", "Tile", "Cast",
-    ]
-
     init(constants: [String: GraphTensor], opset: Int, codes: Set<String> = []) {
         self.constants = constants
         self.opset = opset
@@ -107,7 +101,7 @@ struct Builder {
         for name in nodes.flatMap(\.inputs) + outputs where !name.isEmpty { readers[name, default: 0] += 1 }
         for node in nodes { for name in node.outputs { producers[name] = node.name } }
         var asCondition: [String: Int] = [:]
-        for node in nodes where node.op == "Where" && !node.inputs.isEmpty { asCondition[node.inputs[0], default: 0] += 1 }
+        for node in nodes where node.op == .where && !node.inputs.isEmpty { asCondition[node.inputs[0], default: 0] += 1 }
         conditionsOnly = Set(asCondition.filter { readers[$0.key] == $0.value }.keys)
         for input in inputs {
             guard values[input.name] == nil, input.shape.allSatisfy({ $0 >= 0 }) else {
@@ -124,14 +118,14 @@ struct Builder {
             for name in node.inputs {
                 guard !name.isEmpty else { inputs.append(nil); continue }
                 guard let value = values[name] else {
-                    throw .op(node: node.name, op: node.op, reason: "reads '\(name)', which nothing before it gives")
+                    throw .op(node: node.name, op: node.op.rawValue, reason: "reads '\(name)', which nothing before it gives")
                 }
                 inputs.append(value)
             }
             let outs = try GraphOps.run(node.op, node: node.name, inputs: inputs, attributes: node.attributes, opset: opset,
                                         outputCount: node.outputs.count)
             for (name, value) in zip(node.outputs, outs) where !name.isEmpty { values[name] = value }
-            let dependent = !["Shape", "Size"].contains(node.op) && node.inputs.contains { !$0.isEmpty && !fixed.contains($0) }
+            let dependent = ![GraphOp.shape, .size].contains(node.op) && node.inputs.contains { !$0.isEmpty && !fixed.contains($0) }
             guard dependent else {
                 for name in node.outputs where !name.isEmpty { fixed.insert(name) }
                 kernels[node.name] = "folded"
@@ -142,7 +136,7 @@ struct Builder {
                 continue
             }
             for (name, value) in zip(node.outputs, outs) where !name.isEmpty && value.dtype != .float32 {
-                throw .unsupported(node: node.name, op: node.op,
+                throw .unsupported(node: node.name, op: node.op.rawValue,
                                    reason: "output '\(name)' is \(value.dtype.rawValue) and depends on the inputs (a compiled graph computes floats only)")
             }
             try compile(node, inputs: inputs, outputs: outs)
@@ -176,19 +170,24 @@ struct Builder {
     private mutating func compile(_ node: GraphNode, inputs: [GraphTensor?], outputs: [GraphTensor]) throws(GraphError) {
         let compiled: String?
         switch node.op {
-        case _ where Self.movers.contains(node.op): compiled = try move(node, inputs, outputs)
-        case "Conv": compiled = try conv(node, inputs, outputs)
-        case "MatMul", "Gemm": compiled = try dense(node, inputs, outputs)
-        case "LSTM": compiled = try lstm(node, inputs, outputs)
-        case "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin": compiled = try reduce(node, inputs, outputs)
-        case "MaxPool", "AveragePool": compiled = try pool(node, inputs, outputs)
-        case _ where UnaryStep.Kind(rawValue: node.op) != nil: compiled = unary(node, inputs, outputs)
-        case _ where BinaryStep.Kind(rawValue: node.op) != nil: compiled = binary(node, inputs, outputs)
-        case "Where": compiled = select(node, inputs, outputs)
-        case "TFLiteConv2D", "TFLiteDepthwiseConv2D", "TFLiteFullyConnected", "TFLiteLookup", "Quantize":
-            compiled = try quantized(node, inputs, outputs)
-        case "MicroFrontend": compiled = microFrontend(node, inputs, outputs)
-        default: compiled = nil
+        case .identity, .reshape, .flatten, .squeeze, .unsqueeze, .transpose, .slice, .gather, .concat, .split, .pad, .expand, .tile,
+             .cast:
+            compiled = try move(node, inputs, outputs)
+        case .conv: compiled = try conv(node, inputs, outputs)
+        case .matMul, .gemm: compiled = try dense(node, inputs, outputs)
+        case .lstm: compiled = try lstm(node, inputs, outputs)
+        case .reduceMean, .reduceSum, .reduceMax, .reduceMin: compiled = try reduce(node, inputs, outputs)
+        case .maxPool, .averagePool: compiled = try pool(node, inputs, outputs)
+        case .relu, .sigmoid, .tanh, .sqrt, .exp, .log, .neg, .abs, .erf, .softplus, .leakyRelu, .clip: compiled = unary(node, inputs, outputs)
+        case .add, .sub, .mul, .div, .max, .min, .pow: compiled = binary(node, inputs, outputs)
+        case .where: compiled = select(node, inputs, outputs)
+        case .tfliteConv2D, .tfliteDepthwiseConv2D, .tfliteFullyConnected, .tfliteLookup, .quantize: compiled = try quantized(node, inputs, outputs)
+        case .microFrontend: compiled = microFrontend(node, inputs, outputs)
+        // No compiled step: the reference kernel. (A comparison that only Wheres read is compiled
+        // into them: `condition`.)
+        case .and, .or, .not, .equal, .greater, .greaterOrEqual, .less, .lessOrEqual, .softmax, .layerNormalization,
+             .batchNormalization, .gru, .constantOfShape, .range, .shape, .size:
+            compiled = nil
         }
         if let compiled {
             kernels[node.name] = compiled

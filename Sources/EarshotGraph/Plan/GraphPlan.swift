@@ -321,7 +321,7 @@ public struct GraphPlan: Sendable {
     /// kernels takes whole numbers in the int8 range (its states hold quantized values).
     private func check(nodes: [GraphNode], constants: [String: GraphTensor]) throws(GraphError) {
         var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
-        let integers = nodes.contains { GraphOps.integerOps.contains($0.op) }
+        let integers = nodes.contains { !$0.op.isONNX }
         func random() -> Float {
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             let r = Int64(bitPattern: seed >> 11)

@@ -25,7 +25,7 @@ struct ReferenceStep: Step {
             for (ref, value) in zip(outputs, outs) {
                 guard let ref, ref.count > 0 else { continue }
                 guard value.floats.count == ref.count else {
-                    throw .op(node: node.name, op: node.op, reason: "gave \(value.floats.count) values where the plan holds \(ref.count)")
+                    throw .op(node: node.name, op: node.op.rawValue, reason: "gave \(value.floats.count) values where the plan holds \(ref.count)")
                 }
                 value.floats.withUnsafeBufferPointer { c.write(ref, b).update(from: $0.baseAddress!, count: ref.count) }
             }

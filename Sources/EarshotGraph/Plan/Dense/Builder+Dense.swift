@@ -7,7 +7,7 @@ extension Builder {
         var weight: [Float]  // [columns][k]
         var bias: [Float]? = nil
         let k: Int, columns: Int
-        if g.op == "MatMul" {
+        if g.op == .matMul {
             (k, columns) = (b.shape[0], b.shape[1])
             guard a.shape.last == k else { return nil }
             weight = transposed(b.floats, rows: k, columns: columns)

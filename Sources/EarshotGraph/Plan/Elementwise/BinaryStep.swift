@@ -4,10 +4,24 @@ import Foundation
 /// An element-wise op of two broadcast inputs: the vectorized kernel when the shapes match or an
 /// operand is one value, else over the precomputed broadcast maps.
 struct BinaryStep: Step {
-    enum Kind: String, Sendable {
-        case add = "Add", sub = "Sub", mul = "Mul", div = "Div", max = "Max", min = "Min", pow = "Pow"
+    enum Kind: Sendable {
+        case add, sub, mul, div, max, min, pow
         /// Pow by a fixed 2.
-        case square = "Square"
+        case square
+
+        /// The kind of op `op`; nil for an op of another family.
+        init?(_ op: GraphOp) {
+            switch op {
+            case .add: self = .add
+            case .sub: self = .sub
+            case .mul: self = .mul
+            case .div: self = .div
+            case .max: self = .max
+            case .min: self = .min
+            case .pow: self = .pow
+            default: return nil
+            }
+        }
     }
 
     let kind: Kind

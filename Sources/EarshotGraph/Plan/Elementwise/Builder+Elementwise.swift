@@ -4,7 +4,7 @@ extension Builder {
     /// An element-wise op of one float input; Relu and LeakyRelu after a Conv, its only reader, go
     /// into the Conv's step (`fuse`).
     mutating func unary(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) -> String? {
-        guard let kind = UnaryStep.Kind(rawValue: g.op), let x = inputs.first ?? nil, x.dtype == .float32,
+        guard let kind = UnaryStep.Kind(g.op), let x = inputs.first ?? nil, x.dtype == .float32,
               let xRef = ref(g.inputs[0]) else { return nil }
         var (alpha, beta): (Float, Float) = (0, 0)
         if kind == .relu, fuse(.unary(Int32(EARSHOT_RELU), alpha: 0), reading: g.inputs[0], as: xRef, into: g.outputs[0]) {
@@ -38,7 +38,7 @@ extension Builder {
     /// An element-wise op of two float inputs; Max or Min with a constant after a Conv, its only
     /// reader, goes into the Conv's step (`fuse`).
     mutating func binary(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) -> String? {
-        guard var kind = BinaryStep.Kind(rawValue: g.op), inputs.count == 2, let a = inputs[0], let b = inputs[1],
+        guard var kind = BinaryStep.Kind(g.op), inputs.count == 2, let a = inputs[0], let b = inputs[1],
               a.dtype == .float32, b.dtype == .float32, outputs[0].dtype == .float32 else { return nil }
         let shape = outputs[0].shape
         if kind == .pow, fixed.contains(g.inputs[1]), b.scalarFloat == 2 { kind = .square }

@@ -2,7 +2,7 @@ extension Builder {
     /// A comparison of two float tensors that only Wheres read (as their condition): no step of
     /// its own, the Where compares as it selects.
     mutating func condition(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) -> String? {
-        guard let kind = SelectStep.Comparison(rawValue: g.op), outputs.count == 1, conditionsOnly.contains(g.outputs[0]),
+        guard let kind = SelectStep.Comparison(g.op), outputs.count == 1, conditionsOnly.contains(g.outputs[0]),
               inputs.count == 2, let a = inputs[0], let b = inputs[1], a.dtype == .float32, b.dtype == .float32,
               let aRef = ref(g.inputs[0]), let bRef = ref(g.inputs[1]) else { return nil }
         let shape = outputs[0].shape

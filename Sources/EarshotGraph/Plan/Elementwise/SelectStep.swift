@@ -1,8 +1,20 @@
 /// Where(a op b, X, Y): each output element X's where the comparison holds, else Y's. A
 /// condition of one value a stream copies X or Y whole.
 struct SelectStep: Step {
-    enum Comparison: String, Sendable {
-        case equal = "Equal", greater = "Greater", greaterOrEqual = "GreaterOrEqual", less = "Less", lessOrEqual = "LessOrEqual"
+    enum Comparison: Sendable {
+        case equal, greater, greaterOrEqual, less, lessOrEqual
+
+        /// The comparison op `op`; nil for an op of another family.
+        init?(_ op: GraphOp) {
+            switch op {
+            case .equal: self = .equal
+            case .greater: self = .greater
+            case .greaterOrEqual: self = .greaterOrEqual
+            case .less: self = .less
+            case .lessOrEqual: self = .lessOrEqual
+            default: return nil
+            }
+        }
 
         @inline(__always) func holds(_ a: Float, _ b: Float) -> Bool {
             switch self {

@@ -3,9 +3,27 @@ import Foundation
 
 /// An element-wise op of one input (and Clip's bounds), by the vectorized kernels where they have it.
 struct UnaryStep: Step {
-    enum Kind: String, Sendable {
-        case relu = "Relu", sigmoid = "Sigmoid", tanh = "Tanh", sqrt = "Sqrt", exp = "Exp", log = "Log", neg = "Neg"
-        case abs = "Abs", erf = "Erf", softplus = "Softplus", leakyRelu = "LeakyRelu", clip = "Clip"
+    enum Kind: Sendable {
+        case relu, sigmoid, tanh, sqrt, exp, log, neg, abs, erf, softplus, leakyRelu, clip
+
+        /// The kind of op `op`; nil for an op of another family.
+        init?(_ op: GraphOp) {
+            switch op {
+            case .relu: self = .relu
+            case .sigmoid: self = .sigmoid
+            case .tanh: self = .tanh
+            case .sqrt: self = .sqrt
+            case .exp: self = .exp
+            case .log: self = .log
+            case .neg: self = .neg
+            case .abs: self = .abs
+            case .erf: self = .erf
+            case .softplus: self = .softplus
+            case .leakyRelu: self = .leakyRelu
+            case .clip: self = .clip
+            default: return nil
+            }
+        }
     }
 
     let kind: Kind

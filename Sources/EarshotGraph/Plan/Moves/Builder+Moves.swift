@@ -3,7 +3,7 @@ extension Builder {
     /// numbered plus one half): an output value that moved along with the numbers is a copy of
     /// the numbered element; one that stayed is a constant the op put there.
     mutating func move(_ node: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
-        if node.op == "Cast", outputs.first?.dtype != .float32 { return nil }
+        if node.op == .cast, outputs.first?.dtype != .float32 { return nil }
         var sources: [(input: Int, base: Int, count: Int)] = []
         var total = 0
         for (i, t) in inputs.enumerated() {

@@ -3,16 +3,16 @@ extension Builder {
     /// (then it runs on the reference kernel).
     mutating func quantized(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
         guard let x = inputs.first ?? nil, x.dtype == .float32, !fixed.contains(g.inputs[0]), outputs.count == 1,
-              let xRef = g.op == "Quantize" ? ref(g.inputs[0]) : held(g.inputs[0]) else { return nil }
+              let xRef = g.op == .quantize ? ref(g.inputs[0]) : held(g.inputs[0]) else { return nil }
         let n = Node(name: g.name, op: g.op, opset: opset, inputs: inputs, attributes: g.attributes, outputCount: 1)
         switch g.op {
-        case "TFLiteLookup":
+        case .tfliteLookup:
             guard let table = try n.ints("table"), table.count == 256, let low = try n.int("low") else { return nil }
             let y = allocate(outputs[0].count)
             refs[g.outputs[0]] = y
             steps.append(LookupStep(x: xRef, y: y, table: table.map(Float.init), low: low))
             return "table"
-        case "Quantize":
+        case .quantize:
             guard let scale = try n.float("scale") else { return nil }
             let (low, high) = (try n.int("min", default: -128), try n.int("max", default: 127))
             let y = Quantized.isInt8(low, high) ? allocateCodes(outputs[0].count) : allocate(outputs[0].count)
@@ -29,7 +29,7 @@ extension Builder {
                                            output: GraphTensor) throws(GraphError) -> String? {
         guard inputs.count >= 2, let w = inputs[1], fixed.contains(g.inputs[1]), w.dtype == .float32 else { return nil }
         if inputs.count > 2, inputs[2] != nil, !fixed.contains(g.inputs[2]) { return nil }
-        let depthwise = g.op == "TFLiteDepthwiseConv2D", dense = g.op == "TFLiteFullyConnected"
+        let depthwise = g.op == .tfliteDepthwiseConv2D, dense = g.op == .tfliteFullyConnected
         let outChannels = dense ? w.shape[0] : (depthwise ? w.shape[3] : w.shape[0])
         let q = try Quantized.Requantization(n, channels: outChannels)
         let bias = try Quantized.bias(n, index: 2, channels: outChannels)

@@ -35,7 +35,7 @@ extension Builder {
         }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
-        steps.append(PoolStep(max: g.op == "MaxPool", x: xRef, y: y, planes: planes, plane: height * width, starts: starts,
+        steps.append(PoolStep(max: g.op == .maxPool, x: xRef, y: y, planes: planes, plane: height * width, starts: starts,
                                     members: members, divisors: divisors))
         return "pooling"
     }

@@ -1,6 +1,6 @@
 /// ReduceMean, ReduceSum, ReduceMax, ReduceMin: the reference kernel's loop on the arena.
 struct ReduceStep: Step {
-    let op: String
+    let op: GraphOp
     let x: GraphPlan.Ref
     let y: GraphPlan.Ref
     let layout: ReductionLayout
