@@ -16,28 +16,14 @@ extension Builder {
         let window = try Window(n, input: Array(x.shape[2...]), kernel: kernel, pooling: false, ceilMode: false)
         let group = try n.int("group", default: 1)
         let (items, channels, outChannels) = (x.shape[0], x.shape[1], w.shape[0])
-        let pw2 = PlaneWindow(spatial: Array(x.shape[2...]), kernel: kernel, window)
-        let (height, width, kh, kw, oh, ow) = (pw2.height, pw2.width, pw2.kh, pw2.kw, pw2.oh, pw2.ow)
-        let (sh, sw, dh, dw, ph, pw) = (pw2.sh, pw2.sw, pw2.dh, pw2.dw, pw2.ph, pw2.pw)
+        let field = ReceptiveField(spatial: Array(x.shape[2...]), kernel: kernel, window)
+        let (height, width, kh, kw, oh, ow) = (field.height, field.width, field.kh, field.kw, field.oh, field.ow)
         let groupIn = channels / group, groupOut = outChannels / group
         let depth = groupIn * kh * kw, positions = oh * ow
         guard depth > 0, positions > 0, groupOut > 0, items > 0, groupIn * height * width < Int(Int32.max) else { return nil }
         // One item's and group's receptive fields [positions][depth], from its first input plane.
-        var fields = [Int32](repeating: -1, count: positions * depth)
-        for oy in 0..<oh {
-            for ox in 0..<ow {
-                for c in 0..<groupIn {
-                    for i in 0..<kh {
-                        for j in 0..<kw {
-                            let (iy, ix) = (oy * sh - ph + i * dh, ox * sw - pw + j * dw)
-                            let dst = ((oy * ow + ox) * groupIn + c) * kh * kw + i * kw + j
-                            if iy >= 0 && iy < height && ix >= 0 && ix < width { fields[dst] = Int32((c * height + iy) * width + ix) }
-                        }
-                    }
-                }
-            }
-        }
-        if group == 1, groupIn == 1, kh == 1, dw == 1,
+        let fields = field.channelsFirstMap(channels: groupIn)
+        if group == 1, groupIn == 1, kh == 1, field.dw == 1,
            let compiled = fftConv(g, x: xRef, output: outputs[0], items: items, plane: height * width, fields: fields, size: kw, filters: w, bias: bias) {
             return compiled
         }
@@ -59,20 +45,8 @@ extension Builder {
         if group == 1, positions < 64 {
             var elements: [Run] = []
             elements.reserveCapacity(positions * depth)
-            for oy in 0..<oh {
-                for ox in 0..<ow {
-                    for i in 0..<kh {
-                        for j in 0..<kw {
-                            let (iy, ix) = (oy * sh - ph + i * dh, ox * sw - pw + j * dw)
-                            let inside = iy >= 0 && iy < height && ix >= 0 && ix < width
-                            for c in 0..<channels {
-                                let dst = (oy * ow + ox) * depth + (i * kw + j) * channels + c
-                                elements.append(inside ? Run(dst: dst, source: 0, src: (iy * width + ix) * channels + c, count: 1, fill: 0)
-                                                       : Run(dst: dst, source: -1, src: 0, count: 1, fill: 0))
-                            }
-                        }
-                    }
-                }
+            field.channelsLast(channels: channels, stride: channels) { e, index in
+                elements.append(index.map { Run(dst: e, source: 0, src: $0, count: 1, fill: 0) } ?? Run(dst: e, source: -1, src: 0, count: 1, fill: 0))
             }
             let runs = Run.joined(elements)
             if runs.count * 8 <= positions * depth {

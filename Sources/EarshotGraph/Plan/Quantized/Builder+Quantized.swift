@@ -63,20 +63,13 @@ extension Builder {
             k = kh * kw * depth
             guard groups * positions * k <= 1 << 24 else { return nil }
             fields.reserveCapacity(groups * positions * k)
+            // Per group and item, [positions][kh][kw][depth]: its channels of the input, x.count in the padding.
+            let field = ReceptiveField(height: height, width: width, kernel: (kh, kw), output: (oh, ow), strides: strides, dilations: dilations,
+                                       pads: pads)
             for group in 0..<groups {
                 for b in 0..<batch {
-                    for oy in 0..<oh {
-                        for ox in 0..<ow {
-                            for fy in 0..<kh {
-                                for fx in 0..<kw {
-                                    let iy = oy * strides[0] - pads[0] + fy * dilations[0], ix = ox * strides[1] - pads[1] + fx * dilations[1]
-                                    let inside = iy >= 0 && iy < height && ix >= 0 && ix < width
-                                    for c in 0..<depth {
-                                        fields.append(Int32(inside ? ((b * height + iy) * width + ix) * channels + group * depth + c : x.count))
-                                    }
-                                }
-                            }
-                        }
+                    field.channelsLast(channels: depth, stride: channels, offset: b * height * width * channels + group * depth) { _, index in
+                        fields.append(Int32(index ?? x.count))
                     }
                 }
             }

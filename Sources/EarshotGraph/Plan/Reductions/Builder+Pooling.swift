@@ -8,9 +8,8 @@ extension Builder {
         let ceilMode = try n.int("ceil_mode", default: 0) != 0
         let window = try Window(n, input: Array(x.shape[2...]), kernel: kernel, pooling: true, ceilMode: ceilMode)
         let includePad = try n.int("count_include_pad", default: 0) != 0
-        let pw2 = PlaneWindow(spatial: Array(x.shape[2...]), kernel: kernel, window)
-        let (height, width, kh, kw, oh, ow) = (pw2.height, pw2.width, pw2.kh, pw2.kw, pw2.oh, pw2.ow)
-        let (sh, sw, dh, dw, ph, pw, eh, ew) = (pw2.sh, pw2.sw, pw2.dh, pw2.dw, pw2.ph, pw2.pw, pw2.eh, pw2.ew)
+        let field = ReceptiveField(spatial: Array(x.shape[2...]), kernel: kernel, window)
+        let (height, width, kh, kw, oh, ow) = (field.height, field.width, field.kh, field.kw, field.oh, field.ow)
         let planes = x.shape[0] * x.shape[1]
         guard oh * ow > 0, planes * oh * ow == outputs[0].count, x.count < Int(Int32.max) else { return nil }
         // One plane's windows; every plane is the same at another offset.
@@ -19,13 +18,9 @@ extension Builder {
             for ox in 0..<ow {
                 var padded = 0
                 for i in 0..<kh {
-                    let r = oy * sh - ph + i * dh
-                    guard r >= -ph, r < height + eh else { continue }
-                    for j in 0..<kw {
-                        let c = ox * sw - pw + j * dw
-                        guard c >= -pw, c < width + ew else { continue }
+                    for j in 0..<kw where field.withinPadding(oy, ox, i, j) {
                         padded += 1
-                        if r >= 0, r < height, c >= 0, c < width { members.append(Int32(r * width + c)) }
+                        if let p = field.position(oy, ox, i, j) { members.append(Int32(p)) }
                     }
                 }
                 let valid = members.count - Int(starts[starts.count - 1])
