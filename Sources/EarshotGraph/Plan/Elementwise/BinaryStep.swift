@@ -96,16 +96,6 @@ struct BinaryStep: Step {
     }
 }
 
-extension Optional where Wrapped == [Int32] {
-    @inline(__always)
-    func withUnsafeBufferPointerOrNil<R>(_ body: (UnsafeBufferPointer<Int32>?) -> R) -> R {
-        switch self {
-        case let .some(array): return array.withUnsafeBufferPointer { body($0) }
-        case .none: return body(nil)
-        }
-    }
-}
-
 extension BinaryStep {
     var reads: [GraphPlan.Ref] { [a, b] }
     var writes: [GraphPlan.Ref] { [y] }
