@@ -1,47 +1,5 @@
 import CEarshotKernels
 
-/// One node of a graph: an ONNX op over named tensors ("" for an omitted input or output).
-public struct GraphNode: Sendable, Equatable {
-    /// The op.
-    public let op: String
-    /// The node's name.
-    public let name: String
-    /// Its input tensors.
-    public let inputs: [String]
-    /// Its output tensors.
-    public let outputs: [String]
-    /// Its attributes.
-    public let attributes: [String: GraphAttribute]
-
-    /// A node.
-    public init(op: String, name: String, inputs: [String], outputs: [String], attributes: [String: GraphAttribute] = [:]) {
-        self.op = op
-        self.name = name
-        self.inputs = inputs
-        self.outputs = outputs
-        self.attributes = attributes
-    }
-
-    /// What a pass over a graph's nodes that keeps the values it computes may let go after each
-    /// node: the tensors node i was the last to read and its outputs nothing reads (never those
-    /// in `keep`). Dropping them holds only the tensors still to be read, not one per node.
-    public static func releases(inputs: [[String]], outputs: [[String]], keeping keep: Set<String>) -> [[String]] {
-        var last: [String: Int] = [:]
-        for (i, names) in inputs.enumerated() { for name in names where !name.isEmpty { last[name] = i } }
-        var after = [[String]](repeating: [], count: inputs.count)
-        for (i, names) in outputs.enumerated() {
-            for name in names where !name.isEmpty && last[name] == nil && !keep.contains(name) { after[i].append(name) }
-        }
-        for (name, i) in last where !keep.contains(name) { after[i].append(name) }
-        return after
-    }
-
-    /// `releases(inputs:outputs:keeping:)` of these nodes.
-    public static func releases(_ nodes: [GraphNode], keeping keep: Set<String>) -> [[String]] {
-        releases(inputs: nodes.map(\.inputs), outputs: nodes.map(\.outputs), keeping: keep)
-    }
-}
-
 /// A graph compiled for inputs of fixed shapes, to run many times on many streams.
 ///
 /// At build, one pass of the reference kernels (`GraphOps`) on zeros gives every tensor's shape;
@@ -363,7 +321,7 @@ public struct GraphPlan: Sendable {
     /// kernels takes whole numbers in the int8 range (its states hold quantized values).
     private func check(nodes: [GraphNode], constants: [String: GraphTensor]) throws(GraphError) {
         var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
-        let integers = nodes.contains { GraphOps.integerOps.contains($0.op) }
+        let integers = nodes.contains { !$0.op.isONNX }
         func random() -> Float {
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             let r = Int64(bitPattern: seed >> 11)
@@ -397,52 +355,5 @@ public struct GraphPlan: Sendable {
                 }
             }
         }
-    }
-}
-
-/// The memory a plan's runs use: for one caller at a time, kept from step to step so that a
-/// step allocates nothing.
-public struct GraphWorkspace: Sendable {
-    var arena: [Float] = []
-    var scratch: [Float] = []
-    /// An empty workspace.
-    public init() {}
-}
-
-extension Array where Element == Float {
-    /// At least n elements (new ones zero); more are kept.
-    package mutating func grow(to n: Int) {
-        if count < n { append(contentsOf: repeatElement(0, count: n - count)) }
-    }
-
-    /// Grows (with zeros) or shrinks to `n` values, keeping the storage.
-    package mutating func setCount(_ n: Int) {
-        if count > n {
-            removeLast(count - n)
-        } else if count < n {
-            append(contentsOf: repeatElement(0, count: n - count))
-        }
-    }
-}
-
-/// The pointers of one run.
-struct Context {
-    let arena: UnsafeMutablePointer<Float>
-    let stride: Int
-    let shared: UnsafePointer<Float>
-    let scratch: UnsafeMutablePointer<Float>
-    let streams: Int
-
-    @inline(__always) func read(_ ref: GraphPlan.Ref, _ stream: Int) -> UnsafePointer<Float> {
-        ref.shared ? shared + ref.offset : UnsafePointer(arena + stream * stride + ref.offset)
-    }
-
-    @inline(__always) func write(_ ref: GraphPlan.Ref, _ stream: Int) -> UnsafeMutablePointer<Float> {
-        arena + stream * stride + ref.offset
-    }
-
-    /// A tensor's first byte, as floats or as codes (`ref.coded`).
-    @inline(__always) func bytes(_ ref: GraphPlan.Ref, _ stream: Int) -> UnsafeMutableRawPointer {
-        (ref.shared ? UnsafeMutableRawPointer(mutating: shared) : UnsafeMutableRawPointer(arena + stream * stride)) + ref.bytes.lowerBound
     }
 }
