@@ -1,5 +1,6 @@
 import Earshot
 import EarshotAudio
+import EarshotImport
 import EarshotModel
 import Foundation
 
@@ -328,13 +329,13 @@ extension EmbeddingFrontEnd {
     /// openWakeWord's speech embedding (its melspectrogram.onnx and embedding_model.onnx,
     /// imported): 96 values every 80 ms of 16 kHz audio; a head sees the latest 16, starting
     /// from openWakeWord's start (the embeddings of `OpenWakeWordImporter.startNoise`).
-    /// - Throws: `OnnxImporter.ImportError` naming the file that does not import.
+    /// - Throws: `ImportError` naming the file that does not import.
     public static func openWakeWord(melspectrogram: String, embedding: String) throws -> EmbeddingFrontEnd {
         let frontEnd = try OpenWakeWordImporter.FrontEnd(melspectrogram: melspectrogram, embedding: embedding)
         let (manifest, tensors) = frontEnd.embeddingPackage()
         let model = try Model(manifest: manifest, tensors: tensors)
         return EmbeddingFrontEnd(name: "openwakeword", model: model, window: OpenWakeWordImporter.FrontEnd.window, start: frontEnd.start) { head, headTensors in
-            frontEnd.package(head: head, tensors: headTensors, options: OnnxImporter.Options(),
+            frontEnd.package(head: head, tensors: headTensors, options: ImportOptions(),
                              source: "earshot train --embedding openwakeword")
         }
     }

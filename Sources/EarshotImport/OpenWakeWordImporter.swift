@@ -12,8 +12,6 @@ import Foundation
 /// embeddings of 4 s of noise (`startNoise`: fixed here, where openWakeWord draws it at random
 /// from the same range). The three rates meet at one step of 1280 samples, so one graph runs them.
 public enum OpenWakeWordImporter {
-    public typealias ImportError = OnnxImporter.ImportError
-
     /// New samples per step of a composed openWakeWord package (80 ms).
     public static let chunkSamples = 1280
     /// Samples of context before them (the melspectrogram's window).
@@ -65,12 +63,12 @@ public enum OpenWakeWordImporter {
     /// them; one of openWakeWord's released heads (known by its hash) also gets its author,
     /// licence and page, unless `options` gives them.
     public static func importModel(head: String, melspectrogram: String? = nil, embedding: String? = nil,
-                                   options: OnnxImporter.Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+                                   options: ImportOptions) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let folder = URL(fileURLWithPath: head).deletingLastPathComponent()
         let melPath = melspectrogram ?? folder.appendingPathComponent("melspectrogram.onnx").path
         let embeddingPath = embedding ?? folder.appendingPathComponent("embedding_model.onnx").path
         let frontEnd = try FrontEnd(melspectrogram: melPath, embedding: embeddingPath)
-        var featureOptions = OnnxImporter.Options()
+        var featureOptions = ImportOptions()
         featureOptions.frontEnd = "features"
         let top = try OnnxImporter.importModel(path: head, options: featureOptions)
         guard let headGraph = top.manifest.graph else {
@@ -81,17 +79,17 @@ public enum OpenWakeWordImporter {
         let known = FileManager.default.contents(atPath: head).flatMap { released[SafeTensors.contentHash($0)] }
         let phrase = known?.phrase ?? Self.phrase(fileName: file)
         var options = options
-        if options.labels.isEmpty { options.labels = [phrase] }
-        if options.phrase == nil { options.phrase = phrase }
-        if options.description == nil { options.description = "openWakeWord model for the wake phrase '\(phrase)'" }
+        if options.labels == nil { options.metadata.labels = [phrase] }
+        if options.metadata.phrase == nil { options.metadata.phrase = phrase }
+        if options.metadata.description == nil { options.metadata.description = "openWakeWord model for the wake phrase '\(phrase)'" }
         if known != nil {
-            if options.author == nil { options.author = releasedAuthor }
-            if options.license == nil { options.license = releasedLicense }
-            if options.url == nil { options.url = releasedURL }
+            if options.metadata.author == nil { options.metadata.author = releasedAuthor }
+            if options.metadata.license == nil { options.metadata.license = releasedLicense }
+            if options.metadata.url == nil { options.metadata.url = releasedURL }
         }
         let models = "\(URL(fileURLWithPath: melPath).lastPathComponent) and \(URL(fileURLWithPath: embeddingPath).lastPathComponent)"
-        let source = options.source ?? (known != nil ? "openWakeWord's \(file), as released (openwakeword 0.5.1), with \(models)"
-                                                     : "openWakeWord head \(file) with \(models)")
+        let source = known != nil ? "openWakeWord's \(file), as released (openwakeword 0.5.1), with \(models)"
+                                  : "openWakeWord head \(file) with \(models)"
         return frontEnd.package(head: headGraph, tensors: top.tensors, options: options, source: source)
     }
 
@@ -117,9 +115,9 @@ public enum OpenWakeWordImporter {
 
         /// Imports melspectrogram.onnx and embedding_model.onnx, and runs them on `startNoise`.
         public init(melspectrogram melPath: String, embedding embeddingPath: String) throws(ImportError) {
-            var melOptions = OnnxImporter.Options()
+            var melOptions = ImportOptions()
             melOptions.chunkSamples = chunkSamples + contextSamples
-            var featureOptions = OnnxImporter.Options()
+            var featureOptions = ImportOptions()
             featureOptions.frontEnd = "features"
             let mel = try OnnxImporter.importModel(path: melPath, options: melOptions)
             let emb = try OnnxImporter.importModel(path: embeddingPath, options: featureOptions)
@@ -178,21 +176,20 @@ public enum OpenWakeWordImporter {
             let streamStates = c.frontEnd(self)
             let spec = GraphSpec(opset: max(mel.opset, embedding.opset), audioInput: "samples", audioShape: [1, chunkSamples + contextSamples],
                                  scoreOutput: "embedding (new)", states: streamStates, constants: c.constants, nodes: c.nodes)
-            var options = OnnxImporter.Options()
-            options.name = "openwakeword-embedding"
-            options.labels = (0..<OpenWakeWordImporter.embeddingSize).map { "e\($0)" }
+            var options = ImportOptions()
+            options.metadata.name = "openwakeword-embedding"
             var manifest = options.manifest(source: "openWakeWord's melspectrogram and embedding models, every 80 ms",
                                             audio: .init(sampleRate: 16000, chunkSamples: chunkSamples, contextSamples: contextSamples),
-                                            frontEnd: .init(type: .samples, nFFT: 0, hopLength: 0), network: [],
-                                            outputs: .init(activation: .none, labels: options.labels), decision: nil)
+                                            frontEnd: .init(type: .samples, nFFT: 0, hopLength: 0),
+                                            labels: (0..<OpenWakeWordImporter.embeddingSize).map { "e\($0)" }, decision: nil)
             manifest.graph = spec
             return (manifest, c.tensors)
         }
 
         /// The front end, the window of the latest 16 embeddings (starting from `start`), and
         /// `head` on it ([1, 16, 96] in, one score per label out); the first five scores are 0,
-        /// as openWakeWord's Model gives.
-        public func package(head: GraphSpec, tensors headTensors: [String: Tensor], options: OnnxImporter.Options,
+        /// as openWakeWord's Model gives. Its source is `source` unless `options` says one.
+        public func package(head: GraphSpec, tensors headTensors: [String: Tensor], options: ImportOptions,
                             source: String) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
             var c = Composer()
             let streamStates = c.frontEnd(self)
@@ -212,12 +209,10 @@ public enum OpenWakeWordImporter {
             let spec = GraphSpec(opset: max(mel.opset, embedding.opset, head.opset), audioInput: "samples",
                                  audioShape: [1, chunkSamples + contextSamples], scoreOutput: "score", states: [window] + streamStates,
                                  constants: c.constants, nodes: c.nodes)
-            var labels = options.labels
-            if labels.isEmpty { labels = [options.name] }
             var manifest = options.manifest(
                 source: source, audio: .init(sampleRate: 16000, chunkSamples: chunkSamples, contextSamples: contextSamples),
-                frontEnd: .init(type: .samples, nFFT: 0, hopLength: 0), network: [],
-                outputs: .init(activation: .none, labels: labels), decision: options.decision ?? .init(threshold: 0.5))
+                frontEnd: .init(type: .samples, nFFT: 0, hopLength: 0), labels: options.labels ?? [options.name],
+                decision: options.metadata.decision ?? .init(threshold: 0.5))
             if manifest.decision?.detectionWindow == nil { manifest.decision?.detectionWindow = 1 }
             manifest.graph = spec
             return (manifest, c.tensors)

@@ -1,3 +1,4 @@
+import EarshotFeatures
 import EarshotGraph
 import EarshotModel
 import EarshotTFLite
@@ -13,8 +14,6 @@ import Foundation
 /// features, quantized as the model's input says (round half to even, as pymicro-wakeword
 /// does), and gives the dequantized output as the score.
 public struct TFLiteImporter {
-    public typealias ImportError = OnnxImporter.ImportError
-
     /// A value while the graph is read: its name in the package, its value on the first step
     /// (zero features, the variables' first values) and whether it is a constant.
     private struct Value {
@@ -39,7 +38,7 @@ public struct TFLiteImporter {
 
     /// A .tflite model as a package's manifest and tensors.
     /// - Throws: `ImportError` naming the file, operator or tensor and the reason.
-    public static func importModel(path: String, options: OnnxImporter.Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+    public static func importModel(path: String, options: ImportOptions) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let model: TFLiteModel
         do { model = try TFLiteModel.read(path: path) } catch { throw .tflite(error) }
         var importer = TFLiteImporter(path: path, model: model)
@@ -86,7 +85,7 @@ public struct TFLiteImporter {
 
     private func interface(_ reason: String, _ hint: String) -> ImportError { .interface(path: path, reason: reason, hint: hint) }
 
-    private mutating func build(_ options: OnnxImporter.Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+    private mutating func build(_ options: ImportOptions) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let operators = model.subgraphs.reduce(0) { $0 + $1.operators.count }
         guard operators <= GraphSpec.maxNodes else {
             throw interface("\(operators) operators, more than the limit of \(GraphSpec.maxNodes)", "a streaming model has a few hundred at most")
@@ -188,17 +187,16 @@ public struct TFLiteImporter {
         let spec = GraphSpec(opset: 13, audioInput: audioName, audioShape: audioShape, scoreOutput: score.name, states: states,
                              constants: constants, nodes: prune(nodes, keeping: [score.name] + states.map(\.output)))
         let count = score.tensor.count
-        var labels = options.labels
-        if labels.isEmpty { labels = count == 1 ? [options.name] : (0..<count).map { "class\($0)" } }
+        let labels = options.labels ?? (count == 1 ? [options.name] : (0..<count).map { "class\($0)" })
         guard labels.count == count else { throw interface("\(labels.count) labels for \(count) scores", "give --labels with \(count) names") }
         let block = shape.reduce(1, *)
         let context = microFrontend ? MicroFrontend.windowSamples - MicroFrontend.stepSamples : 0
         var manifest = options.manifest(
-            source: options.source ?? "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (TFLite schema \(model.version))",
+            source: "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (TFLite schema \(model.version))",
             audio: .init(sampleRate: microFrontend ? MicroFrontend.sampleRate : options.sampleRate,
                          chunkSamples: microFrontend ? audioShape[1] - context : block, contextSamples: context),
-            frontEnd: .init(type: microFrontend ? .samples : .features, nFFT: 0, hopLength: 0), network: [],
-            outputs: .init(activation: .none, labels: labels), decision: options.decision)
+            frontEnd: .init(type: microFrontend ? .samples : .features, nFFT: 0, hopLength: 0), labels: labels,
+            decision: options.metadata.decision)
         manifest.graph = spec
         let used = Set(spec.nodes.flatMap(\.inputs)).union(states.compactMap(\.initial))
         return (manifest, tensors.filter { used.contains($0.key) })
