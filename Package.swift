@@ -63,6 +63,7 @@ let package = Package(
         .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotGraph", "EarshotAudio", "CEarshotKernels", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
         .testTarget(name: "EarshotONNXTests", dependencies: ["EarshotONNX", "EarshotTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "EarshotImportTests", dependencies: ["EarshotImport", "EarshotModel"]),
         .testTarget(name: "EarshotGraphTests", dependencies: ["EarshotGraph", "EarshotTestSupport"], exclude: ["Goldens"]),
         .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWyomingTests", dependencies: ["EarshotWyoming", "EarshotTestSupport"], exclude: ["Goldens"]),

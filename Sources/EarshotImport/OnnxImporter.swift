@@ -23,7 +23,8 @@ public struct OnnxImporter {
     private var values: [String: Value] = [:]
     /// A dynamic tensor's name → the name of the tensor it is (Identity, If outputs).
     private var alias: [String: String] = [:]
-    private var emitted: [GraphSpec.NodeSpec] = []
+    /// The nodes that depend on audio or state, in order; then the package's graph.
+    private var builder = GraphSpecBuilder()
     /// A node's output → the node that writes it (ONNX writes every value once).
     private var producers: [String: String] = [:]
     private var opset = 13
@@ -165,13 +166,7 @@ public struct OnnxImporter {
         try readGraph(graph, keeping: Set(outputs))
 
         // What the scores and the next states need, back from the outputs.
-        var needed = Set([resolve(scoreName)] + states.map { resolve($0.output) })
-        var kept: [GraphSpec.NodeSpec] = []
-        for node in emitted.reversed() where node.outputs.contains(where: { needed.contains($0) }) {
-            kept.append(node)
-            for input in node.inputs where !input.isEmpty { needed.insert(input) }
-        }
-        kept.reverse()
+        builder.prune(keeping: [resolve(scoreName)] + states.map { resolve($0.output) })
         guard values[scoreName]?.constant == false else {
             throw interface("the score output '\(scoreName)' does not depend on the audio", "check --input and --set")
         }
@@ -184,15 +179,13 @@ public struct OnnxImporter {
 
         // A Clip bound of -inf (min) or +inf (max) bounds nothing: the input is left out, as
         // ONNX allows, so that every stored weight is a finite number.
-        for i in kept.indices where kept[i].op == "Clip" {
-            for (index, unbounded) in [(1, -Float.infinity), (2, Float.infinity)] where index < kept[i].inputs.count {
-                if let v = values[kept[i].inputs[index]], v.constant, v.tensor.scalarFloat == unbounded { kept[i].inputs[index] = "" }
+        for i in builder.nodes.indices where builder.nodes[i].op == "Clip" {
+            for (index, unbounded) in [(1, -Float.infinity), (2, Float.infinity)] where index < builder.nodes[i].inputs.count {
+                if let v = values[builder.nodes[i].inputs[index]], v.constant, v.tensor.scalarFloat == unbounded { builder.nodes[i].inputs[index] = "" }
             }
-            while kept[i].inputs.last == "" { kept[i].inputs.removeLast() }
+            while builder.nodes[i].inputs.last == "" { builder.nodes[i].inputs.removeLast() }
         }
-        var tensors: [String: Tensor] = [:]
-        var constants: [String: GraphSpec.IntegerConstant] = [:]
-        for node in kept {
+        for node in builder.nodes {
             for input in node.inputs where !input.isEmpty {
                 guard let v = values[input], v.constant else { continue }
                 if v.tensor.dtype == .float32 {
@@ -200,14 +193,13 @@ public struct OnnxImporter {
                         throw .node(path: path, node: node.name, op: node.op, reason: "constant '\(input)' holds \(v.tensor.floats[bad]) at \(bad)",
                                     hint: "weights must be finite numbers")
                     }
-                    tensors[input] = Tensor(shape: v.tensor.shape, values: v.tensor.floats)
+                    builder.weight(input, v.tensor)
                 } else {
-                    constants[input] = .init(shape: v.tensor.shape, values: v.tensor.integers, dtype: v.tensor.dtype == .bool ? "bool" : "int64")
+                    builder.integers(input, v.tensor.integers, shape: v.tensor.shape, dtype: v.tensor.dtype == .bool ? "bool" : "int64")
                 }
             }
         }
-        let spec = GraphSpec(opset: opset, audioInput: audioName, audioShape: audioShapeFixed, scoreOutput: score, states: stateSpecs,
-                             constants: constants, nodes: kept)
+        let spec = builder.spec(opset: opset, audioInput: audioName, audioShape: audioShapeFixed, scoreOutput: score, states: stateSpecs)
         let scoreCount = values[scoreName]?.tensor.count ?? 0
         let labels = options.labels ?? (scoreCount == 1 ? ["score"] : (0..<scoreCount).map { "class\($0)" })
         guard labels.count == scoreCount else {
@@ -218,7 +210,7 @@ public struct OnnxImporter {
             audio: .init(sampleRate: options.sampleRate, chunkSamples: chunk, contextSamples: context),
             frontEnd: .init(type: features ? .features : .samples, nFFT: 0, hopLength: 0), labels: labels, decision: options.metadata.decision)
         manifest.graph = spec
-        return (manifest, tensors)
+        return (manifest, builder.tensors)
     }
 
     /// Input/output pairs of one shape whose names say "the next one": state/stateN, h/hn,
@@ -389,7 +381,6 @@ public struct OnnxImporter {
             case .tensor: throw fail("a tensor attribute on an op that depends on audio", "fold it into an input")
             }
         }
-        emitted.append(.init(op: node.opType, name: label, inputs: node.inputs.map { $0.isEmpty ? "" : resolve($0) },
-                             outputs: node.outputs, attributes: spec.isEmpty ? nil : spec))
+        builder.node(node.opType, label, node.inputs.map { $0.isEmpty ? "" : resolve($0) }, node.outputs, spec.isEmpty ? nil : spec)
     }
 }

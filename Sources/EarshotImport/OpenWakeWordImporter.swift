@@ -172,10 +172,10 @@ public enum OpenWakeWordImporter {
         /// A package whose score is each step's new embedding (96 values, every 80 ms): the
         /// features a head is trained on, computed as the composed package computes them.
         public func embeddingPackage() -> (manifest: ModelManifest, tensors: [String: Tensor]) {
-            var c = Composer()
-            let streamStates = c.frontEnd(self)
-            let spec = GraphSpec(opset: max(mel.opset, embedding.opset), audioInput: "samples", audioShape: [1, chunkSamples + contextSamples],
-                                 scoreOutput: "embedding (new)", states: streamStates, constants: c.constants, nodes: c.nodes)
+            var c = GraphSpecBuilder()
+            let streamStates = c.addOpenWakeWordFrontEnd(self)
+            let spec = c.spec(opset: max(mel.opset, embedding.opset), audioInput: "samples", audioShape: [1, chunkSamples + contextSamples],
+                              scoreOutput: "embedding (new)", states: streamStates)
             var options = ImportOptions()
             options.metadata.name = "openwakeword-embedding"
             var manifest = options.manifest(source: "openWakeWord's melspectrogram and embedding models, every 80 ms",
@@ -191,24 +191,24 @@ public enum OpenWakeWordImporter {
         /// as openWakeWord's Model gives. Its source is `source` unless `options` says one.
         public func package(head: GraphSpec, tensors headTensors: [String: Tensor], options: ImportOptions,
                             source: String) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
-            var c = Composer()
-            let streamStates = c.frontEnd(self)
+            var c = GraphSpecBuilder()
+            let streamStates = c.addOpenWakeWordFrontEnd(self)
             // The window of the latest 16 embeddings.
             c.node("Concat", "embeddings window", ["embeddings", "embedding (new)"], ["embeddings + new"], ["axis": .int(0)])
-            c.slice("embeddings + new", from: 1, to: embeddings + 1, into: "embeddings (next)")
+            c.slice("embeddings + new", axis: 0, from: 1, to: embeddings + 1, into: "embeddings (next)")
             let window = GraphSpec.StateSpec(input: "embeddings", output: "embeddings (next)", shape: [embeddings, embeddingSize],
-                                             initial: c.weight("embeddings (first values)", [embeddings, embeddingSize], start), starts: embeddingsStart)
+                                             initial: c.weight("embeddings (first values)", shape: [embeddings, embeddingSize], values: start),
+                                             starts: embeddingsStart)
             let features = c.reshape("embeddings (next)", [1, embeddings, embeddingSize])
-            let score = c.add(head, tensors: headTensors, prefix: "head/", input: features)
+            let score = c.append(head, tensors: headTensors, prefix: "head/", input: features)
             // openWakeWord's first five scores are 0: the step count (saturating at 5) gates the score.
-            let four = c.weight("four", [1], [4]), zero = c.weight("zero", [1], [0])
+            let four = c.weight("four", shape: [1], values: [4]), zero = c.weight("zero", shape: [1], values: [0])
             c.node("Sub", "steps - 4", ["steps", four], ["steps - 4"])
             c.node("Max", "after 5", ["steps - 4", zero], ["after 5 (0 or more)"])
             c.node("Min", "gate", ["after 5 (0 or more)", "one"], ["gate"])
             c.node("Mul", "score", [score, "gate"], ["score"])
-            let spec = GraphSpec(opset: max(mel.opset, embedding.opset, head.opset), audioInput: "samples",
-                                 audioShape: [1, chunkSamples + contextSamples], scoreOutput: "score", states: [window] + streamStates,
-                                 constants: c.constants, nodes: c.nodes)
+            let spec = c.spec(opset: max(mel.opset, embedding.opset, head.opset), audioInput: "samples",
+                              audioShape: [1, chunkSamples + contextSamples], scoreOutput: "score", states: [window] + streamStates)
             var manifest = options.manifest(
                 source: source, audio: .init(sampleRate: 16000, chunkSamples: chunkSamples, contextSamples: contextSamples),
                 frontEnd: .init(type: .samples, nFFT: 0, hopLength: 0), labels: options.labels ?? [options.name],
@@ -219,239 +219,20 @@ public enum OpenWakeWordImporter {
         }
     }
 
-    /// Builds one graph out of several.
-    struct Composer {
-        var nodes: [GraphSpec.NodeSpec] = []
-        var tensors: [String: Tensor] = [:]
-        var constants: [String: GraphSpec.IntegerConstant] = [:]
+    /// A graph that `GraphSpecBuilder.addIncremental` cannot run on new rows only.
+    struct NotIncremental: Error {}
 
-        /// The front end's nodes: audio to the int16 scale, the melspectrogram (as x / 10 + 2),
-        /// the window of the latest 76 frames, and the embedding of it ("embedding (new)", [1, 96]),
-        /// and the step count ("steps", saturating at 5; the first step keeps the 3 frames that
-        /// reach before the stream as ones). Returns its state tensors: the frames window, the
-        /// step count, and the incremental embedding's caches.
-        mutating func frontEnd(_ f: FrontEnd) -> [GraphSpec.StateSpec] {
-            // The step count, saturating at 5.
-            let one = weight("one", [1], [1]), five = weight("five", [1], [5])
-            node("Add", "steps + 1", ["steps", one], ["steps + 1"])
-            node("Min", "steps (next)", ["steps + 1", five], ["steps (next)"])
-            // openWakeWord's first step has no audio before the stream: its melspectrogram runs on
-            // the first 1280 samples alone and gives 5 frames. The 3 frames whose 512 samples
-            // reach into the 480 before the stream are not kept then: the window keeps its first
-            // values (ones) in their place, and the melspectrogram's largest value (the floor
-            // of its range is 80 dB below) is taken over the kept frames alone.
-            let beforeStream = contextSamples / melHop
-            let later = weight("frames after the first step", [framesPerStep, 1], (0..<framesPerStep).map { $0 < beforeStream ? 0 : 1 })
-            node("Min", "started", ["steps", one], ["started"])
-            node("Max", "frames kept", ["started", later], ["frames kept"])
-            node("Sub", "frames not kept", [one, "frames kept"], ["frames not kept"])
-            // Audio in [-1, 1] to the int16 scale openWakeWord feeds its melspectrogram model.
-            let scale = weight("int16 scale", [1], [32768])
-            node("Mul", "samples as int16", ["samples", scale], ["samples (int16)"])
-            let firstMelNode = nodes.count
-            let melOut = add(f.mel, tensors: f.melTensors, prefix: "mel/", input: "samples (int16)")
-            keepFrames(inMaximaOf: f, prefix: "mel/", from: firstMelNode)
-            let ten = weight("mel / 10", [1], [10]), two = weight("mel + 2", [1], [2])
-            node("Div", "mel / 10", [melOut, ten], ["mel scaled"])
-            node("Add", "mel + 2", ["mel scaled", two], ["mel frames"])
-            let newFrames = reshape("mel frames", [framesPerStep, mels])
-            node("Mul", "kept frames", [newFrames, "frames kept"], ["kept frames"])
-            node("Add", "new frames", ["kept frames", "frames not kept"], ["new frames"])
-            // The window of the latest 76 frames.
-            node("Concat", "frames window", ["frames", "new frames"], ["frames + new"], ["axis": .int(0)])
-            slice("frames + new", from: framesPerStep, to: frames + framesPerStep, into: "frames (next)")
-            var streamStates: [GraphSpec.StateSpec] = [
-                .init(input: "frames", output: "frames (next)", shape: [frames, mels],
-                      initial: weight("frames (first values)", [frames, mels], [Float](repeating: 1, count: frames * mels)), starts: framesStart),
-                .init(input: "steps", output: "steps (next)", shape: [1], initial: weight("steps (first values)", [1], [0]), starts: stepsStart),
-            ]
-            let embOut: String
-            let saved = self
-            var caches: [GraphSpec.StateSpec] = []
-            if let incremental = try? addIncremental(f.embedding, tensors: f.embeddingTensors, prefix: "embedding/", window: "frames (next)",
-                                                      newRows: framesPerStep, states: &caches) {
-                embOut = incremental
-            } else {
-                self = saved
-                caches = []
-                let window = reshape("frames (next)", [1, frames, mels, 1])
-                embOut = add(f.embedding, tensors: f.embeddingTensors, prefix: "embedding/", input: window)
-            }
-            streamStates += caches
-            let new = reshape(embOut, [1, embeddingSize])
-            node("Identity", "embedding (new)", [new], ["embedding (new)"])
-            return streamStates
+    /// Every tensor of `g` run (on the reference kernels) with its audio input all `input`.
+    static func values(of g: GraphSpec, tensors t: [String: Tensor], input: Float) throws -> [String: GraphTensor] {
+        var values: [String: GraphTensor] = [:]
+        for (k, v) in t { values[k] = GraphTensor(shape: v.shape, floats: v.values) }
+        for (k, v) in g.constants { values[k] = GraphTensor(shape: v.shape, integers: v.values, dtype: v.dtype == "bool" ? .bool : .int64) }
+        values[g.audioInput] = GraphTensor(shape: g.audioShape, floats: [Float](repeating: input, count: g.audioShape.reduce(1, *)))
+        for n in g.nodes {
+            let outs = try GraphOps.run(n.op, node: n.name, inputs: n.inputs.map { $0.isEmpty ? nil : values[$0] },
+                                        attributes: (n.attributes ?? [:]).mapValues(\.graphAttribute), opset: g.opset, outputCount: n.outputs.count)
+            for (name, v) in zip(n.outputs, outs) { values[name] = v }
         }
-
-        mutating func node(_ op: String, _ name: String, _ inputs: [String], _ outputs: [String],
-                           _ attributes: [String: GraphSpec.AttributeValue]? = nil) {
-            nodes.append(.init(op: op, name: name, inputs: inputs, outputs: outputs, attributes: attributes))
-        }
-
-        mutating func weight(_ name: String, _ shape: [Int], _ values: [Float]) -> String {
-            tensors[name] = Tensor(shape: shape, values: values)
-            return name
-        }
-
-        mutating func reshape(_ x: String, _ shape: [Int]) -> String {
-            let s = "\(x) shape \(shape)"
-            constants[s] = .init(shape: [shape.count], values: shape.map(Int64.init))
-            node("Reshape", "\(x) as \(shape)", [x, s], ["\(x) \(shape)"])
-            return "\(x) \(shape)"
-        }
-
-        /// Rows [from, to) of a 2-D tensor.
-        mutating func slice(_ x: String, from: Int, to: Int, into y: String) {
-            let s = "\(y) starts", e = "\(y) ends", a = "\(y) axes"
-            constants[s] = .init(shape: [1], values: [Int64(from)])
-            constants[e] = .init(shape: [1], values: [Int64(to)])
-            constants[a] = .init(shape: [1], values: [0])
-            node("Slice", y, [x, s, e, a], [y])
-        }
-
-        struct NotIncremental: Error {}
-
-        /// The embedding model run on the new rows only: its window of frames slides by `newRows`
-        /// each step, and each of its ops (convolutions valid in time with stride 1, max-pooling
-        /// that does not overlap in time, element-wise ops) maps a window that slides by n rows to
-        /// one that slides by n (or n / stride), so every layer's output of a step is the previous
-        /// step's shifted, and only its new rows need computing. Each convolution whose time
-        /// kernel is k keeps the k - 1 rows of its input before the new ones as a state tensor,
-        /// whose first values are those rows when the graph runs on the window's first values
-        /// (all ones), so the step gives what the whole graph gives on the whole window. Throws
-        /// `NotIncremental` for a graph of another shape (then the caller runs it whole).
-        mutating func addIncremental(_ g: GraphSpec, tensors t: [String: Tensor], prefix: String, window: String, newRows: Int,
-                                     states: inout [GraphSpec.StateSpec]) throws -> String {
-            guard g.nodes.count >= 3, g.nodes.first?.op == "Reshape", g.nodes.last?.op == "Reshape", g.audioShape == [1, 76, 32, 1] else { throw NotIncremental() }
-            // The whole graph on the window's first values (ones), for every tensor's shape and the caches' first values.
-            let values = try Self.values(of: g, tensors: t, input: 1)
-            let body = g.nodes.dropFirst().dropLast()
-            var chain = g.nodes[0].outputs[0]  // the tensor the next node reads
-            guard let first = values[chain], first.rank == 4, first.shape[2] == 76 else { throw NotIncremental() }
-            var n = newRows, rows = 76
-            var current = ""  // the new rows of `chain`, once sliced
-            var k = 0
-            for layer in body {
-                guard layer.inputs.first == chain, layer.outputs.count == 1, let x = values[chain], x.rank == 4 else { throw NotIncremental() }
-                let a = layer.attributes ?? [:]
-                func ints(_ key: String) -> [Int64]? { if case let .ints(v)? = a[key] { return v } else { return nil } }
-                let out = prefix + layer.outputs[0]
-                switch layer.op {
-                case "Conv":
-                    guard let kernel = ints("kernel_shape"), kernel.count == 2, (ints("strides") ?? [1, 1])[0] == 1,
-                          (ints("dilations") ?? [1, 1])[0] == 1, let pads = Optional(ints("pads") ?? [0, 0, 0, 0]), pads.count == 4,
-                          pads[0] == 0, pads[2] == 0, a["auto_pad"] == nil || a["auto_pad"] == .string("NOTSET") else { throw NotIncremental() }
-                    let kt = Int(kernel[0])
-                    var recent: String
-                    if current.isEmpty {
-                        // The first layer reads the window itself: its last n + k - 1 rows.
-                        let sliced = "\(prefix)window rows"
-                        slice(window, from: rows - (n + kt - 1), to: rows, into: sliced)
-                        recent = reshape(sliced, [1, 1, n + kt - 1, x.shape[3]])
-                    } else if kt > 1 {
-                        let cache = "\(prefix)cache \(k)", next = "\(prefix)cache \(k) (next)"
-                        k += 1
-                        recent = "\(prefix)\(layer.name) rows"
-                        node("Concat", recent, [cache, current], [recent], ["axis": .int(2)])
-                        let s = "\(next) starts", e = "\(next) ends", ax = "\(next) axes"
-                        constants[s] = .init(shape: [1], values: [Int64(n)])
-                        constants[e] = .init(shape: [1], values: [Int64(n + kt - 1)])
-                        constants[ax] = .init(shape: [1], values: [2])
-                        node("Slice", next, [recent, s, e, ax], [next])
-                        // First values: the kt - 1 rows before the last of the input on the window's first values.
-                        let (c, h, w) = (x.shape[1], x.shape[2], x.shape[3])
-                        var firstValues: [Float] = []
-                        for ch in 0..<c { for r in (h - (kt - 1))..<h { for col in 0..<w { firstValues.append(x.floats[(ch * h + r) * w + col]) } } }
-                        states.append(.init(input: cache, output: next, shape: [1, c, kt - 1, w],
-                                            initial: weight("\(cache) (first values)", [1, c, kt - 1, w], firstValues)))
-                    } else {
-                        recent = current
-                    }
-                    for input in layer.inputs.dropFirst() where !input.isEmpty {
-                        if let w = t[input] { tensors[prefix + input] = w }
-                    }
-                    node("Conv", prefix + layer.name, [recent] + layer.inputs.dropFirst().map { $0.isEmpty ? "" : prefix + $0 }, [out], a)
-                    rows -= kt - 1
-                case "LeakyRelu":
-                    guard !current.isEmpty else { throw NotIncremental() }
-                    node("LeakyRelu", prefix + layer.name, [current], [out], a)
-                case "Max", "Min":
-                    guard !current.isEmpty, layer.inputs.count == 2, let constant = t[layer.inputs[1]], constant.values.count == 1 else { throw NotIncremental() }
-                    tensors[prefix + layer.inputs[1]] = constant
-                    node(layer.op, prefix + layer.name, [current, prefix + layer.inputs[1]], [out], a)
-                case "MaxPool":
-                    guard !current.isEmpty, let kernel = ints("kernel_shape"), kernel.count == 2, let strides = ints("strides"), strides.count == 2,
-                          kernel[0] == strides[0], (ints("pads") ?? [0, 0, 0, 0]).allSatisfy({ $0 == 0 }) else { throw NotIncremental() }
-                    let st = Int(strides[0])
-                    guard n % st == 0, rows % st == 0 else { throw NotIncremental() }
-                    node("MaxPool", prefix + layer.name, [current], [out], a)
-                    n /= st
-                    rows /= st
-                default:
-                    throw NotIncremental()
-                }
-                chain = layer.outputs[0]
-                current = out
-            }
-            guard let last = g.nodes.last, last.inputs.first == chain, n == 1, rows == 1 else { throw NotIncremental() }
-            return current
-        }
-
-        /// Each ReduceMax of the melspectrogram graph (added from node `from` on, its names
-        /// prefixed) whose input holds a step's frames ([..., 8, n]) reads the frames not kept
-        /// as -1e30, so that its maximum is over the kept frames only (openWakeWord's first
-        /// step computes the melspectrogram of its 5 frames alone).
-        mutating func keepFrames(inMaximaOf f: FrontEnd, prefix: String, from: Int) {
-            guard f.mel.nodes.contains(where: { $0.op == "ReduceMax" }), let values = try? Self.values(of: f.mel, tensors: f.melTensors, input: 0) else { return }
-            let floor = weight("not kept: -1e30", [1], [-1e30])
-            var i = from
-            while i < nodes.count {
-                let n = nodes[i]
-                guard n.op == "ReduceMax", let input = n.inputs.first, input.hasPrefix(prefix),
-                      let shape = values[String(input.dropFirst(prefix.count))]?.shape, shape.count >= 2, shape[shape.count - 2] == framesPerStep else {
-                    i += 1
-                    continue
-                }
-                let kept = "\(input) (kept frames)", masked = "\(input) (kept frames, the others -1e30)"
-                nodes.insert(contentsOf: [
-                    .init(op: "Mul", name: kept, inputs: [input, "frames kept"], outputs: [kept]),
-                    .init(op: "Mul", name: "\(n.name) floor", inputs: ["frames not kept", floor], outputs: ["\(n.name) floor"]),
-                    .init(op: "Add", name: masked, inputs: [kept, "\(n.name) floor"], outputs: [masked]),
-                ], at: i)
-                nodes[i + 3].inputs[0] = masked
-                i += 4
-            }
-        }
-
-        /// Every tensor of `g` run (on the reference kernels) with its audio input all `input`.
-        static func values(of g: GraphSpec, tensors t: [String: Tensor], input: Float) throws -> [String: GraphTensor] {
-            var values: [String: GraphTensor] = [:]
-            for (k, v) in t { values[k] = GraphTensor(shape: v.shape, floats: v.values) }
-            for (k, v) in g.constants { values[k] = GraphTensor(shape: v.shape, integers: v.values, dtype: v.dtype == "bool" ? .bool : .int64) }
-            values[g.audioInput] = GraphTensor(shape: g.audioShape, floats: [Float](repeating: input, count: g.audioShape.reduce(1, *)))
-            for n in g.nodes {
-                let outs = try GraphOps.run(n.op, node: n.name, inputs: n.inputs.map { $0.isEmpty ? nil : values[$0] },
-                                            attributes: (n.attributes ?? [:]).mapValues(\.graphAttribute), opset: g.opset, outputCount: n.outputs.count)
-                for (name, v) in zip(n.outputs, outs) { values[name] = v }
-            }
-            return values
-        }
-
-        /// A graph's nodes with every tensor name prefixed, its audio input read from `input`;
-        /// the name of its score output.
-        mutating func add(_ g: GraphSpec, tensors t: [String: Tensor], prefix: String, input: String) -> String {
-            // The caller's tensor may have another shape of the same size: it is reshaped to the audio input's.
-            let shaped = "\(input) for \(prefix)"
-            func rename(_ name: String) -> String { name.isEmpty ? "" : (name == g.audioInput ? shaped : prefix + name) }
-            for (k, v) in t { tensors[prefix + k] = v }
-            for (k, v) in g.constants { constants[prefix + k] = v }
-            constants["\(shaped) shape"] = .init(shape: [g.audioShape.count], values: g.audioShape.map(Int64.init))
-            node("Reshape", shaped, [input, "\(shaped) shape"], [shaped])
-            for n in g.nodes {
-                nodes.append(.init(op: n.op, name: prefix + n.name, inputs: n.inputs.map(rename), outputs: n.outputs.map(rename),
-                                   attributes: n.attributes))
-            }
-            return rename(g.scoreOutput)
-        }
+        return values
     }
 }
