@@ -27,10 +27,10 @@ let package = Package(
         // never set errno, so that loops of sqrtf vectorize (IEEE results are the same).
         .target(name: "CEarshotKernels", cSettings: [.unsafeFlags(["-fno-math-errno", "-O2"])]),
         .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph", "EarshotJSON"], swiftSettings: [.unsafeFlags(["-O"])]),
-        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel",
+        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotJSON",
                                                "EarshotWyoming", "CEarshotSystem", "EarshotRedis"]),
         // The importers: ONNX, TFLite and openWakeWord models as graphs over one GraphSpecBuilder.
-        .target(name: "EarshotImport", dependencies: ["EarshotModel", "EarshotGraph", "EarshotFeatures", "EarshotONNX", "EarshotTFLite"]),
+        .target(name: "EarshotImport", dependencies: ["EarshotModel", "EarshotGraph", "EarshotFeatures", "EarshotONNX", "EarshotTFLite", "EarshotJSON"]),
         // A Redis client on hiredis: commands, pipelines and replies, with typed errors.
         .target(name: "EarshotRedis", dependencies: ["CHiredis"]),
         // epoll, eventfd and accept4 for the service's loop (Linux calls Glibc's module leaves out).

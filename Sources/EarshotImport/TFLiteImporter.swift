@@ -43,39 +43,6 @@ public struct TFLiteImporter {
         return try importer.build(options)
     }
 
-    /// What a microWakeWord JSON config (NAME.json beside NAME.tflite) says of its model.
-    public struct MicroWakeWordConfig: Sendable, Equatable {
-        /// The wake phrase.
-        public var wakeWord: String
-        /// The mean probability a detection needs.
-        public var probabilityCutoff: Double
-        /// How many of the latest outputs are averaged before the cutoff.
-        public var slidingWindowSize: Int
-        /// The model's author.
-        public var author: String?
-        /// The author's page.
-        public var website: String?
-        /// The languages it was trained on.
-        public var languages: [String]
-
-        /// Reads NAME.json beside `path` (NAME.tflite); nil when there is none or it is not a
-        /// microWakeWord config.
-        public init?(beside path: String) {
-            let json = URL(fileURLWithPath: path).deletingPathExtension().appendingPathExtension("json")
-            guard let data = FileManager.default.contents(atPath: json.path),
-                  let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-                  let micro = object["micro"] as? [String: Any], let word = object["wake_word"] as? String,
-                  let cutoff = micro["probability_cutoff"] as? Double, (0...1).contains(cutoff),
-                  let window = micro["sliding_window_size"] as? Int, (1...1000).contains(window) else { return nil }
-            wakeWord = word
-            probabilityCutoff = cutoff
-            slidingWindowSize = window
-            author = object["author"] as? String
-            website = object["website"] as? String
-            languages = object["trained_languages"] as? [String] ?? []
-        }
-    }
-
     private init(path: String, model: TFLiteModel) {
         self.path = path
         self.model = model

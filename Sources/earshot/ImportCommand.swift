@@ -1,5 +1,6 @@
 import Earshot
 import EarshotImport
+import EarshotJSON
 import Foundation
 
 /// `earshot import MODEL.onnx|MODEL.tflite --output FOLDER`: an ONNX or TFLite model as an Earshot package.
@@ -111,7 +112,7 @@ enum ImportSidecar {
             throw UsageError("--manifest \(path): cannot read the file")
         }
         let known: Set<String> = ["name", "version", "description", "author", "license", "source", "url", "phrase", "languages", "labels", "decision"]
-        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+        guard let object = (try? JSONValue.parse([UInt8](data)))?.object else {
             throw UsageError("--manifest \(path): not a JSON object")
         }
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
