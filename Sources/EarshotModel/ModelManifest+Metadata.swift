@@ -27,6 +27,11 @@ extension ModelManifest {
         /// The default label rules (`decision`).
         public var decision: Decision?
 
+        /// Its keys in JSON (`earshot import --manifest` refuses others).
+        public enum CodingKeys: String, CodingKey, CaseIterable {
+            case name, version, description, author, license, source, url, phrase, languages, labels, decision
+        }
+
         /// Metadata saying the given fields.
         public init(name: String? = nil, version: String? = nil, description: String? = nil, author: String? = nil, license: String? = nil,
                     source: String? = nil, url: String? = nil, phrase: String? = nil, languages: [String]? = nil, labels: [String]? = nil,

@@ -111,7 +111,7 @@ enum ImportSidecar {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw UsageError("--manifest \(path): cannot read the file")
         }
-        let known: Set<String> = ["name", "version", "description", "author", "license", "source", "url", "phrase", "languages", "labels", "decision"]
+        let known = Set(ModelManifest.Metadata.CodingKeys.allCases.map(\.rawValue))
         guard let object = (try? JSONValue.parse([UInt8](data)))?.object else {
             throw UsageError("--manifest \(path): not a JSON object")
         }

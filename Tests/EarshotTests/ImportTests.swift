@@ -451,4 +451,28 @@ struct ImportCommandTests {
         let inspect = try runEarshot(["inspect", output])
         #expect(inspect.status == 0, "\(inspect.err)")
     }
+
+    @Test("--manifest FILE.json gives the package's metadata; a key it does not know, or a file that is no JSON object, is a usage error")
+    func sidecar() throws {
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let sidecar = folder.appendingPathComponent("meta.json").path, output = folder.appendingPathComponent("package").path
+        let words = ["import", "Models/sources/silero_vad.onnx", "--set", "sr=16000", "--state", "state=stateN", "--context", "64",
+                     "--chunk", "512", "--manifest", sidecar, "--output", output]
+        try #"{"name": "vad", "version": "7", "labels": ["speech"], "url": "u", "languages": ["en"], "decision": {"threshold": 0.25}}"#
+            .write(toFile: sidecar, atomically: true, encoding: .utf8)
+        let imported = try runEarshot(words + ["--author", "A"])
+        #expect(imported.status == 0, "\(imported.err)")
+        let manifest = try Model(contentsOf: URL(fileURLWithPath: output)).manifest
+        #expect(manifest.name == "vad" && manifest.version == "7" && manifest.outputs.labels == ["speech"] && manifest.url == "u")
+        #expect(manifest.languages == ["en"] && manifest.decision?.threshold == 0.25 && manifest.author == "A")
+        try #"{"name": "vad", "labell": ["speech"]}"#.write(toFile: sidecar, atomically: true, encoding: .utf8)
+        let misspelt = try runEarshot(words + ["--force"])
+        #expect(misspelt.status == 64)
+        #expect(misspelt.err == "earshot: --manifest \(sidecar): unknown key 'labell'\n"
+                + "  hint: known keys: author, decision, description, labels, languages, license, name, phrase, source, url, version\n")
+        try "[1]".write(toFile: sidecar, atomically: true, encoding: .utf8)
+        let array = try runEarshot(words + ["--force"])
+        #expect(array.status == 64 && array.err == "earshot: --manifest \(sidecar): not a JSON object\n", "\(array.err)")
+    }
 }
