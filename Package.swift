@@ -5,6 +5,8 @@ let package = Package(
     name: "Earshot",
     products: [
         .library(name: "Earshot", targets: ["Earshot"]),
+        // ONNX, TFLite and openWakeWord models imported as Earshot packages.
+        .library(name: "EarshotImport", targets: ["EarshotImport"]),
         // Training streaming classifiers with the runtime's own layers and features.
         .library(name: "EarshotTraining", targets: ["EarshotTraining"]),
         .executable(name: "earshot", targets: ["earshot"]),
@@ -25,8 +27,10 @@ let package = Package(
         // never set errno, so that loops of sqrtf vectorize (IEEE results are the same).
         .target(name: "CEarshotKernels", cSettings: [.unsafeFlags(["-fno-math-errno", "-O2"])]),
         .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph", "EarshotJSON"], swiftSettings: [.unsafeFlags(["-O"])]),
-        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotTFLite", "EarshotGraph",
+        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotJSON",
                                                "EarshotWyoming", "CEarshotSystem", "EarshotRedis"]),
+        // The importers: ONNX, TFLite and openWakeWord models as graphs over one GraphSpecBuilder.
+        .target(name: "EarshotImport", dependencies: ["EarshotModel", "EarshotGraph", "EarshotFeatures", "EarshotONNX", "EarshotTFLite", "EarshotJSON"]),
         // A Redis client on hiredis: commands, pipelines and replies, with typed errors.
         .target(name: "EarshotRedis", dependencies: ["CHiredis"]),
         // epoll, eventfd and accept4 for the service's loop (Linux calls Glibc's module leaves out).
@@ -38,7 +42,7 @@ let package = Package(
         // Trains classifiers made of runtime layers, with the runtime's own features and products.
         // Optimized in debug builds too: the tests train real models, which unoptimized loops
         // would make ten times slower.
-        .target(name: "EarshotTraining", dependencies: ["Earshot", "EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph"],
+        .target(name: "EarshotTraining", dependencies: ["Earshot", "EarshotImport", "EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
         // ONNX files read in Swift: the protobuf wire format and ONNX's messages (onnx.proto).
         .target(name: "EarshotONNX"),
@@ -48,7 +52,8 @@ let package = Package(
         // Optimized in every configuration: its loops are what a graph step runs, and a debug
         // build of them would make the tests that run imported models over whole files crawl.
         .target(name: "EarshotGraph", dependencies: ["CEarshotKernels", "EarshotFeatures"], swiftSettings: [.unsafeFlags(["-O"])]),
-        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotTraining", "CEarshotKernels", "EarshotWyoming", "CEarshotSystem", "EarshotJSON"]),
+        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotTraining", "CEarshotKernels", "EarshotWyoming", "CEarshotSystem", "EarshotJSON",
+                                                          "EarshotImport"]),
 
         // Helpers shared by the test targets (seeded random numbers, reference files, paths).
         .target(name: "EarshotTestSupport", dependencies: ["EarshotTraining", "CSndFile"], path: "Tests/Support"),
@@ -58,10 +63,11 @@ let package = Package(
         .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotGraph", "EarshotAudio", "CEarshotKernels", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
         .testTarget(name: "EarshotONNXTests", dependencies: ["EarshotONNX", "EarshotTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "EarshotImportTests", dependencies: ["EarshotImport", "EarshotModel"]),
         .testTarget(name: "EarshotGraphTests", dependencies: ["EarshotGraph", "EarshotTestSupport"], exclude: ["Goldens"]),
         .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWyomingTests", dependencies: ["EarshotWyoming", "EarshotTestSupport"], exclude: ["Goldens"]),
-        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotTraining", "earshot", "EarshotTestSupport"],
+        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotTraining", "earshot", "EarshotTestSupport", "EarshotImport", "EarshotGraph"],
                     exclude: ["Goldens", "Expected"]),
     ],
     swiftLanguageModes: [.v6]

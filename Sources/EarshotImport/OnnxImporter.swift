@@ -1,7 +1,6 @@
 import EarshotGraph
 import EarshotModel
 import EarshotONNX
-import EarshotTFLite
 import Foundation
 
 /// Turns an ONNX model into an Earshot package: inputs fixed by the user become constants, the
@@ -12,98 +11,6 @@ import Foundation
 /// its constants. The graph is run once on silence while it is read, so every shape is known
 /// and every op is proven to run before a package is written.
 public struct OnnxImporter {
-    /// How a model is imported and what its package says.
-    public struct Options: Sendable {
-        /// Values for inputs that are settings, not audio (e.g. "sr": 16000).
-        public var fixed: [String: Double] = [:]
-        /// State pairs (input, output); found by name and shape when empty.
-        public var states: [(input: String, output: String)] = []
-        /// The input that takes audio; the one float input left when nil.
-        public var audioInput: String?
-        /// The output whose values are the scores; the one output left when nil.
-        public var scoreOutput: String?
-        /// The model's rate (Hz).
-        public var sampleRate = 16000
-        /// New samples per step; from the audio input's fixed size when nil.
-        public var chunkSamples: Int?
-        /// Samples of the previous block before each chunk.
-        public var contextSamples = 0
-        /// What a step takes: "samples" (a block of audio, the input's last axis) or
-        /// "features" (a block of features the caller computes, of the input's whole shape).
-        public var frontEnd = "samples"
-        /// The scores' labels (default: the package name, or class0, class1, ...).
-        public var labels: [String] = []
-        /// The package's name.
-        public var name = "imported"
-        /// The package's version.
-        public var version = "1"
-        /// The default label rules.
-        public var decision: ModelManifest.Decision?
-        /// The package's description.
-        public var description: String?
-        /// The model's author.
-        public var author: String?
-        /// The model's licence.
-        public var license: String?
-        /// Where the model comes from.
-        public var source: String?
-        /// Attribution and wake-word metadata written into the manifest.
-        public var url: String?
-        /// A wake word's phrase.
-        public var phrase: String?
-        /// The languages it was trained on.
-        public var languages: [String]?
-
-        /// The defaults.
-        public init() {}
-
-        /// The package's manifest with these options' name, decision and metadata.
-        func manifest(source: String, audio: ModelManifest.Audio, frontEnd: ModelManifest.FrontEnd, network: [LayerSpec],
-                      outputs: ModelManifest.Outputs, decision: ModelManifest.Decision?) -> ModelManifest {
-            var m = ModelManifest(name: name, version: version, description: description, author: author, license: license, source: source,
-                                  audio: audio, frontEnd: frontEnd, network: network, outputs: outputs, decision: decision)
-            m.url = url
-            m.phrase = phrase
-            m.languages = languages
-            return m
-        }
-    }
-
-    /// Why a model cannot be imported, naming the file, node and what to do.
-    public enum ImportError: Error, Sendable, CustomStringConvertible {
-        /// The .onnx file is missing, unreadable or damaged (the reader's error names it).
-        case onnx(OnnxError)
-        /// The .tflite file is missing, unreadable or damaged (the reader's error names it).
-        case tflite(TFLiteError)
-        /// A node the importer cannot turn into the runtime's graph: its name, op, why, and what to do.
-        case node(path: String, node: String, op: String, reason: String, hint: String)
-        /// The model's inputs and outputs do not say how it streams: why, and what to do.
-        case interface(path: String, reason: String, hint: String)
-        /// An input or output (`role`: "audio input", "state input", ...) of an element type the
-        /// runtime does not compute with (strings, booleans, complex numbers).
-        case elementType(path: String, role: String, name: String, type: String)
-
-        public var description: String {
-            switch self {
-            case let .onnx(e): return e.description
-            case let .tflite(e): return e.description
-            case let .node(path, node, op, reason, hint): return "\(path): node '\(node)' (\(op)): \(reason); \(hint)"
-            case let .interface(path, reason, hint): return "\(path): \(reason); \(hint)"
-            case let .elementType(path, role, name, type):
-                return "\(path): the \(role) '\(name)' is of type \(type), which the runtime cannot take there; export it as FLOAT "
-                    + "(audio, features, states and scores are float tensors; fixed inputs may also be integers)"
-            }
-        }
-
-        /// Whether the model file itself is missing or unreadable (not damaged or unsupported).
-        public var isMissingInput: Bool {
-            switch self {
-            case .onnx(.fileNotFound), .onnx(.cannotRead), .tflite(.fileNotFound), .tflite(.cannotRead): return true
-            default: return false
-            }
-        }
-    }
-
     /// A value while the graph is read: its tensor (computed on silence) and whether it is the
     /// same for every stream and step (a constant) or depends on audio or state.
     private struct Value {
@@ -112,25 +19,26 @@ public struct OnnxImporter {
     }
 
     let path: String
-    let options: Options
+    let options: ImportOptions
     private var values: [String: Value] = [:]
     /// A dynamic tensor's name → the name of the tensor it is (Identity, If outputs).
     private var alias: [String: String] = [:]
-    private var emitted: [GraphSpec.NodeSpec] = []
+    /// The nodes that depend on audio or state, in order; then the package's graph.
+    private var builder = GraphSpecBuilder()
     /// A node's output → the node that writes it (ONNX writes every value once).
     private var producers: [String: String] = [:]
     private var opset = 13
     private var depth = 0
 
     /// Reads `path` and builds the package (manifest and weights).
-    public static func importModel(path: String, options: Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+    public static func importModel(path: String, options: ImportOptions) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let model: OnnxModel
         do { model = try OnnxModel.read(path: path, maxNodes: GraphSpec.maxNodes) } catch { throw .onnx(error) }
         var importer = OnnxImporter(path: path, options: options)
         return try importer.build(model)
     }
 
-    private init(path: String, options: Options) {
+    private init(path: String, options: ImportOptions) {
         self.path = path
         self.options = options
     }
@@ -258,13 +166,7 @@ public struct OnnxImporter {
         try readGraph(graph, keeping: Set(outputs))
 
         // What the scores and the next states need, back from the outputs.
-        var needed = Set([resolve(scoreName)] + states.map { resolve($0.output) })
-        var kept: [GraphSpec.NodeSpec] = []
-        for node in emitted.reversed() where node.outputs.contains(where: { needed.contains($0) }) {
-            kept.append(node)
-            for input in node.inputs where !input.isEmpty { needed.insert(input) }
-        }
-        kept.reverse()
+        builder.prune(keeping: [resolve(scoreName)] + states.map { resolve($0.output) })
         guard values[scoreName]?.constant == false else {
             throw interface("the score output '\(scoreName)' does not depend on the audio", "check --input and --set")
         }
@@ -277,15 +179,13 @@ public struct OnnxImporter {
 
         // A Clip bound of -inf (min) or +inf (max) bounds nothing: the input is left out, as
         // ONNX allows, so that every stored weight is a finite number.
-        for i in kept.indices where kept[i].op == "Clip" {
-            for (index, unbounded) in [(1, -Float.infinity), (2, Float.infinity)] where index < kept[i].inputs.count {
-                if let v = values[kept[i].inputs[index]], v.constant, v.tensor.scalarFloat == unbounded { kept[i].inputs[index] = "" }
+        for i in builder.nodes.indices where builder.nodes[i].op == "Clip" {
+            for (index, unbounded) in [(1, -Float.infinity), (2, Float.infinity)] where index < builder.nodes[i].inputs.count {
+                if let v = values[builder.nodes[i].inputs[index]], v.constant, v.tensor.scalarFloat == unbounded { builder.nodes[i].inputs[index] = "" }
             }
-            while kept[i].inputs.last == "" { kept[i].inputs.removeLast() }
+            while builder.nodes[i].inputs.last == "" { builder.nodes[i].inputs.removeLast() }
         }
-        var tensors: [String: Tensor] = [:]
-        var constants: [String: GraphSpec.IntegerConstant] = [:]
-        for node in kept {
+        for node in builder.nodes {
             for input in node.inputs where !input.isEmpty {
                 guard let v = values[input], v.constant else { continue }
                 if v.tensor.dtype == .float32 {
@@ -293,27 +193,24 @@ public struct OnnxImporter {
                         throw .node(path: path, node: node.name, op: node.op, reason: "constant '\(input)' holds \(v.tensor.floats[bad]) at \(bad)",
                                     hint: "weights must be finite numbers")
                     }
-                    tensors[input] = Tensor(shape: v.tensor.shape, values: v.tensor.floats)
+                    builder.weight(input, v.tensor)
                 } else {
-                    constants[input] = .init(shape: v.tensor.shape, values: v.tensor.integers, dtype: v.tensor.dtype == .bool ? "bool" : "int64")
+                    builder.integers(input, v.tensor.integers, shape: v.tensor.shape, dtype: v.tensor.dtype == .bool ? "bool" : "int64")
                 }
             }
         }
-        let spec = GraphSpec(opset: opset, audioInput: audioName, audioShape: audioShapeFixed, scoreOutput: score, states: stateSpecs,
-                             constants: constants, nodes: kept)
+        let spec = builder.spec(opset: opset, audioInput: audioName, audioShape: audioShapeFixed, scoreOutput: score, states: stateSpecs)
         let scoreCount = values[scoreName]?.tensor.count ?? 0
-        var labels = options.labels
-        if labels.isEmpty { labels = scoreCount == 1 ? ["score"] : (0..<scoreCount).map { "class\($0)" } }
+        let labels = options.labels ?? (scoreCount == 1 ? ["score"] : (0..<scoreCount).map { "class\($0)" })
         guard labels.count == scoreCount else {
             throw interface("\(labels.count) labels for \(scoreCount) scores", "give --labels with \(scoreCount) names")
         }
         var manifest = options.manifest(
-            source: options.source ?? "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (\(model.producerName) \(model.producerVersion), opset \(opset))",
+            source: "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (\(model.producerName) \(model.producerVersion), opset \(opset))",
             audio: .init(sampleRate: options.sampleRate, chunkSamples: chunk, contextSamples: context),
-            frontEnd: .init(type: features ? .features : .samples, nFFT: 0, hopLength: 0), network: [],
-            outputs: .init(activation: .none, labels: labels), decision: options.decision)
+            frontEnd: .init(type: features ? .features : .samples, nFFT: 0, hopLength: 0), labels: labels, decision: options.metadata.decision)
         manifest.graph = spec
-        return (manifest, tensors)
+        return (manifest, builder.tensors)
     }
 
     /// Input/output pairs of one shape whose names say "the next one": state/stateN, h/hn,
@@ -484,7 +381,6 @@ public struct OnnxImporter {
             case .tensor: throw fail("a tensor attribute on an op that depends on audio", "fold it into an input")
             }
         }
-        emitted.append(.init(op: node.opType, name: label, inputs: node.inputs.map { $0.isEmpty ? "" : resolve($0) },
-                             outputs: node.outputs, attributes: spec.isEmpty ? nil : spec))
+        builder.node(node.opType, label, node.inputs.map { $0.isEmpty ? "" : resolve($0) }, node.outputs, spec.isEmpty ? nil : spec)
     }
 }

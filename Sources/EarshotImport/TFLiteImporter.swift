@@ -1,3 +1,4 @@
+import EarshotFeatures
 import EarshotGraph
 import EarshotModel
 import EarshotTFLite
@@ -13,8 +14,6 @@ import Foundation
 /// features, quantized as the model's input says (round half to even, as pymicro-wakeword
 /// does), and gives the dequantized output as the score.
 public struct TFLiteImporter {
-    public typealias ImportError = OnnxImporter.ImportError
-
     /// A value while the graph is read: its name in the package, its value on the first step
     /// (zero features, the variables' first values) and whether it is a constant.
     private struct Value {
@@ -26,10 +25,8 @@ public struct TFLiteImporter {
     private let path: String
     private let model: TFLiteModel
     private var values: [Int: Value] = [:]
-    private var nodes: [GraphSpec.NodeSpec] = []
-    private var tensors: [String: Tensor] = [:]
-    private var constants: [String: GraphSpec.IntegerConstant] = [:]
-    private var usedNames = Set<String>()
+    /// The package's graph, written as the operators are read; every name in it from `unique`.
+    private var builder = GraphSpecBuilder()
     /// Resource tensor index → variable key.
     private var handles: [Int: String] = [:]
     /// Variable key → its first values (from the init subgraph).
@@ -39,44 +36,11 @@ public struct TFLiteImporter {
 
     /// A .tflite model as a package's manifest and tensors.
     /// - Throws: `ImportError` naming the file, operator or tensor and the reason.
-    public static func importModel(path: String, options: OnnxImporter.Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+    public static func importModel(path: String, options: ImportOptions) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let model: TFLiteModel
         do { model = try TFLiteModel.read(path: path) } catch { throw .tflite(error) }
         var importer = TFLiteImporter(path: path, model: model)
         return try importer.build(options)
-    }
-
-    /// What a microWakeWord JSON config (NAME.json beside NAME.tflite) says of its model.
-    public struct MicroWakeWordConfig: Sendable, Equatable {
-        /// The wake phrase.
-        public var wakeWord: String
-        /// The mean probability a detection needs.
-        public var probabilityCutoff: Double
-        /// How many of the latest outputs are averaged before the cutoff.
-        public var slidingWindowSize: Int
-        /// The model's author.
-        public var author: String?
-        /// The author's page.
-        public var website: String?
-        /// The languages it was trained on.
-        public var languages: [String]
-
-        /// Reads NAME.json beside `path` (NAME.tflite); nil when there is none or it is not a
-        /// microWakeWord config.
-        public init?(beside path: String) {
-            let json = URL(fileURLWithPath: path).deletingPathExtension().appendingPathExtension("json")
-            guard let data = FileManager.default.contents(atPath: json.path),
-                  let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-                  let micro = object["micro"] as? [String: Any], let word = object["wake_word"] as? String,
-                  let cutoff = micro["probability_cutoff"] as? Double, (0...1).contains(cutoff),
-                  let window = micro["sliding_window_size"] as? Int, (1...1000).contains(window) else { return nil }
-            wakeWord = word
-            probabilityCutoff = cutoff
-            slidingWindowSize = window
-            author = object["author"] as? String
-            website = object["website"] as? String
-            languages = object["trained_languages"] as? [String] ?? []
-        }
     }
 
     private init(path: String, model: TFLiteModel) {
@@ -86,7 +50,7 @@ public struct TFLiteImporter {
 
     private func interface(_ reason: String, _ hint: String) -> ImportError { .interface(path: path, reason: reason, hint: hint) }
 
-    private mutating func build(_ options: OnnxImporter.Options) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+    private mutating func build(_ options: ImportOptions) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let operators = model.subgraphs.reduce(0) { $0 + $1.operators.count }
         guard operators <= GraphSpec.maxNodes else {
             throw interface("\(operators) operators, more than the limit of \(GraphSpec.maxNodes)", "a streaming model has a few hundred at most")
@@ -102,7 +66,7 @@ public struct TFLiteImporter {
         let input = graph.tensors[inputs[0]]
         let shape = input.shape.map { max($0, 1) }
         let microFrontend = options.frontEnd == "microfrontend"
-        let audioName = unique(microFrontend ? "samples" : "features")
+        let audioName = builder.unique(microFrontend ? "samples" : "features")
         var audioShape = shape
         var featuresName = audioName
         var step = GraphTensor(shape: shape, floats: [Float](repeating: 0, count: shape.reduce(1, *)))
@@ -119,17 +83,17 @@ public struct TFLiteImporter {
             var names: [String] = [audioName]
             var outs: [String] = []
             for (base, size) in [("front end noise", 2 * channels), ("front end pending", (stride - 2) * channels), ("front end started", 1)] {
-                let name = unique(base), next = unique("\(base) (next)")
-                frontEndStates.append(.init(input: name, output: next, shape: [1, size], initial: weight("\(base) (first values)", GraphTensor(shape: [1, size], floats: [Float](repeating: 0, count: size)))))
+                let name = builder.unique(base), next = builder.unique("\(base) (next)")
+                frontEndStates.append(.init(input: name, output: next, shape: [1, size], initial: builder.weight(unique: "\(base) (first values)", GraphTensor(shape: [1, size], floats: [Float](repeating: 0, count: size)))))
                 names.append(name)
                 outs.append(next)
             }
             startedName = names[3]
-            featuresName = unique("features")
+            featuresName = builder.unique("features")
             let zeros = { (n: Int) in GraphTensor(shape: [1, n], floats: [Float](repeating: 0, count: n)) }
             step = try runAll("MicroFrontend", name: "front end", inputs: [zeros(audioShape[1]), zeros(2 * channels), zeros((stride - 2) * channels), zeros(1)],
                               attributes: [:], op: "front end", outputs: 4)[0]
-            nodes.append(.init(op: "MicroFrontend", name: "front end", inputs: names, outputs: [featuresName] + outs))
+            builder.node("MicroFrontend", "front end", names, [featuresName] + outs)
         }
         switch input.type {
         case .float32:
@@ -143,7 +107,7 @@ public struct TFLiteImporter {
                 "scale": .float(Double(q.scales[0])), "zero_point": .int(q.zeroPoints.first ?? 0), "min": .int(Int64(low)), "max": .int(Int64(high)),
             ]
             values[inputs[0]] = try apply("Quantize", "quantize features", [Value(name: featuresName, tensor: step, constant: false)],
-                                          output: unique(input.name), attributes: attributes, op: "input")
+                                          output: builder.unique(input.name), attributes: attributes, op: "input")
         default:
             throw interface("input '\(input.name)' is \(input.type)", "the input must be float32, int8 or uint8")
         }
@@ -159,14 +123,14 @@ public struct TFLiteImporter {
             }
             let zero = constant("output zero point", GraphTensor(shape: [1], floats: [Float(q.zeroPoints.first ?? 0)]))
             let scale = constant("output scale", GraphTensor(shape: [1], floats: [q.scales[0]]))
-            let shifted = try apply("Sub", "dequantize (zero point)", [score, zero], output: unique("\(output.name) - zero point"), op: "output")
-            score = try apply("Mul", "dequantize (scale)", [shifted, scale], output: unique("score"), op: "output")
+            let shifted = try apply("Sub", "dequantize (zero point)", [score, zero], output: builder.unique("\(output.name) - zero point"), op: "output")
+            score = try apply("Mul", "dequantize (scale)", [shifted, scale], output: builder.unique("score"), op: "output")
         }
         // Variables written in the step are the stream's state; one only read is a constant.
         var states: [GraphSpec.StateSpec] = []
         for v in variables where v.current != v.input {
             let first = initial[v.key] ?? GraphTensor(shape: v.shape, floats: [Float](repeating: 0, count: v.shape.reduce(1, *)))
-            let name = weight("\(v.key) (first values)", first)
+            let name = builder.weight(unique: "\(v.key) (first values)", first)
             states.append(.init(input: v.input, output: v.current, shape: v.shape, initial: name))
         }
         if microFrontend {
@@ -174,69 +138,33 @@ public struct TFLiteImporter {
             // first values and the score is 0 (state = started > 0 ? next : first).
             let started = Value(name: startedName, tensor: GraphTensor(shape: [1, 1], floats: [0]), constant: false)
             let zero = constant("zero", GraphTensor(shape: [1], floats: [0]))
-            let hasStarted = try apply("Greater", "front end started", [started, zero], output: unique("front end has started"), op: "front end")
+            let hasStarted = try apply("Greater", "front end started", [started, zero], output: builder.unique("front end has started"), op: "front end")
             for i in states.indices {
-                guard let first = states[i].initial, let t = tensors[first] else { continue }
+                guard let first = states[i].initial, let t = builder.tensors[first] else { continue }
                 let firstValues = Value(name: first, tensor: GraphTensor(shape: t.shape, floats: t.values), constant: true)
                 let next = Value(name: states[i].output, tensor: firstValues.tensor, constant: false)
-                states[i].output = try apply("Where", "\(next.name) (gated)", [hasStarted, next, firstValues], output: unique("\(next.name) (gated)"),
+                states[i].output = try apply("Where", "\(next.name) (gated)", [hasStarted, next, firstValues], output: builder.unique("\(next.name) (gated)"),
                                              op: "front end").name
             }
-            score = try apply("Mul", "score (gated)", [score, started], output: unique("score (gated)"), op: "front end")
+            score = try apply("Mul", "score (gated)", [score, started], output: builder.unique("score (gated)"), op: "front end")
             states = frontEndStates + states
         }
-        let spec = GraphSpec(opset: 13, audioInput: audioName, audioShape: audioShape, scoreOutput: score.name, states: states,
-                             constants: constants, nodes: prune(nodes, keeping: [score.name] + states.map(\.output)))
+        builder.prune(keeping: [score.name] + states.map(\.output))
+        let spec = builder.spec(opset: 13, audioInput: audioName, audioShape: audioShape, scoreOutput: score.name, states: states)
         let count = score.tensor.count
-        var labels = options.labels
-        if labels.isEmpty { labels = count == 1 ? [options.name] : (0..<count).map { "class\($0)" } }
+        let labels = options.labels ?? (count == 1 ? [options.name] : (0..<count).map { "class\($0)" })
         guard labels.count == count else { throw interface("\(labels.count) labels for \(count) scores", "give --labels with \(count) names") }
         let block = shape.reduce(1, *)
         let context = microFrontend ? MicroFrontend.windowSamples - MicroFrontend.stepSamples : 0
         var manifest = options.manifest(
-            source: options.source ?? "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (TFLite schema \(model.version))",
+            source: "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (TFLite schema \(model.version))",
             audio: .init(sampleRate: microFrontend ? MicroFrontend.sampleRate : options.sampleRate,
                          chunkSamples: microFrontend ? audioShape[1] - context : block, contextSamples: context),
-            frontEnd: .init(type: microFrontend ? .samples : .features, nFFT: 0, hopLength: 0), network: [],
-            outputs: .init(activation: .none, labels: labels), decision: options.decision)
+            frontEnd: .init(type: microFrontend ? .samples : .features, nFFT: 0, hopLength: 0), labels: labels,
+            decision: options.metadata.decision)
         manifest.graph = spec
         let used = Set(spec.nodes.flatMap(\.inputs)).union(states.compactMap(\.initial))
-        return (manifest, tensors.filter { used.contains($0.key) })
-    }
-
-    /// The nodes that the kept tensors need, in order.
-    private func prune(_ nodes: [GraphSpec.NodeSpec], keeping outputs: [String]) -> [GraphSpec.NodeSpec] {
-        var needed = Set(outputs)
-        var kept: [GraphSpec.NodeSpec] = []
-        for node in nodes.reversed() where node.outputs.contains(where: { needed.contains($0) }) {
-            kept.append(node)
-            needed.formUnion(node.inputs.filter { !$0.isEmpty })
-        }
-        return kept.reversed()
-    }
-
-    private mutating func unique(_ base: String) -> String {
-        var name = base.isEmpty ? "tensor" : base
-        var k = 1
-        while !usedNames.insert(name).inserted {
-            k += 1
-            name = "\(base) #\(k)"
-        }
-        return name
-    }
-
-    /// A float constant stored as a weight tensor; its name.
-    private mutating func weight(_ base: String, _ t: GraphTensor) -> String {
-        let name = unique(base)
-        tensors[name] = Tensor(shape: t.shape, values: t.floats)
-        return name
-    }
-
-    /// An integer constant stored in the manifest; its name.
-    private mutating func integers(_ base: String, _ values: [Int64], shape: [Int]) -> String {
-        let name = unique(base)
-        constants[name] = .init(shape: shape, values: values)
-        return name
+        return (manifest, builder.tensors.filter { used.contains($0.key) })
     }
 
     private func run(_ op: String, name: String, inputs: [GraphTensor?], attributes: [String: GraphSpec.AttributeValue] = [:],
@@ -249,12 +177,12 @@ public struct TFLiteImporter {
     private mutating func apply(_ op: String, _ name: String, _ inputs: [Value], output: String,
                                 attributes: [String: GraphSpec.AttributeValue] = [:], op tflite: String) throws(ImportError) -> Value {
         let tensor = try run(op, name: name, inputs: inputs.map(\.tensor), attributes: attributes, op: tflite)
-        nodes.append(.init(op: op, name: name, inputs: inputs.map(\.name), outputs: [output], attributes: attributes.isEmpty ? nil : attributes))
+        builder.node(op, name, inputs.map(\.name), [output], attributes.isEmpty ? nil : attributes)
         return Value(name: output, tensor: tensor, constant: false)
     }
 
     /// A float constant as a weight, with its value.
-    private mutating func constant(_ base: String, _ t: GraphTensor) -> Value { Value(name: weight(base, t), tensor: t, constant: true) }
+    private mutating func constant(_ base: String, _ t: GraphTensor) -> Value { Value(name: builder.weight(unique: base, t), tensor: t, constant: true) }
 
     private func runAll(_ op: String, name: String, inputs: [GraphTensor?], attributes: [String: GraphSpec.AttributeValue],
                         op tflite: String, outputs: Int) throws(ImportError) -> [GraphTensor] {
@@ -309,11 +237,11 @@ public struct TFLiteImporter {
                 guard declared.isEmpty || results[k].shape.reduce(1, *) == declared.reduce(1, *) else {
                     throw fail("makes \(results[k].shape) where the file declares \(declared)", "the importer and the file disagree on this op's semantics")
                 }
-                let name = unique(graph.tensors[o].name)
+                let name = builder.unique(graph.tensors[o].name)
                 names.append(name)
                 values[o] = Value(name: name, tensor: results[k], constant: false)
             }
-            nodes.append(.init(op: kind, name: label, inputs: inputs, outputs: names, attributes: attributes.isEmpty ? nil : attributes))
+            builder.node(kind, label, inputs, names, attributes.isEmpty ? nil : attributes)
         }
 
         switch op.name {
@@ -332,7 +260,7 @@ public struct TFLiteImporter {
                 values[op.outputs[0]] = Value(name: variables[k].current, tensor: variables[k].value, constant: false)
             } else {
                 let shape = out.shape.map { max($0, 1) }
-                let name = unique("state \(key)")
+                let name = builder.unique("state \(key)")
                 let first = initial[key] ?? zeros(shape)
                 guard first.count == shape.reduce(1, *) else { throw fail("variable \(key) holds \(first.count) values for shape \(shape)", "the file is damaged") }
                 let value = GraphTensor(shape: shape, floats: first.floats)
@@ -353,7 +281,7 @@ public struct TFLiteImporter {
         case "RESHAPE":
             let x = try value(0)
             let shape = try outputTensor().shape
-            let s = integers("\(label) shape", shape.map(Int64.init), shape: [shape.count])
+            let s = builder.integers(unique: "\(label) shape", shape.map(Int64.init), shape: [shape.count])
             try emit("Reshape", inputs: [x.name, s], values: [x.tensor, GraphTensor(shape: [shape.count], integers: shape.map(Int64.init))])
         case "CONCATENATION":
             guard case let .concatenation(axis, activation) = op.options, activation == 0 else {
@@ -394,17 +322,17 @@ public struct TFLiteImporter {
                 starts.append(Int64(s)); ends.append(Int64(e)); steps.append(Int64(strides[d]))
             }
             let axes = dims.indices.map(Int64.init)
-            let names = [integers("\(label) starts", starts, shape: [dims.count]), integers("\(label) ends", ends, shape: [dims.count]),
-                         integers("\(label) axes", axes, shape: [dims.count]), integers("\(label) steps", steps, shape: [dims.count])]
+            let names = [builder.integers(unique: "\(label) starts", starts, shape: [dims.count]), builder.integers(unique: "\(label) ends", ends, shape: [dims.count]),
+                         builder.integers(unique: "\(label) axes", axes, shape: [dims.count]), builder.integers(unique: "\(label) steps", steps, shape: [dims.count])]
             let consts = [starts, ends, axes, steps].map { GraphTensor(shape: [dims.count], integers: $0) }
             if shrink == 0 {
                 try emit("Slice", inputs: [x.name] + names, values: [x.tensor] + consts)
             } else {
                 let sliced = try run("Slice", name: label, inputs: [x.tensor] + consts, op: op.name)
-                let mid = unique("\(label) (before shrinking)")
-                nodes.append(.init(op: "Slice", name: label, inputs: [x.name] + names, outputs: [mid]))
+                let mid = builder.unique("\(label) (before shrinking)")
+                builder.node("Slice", label, [x.name] + names, [mid])
                 let shape = try outputTensor().shape
-                let s = integers("\(label) shape", shape.map(Int64.init), shape: [shape.count])
+                let s = builder.integers(unique: "\(label) shape", shape.map(Int64.init), shape: [shape.count])
                 try emit("Reshape", inputs: [mid, s], values: [sliced, GraphTensor(shape: [shape.count], integers: shape.map(Int64.init))])
             }
         case "SPLIT_V":
@@ -416,7 +344,7 @@ public struct TFLiteImporter {
             let axis = axisValue[0] < 0 ? axisValue[0] + rank : axisValue[0]
             guard axis >= 0, axis < rank else { throw fail("axis \(axisValue[0]) for rank \(rank)", "the file is damaged") }
             if let rest = sizes.firstIndex(of: -1) { sizes[rest] = x.tensor.shape[axis] - sizes.filter { $0 != -1 }.reduce(0, +) }
-            let split = integers("\(label) sizes", sizes.map(Int64.init), shape: [sizes.count])
+            let split = builder.integers(unique: "\(label) sizes", sizes.map(Int64.init), shape: [sizes.count])
             try emit("Split", inputs: [x.name, split], values: [x.tensor, GraphTensor(shape: [sizes.count], integers: sizes.map(Int64.init))],
                      attributes: ["axis": .int(Int64(axis))])
         case "CONV_2D", "DEPTHWISE_CONV_2D":
@@ -443,12 +371,12 @@ public struct TFLiteImporter {
             attributes["weights_offset"] = .int(-weightsZero)
             attributes["output_offset"] = .int(Int64(outQ.zero))
             attributes["activation"] = .ints(try activationRange(activation, out, outQ, fail))
-            let wName = weight("\(w.name)", GraphTensor(shape: w.shape, floats: weights.map(Float.init)))
+            let wName = builder.weight(unique: "\(w.name)", GraphTensor(shape: w.shape, floats: weights.map(Float.init)))
             var names = [x.name, wName], inputs: [GraphTensor?] = [x.tensor, GraphTensor(shape: w.shape, floats: weights.map(Float.init))]
             if op.inputs.count > 2, op.inputs[2] >= 0 {
                 let b = try tensor(2)
                 guard let bias = b.integers, b.type == .int32 else { throw fail("bias '\(b.name)' is not constant int32", "import int8 models") }
-                names.append(integers(b.name, bias, shape: [bias.count]))
+                names.append(builder.integers(unique: b.name, bias, shape: [bias.count]))
                 inputs.append(GraphTensor(shape: [bias.count], integers: bias))
             }
             try emit("TFLiteFullyConnected", inputs: names, values: inputs, attributes: attributes)
@@ -473,7 +401,7 @@ public struct TFLiteImporter {
     private mutating func materialize(_ v: Value, _ label: String) throws(ImportError) -> String {
         guard v.constant else { return v.name }
         let floats = v.tensor.dtype == .float32 ? v.tensor.floats : v.tensor.integers.map(Float.init)
-        return weight(v.name, GraphTensor(shape: v.tensor.shape, floats: floats))
+        return builder.weight(unique: v.name, GraphTensor(shape: v.tensor.shape, floats: floats))
     }
 
     /// The init subgraph: each variable's first value.
@@ -577,11 +505,11 @@ public struct TFLiteImporter {
             attributes["depth_multiplier"] = .int(Int64(channels / c))
         }
         let filterValues = GraphTensor(shape: f.shape, floats: filter.map(Float.init))
-        var names = [x.name, weight(f.name, filterValues)], inputs: [GraphTensor?] = [x.tensor, filterValues]
+        var names = [x.name, builder.weight(unique: f.name, filterValues)], inputs: [GraphTensor?] = [x.tensor, filterValues]
         if op.inputs.count > 2, op.inputs[2] >= 0 {
             let b = graph.tensors[op.inputs[2]]
             guard let bias = b.integers, b.type == .int32, bias.count == channels else { throw fail("bias '\(b.name)' is not constant int32 per channel", "import int8 models") }
-            names.append(integers(b.name, bias, shape: [bias.count]))
+            names.append(builder.integers(unique: b.name, bias, shape: [bias.count]))
             inputs.append(GraphTensor(shape: [bias.count], integers: bias))
         }
         return (depthwise ? "TFLiteDepthwiseConv2D" : "TFLiteConv2D", names, inputs, attributes)
