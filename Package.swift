@@ -19,7 +19,7 @@ let package = Package(
         // its flags hold a -D that SwiftPM refuses, and the header is in /usr/include/hiredis.
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
 
-        .target(name: "EarshotAudio", dependencies: ["CSndFile", "CALSA", "CSoxr"]),
+        .target(name: "EarshotAudio", dependencies: ["CSndFile", "CALSA", "CSoxr", "CEarshotKernels"]),
         .target(name: "EarshotFeatures", dependencies: ["CFFTW", "CEarshotKernels"], swiftSettings: [.unsafeFlags(["-O"])]),
         // Dense kernels in C, compiled per instruction set and chosen at run time. Math functions
         // never set errno, so that loops of sqrtf vectorize (IEEE results are the same).

@@ -1,4 +1,5 @@
 import EarshotRedis
+import EarshotAudio
 import Glibc
 
 /// Where a cluster keeps its streams in Redis, all under one prefix (default `earshot`):
@@ -77,6 +78,9 @@ public enum ClusterSampleFormat: String, Sendable, CaseIterable {
     case f32
 
     var bytesPerSample: Int { self == .s16 ? 2 : 4 }
+
+    /// Frames of `channels` samples in this format, as `PCMFormat` decodes them.
+    func pcm(channels: Int) -> PCMFormat { PCMFormat(encoding: self == .s16 ? .integer(bytes: 2) : .float32, channels: channels) }
 }
 
 /// One entry of a source's audio stream.
@@ -144,21 +148,13 @@ struct AudioEntry {
         return seq
     }
 
+    /// Whole frames of `audio` mixed to mono (`PCMFormat`).
     static func decode(_ audio: [UInt8], format: ClusterSampleFormat, channels c: Int) -> [Float] {
-        let frames = audio.count / (format.bytesPerSample * c)
-        return audio.withUnsafeBytes { raw in
-            (0..<frames).map { f in
-                var sum: Float = 0
-                for ch in 0..<c {
-                    let at = (f * c + ch) * format.bytesPerSample
-                    switch format {
-                    case .s16: sum += Float(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: Int16.self))) / 32768
-                    case .f32: sum += Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
-                    }
-                }
-                return c == 1 ? sum : sum / Float(c)
-            }
-        }
+        let pcm = format.pcm(channels: c)
+        var out: [Float] = []
+        out.reserveCapacity(audio.count / max(1, pcm.frameBytes))
+        audio.withUnsafeBytes { pcm.appendMono($0, to: &out) }
+        return out
     }
 
     static func encode(_ samples: [Float], format: ClusterSampleFormat) -> [UInt8] {
