@@ -166,7 +166,7 @@ extension ClusterWorker {
                     }
                     summary.entries += 1
                     entriesSinceStats += 1
-                    if let t = entry.publishedMicros { latencies.append(max(0, now - t)) }
+                    if let t = entry.publishedMicros { latencies.add(.microseconds(max(0, now - t))) }
                     o.lastSeq = entry.seq
                     o.lastEntry = raw.id
                     o.unacked.append(raw.id)

@@ -80,7 +80,8 @@ public final class ClusterWorker {
     var summary = WorkerSummary()
     private var target = 1
     private var nextHeartbeat = 0
-    var latencies: [Int] = []
+    /// From the publishing of each entry processed since the last heartbeat to its processing.
+    var latencies = LatencyHistogram()
     var entriesSinceStats = 0
     /// Per source, the last seq after which a gap made it be taken up again.
     var gapRetried: [String: Int] = [:]
@@ -286,13 +287,14 @@ public final class ClusterWorker {
                 drop(id)
             }
         }
-        if !latencies.isEmpty || entriesSinceStats > 0 {
-            latencies.sort()
-            func pct(_ p: Double) -> Int { latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+        if latencies.count > 0 || entriesSinceStats > 0 {
+            // Microseconds, as the entries' times are.
+            func us(_ d: Duration?) -> Int { d.map { Int(($0 / .microseconds(1)).rounded()) } ?? 0 }
             _ = try c.command(["XADD", RedisArgument(keys.stats), "MAXLEN", "~", "100000", "*", "worker", me,
                                "entries", RedisArgument(entriesSinceStats), "sources", RedisArgument(owned.count),
-                               "p50", RedisArgument(pct(0.5)), "p99", RedisArgument(pct(0.99)), "max", RedisArgument(latencies.last ?? 0)])
-            latencies.removeAll(keepingCapacity: true)
+                               "p50", RedisArgument(us(latencies.percentile(0.5))), "p99", RedisArgument(us(latencies.percentile(0.99))),
+                               "max", RedisArgument(us(latencies.maximum))])
+            latencies.removeAll()
             entriesSinceStats = 0
         }
     }

@@ -743,7 +743,7 @@ public final class WyomingServer: @unchecked Sendable {
     private func log(_ line: String) { options.log?(line) }
 
     private func summaryLine(steps: Int) -> String {
-        let p99 = summary.tickTimes.percentile(0.99).map { String(format: "%.2f ms", Double($0.components.attoseconds) / 1e15 + Double($0.components.seconds) * 1000) } ?? "-"
+        let p99 = summary.tickTimes.milliseconds(0.99).map { String(format: "%.2f ms", $0) } ?? "-"
         return "\(connections.count) clients (peak \(summary.peakClients)), \(summary.accepted) accepted, \(summary.refused) refused, "
             + "\(summary.closedByServer) closed by the server, \(steps) steps, tick p99 \(p99), "
             + "dropped \(summary.droppedChunks) chunks"
