@@ -1,5 +1,6 @@
 import Earshot
 import EarshotRedis
+import EarshotServe
 import Foundation
 
 /// `earshot bench cluster`: a redis-server of its own, W `earshot worker` processes and N

@@ -1,5 +1,6 @@
 import CEarshotSystem
 import Earshot
+import EarshotServe
 import EarshotWyoming
 import Foundation
 

@@ -1,4 +1,5 @@
 import Earshot
+import EarshotServe
 import EarshotTraining
 
 /// Every command's declaration, in the order `earshot help` lists them. Parsing, validation,

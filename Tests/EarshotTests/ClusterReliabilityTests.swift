@@ -1,4 +1,5 @@
 import EarshotRedis
+import EarshotServe
 import EarshotTestSupport
 import Foundation
 import Testing

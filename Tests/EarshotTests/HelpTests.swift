@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 import Earshot
+import EarshotServe
 import EarshotTraining
 @testable import earshot
 

@@ -5,6 +5,7 @@ import Foundation
 import Testing
 
 @testable import Earshot
+@testable import EarshotServe
 
 #if canImport(Glibc)
 import Glibc
