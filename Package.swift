@@ -7,6 +7,8 @@ let package = Package(
         .library(name: "Earshot", targets: ["Earshot"]),
         // The Wyoming service: an event loop and the protocol's session on it.
         .library(name: "EarshotServe", targets: ["EarshotServe"]),
+        // Workers on Redis Streams (links hiredis).
+        .library(name: "EarshotCluster", targets: ["EarshotCluster"]),
         // Training streaming classifiers with the runtime's own layers and features.
         .library(name: "EarshotTraining", targets: ["EarshotTraining"]),
         .executable(name: "earshot", targets: ["earshot"]),
@@ -27,10 +29,11 @@ let package = Package(
         // never set errno, so that loops of sqrtf vectorize (IEEE results are the same).
         .target(name: "CEarshotKernels", cSettings: [.unsafeFlags(["-fno-math-errno", "-O2"])]),
         .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph", "EarshotJSON"], swiftSettings: [.unsafeFlags(["-O"])]),
-        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotTFLite", "EarshotGraph",
-                                               "EarshotRedis"]),
+        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotTFLite", "EarshotGraph"]),
         // A service's event loop, knowing no protocol, and the Wyoming protocol on it.
         .target(name: "EarshotServe", dependencies: ["Earshot", "EarshotWyoming", "CEarshotSystem"]),
+        // Workers on Redis Streams, their publishers and events: the one product that links hiredis.
+        .target(name: "EarshotCluster", dependencies: ["Earshot", "EarshotRedis"]),
         // A Redis client on hiredis: commands, pipelines and replies, with typed errors.
         .target(name: "EarshotRedis", dependencies: ["CHiredis"]),
         // epoll, eventfd and accept4 for the service's loop (Linux calls Glibc's module leaves out).
@@ -52,7 +55,7 @@ let package = Package(
         // Optimized in every configuration: its loops are what a graph step runs, and a debug
         // build of them would make the tests that run imported models over whole files crawl.
         .target(name: "EarshotGraph", dependencies: ["CEarshotKernels", "EarshotFeatures"], swiftSettings: [.unsafeFlags(["-O"])]),
-        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotServe", "EarshotTraining", "CEarshotKernels", "EarshotWyoming", "CEarshotSystem", "EarshotJSON"]),
+        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotServe", "EarshotCluster", "EarshotTraining", "CEarshotKernels", "EarshotWyoming", "CEarshotSystem", "EarshotJSON"]),
 
         // Helpers shared by the test targets (seeded random numbers, reference files, paths).
         .target(name: "EarshotTestSupport", dependencies: ["EarshotTraining", "CSndFile"], path: "Tests/Support"),
@@ -65,7 +68,7 @@ let package = Package(
         .testTarget(name: "EarshotGraphTests", dependencies: ["EarshotGraph", "EarshotTestSupport"], exclude: ["Goldens"]),
         .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWyomingTests", dependencies: ["EarshotWyoming", "EarshotTestSupport"], exclude: ["Goldens"]),
-        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotServe", "EarshotTraining", "earshot", "EarshotTestSupport"],
+        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotServe", "EarshotCluster", "EarshotTraining", "earshot", "EarshotTestSupport"],
                     exclude: ["Goldens", "Expected"]),
     ],
     swiftLanguageModes: [.v6]

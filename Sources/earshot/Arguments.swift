@@ -1,4 +1,5 @@
 import Earshot
+import EarshotCluster
 import EarshotRedis
 
 /// A usage error: shown with a hint, exit code 64 (EX_USAGE).
