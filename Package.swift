@@ -55,10 +55,16 @@ let package = Package(
         // Optimized in every configuration: its loops are what a graph step runs, and a debug
         // build of them would make the tests that run imported models over whole files crawl.
         .target(name: "EarshotGraph", dependencies: ["CEarshotKernels", "EarshotFeatures"], swiftSettings: [.unsafeFlags(["-O"])]),
-        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotServe", "EarshotCluster", "EarshotTraining", "CEarshotKernels", "EarshotWyoming", "CEarshotSystem", "EarshotJSON"]),
+        // The command-line tool: it declares every module it imports (PackageTests checks).
+        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotServe", "EarshotCluster", "EarshotTraining", "CEarshotKernels", "EarshotWyoming",
+                                                          "CEarshotSystem", "EarshotJSON", "EarshotAudio", "EarshotModel", "EarshotRedis"]),
 
-        // Helpers shared by the test targets (seeded random numbers, reference files, paths).
-        .target(name: "EarshotTestSupport", dependencies: ["EarshotTraining", "CSndFile"], path: "Tests/Support"),
+        // Helpers shared by the test targets (seeded random numbers, reference files, paths): the
+        // model layer and libsndfile only, so that a target's tests build what they test.
+        .target(name: "EarshotTestSupport", dependencies: ["EarshotModel", "CSndFile"], path: "Tests/Support"),
+        // What the tests of the products and the tool share: the built earshot run as a process,
+        // the library's fixtures (the bundled model, the samples, a stream's events).
+        .target(name: "EarshotCommandTestSupport", dependencies: ["Earshot", "EarshotTestSupport"], path: "Tests/CommandSupport"),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "CSndFile", "EarshotTestSupport"]),
         .testTarget(name: "EarshotFeaturesTests", dependencies: ["EarshotFeatures", "EarshotAudio", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
@@ -68,8 +74,13 @@ let package = Package(
         .testTarget(name: "EarshotGraphTests", dependencies: ["EarshotGraph", "EarshotTestSupport"], exclude: ["Goldens"]),
         .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWyomingTests", dependencies: ["EarshotWyoming", "EarshotTestSupport"], exclude: ["Goldens"]),
-        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotServe", "EarshotCluster", "EarshotTraining", "earshot", "EarshotTestSupport"],
+        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotServe", "EarshotTraining", "earshot", "EarshotTestSupport",
+                                                        "EarshotCommandTestSupport"],
                     exclude: ["Goldens", "Expected"]),
+        .testTarget(name: "EarshotServeTests", dependencies: ["EarshotServe", "EarshotWyoming", "EarshotFeatures", "earshot", "EarshotTestSupport",
+                                                             "EarshotCommandTestSupport"]),
+        .testTarget(name: "EarshotClusterTests", dependencies: ["EarshotCluster", "EarshotRedis", "earshot", "EarshotTestSupport",
+                                                               "EarshotCommandTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

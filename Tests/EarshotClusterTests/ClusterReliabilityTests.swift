@@ -1,4 +1,5 @@
 import EarshotRedis
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import Foundation
 import Testing

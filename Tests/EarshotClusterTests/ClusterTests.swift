@@ -1,4 +1,5 @@
 import EarshotRedis
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -276,7 +277,7 @@ struct ClusterTests {
                              ["seq", "2", "end", "1"]])
         // Checkpoints made by another model: with the audio all there, the source starts again
         // from its first entry; with its first entries gone, it fails.
-        let wake = try StreamClassifier(model: WholeStreamSnapshotTests.wakeModel)
+        let wake = try StreamClassifier(model: Fixtures.wakeModel)
         let foreign = await wake.snapshot().serialized()
         let restartable = try SourcePublisher(connection: c, source: "foreign", sampleRate: rate)
         let trimmed = try SourcePublisher(connection: c, source: "trimmed", sampleRate: rate)
@@ -341,7 +342,7 @@ struct ClusterTests {
             #expect(events.out == label.out.replacingOccurrences(of: id, with: "cli-1"), "\(format)")
         }
         // Live capture (ALSA's file plugin over the same samples) as a source.
-        let config = try ListenCommandTests.configFile(name: "earshot_pub")
+        let config = try Fixtures.captureConfigFile(name: "earshot_pub")
         let live = try runEarshot(["publish", "--redis", redis.url, "--source", "mic", "--device", "earshot_pub", "--duration", "36.499", "--buffer-seconds", "60"],
                                   environment: ["ALSA_CONFIG_PATH": config])
         #expect(live.status == 0, "\(live.err)")
