@@ -1,4 +1,5 @@
 import Earshot
+import EarshotCluster
 import EarshotImport
 import EarshotRedis
 

@@ -1,4 +1,5 @@
 import Earshot
+import EarshotCommandTestSupport
 import EarshotGraph
 import EarshotImport
 import EarshotTestSupport

@@ -1,4 +1,5 @@
 import Earshot
+import EarshotCommandTestSupport
 import EarshotImport
 import EarshotTestSupport
 import Foundation

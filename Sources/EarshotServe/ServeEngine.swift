@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import EarshotModel
+import Earshot
 
 /// One model a service runs, with its decision rule: a wake-word model (its decision has a
 /// detection window: it answers `detection`) or a voice activity model (segments: it answers

@@ -1,3 +1,4 @@
+import Earshot
 import EarshotWyoming
 import Foundation
 

@@ -84,14 +84,6 @@ package enum Sockets {
 
     /// A blocking connection to a service at `uri` (a client's: tests, `earshot bench serve`);
     /// over TCP each write goes out at once (no Nagle delay), as the wyoming package's clients send.
-    /// A loopback TCP port free now (bound and released), for a server started by a test or a benchmark.
-    package static func freeLoopbackPort() throws(ServeError) -> Int {
-        let (fd, bound) = try listen(.tcp(host: "127.0.0.1", port: 0))
-        close(fd)
-        guard case let .tcp(_, port) = bound else { return 0 }
-        return port
-    }
-
     package static func connect(_ uri: ServeURI) throws(ServeError) -> Int32 {
         switch uri {
         case .stdio:

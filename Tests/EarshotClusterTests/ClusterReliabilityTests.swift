@@ -1,9 +1,11 @@
 import EarshotRedis
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import Foundation
 import Testing
 
 @testable import Earshot
+@testable import EarshotCluster
 
 #if canImport(Glibc)
 import Glibc
@@ -253,7 +255,7 @@ struct ClusterReliabilityTests {
 
     @Test("events and publish give up on a Redis that is not there: a wrong port and a missing unix socket exit 69 after --retry-for (1 s here; the default 10 s timed once), saying so")
     func oneOffCommandsGiveUp() throws {
-        let port = try Sockets.freeLoopbackPort()  // nothing listens there
+        let port = try RedisServerProcess.freeLoopbackPort()  // nothing listens there
         let folder = try Repo.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let missing = folder.appendingPathComponent("none.sock").path

@@ -1,4 +1,4 @@
-import CEarshotKernels
+import EarshotAudio
 import EarshotWyoming
 
 /// The audio format a Wyoming client declares: a rate of 1000 to 768000 Hz, a sample width of 1
@@ -49,6 +49,9 @@ struct WyomingAudioFormat: Sendable, Equatable {
 
     var frameBytes: Int { width * channels }
 
+    /// How its bytes decode (`PCMFormat`: signed little-endian integers of `width` bytes).
+    var pcm: PCMFormat { PCMFormat(encoding: .integer(bytes: width), channels: channels) }
+
     /// Whole frames of `bytes` (after `carry`, the partial frame of the last chunk) as mono
     /// samples in -1...1, appended to `out` (which keeps its capacity from chunk to chunk); the
     /// bytes of a partial last frame are left in `carry` for the next.
@@ -58,40 +61,6 @@ struct WyomingAudioFormat: Sendable, Equatable {
 
     /// `decode` of bytes in place.
     func decode(_ bytes: UnsafeRawBufferPointer, carry: inout [UInt8], appendingTo out: inout [Float]) {
-        if carry.isEmpty {
-            decodeFrames(bytes, carry: &carry, appendingTo: &out)
-        } else {
-            (carry + bytes).withUnsafeBytes { decodeFrames($0, carry: &carry, appendingTo: &out) }
-        }
-    }
-
-    private func decodeFrames(_ raw: UnsafeRawBufferPointer, carry: inout [UInt8], appendingTo out: inout [Float]) {
-        let frames = raw.count / frameBytes
-        if frames * frameBytes < raw.count { carry = Array(raw[(frames * frameBytes)...]) } else if !carry.isEmpty { carry = [] }
-        let start = out.count
-        out.append(contentsOf: repeatElement(0, count: frames))
-        let scale = 1 / (Float(1 << (8 * width - 1)) * Float(channels))
-        do {
-            out.withUnsafeMutableBufferPointer { whole in
-                let o = UnsafeMutableBufferPointer(rebasing: whole[start...])
-                if width == 2 && channels == 1 {
-                    // The common case (16-bit mono, as Home Assistant sends), vectorized.
-                    if frames > 0 { earshot_pcm16_decode(raw.baseAddress!.assumingMemoryBound(to: UInt8.self), frames, scale, o.baseAddress!) }
-                    return
-                }
-                for f in 0..<frames {
-                    var sum: Int64 = 0
-                    for c in 0..<channels {
-                        let at = (f * channels + c) * width
-                        var v: Int32 = 0
-                        for b in 0..<width { v |= Int32(raw[at + b]) << (8 * b) }
-                        // Sign-extend from the sample's width.
-                        let shift = Int32(32 - 8 * width)
-                        sum += Int64((v << shift) >> shift)
-                    }
-                    o[f] = Float(sum) * scale
-                }
-            }
-        }
+        pcm.appendMono(bytes, carry: &carry, to: &out)
     }
 }

@@ -1,64 +1,40 @@
 import EarshotRedis
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import Foundation
 import Testing
 
 @testable import Earshot
+@testable import EarshotCluster
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A redis-server of the test's own, on a free loopback port, in a temporary folder (with an
-/// append-only file, so that it can be stopped and started again with its data).
+/// A redis-server of the test's own (`RedisServerProcess`), on a free loopback port, in a
+/// temporary folder (with an append-only file, so that it can be stopped and started again with
+/// its data, and a unix socket).
 final class TestRedis {
-    let port: Int
     let folder: URL
-    /// `requirepass`: every client must AUTH.
-    let password: String?
-    private var process: Process?
-    static let binary = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    private let server: RedisServerProcess
 
     init(password: String? = nil) throws {
-        guard Self.binary != nil else {
-            throw FixtureError(message: "redis-server is not installed: run scripts/install-packages.sh (Debian's redis-server)")
-        }
-        self.password = password
-        port = try Sockets.freeLoopbackPort()
         folder = try Repo.temporaryFolder()
-        try start()
+        server = try RedisServerProcess(folder: folder, password: password, persistent: true, unixSocket: true)
     }
 
-    var url: String { "redis://127.0.0.1:\(port)" }
+    var port: Int { server.port }
+    /// `requirepass`: every client must AUTH.
+    var password: String? { server.password }
+    var url: String { server.url }
     /// Its unix socket (in its folder).
-    var socket: String { folder.appendingPathComponent("redis.sock").path }
-    var endpoint: RedisEndpoint { RedisEndpoint(address: .tcp(host: "127.0.0.1", port: port), password: password) }
+    var socket: String { server.socket }
+    var endpoint: RedisEndpoint { server.endpoint }
 
-    func start() throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binary ?? "")
-        p.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", folder.path, "--save", "", "--appendonly", "yes",
-                       "--appendfsync", "always", "--logfile", folder.appendingPathComponent("redis.log").path,
-                       "--unixsocket", socket, "--unixsocketperm", "700"] + (password.map { ["--requirepass", $0] } ?? [])
-        try p.run()
-        process = p
-        for _ in 0..<200 {
-            if let c = try? RedisConnection(endpoint, timeout: 1), (try? c.command(["PING"]))?.text == "PONG" { return }
-            usleep(25_000)
-        }
-        throw FixtureError(message: "redis-server on port \(port) did not answer PING")
-    }
+    func start() throws { try server.start() }
 
-    /// Stops the server (SHUTDOWN: it writes its data and exits; a signal may be blocked in a
-    /// process the tests start, so the command is used, then SIGKILL if it is still there).
-    func stop() {
-        guard let p = process else { return }
-        if let c = try? RedisConnection(endpoint, timeout: 2) { _ = try? c.command(["SHUTDOWN"]) }
-        for _ in 0..<100 where p.isRunning { usleep(20_000) }
-        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-        p.waitUntilExit()
-        process = nil
-    }
+    /// Stops the server (it writes its data and exits).
+    func stop() { server.stop() }
 
     deinit {
         stop()
@@ -301,7 +277,7 @@ struct ClusterTests {
                              ["seq", "2", "end", "1"]])
         // Checkpoints made by another model: with the audio all there, the source starts again
         // from its first entry; with its first entries gone, it fails.
-        let wake = try StreamClassifier(model: WholeStreamSnapshotTests.wakeModel)
+        let wake = try StreamClassifier(model: Fixtures.wakeModel)
         let foreign = await wake.snapshot().serialized()
         let restartable = try SourcePublisher(connection: c, source: "foreign", sampleRate: rate)
         let trimmed = try SourcePublisher(connection: c, source: "trimmed", sampleRate: rate)
@@ -366,7 +342,7 @@ struct ClusterTests {
             #expect(events.out == label.out.replacingOccurrences(of: id, with: "cli-1"), "\(format)")
         }
         // Live capture (ALSA's file plugin over the same samples) as a source.
-        let config = try ListenCommandTests.configFile(name: "earshot_pub")
+        let config = try Fixtures.captureConfigFile(name: "earshot_pub")
         let live = try runEarshot(["publish", "--redis", redis.url, "--source", "mic", "--device", "earshot_pub", "--duration", "36.499", "--buffer-seconds", "60"],
                                   environment: ["ALSA_CONFIG_PATH": config])
         #expect(live.status == 0, "\(live.err)")

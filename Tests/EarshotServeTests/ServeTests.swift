@@ -1,3 +1,4 @@
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import EarshotFeatures
 import EarshotWyoming
@@ -5,6 +6,7 @@ import Foundation
 import Testing
 
 @testable import Earshot
+@testable import EarshotServe
 
 #if canImport(Glibc)
 import Glibc
