@@ -29,10 +29,10 @@ extension ClusterWorker {
         let reply = try c.command(args, maxStringBytes: settings.maxEntryBytes)
         var batch: [String: [(id: String, fields: [RedisReply]?)]] = [:]
         if let message = reply.errorMessage {
-            // One source's stream replaced by another type, or deleted: each is read alone,
-            // and the ones Redis refuses fail.
+            // One source's stream replaced by another type, or deleted (while the read waits,
+            // Redis ends it with UNBLOCKED): each is read alone, and the ones Redis refuses fail.
             let refusal = RedisError.refused(command: "XREADGROUP", message: message)
-            guard refusal.isKeyFault else { throw refusal }
+            guard refusal.isKeyFault || message.hasPrefix("UNBLOCKED") else { throw refusal }
             batch = try readEach(reading, c)
         } else {
             let prefix = keys.audio("")
