@@ -131,7 +131,10 @@ grep -q '"okay-nabu"' <<<"$info" && grep -q '"silero-vad"' <<<"$info" || fail "t
 exposure=$(systemd-analyze security --offline=true earshot-serve.service 2>/dev/null | tail -1 || true)
 # The units take the shared drop-in's protections.
 for unit in earshot-serve.service earshot-worker@1.service; do
-  systemd-analyze security --offline=true "$unit" 2>/dev/null | grep -q '✓ User=/DynamicUser=' \
+  # Read whole before matching: grep -q leaving early would end systemd-analyze with SIGPIPE,
+  # which pipefail counts as a failure. Without a UTF-8 locale its check mark is a "+".
+  security=$(LC_ALL=C.UTF-8 systemd-analyze security --offline=true "$unit" 2>/dev/null || true)
+  grep -Eq '^(✓|\+) User=/DynamicUser=' <<<"$security" \
     || fail "$unit does not run as a user of its own (earshot-.service.d/hardening.conf not read)"
 done
 
