@@ -365,6 +365,9 @@ struct ServeTests {
     func concurrentClients(batched: Bool) async throws {
         var options = ServeOptions()
         if batched { options.readBatchClients = 1 }
+        // This process writes every client's events in turn; on a loaded machine one of them may
+        // stay half-sent for longer than the default event timeout, which is another test's subject.
+        options.eventTimeout = 600
         let (server, port) = try Serving.start([Fixtures.model], options: options)
         let (speech, _) = try Fixtures.audio("speech-noise-16k.wav")
         let n = 100, seconds = 6
