@@ -24,6 +24,47 @@ PY = sys.executable
 EARSHOT = str(ROOT / ".build/release/earshot")
 
 
+# The closing section, written as it is on every run: how to run each benchmark and what makes the engine fast.
+HOW_MADE = """## How these are made, and where the speed comes from
+
+`BENCHMARKS.md` holds the latest figures beside their peers (librosa, onnxruntime, sherpa-onnx),
+made by one script:
+
+```sh
+tools/setup_venv.sh                                   # once: numpy, librosa, ... into tools/.venv
+swift build -c release
+tools/.venv/bin/python tools/bench_features.py        # librosa and earshot, alternating, same audio
+tools/.venv/bin/python tools/bench_silero_ort.py --audio AudioSamples/speech-noise-16k.wav --model-dir Models/silero-vad
+tools/.venv/bin/python tools/bench_offline.py         # an hour of audio: earshot, sherpa-onnx-vad, onnxruntime loop
+tools/.venv/bin/python tools/bench_openwakeword_ort.py  # openWakeWord's mel and embedding graphs, imported (needs scripts/fetch-test-models.sh)
+tools/.venv/bin/python tools/bench_openwakeword_pipeline.py  # openWakeWord's Model over time against the composed package
+tools/.venv/bin/python tools/bench_microwakeword.py   # microWakeWord: pymicro-wakeword (TFLite, pymicro-features) against the packages
+python3 tools/bench_serve.py                          # earshot serve under N Wyoming clients (no venv needed)
+earshot bench peak                                    # this machine's peak multiply-adds per path (fp32, VNNI, BF16, AMX)
+tools/.venv/bin/python tools/benchmarks.py            # all of the above and `earshot bench streams`: BENCHMARKS.md
+```
+
+`BENCHMARKS.md` ends with a roofline: each benchmark's multiply-adds per second (those its compiled
+products run, as `earshot inspect` states them) against the peak `earshot bench peak` measures for
+the path its products take, on the same machine. `bench peak` runs a loop in registers for fp32 FMA
+(AVX-512 and AVX2), int8 (AVX-512 VNNI), bf16 (AVX-512 BF16) and AMX's bf16 and int8 tiles, on one
+core and on all at once; a path the CPU or the kernel does not allow is named with the reason (AMX
+needs AMX-TILE, -BF16 and -INT8 in CPUID and the kernel's grant of the tile state).
+
+How the engine gets its speed: dense products go through C kernels compiled for AVX-512, AVX2+FMA
+and a baseline and chosen at run time, summing every output the same way whatever the batch, so
+that a batch of streams (one matrix product per layer for all of them) gives each stream exactly
+what it gets alone; a run of blocks of one stream sends everything before the first recurrent
+layer through as one batch, and the recurrent layer's input products too, prepared on a second
+thread while the recurrence runs; files are labelled in parallel. Weights are packed once at load
+into 16-row panels; a batch of streams goes through the network 64 at a time (fewer for a
+graph whose activations are large beside its weights, such as an int8 wake-word model) so that
+its activations stay in cache; every layer writes into a per-model workspace taken from a pool, so a
+steady-state step allocates nothing (`tools/count_allocations.sh` counts the heap allocations of
+a step with an LD_PRELOAD malloc counter: 0).
+"""
+
+
 def run_json(args):
     out = subprocess.run(args, cwd=ROOT, check=True, capture_output=True, text=True).stdout
     # earshot writes camelCase keys; the tools' figures for every runtime use snake_case.
@@ -277,6 +318,8 @@ def main():
         "step of `Model.prediction(from:using:into:)`:",
         "",
         f"    {allocations}",
+        "",
+        *HOW_MADE.splitlines(),
         "",
     ]
     (ROOT / "BENCHMARKS.md").write_text("\n".join(lines))

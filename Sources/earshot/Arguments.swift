@@ -21,7 +21,7 @@ struct HelpRequested: Error {
 }
 
 /// One option of a command, declared once: its name, short form, value, range, default and
-/// help drive parsing, validation, `--help`, the man page, the completions and the README.
+/// help drive parsing, validation, `--help`, the man page, the completions and docs/cli.md.
 struct OptionSpec: Sendable {
     enum Kind: Sendable {
         case flag
@@ -130,7 +130,7 @@ struct CommandSpec: Sendable {
         return lines.joined(separator: "\n")
     }
 
-    /// The one-paragraph synopsis used in `earshot help` and the README's reference.
+    /// The one-paragraph synopsis used in `earshot help` and the reference in docs/cli.md.
     var synopsis: String {
         var words = ["earshot \(name)"]
         for o in options {

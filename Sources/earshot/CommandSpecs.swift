@@ -4,7 +4,7 @@ import EarshotServe
 import EarshotTraining
 
 /// Every command's declaration, in the order `earshot help` lists them. Parsing, validation,
-/// `--help`, the man page, the shell completions and the README's reference come from these.
+/// `--help`, the man page, the shell completions and the reference in docs/cli.md come from these.
 enum Specs {
     // Options shared by the commands that label (label, listen, evaluate, serve).
     static let model = OptionSpec.text("model", short: "m", "NAME|PATH[,NAME...]", default: ModelLocator.defaultModel,

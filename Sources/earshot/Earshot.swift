@@ -87,7 +87,7 @@ enum EarshotCommand {
                 try out(Completions.manPage())
             case "help", "--help", "-h":
                 if words == ["--reference"] {
-                    // The README's command reference: every command's synopsis.
+                    // The command reference of docs/cli.md: every command's synopsis.
                     try out(Specs.all.map(\.synopsis).joined(separator: "\n"))
                 } else if words.isEmpty {
                     try out(usage)

@@ -83,7 +83,7 @@ struct HelpTests {
         #expect(empty.status == 64 && empty.err.contains("standard input is empty"))
     }
 
-    @Test("Completions for bash parse and name every option; the man page has every command; the README's reference is current")
+    @Test("Completions for bash parse and name every option; the man page has every command; docs/cli.md's reference is current")
     func completionsManAndReadme() throws {
         let bash = try runEarshot(["completions", "bash"])
         #expect(bash.status == 0)
@@ -105,8 +105,8 @@ struct HelpTests {
         let man = try runEarshot(["man"])
         #expect(man.status == 0 && man.out.hasPrefix(".TH EARSHOT 1"))
         for spec in Specs.all { #expect(man.out.contains(".SS \(spec.name.replacingOccurrences(of: "-", with: "\\-"))"), "\(spec.name)") }
-        let readme = try String(contentsOf: Repo.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let cli = try String(contentsOf: Repo.root.appendingPathComponent("docs/cli.md"), encoding: .utf8)
         let reference = try runEarshot(["help", "--reference"])
-        #expect(readme.contains("```\n" + reference.out + "```"), "README's command reference differs from earshot help --reference")
+        #expect(cli.contains("```\n" + reference.out + "```"), "docs/cli.md's command reference differs from earshot help --reference")
     }
 }
