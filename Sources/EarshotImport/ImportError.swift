@@ -11,6 +11,8 @@ public enum ImportError: Error, Sendable, CustomStringConvertible {
     case node(path: String, node: String, op: String, reason: String, hint: String)
     /// The model's inputs and outputs do not say how it streams: why, and what to do.
     case interface(path: String, reason: String, hint: String)
+    /// A file of labels (`--labels-file`) that cannot be read or gives no labels.
+    case labelsFile(path: String, reason: String, hint: String)
     /// An input or output (`role`: "audio input", "state input", ...) of an element type the
     /// runtime does not compute with (strings, booleans, complex numbers).
     case elementType(path: String, role: String, name: String, type: String)
@@ -21,6 +23,7 @@ public enum ImportError: Error, Sendable, CustomStringConvertible {
         case let .tflite(e): return e.description
         case let .node(path, node, op, reason, hint): return "\(path): node '\(node)' (\(op)): \(reason); \(hint)"
         case let .interface(path, reason, hint): return "\(path): \(reason); \(hint)"
+        case let .labelsFile(path, reason, hint): return "--labels-file \(path): \(reason); \(hint)"
         case let .elementType(path, role, name, type):
             return "\(path): the \(role) '\(name)' is of type \(type), which the runtime cannot take there; export it as FLOAT "
                 + "(audio, features, states and scores are float tensors; fixed inputs may also be integers)"
@@ -31,6 +34,7 @@ public enum ImportError: Error, Sendable, CustomStringConvertible {
     public var isMissingInput: Bool {
         switch self {
         case .onnx(.fileNotFound), .onnx(.cannotRead), .tflite(.fileNotFound), .tflite(.cannotRead): return true
+        case let .labelsFile(_, reason, _): return reason == "no such file" || reason == "cannot read the file"
         default: return false
         }
     }

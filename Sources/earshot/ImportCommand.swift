@@ -49,6 +49,12 @@ enum ImportCommand {
         options.sampleRate = args.int("rate")
         if let v = args.optionalInt("chunk") { options.chunkSamples = v }
         options.contextSamples = args.int("context")
+        options.windowSamples = args.optionalInt("window")
+        options.hopSamples = args.optionalInt("hop")
+        if options.windowed && (args.optionalInt("chunk") != nil || options.contextSamples != 0) {
+            throw UsageError("--window/--hop and --chunk/--context both say how the model streams",
+                             hint: "give --window N --hop H for a fixed-window classifier, or --chunk and --context, not both")
+        }
         let frontEnd = args.string("front-end") ?? "samples"
         guard ["samples", "features", "microfrontend", "openwakeword"].contains(frontEnd) else {
             throw UsageError("--front-end \(frontEnd): expected samples (a block of audio), features (a block of features you compute), "
@@ -57,7 +63,11 @@ enum ImportCommand {
         }
         options.frontEnd = frontEnd
         var metadata = try args.string("manifest").map { path in try ImportSidecar.read(path: path) } ?? ModelManifest.Metadata()
+        if args.string("labels") != nil && args.string("labels-file") != nil {
+            throw UsageError("--labels and --labels-file both name the scores", hint: "give one of them")
+        }
         if let labels = args.string("labels") { metadata.labels = labels.split(separator: ",").map(String.init) }
+        if let file = args.string("labels-file") { metadata.labels = try LabelsFile.read(path: file) }
         metadata.name = args.string("name") ?? metadata.name ?? URL(fileURLWithPath: output).lastPathComponent
         metadata.description = args.string("description") ?? metadata.description
         metadata.author = args.string("author") ?? metadata.author
