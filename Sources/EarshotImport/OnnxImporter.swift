@@ -354,7 +354,7 @@ public struct OnnxImporter {
             }
         }
         guard GraphOps.onnxOps.contains(node.opType) else {
-            throw fail("not supported: no kernel for op type '\(node.opType)'", "the runtime's ops: \(GraphOps.onnxOps.sorted().joined(separator: " "))")
+            throw .unsupportedOp(path: path, node: label, op: node.opType, format: "ONNX", reason: "the runtime has no kernel for it")
         }
         let outputs: [GraphTensor]
         do {
@@ -362,7 +362,7 @@ public struct OnnxImporter {
                                        outputCount: node.outputs.count)
         } catch {
             if case .unsupported = error {
-                throw fail("not supported: \(error.reason)", "the runtime's ops: \(GraphOps.onnxOps.sorted().joined(separator: " "))")
+                throw .unsupportedOp(path: path, node: label, op: node.opType, format: "ONNX", reason: error.reason)
             }
             throw fail(error.reason, "check the model's shapes and the --set values")
         }

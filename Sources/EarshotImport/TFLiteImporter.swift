@@ -394,8 +394,9 @@ public struct TFLiteImporter {
             let table = try lookupTable(op.name, try tensor(0), try outputTensor(), fail)
             try emit("TFLiteLookup", inputs: [x.name], values: [x.tensor], attributes: ["table": .ints(table.values), "low": .int(table.low)])
         default:
-            throw fail("not supported", "the importer takes CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, LOGISTIC, TANH, QUANTIZE, "
-                       + "RESHAPE, CONCATENATION, STRIDED_SLICE, SPLIT_V and resource variables (CALL_ONCE, VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE), on int8 tensors")
+            throw .unsupportedOp(path: path, node: "operator \(index) '\(label)'", op: op.name, format: "TFLite",
+                                 reason: "the importer takes CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, LOGISTIC, TANH, QUANTIZE, RESHAPE, "
+                                    + "CONCATENATION, STRIDED_SLICE, SPLIT_V and resource variables, on int8 tensors")
         }
     }
 
