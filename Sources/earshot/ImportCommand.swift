@@ -109,6 +109,8 @@ enum ImportCommand {
         try Model.write(manifest: manifest, tensors: tensors, to: URL(fileURLWithPath: output), replacing: args.flag("force"))
         let graph = manifest.graph
         try out("\(manifest.name): \(graph?.nodes.count ?? 0) nodes (\(Set(graph?.nodes.map(\.op) ?? []).sorted().joined(separator: " "))), "
+                + (options.windowed ? "a window of \(manifest.audio.contextSamples + manifest.audio.chunkSamples) samples, "
+                    + "\(manifest.audio.chunkSamples) new a step, " : "")
                 + "\(graph?.states.count ?? 0) state tensors (\(model.makeState().byteCount) bytes per stream), "
                 + "\(tensors.values.reduce(0) { $0 + $1.values.count }) parameters; written to \(output)")
     }
