@@ -23,7 +23,7 @@ FP32 classifier ([1, 144000] samples at 48 kHz -> [1, 6522] logits) on TFLite (a
 Interpreter, default resolver with XNNPACK, one thread), as a stream of 3 s windows with hop
 144000 (overlap 0) and 72000 (overlap 1.5 s), on the samples of AudioSamples/speech-44k.wav taken
 as they are as 48 kHz samples (both sides get the same numbers; no resampler is compared).
-Writes .../conformance/birdnet/{hop-HOP.f32 (steps x 6522 float32, little-endian), meta.json}.
+Writes .../conformance/birdnet-window/{hop-HOP.f32 (steps x 6522 float32, little-endian), meta.json}.
 
 Usage: tools/.venv/bin/python tools/conformance_window.py   (needs onnx, onnxruntime, numpy, soundfile;
        ai-edge-litert for BirdNET)
@@ -112,7 +112,7 @@ BIRDNET_AUDIO = "AudioSamples/speech-44k.wav"
 def birdnet():
     from ai_edge_litert.interpreter import Interpreter
     import ai_edge_litert
-    out = os.path.join(ROOT, "Tests", "EarshotTests", "Goldens", "conformance", "birdnet")
+    out = os.path.join(ROOT, "Tests", "EarshotTests", "Goldens", "conformance", "birdnet-window")
     os.makedirs(out, exist_ok=True)
     interpreter = Interpreter(model_path=BIRDNET, num_threads=1)
     interpreter.allocate_tensors()
