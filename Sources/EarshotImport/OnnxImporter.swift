@@ -116,6 +116,9 @@ public struct OnnxImporter {
         var audioShape = declared.map { d -> Int? in if case let .value(v) = d { return v } else { return nil } }
         if options.windowed {
             // A fixed-window classifier: the window is the audio input, hop new samples a step.
+            guard !features else {
+                throw interface("--window/--hop with --front-end features", "--window takes a model whose input is one window of samples, [1, N]")
+            }
             let window = try options.window(length: audioShape.last!, path: path)  // not empty: checked above
             (givenChunk, context) = (window.chunk, window.context)
             audioShape[audioShape.count - 1] = window.chunk + window.context

@@ -124,6 +124,9 @@ struct ConformanceWindowTests {
         #expect(longHop.status == 65 && longHop.err.contains("--hop 20000 with --window 15600; the hop is 1 to 15600 samples"), "\(longHop.err)")
         let both = try refusal(["--hop", "7800", "--chunk", "7800"])
         #expect(both.status == 64 && both.err.contains("--window/--hop and --chunk/--context both say how the model streams"), "\(both.err)")
+        let features = try refusal(["--hop", "7800", "--front-end", "features"])
+        #expect(features.status == 65 && features.err.contains("--window/--hop with --front-end features; --window takes a model whose input is one window of samples"),
+                "\(features.err)")
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 }
