@@ -95,6 +95,27 @@ public enum SegmentFormat: String, Sendable, CaseIterable {
         return "{\"file\":\(quoted(file)),\"channel\":\(s.channel),\"start\":\(String(format: "%.3f", Double(s.start) / Double(s.sampleRate))),\"end\":\(String(format: "%.3f", Double(s.end) / Double(s.sampleRate))),\"scores\":{\(pairs)}}"
     }
 
+    /// The most labels a text line of step scores (`label --scores`) lists every one of; a model
+    /// with more (BirdNET's 6,522) lists its `textTopScores` highest, so a line stays readable.
+    public static let textAllScores = 12
+    public static let textTopScores = 5
+
+    /// One step's scores as a text line: its time, then each label and score (with more than
+    /// `textAllScores` labels, the `textTopScores` highest, highest first, and of how many).
+    public static func scoresText(_ s: StepScores, labels: [String]) -> String {
+        let time = clock(Double(s.start) / Double(s.sampleRate))
+        func pair(_ i: Int) -> String { "\(labels[i]) \(String(format: "%.3f", s.scores[i]))" }
+        let count = min(labels.count, s.scores.count)
+        guard count > textAllScores else { return "\(time)  " + (0..<count).map(pair).joined(separator: "  ") }
+        // The highest few in one pass (no sort of every score), ties in label order.
+        var top: [Int] = []
+        for i in 0..<count {
+            let at = top.firstIndex { s.scores[i] > s.scores[$0] } ?? top.count
+            if at < textTopScores { top.insert(i, at: at); if top.count > textTopScores { top.removeLast() } }
+        }
+        return "\(time)  top \(top.count) of \(count): " + top.map(pair).joined(separator: "  ")
+    }
+
     /// hh:mm:ss.mmm
     public static func clock(_ seconds: Double) -> String {
         let ms = Int((seconds * 1000).rounded())

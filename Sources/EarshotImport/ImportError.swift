@@ -11,6 +11,11 @@ public enum ImportError: Error, Sendable, CustomStringConvertible {
     case node(path: String, node: String, op: String, reason: String, hint: String)
     /// The model's inputs and outputs do not say how it streams: why, and what to do.
     case interface(path: String, reason: String, hint: String)
+    /// A node whose op the runtime has no kernel for: its op (as the file names it), the node,
+    /// and the format ("ONNX", "TFLite"); the message points to docs/models.md.
+    case unsupportedOp(path: String, node: String, op: String, format: String, reason: String)
+    /// A file of labels (`--labels-file`) that cannot be read or gives no labels.
+    case labelsFile(path: String, reason: String, hint: String)
     /// An input or output (`role`: "audio input", "state input", ...) of an element type the
     /// runtime does not compute with (strings, booleans, complex numbers).
     case elementType(path: String, role: String, name: String, type: String)
@@ -21,16 +26,24 @@ public enum ImportError: Error, Sendable, CustomStringConvertible {
         case let .tflite(e): return e.description
         case let .node(path, node, op, reason, hint): return "\(path): node '\(node)' (\(op)): \(reason); \(hint)"
         case let .interface(path, reason, hint): return "\(path): \(reason); \(hint)"
+        case let .unsupportedOp(path, node, op, format, reason):
+            return "\(path): node '\(node)': the \(format) op \(op) is not supported (\(reason)); "
+                + "\(Self.modelsPage) (in Earshot's source) lists the models and ops earshot import takes"
+        case let .labelsFile(path, reason, hint): return "--labels-file \(path): \(reason); \(hint)"
         case let .elementType(path, role, name, type):
             return "\(path): the \(role) '\(name)' is of type \(type), which the runtime cannot take there; export it as FLOAT "
                 + "(audio, features, states and scores are float tensors; fixed inputs may also be integers)"
         }
     }
 
+    /// Where users read which models and ops the importers take.
+    public static let modelsPage = "docs/models.md"
+
     /// Whether the model file itself is missing or unreadable (not damaged or unsupported).
     public var isMissingInput: Bool {
         switch self {
         case .onnx(.fileNotFound), .onnx(.cannotRead), .tflite(.fileNotFound), .tflite(.cannotRead): return true
+        case let .labelsFile(_, reason, _): return reason == "no such file" || reason == "cannot read the file"
         default: return false
         }
     }

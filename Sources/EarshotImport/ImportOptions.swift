@@ -18,6 +18,12 @@ public struct ImportOptions: Sendable {
     public var chunkSamples: Int?
     /// Samples of the previous block before each chunk.
     public var contextSamples = 0
+    /// A fixed-window classifier as a stream: the samples it classifies each step (`--window`;
+    /// the audio input's length when only `hopSamples` is given). The window is the stream's
+    /// state: it starts as zeros, and each step shifts `hopSamples` new samples into it.
+    public var windowSamples: Int?
+    /// New samples per step of a window stream (`--hop`); the whole window when nil.
+    public var hopSamples: Int?
     /// What a step takes: "samples" (a block of audio, the input's last axis), "features" (a
     /// block of features the caller computes, of the input's whole shape) or "microfrontend"
     /// (TFLite Micro's audio front end before a TFLite model).
@@ -29,6 +35,30 @@ public struct ImportOptions: Sendable {
 
     /// The defaults.
     public init() {}
+
+    /// Whether the model is imported as a fixed-window stream (`--window` or `--hop` given).
+    public var windowed: Bool { windowSamples != nil || hopSamples != nil }
+
+    /// A window stream's (chunk, context): hop new samples after the window's other samples.
+    /// `length` is the audio input's length when the model fixes it; nil when not.
+    func window(length: Int?, path: String) throws(ImportError) -> (chunk: Int, context: Int) {
+        guard chunkSamples == nil, contextSamples == 0 else {
+            throw .interface(path: path, reason: "--window/--hop and --chunk/--context both say how the model streams",
+                             hint: "give --window N --hop H (a window stream) or --chunk and --context, not both")
+        }
+        guard let window = windowSamples ?? length else {
+            throw .interface(path: path, reason: "the audio input's length is not fixed", hint: "give --window N (the samples it classifies)")
+        }
+        if let length, length != window {
+            throw .interface(path: path, reason: "--window \(window): the model's audio input takes \(length) samples",
+                             hint: "leave --window out (it is the input's length) or give --window \(length)")
+        }
+        let hop = hopSamples ?? window
+        guard window > 0, hop > 0, hop <= window else {
+            throw .interface(path: path, reason: "--hop \(hop) with --window \(window)", hint: "the hop is 1 to \(window) samples")
+        }
+        return (hop, window - hop)
+    }
 
     /// The package's name.
     var name: String { metadata.name ?? "imported" }

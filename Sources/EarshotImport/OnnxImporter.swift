@@ -111,11 +111,20 @@ public struct OnnxImporter {
         guard let audioInfo = inputs.first(where: { $0.name == audioName }), let declared = audioInfo.shape, !declared.isEmpty else {
             throw interface("the audio input '\(audioName)' has no declared shape", "export it with a shape such as [1, samples]")
         }
-        let context = options.contextSamples
+        var context = options.contextSamples, givenChunk = options.chunkSamples
         let features = options.frontEnd == "features"
         var audioShape = declared.map { d -> Int? in if case let .value(v) = d { return v } else { return nil } }
+        if options.windowed {
+            // A fixed-window classifier: the window is the audio input, hop new samples a step.
+            guard !features else {
+                throw interface("--window/--hop with --front-end features", "--window takes a model whose input is one window of samples, [1, N]")
+            }
+            let window = try options.window(length: audioShape.last!, path: path)  // not empty: checked above
+            (givenChunk, context) = (window.chunk, window.context)
+            audioShape[audioShape.count - 1] = window.chunk + window.context
+        }
         if audioShape.last! == nil {  // not empty: checked above
-            guard let chunk = options.chunkSamples, chunk > 0 else {
+            guard let chunk = givenChunk, chunk > 0 else {
                 throw interface("the audio input's length is not fixed", "give --chunk N (new samples per step) and --context N")
             }
             audioShape[audioShape.count - 1] = context + chunk
@@ -124,7 +133,7 @@ public struct OnnxImporter {
         guard let block = elementCount(fixedShape), block <= 1 << 24 else {
             throw interface("the audio input's shape \(fixedShape) is too large (at most 2^24 values a step)", "export the model for one stream's block")
         }
-        let chunk = options.chunkSamples ?? block - context
+        let chunk = givenChunk ?? block - context
         guard fixedShape.allSatisfy({ $0 > 0 }), chunk > 0, chunk + context == block else {
             throw interface("the audio input takes \(fixedShape) = \(block) values, not context \(context) + chunk \(chunk)",
                             "give --context and --chunk that add up to \(block)")
@@ -203,7 +212,7 @@ public struct OnnxImporter {
         let scoreCount = values[scoreName]?.tensor.count ?? 0
         let labels = options.labels ?? (scoreCount == 1 ? ["score"] : (0..<scoreCount).map { "class\($0)" })
         guard labels.count == scoreCount else {
-            throw interface("\(labels.count) labels for \(scoreCount) scores", "give --labels with \(scoreCount) names")
+            throw interface("\(labels.count) labels for \(scoreCount) scores", "give --labels or --labels-file with \(scoreCount) names")
         }
         var manifest = options.manifest(
             source: "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (\(model.producerName) \(model.producerVersion), opset \(opset))",
@@ -348,7 +357,7 @@ public struct OnnxImporter {
             }
         }
         guard GraphOps.onnxOps.contains(node.opType) else {
-            throw fail("not supported: no kernel for op type '\(node.opType)'", "the runtime's ops: \(GraphOps.onnxOps.sorted().joined(separator: " "))")
+            throw .unsupportedOp(path: path, node: label, op: node.opType, format: "ONNX", reason: "the runtime has no kernel for it")
         }
         let outputs: [GraphTensor]
         do {
@@ -356,7 +365,7 @@ public struct OnnxImporter {
                                        outputCount: node.outputs.count)
         } catch {
             if case .unsupported = error {
-                throw fail("not supported: \(error.reason)", "the runtime's ops: \(GraphOps.onnxOps.sorted().joined(separator: " "))")
+                throw .unsupportedOp(path: path, node: label, op: node.opType, format: "ONNX", reason: error.reason)
             }
             throw fail(error.reason, "check the model's shapes and the --set values")
         }

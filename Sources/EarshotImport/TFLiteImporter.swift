@@ -153,14 +153,23 @@ public struct TFLiteImporter {
         let spec = builder.spec(opset: 13, audioInput: audioName, audioShape: audioShape, scoreOutput: score.name, states: states)
         let count = score.tensor.count
         let labels = options.labels ?? (count == 1 ? [options.name] : (0..<count).map { "class\($0)" })
-        guard labels.count == count else { throw interface("\(labels.count) labels for \(count) scores", "give --labels with \(count) names") }
+        guard labels.count == count else { throw interface("\(labels.count) labels for \(count) scores", "give --labels or --labels-file with \(count) names") }
         let block = shape.reduce(1, *)
-        let context = microFrontend ? MicroFrontend.windowSamples - MicroFrontend.stepSamples : 0
+        var context = microFrontend ? MicroFrontend.windowSamples - MicroFrontend.stepSamples : 0
+        var chunk = microFrontend ? audioShape[1] - context : block
+        let windowed = options.windowed && !microFrontend
+        if windowed {
+            // A fixed-window classifier: the window is the input, hop new samples a step.
+            guard shape.last == block else {
+                throw interface("input '\(input.name)' has shape \(shape)", "--window takes a model whose input is one window of samples, [1, N]")
+            }
+            (chunk, context) = try options.window(length: block, path: path)
+        }
         var manifest = options.manifest(
             source: "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (TFLite schema \(model.version))",
             audio: .init(sampleRate: microFrontend ? MicroFrontend.sampleRate : options.sampleRate,
-                         chunkSamples: microFrontend ? audioShape[1] - context : block, contextSamples: context),
-            frontEnd: .init(type: microFrontend ? .samples : .features, nFFT: 0, hopLength: 0), labels: labels,
+                         chunkSamples: chunk, contextSamples: context),
+            frontEnd: .init(type: microFrontend || windowed ? .samples : .features, nFFT: 0, hopLength: 0), labels: labels,
             decision: options.metadata.decision)
         manifest.graph = spec
         let used = Set(spec.nodes.flatMap(\.inputs)).union(states.compactMap(\.initial))
@@ -385,8 +394,9 @@ public struct TFLiteImporter {
             let table = try lookupTable(op.name, try tensor(0), try outputTensor(), fail)
             try emit("TFLiteLookup", inputs: [x.name], values: [x.tensor], attributes: ["table": .ints(table.values), "low": .int(table.low)])
         default:
-            throw fail("not supported", "the importer takes CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, LOGISTIC, TANH, QUANTIZE, "
-                       + "RESHAPE, CONCATENATION, STRIDED_SLICE, SPLIT_V and resource variables (CALL_ONCE, VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE), on int8 tensors")
+            throw .unsupportedOp(path: path, node: "operator \(index) '\(label)'", op: op.name, format: "TFLite",
+                                 reason: "the importer takes CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, LOGISTIC, TANH, QUANTIZE, RESHAPE, "
+                                    + "CONCATENATION, STRIDED_SLICE, SPLIT_V and resource variables, on int8 tensors")
         }
     }
 

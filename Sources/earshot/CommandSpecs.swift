@@ -42,7 +42,7 @@ enum Specs {
             .int("rate", "HZ", 1000...384_000, "standard input ('-') is raw PCM at this rate (little-endian), read as it arrives"),
             .choice("sample-format", RawPCMFormat.Encoding.allCases.map(\.rawValue), default: "s16", "raw PCM's samples (with --rate)"),
             .int("raw-channels", "N", 1...64, default: 1, "raw PCM's interleaved channels (with --rate)"),
-            .flag("scores", "every step's scores as well (one model)"),
+            .flag("scores", "every step's scores as well (one model; as text, a model of more than 12 labels shows its 5 highest)"),
             .text("output", short: "o", "FILE|-", default: "standard output", "written whole or not at all (a temporary file renamed into place)"),
             .flag("quiet", short: "q", "no progress bar or notes on stderr"),
         ],
@@ -371,7 +371,10 @@ enum Specs {
             + "name (hey_mycroft_v0.1.onnx: hey mycroft); openWakeWord's released heads also get their author and licence "
             + "(David Scripka, CC-BY-NC-SA-4.0). --manifest: a JSON object of what the package's "
             + "model.json should say beside the graph (name, version, description, author, license, source, url, phrase, "
-            + "languages, labels, decision); a flag given on the command line wins over the file.",
+            + "languages, labels, decision); a flag given on the command line wins over the file. --window N --hop H: a classifier "
+            + "of a fixed window (a model that says nothing of time) as a stream: its window is the stream's state, zeros at the "
+            + "start, and each step takes H new samples and classifies the latest N (step k the samples ending at (k+1)*H), so "
+            + "with H = N a file is classified in chunks from its start, and with H < N the windows overlap by N - H.",
         options: [
             .text("output", short: "o", "FOLDER", "the package to write (required)"),
             .flag("force", "replace an existing package"),
@@ -382,7 +385,10 @@ enum Specs {
             .int("rate", "HZ", 1000...384_000, default: 16000, "the model's rate"),
             .int("chunk", "N", 1...(1 << 24), defaultText: "from the model", "new samples per step"),
             .int("context", "N", 0...(1 << 24), default: 0, "samples of the previous block prepended"),
+            .int("window", "N", 1...(1 << 24), defaultText: "the input's length", "a fixed-window classifier as a stream: the samples it classifies each step"),
+            .int("hop", "N", 1...(1 << 24), defaultText: "the window", "a window stream's new samples per step (at most the window)"),
             .text("labels", "A,B,...", "the scores' labels"),
+            .text("labels-file", "FILE", "the scores' labels, one a line, or a CSV's name column (name, display_name or label)"),
             .choice("front-end", ["samples", "features", "microfrontend", "openwakeword"], default: "samples", "what the model takes"),
             .text("melspectrogram", "FILE", "openWakeWord's melspectrogram model (with --front-end openwakeword)"),
             .text("embedding", "FILE", "openWakeWord's embedding model (with --front-end openwakeword)"),
@@ -395,7 +401,8 @@ enum Specs {
             .double("threshold", "X", 0...1, defaultText: "0.5", "the decision's threshold"),
         ] + labelling.filter { ["min-speech", "min-silence", "pad", "max-speech"].contains($0.name) },
         examples: ["earshot import silero_vad.onnx --set sr=16000 --context 64 --chunk 512 -o Models/my-vad",
-                   "earshot import okay_nabu.tflite -o Models/okay-nabu"])
+                   "earshot import okay_nabu.tflite -o Models/okay-nabu",
+                   "earshot import classifier.onnx --window 15600 --hop 7800 --labels-file classes.csv -o Models/my-classifier"])
 
     static let plot = CommandSpec(
         name: "plot", operands: "FILE",

@@ -55,6 +55,12 @@ enum ImportCommand {
         options.sampleRate = args.int("rate")
         if let v = args.optionalInt("chunk") { options.chunkSamples = v }
         options.contextSamples = args.int("context")
+        options.windowSamples = args.optionalInt("window")
+        options.hopSamples = args.optionalInt("hop")
+        if options.windowed && (args.optionalInt("chunk") != nil || options.contextSamples != 0) {
+            throw UsageError("--window/--hop and --chunk/--context both say how the model streams",
+                             hint: "give --window N --hop H for a fixed-window classifier, or --chunk and --context, not both")
+        }
         let frontEnd = args.string("front-end") ?? "samples"
         guard ["samples", "features", "microfrontend", "openwakeword"].contains(frontEnd) else {
             throw UsageError("--front-end \(frontEnd): expected samples (a block of audio), features (a block of features you compute), "
@@ -63,7 +69,11 @@ enum ImportCommand {
         }
         options.frontEnd = frontEnd
         var metadata = try args.string("manifest").map { path in try ImportSidecar.read(path: path) } ?? ModelManifest.Metadata()
+        if args.string("labels") != nil && args.string("labels-file") != nil {
+            throw UsageError("--labels and --labels-file both name the scores", hint: "give one of them")
+        }
         if let labels = args.string("labels") { metadata.labels = labels.split(separator: ",").map(String.init) }
+        if let file = args.string("labels-file") { metadata.labels = try LabelsFile.read(path: file) }
         metadata.name = args.string("name") ?? metadata.name ?? URL(fileURLWithPath: output).lastPathComponent
         metadata.description = args.string("description") ?? metadata.description
         metadata.author = args.string("author") ?? metadata.author
@@ -105,6 +115,8 @@ enum ImportCommand {
         try Model.write(manifest: manifest, tensors: tensors, to: URL(fileURLWithPath: output), replacing: args.flag("force"))
         let graph = manifest.graph
         return ("\(manifest.name): \(graph?.nodes.count ?? 0) nodes (\(Set(graph?.nodes.map(\.op) ?? []).sorted().joined(separator: " "))), "
+                + (options.windowed ? "a window of \(manifest.audio.contextSamples + manifest.audio.chunkSamples) samples, "
+                    + "\(manifest.audio.chunkSamples) new a step, " : "")
                 + "\(graph?.states.count ?? 0) state tensors (\(model.makeState().byteCount) bytes per stream), "
                 + "\(tensors.values.reduce(0) { $0 + $1.values.count }) parameters; written to \(output)")
     }

@@ -314,8 +314,7 @@ extension LabelCommand {
                     try output.write(SegmentFormat.scoresRow(step, file: file))
                 case let .scores(step) where format == .jsonl || format == .text:
                     try output.write(format == .jsonl ? SegmentFormat.scoresLine(step, labels: model.labels, file: file)
-                                     : "\(SegmentFormat.clock(Double(step.start) / Double(step.sampleRate)))  "
-                                       + zip(model.labels, step.scores).map { "\($0) \(String(format: "%.3f", $1))" }.joined(separator: "  "))
+                                     : SegmentFormat.scoresText(step, labels: model.labels))
                 case let .failed(channel, error):
                     printError("earshot: \(file): channel \(channel): \(error)")
                     failures += 1
