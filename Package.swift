@@ -5,6 +5,12 @@ let package = Package(
     name: "Earshot",
     products: [
         .library(name: "Earshot", targets: ["Earshot"]),
+        // ONNX, TFLite and openWakeWord models imported as Earshot packages.
+        .library(name: "EarshotImport", targets: ["EarshotImport"]),
+        // The Wyoming service: an event loop and the protocol's session on it.
+        .library(name: "EarshotServe", targets: ["EarshotServe"]),
+        // Workers on Redis Streams (links hiredis).
+        .library(name: "EarshotCluster", targets: ["EarshotCluster"]),
         // Training streaming classifiers with the runtime's own layers and features.
         .library(name: "EarshotTraining", targets: ["EarshotTraining"]),
         .executable(name: "earshot", targets: ["earshot"]),
@@ -19,14 +25,19 @@ let package = Package(
         // its flags hold a -D that SwiftPM refuses, and the header is in /usr/include/hiredis.
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
 
-        .target(name: "EarshotAudio", dependencies: ["CSndFile", "CALSA", "CSoxr"]),
+        .target(name: "EarshotAudio", dependencies: ["CSndFile", "CALSA", "CSoxr", "CEarshotKernels"]),
         .target(name: "EarshotFeatures", dependencies: ["CFFTW", "CEarshotKernels"], swiftSettings: [.unsafeFlags(["-O"])]),
         // Dense kernels in C, compiled per instruction set and chosen at run time. Math functions
         // never set errno, so that loops of sqrtf vectorize (IEEE results are the same).
         .target(name: "CEarshotKernels", cSettings: [.unsafeFlags(["-fno-math-errno", "-O2"])]),
         .target(name: "EarshotModel", dependencies: ["EarshotFeatures", "CEarshotKernels", "EarshotGraph", "EarshotJSON"], swiftSettings: [.unsafeFlags(["-O"])]),
-        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotONNX", "EarshotTFLite", "EarshotGraph",
-                                               "EarshotWyoming", "CEarshotSystem", "EarshotRedis"]),
+        .target(name: "Earshot", dependencies: ["EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotJSON", "EarshotGraph"]),
+        // The importers: ONNX, TFLite and openWakeWord models as graphs over one GraphSpecBuilder.
+        .target(name: "EarshotImport", dependencies: ["EarshotModel", "EarshotGraph", "EarshotFeatures", "EarshotONNX", "EarshotTFLite", "EarshotJSON"]),
+        // A service's event loop, knowing no protocol, and the Wyoming protocol on it.
+        .target(name: "EarshotServe", dependencies: ["Earshot", "EarshotWyoming", "CEarshotSystem"]),
+        // Workers on Redis Streams, their publishers and events: the one product that links hiredis.
+        .target(name: "EarshotCluster", dependencies: ["Earshot", "EarshotRedis"]),
         // A Redis client on hiredis: commands, pipelines and replies, with typed errors.
         .target(name: "EarshotRedis", dependencies: ["CHiredis"]),
         // epoll, eventfd and accept4 for the service's loop (Linux calls Glibc's module leaves out).
@@ -38,7 +49,7 @@ let package = Package(
         // Trains classifiers made of runtime layers, with the runtime's own features and products.
         // Optimized in debug builds too: the tests train real models, which unoptimized loops
         // would make ten times slower.
-        .target(name: "EarshotTraining", dependencies: ["Earshot", "EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph"],
+        .target(name: "EarshotTraining", dependencies: ["Earshot", "EarshotImport", "EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
         // ONNX files read in Swift: the protobuf wire format and ONNX's messages (onnx.proto).
         .target(name: "EarshotONNX"),
@@ -48,21 +59,33 @@ let package = Package(
         // Optimized in every configuration: its loops are what a graph step runs, and a debug
         // build of them would make the tests that run imported models over whole files crawl.
         .target(name: "EarshotGraph", dependencies: ["CEarshotKernels", "EarshotFeatures"], swiftSettings: [.unsafeFlags(["-O"])]),
-        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotTraining", "CEarshotKernels", "EarshotWyoming", "CEarshotSystem", "EarshotJSON"]),
+        // The command-line tool: it declares every module it imports (PackageTests checks).
+        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotServe", "EarshotCluster", "EarshotImport", "EarshotTraining", "CEarshotKernels",
+                                                          "EarshotWyoming", "CEarshotSystem", "EarshotJSON", "EarshotAudio", "EarshotModel", "EarshotRedis"]),
 
-        // Helpers shared by the test targets (seeded random numbers, reference files, paths).
-        .target(name: "EarshotTestSupport", dependencies: ["EarshotTraining", "CSndFile"], path: "Tests/Support"),
+        // Helpers shared by the test targets (seeded random numbers, reference files, paths): the
+        // model layer and libsndfile only, so that a target's tests build what they test.
+        .target(name: "EarshotTestSupport", dependencies: ["EarshotModel", "CSndFile"], path: "Tests/Support"),
+        // What the tests of the products and the tool share: the built earshot run as a process,
+        // the library's fixtures (the bundled model, the samples, a stream's events).
+        .target(name: "EarshotCommandTestSupport", dependencies: ["Earshot", "EarshotTestSupport"], path: "Tests/CommandSupport"),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "CSndFile", "EarshotTestSupport"]),
         .testTarget(name: "EarshotFeaturesTests", dependencies: ["EarshotFeatures", "EarshotAudio", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
         .testTarget(name: "EarshotModelTests", dependencies: ["EarshotModel", "EarshotGraph", "EarshotAudio", "CEarshotKernels", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
         .testTarget(name: "EarshotONNXTests", dependencies: ["EarshotONNX", "EarshotTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "EarshotImportTests", dependencies: ["EarshotImport", "EarshotModel"]),
         .testTarget(name: "EarshotGraphTests", dependencies: ["EarshotGraph", "EarshotTestSupport"], exclude: ["Goldens"]),
         .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWyomingTests", dependencies: ["EarshotWyoming", "EarshotTestSupport"], exclude: ["Goldens"]),
-        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotTraining", "earshot", "EarshotTestSupport"],
+        .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotServe", "EarshotImport", "EarshotGraph", "EarshotTraining", "earshot",
+                                                        "EarshotTestSupport", "EarshotCommandTestSupport"],
                     exclude: ["Goldens", "Expected"]),
+        .testTarget(name: "EarshotServeTests", dependencies: ["EarshotServe", "EarshotWyoming", "EarshotFeatures", "earshot", "EarshotTestSupport",
+                                                             "EarshotCommandTestSupport"]),
+        .testTarget(name: "EarshotClusterTests", dependencies: ["EarshotCluster", "EarshotRedis", "earshot", "EarshotTestSupport",
+                                                               "EarshotCommandTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -5,7 +5,7 @@ import EarshotModel
 /// channel with a block ready, live channels first; a channel's results are the same whether it
 /// steps alone or in a batch, whoever else joins or leaves. A channel that fails ends with a
 /// `.failed` event; the others go on. A `Session` owns one; a server owns one per model and core.
-struct ChannelSet {
+package struct ChannelSet {
     let model: Model
     let defaultOptions: LabelOptions
     /// By channel number; nil where a channel left (its number is given to the next that joins).
@@ -13,29 +13,29 @@ struct ChannelSet {
     private var kinds: [Session.Kind] = []
     private var finished: [Bool] = []
     private var dropped: [Int] = []
-    private(set) var openCount = 0
+    package private(set) var openCount = 0
     /// Blocks stepped so far, all channels.
-    private(set) var stepsRun = 0
+    package private(set) var stepsRun = 0
     /// States swapped in and out of the pipelines around a batched step, so that no step
     /// copies a state.
     private var scratch: [ModelState] = []
     private var blockScratch: [[Float]] = []
 
-    init(model: Model, options: LabelOptions) {
+    package init(model: Model, options: LabelOptions) {
         self.model = model
         defaultOptions = options
     }
 
     /// The open channels' numbers, in order.
-    var channels: [Int] { pipelines.indices.filter { pipelines[$0] != nil } }
+    package var channels: [Int] { pipelines.indices.filter { pipelines[$0] != nil } }
 
     /// The rate of a channel's source audio.
-    func sourceRate(_ k: Int) -> Int? { pipelines[safe: k]??.sourceRate }
+    package func sourceRate(_ k: Int) -> Int? { pipelines[safe: k]??.sourceRate }
 
-    func isOpen(_ k: Int) -> Bool { pipelines.indices.contains(k) && pipelines[k] != nil }
+    package func isOpen(_ k: Int) -> Bool { pipelines.indices.contains(k) && pipelines[k] != nil }
 
     /// A new channel with a fresh state; its number is the lowest not in use.
-    mutating func add(sourceRate: Int, options: LabelOptions? = nil, kind: Session.Kind) throws(StreamError) -> Int {
+    package mutating func add(sourceRate: Int, options: LabelOptions? = nil, kind: Session.Kind) throws(StreamError) -> Int {
         let k = pipelines.firstIndex(where: { $0 == nil }) ?? pipelines.count
         let pipeline = try ChannelPipeline(channel: k, model: model, sourceRate: sourceRate, options: options ?? defaultOptions)
         place(pipeline, at: k, kind: kind)
@@ -43,7 +43,7 @@ struct ChannelSet {
     }
 
     /// A channel that goes on from a stream snapshot; its number is the lowest not in use.
-    mutating func add(restoring snapshot: StreamSnapshot, kind: Session.Kind) throws(StreamError) -> Int {
+    package mutating func add(restoring snapshot: StreamSnapshot, kind: Session.Kind) throws(StreamError) -> Int {
         let k = pipelines.firstIndex(where: { $0 == nil }) ?? pipelines.count
         let pipeline = try ChannelPipeline(channel: k, model: model, restoring: snapshot)
         place(pipeline, at: k, kind: kind)
@@ -67,13 +67,13 @@ struct ChannelSet {
     }
 
     /// A channel's whole stream state.
-    func snapshot(_ k: Int) throws(StreamError) -> StreamSnapshot {
+    package func snapshot(_ k: Int) throws(StreamError) -> StreamSnapshot {
         guard let p = pipelines[safe: k] ?? nil else { throw .noSuchChannel(channel: k, open: channels) }
         return p.snapshot()
     }
 
     /// The channel leaves: its state and everything it had not stepped are discarded.
-    mutating func remove(_ k: Int) {
+    package mutating func remove(_ k: Int) {
         guard isOpen(k) else { return }
         pipelines[k] = nil
         openCount -= 1
@@ -82,12 +82,12 @@ struct ChannelSet {
         }
     }
 
-    func check(_ k: Int) throws(StreamError) {
+    package func check(_ k: Int) throws(StreamError) {
         guard isOpen(k) else { throw .noSuchChannel(channel: k, open: channels) }
     }
 
     /// Adds audio to one channel (its steps run at the next `drain`).
-    mutating func push(_ chunk: [Float], channel k: Int) -> [ClassifierEvent] {
+    package mutating func push(_ chunk: [Float], channel k: Int) -> [ClassifierEvent] {
         guard isOpen(k), !finished[k], pipelines[k]?.failed == false else { return [] }
         do {
             try pipelines[k]?.push(chunk)
@@ -98,13 +98,13 @@ struct ChannelSet {
         }
     }
 
-    mutating func reportDropped(_ samples: Int, channel k: Int) throws(StreamError) -> ClassifierEvent {
+    package mutating func reportDropped(_ samples: Int, channel k: Int) throws(StreamError) -> ClassifierEvent {
         try check(k)
         dropped[k] += samples
         return .dropped(channel: k, samples: samples, total: dropped[k])
     }
 
-    mutating func fail(channel k: Int, error: StreamError) throws(StreamError) -> ClassifierEvent {
+    package mutating func fail(channel k: Int, error: StreamError) throws(StreamError) -> ClassifierEvent {
         try check(k)
         finished[k] = true
         pipelines[k]?.markFailed()
@@ -113,7 +113,7 @@ struct ChannelSet {
 
     /// Ends one channel's input: its tail is stepped (with every other channel's ready blocks)
     /// and its open segments closed. The channel stays open (for its counters) until removed.
-    mutating func finish(channel k: Int) -> [ClassifierEvent] {
+    package mutating func finish(channel k: Int) -> [ClassifierEvent] {
         guard isOpen(k), !finished[k], pipelines[k]?.failed == false else { return [] }
         do { try pipelines[k]?.endInput() } catch {
             finished[k] = true
@@ -125,7 +125,7 @@ struct ChannelSet {
     }
 
     /// Runs batched steps, live channels first, until no channel has a block.
-    mutating func drain() -> [ClassifierEvent] {
+    package mutating func drain() -> [ClassifierEvent] {
         var events: [ClassifierEvent] = []
         var ready: [Int] = [], live: [Int] = []
         while true {

@@ -1,3 +1,4 @@
+import EarshotJSON
 import EarshotModel
 import Foundation
 

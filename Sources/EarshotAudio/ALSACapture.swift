@@ -18,6 +18,15 @@ public final class ALSACapture: Sendable {
     /// The sample format asked of the device.
     public enum SampleFormat: String, Sendable, CaseIterable {
         case s16 = "S16_LE", s32 = "S32_LE", float = "FLOAT_LE"
+
+        /// Frames of `channels` samples in this format, as `PCMFormat` decodes them.
+        func pcm(channels: Int) -> PCMFormat {
+            switch self {
+            case .s16: return PCMFormat(encoding: .integer(bytes: 2), channels: channels)
+            case .s32: return PCMFormat(encoding: .integer(bytes: 4), channels: channels)
+            case .float: return PCMFormat(encoding: .float32, channels: channels)
+            }
+        }
     }
 
     /// What to open and how.
@@ -217,9 +226,9 @@ public final class ALSACapture: Sendable {
         let pcm = handle.pcm
         let c = settings.channels
         let framesPerRead = periodFrames
-        var ints16 = [Int16](repeating: 0, count: framesPerRead * c)
-        var ints32 = [Int32](repeating: 0, count: framesPerRead * c)
-        var floats = [Float](repeating: 0, count: framesPerRead * c)
+        let format = settings.format.pcm(channels: c)
+        // [framesPerRead][channels] samples as the device writes them
+        var buffer = [UInt8](repeating: 0, count: framesPerRead * format.frameBytes)
         var total = 0
         let started = ContinuousClock.now
         while !stopRequested.load(ordering: .acquiring) {
@@ -228,12 +237,7 @@ public final class ALSACapture: Sendable {
                 wanted = min(wanted, maxFrames - total)
                 if wanted <= 0 { break }
             }
-            let got: Int
-            switch settings.format {
-            case .s16: got = ints16.withUnsafeMutableBytes { Int(snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(wanted))) }
-            case .s32: got = ints32.withUnsafeMutableBytes { Int(snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(wanted))) }
-            case .float: got = floats.withUnsafeMutableBytes { Int(snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(wanted))) }
-            }
+            let got = buffer.withUnsafeMutableBytes { Int(snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(wanted))) }
             if got == -Int(EAGAIN) {
                 _ = snd_pcm_wait(pcm, 100)  // until audio is there, at most 100 ms, then look at the stop flag
                 continue
@@ -264,13 +268,9 @@ public final class ALSACapture: Sendable {
                 continue
             }
             if got < 0 { return fail(continuation, Self.message(Int32(got))) }
-            let n = got * c
-            let samples: [Float]
-            switch settings.format {
-            case .s16: samples = ints16[0..<n].map { Float($0) / 32768 }
-            case .s32: samples = ints32[0..<n].map { Float($0) / 2_147_483_648 }
-            case .float: samples = Array(floats[0..<n])
-            }
+            var samples: [Float] = []
+            samples.reserveCapacity(got * c)
+            buffer.withUnsafeBytes { format.appendInterleaved(UnsafeRawBufferPointer(rebasing: $0[0..<(got * format.frameBytes)]), to: &samples) }
             let chunk = Chunk(samples: samples, channels: c, firstFrame: total, capturedAt: .now)
             total += got
             switch continuation.yield(chunk) {

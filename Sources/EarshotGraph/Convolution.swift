@@ -37,7 +37,7 @@ struct Window {
             return values
         }
         strides = try list("strides", count: spatial, default: 1, minimum: 1)
-        dilations = pooling && n.op == "AveragePool" && n.opset < 19
+        dilations = pooling && n.op == .averagePool && n.opset < 19
             ? [Int](repeating: 1, count: spatial)
             : try list("dilations", count: spatial, default: 1, minimum: 1)
         let pads = try list("pads", count: 2 * spatial, default: 0, minimum: 0)
@@ -83,23 +83,6 @@ struct Window {
     }
 }
 
-/// A window's sizes on two spatial axes: a 1-D window has a height of 1.
-struct PlaneWindow {
-    let height, width, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw, eh, ew: Int
-
-    /// `spatial`: the input's spatial sizes (1 or 2 of them).
-    init(spatial: [Int], kernel: [Int], _ w: Window) {
-        let two = spatial.count == 2
-        (height, width) = two ? (spatial[0], spatial[1]) : (1, spatial[0])
-        (kh, kw) = two ? (kernel[0], kernel[1]) : (1, kernel[0])
-        (oh, ow) = two ? (w.output[0], w.output[1]) : (1, w.output[0])
-        (sh, sw) = two ? (w.strides[0], w.strides[1]) : (1, w.strides[0])
-        (dh, dw) = two ? (w.dilations[0], w.dilations[1]) : (1, w.dilations[0])
-        (ph, pw) = two ? (w.padBegin[0], w.padBegin[1]) : (0, w.padBegin[0])
-        (eh, ew) = two ? (w.padEnd[0], w.padEnd[1]) : (0, w.padEnd[0])
-    }
-}
-
 enum Convolution {
     /// Conv, 1-D and 2-D, with groups (depthwise included), strides, dilations, pads, auto_pad
     /// and an optional bias. Each output sums over input channels, then kernel rows, then kernel
@@ -132,9 +115,8 @@ enum Convolution {
         }
         let window = try Window(n, input: Array(x.shape[2...]), kernel: kernel, pooling: false, ceilMode: false)
         // 1-D runs as 2-D with a height of 1.
-        let pw2 = PlaneWindow(spatial: Array(x.shape[2...]), kernel: kernel, window)
-        let (height, width, kh, kw, oh, ow) = (pw2.height, pw2.width, pw2.kh, pw2.kw, pw2.oh, pw2.ow)
-        let (sh, sw, dh, dw, ph, pw) = (pw2.sh, pw2.sw, pw2.dh, pw2.dw, pw2.ph, pw2.pw)
+        let field = ReceptiveField(spatial: Array(x.shape[2...]), kernel: kernel, window)
+        let (height, width, kh, kw, oh, ow) = (field.height, field.width, field.kh, field.kw, field.oh, field.ow)
         let outShape = [batch, outChannels] + window.output
         let total = try n.count(outShape, "the output")
         let groupIn = channels / group
@@ -151,26 +133,8 @@ enum Convolution {
                     fields.withUnsafeMutableBufferPointer { fs in
                         for b in 0..<batch {
                             for g in 0..<group {
-                                for oy in 0..<oh {
-                                    for ox in 0..<ow {
-                                        let row = (oy * ow + ox) * depth
-                                        for c in 0..<groupIn {
-                                            let inputPlane = (b * channels + g * groupIn + c) * height * width
-                                            for i in 0..<kh {
-                                                let iy = oy * sh - ph + i * dh
-                                                let base = row + (c * kh + i) * kw
-                                                guard iy >= 0 && iy < height else {
-                                                    for j in 0..<kw { fs[base + j] = 0 }
-                                                    continue
-                                                }
-                                                for j in 0..<kw {
-                                                    let ix = ox * sw - pw + j * dw
-                                                    fs[base + j] = ix >= 0 && ix < width ? xs[inputPlane + iy * width + ix] : 0
-                                                }
-                                            }
-                                        }
-                                    }
-                                }
+                                let groupInput = (b * channels + g * groupIn) * height * width
+                                field.channelsFirst(channels: groupIn) { e, index in fs[e] = index.map { xs[groupInput + $0] } ?? 0 }
                                 for m in (g * groupOut)..<((g + 1) * groupOut) {
                                     let plane = (b * outChannels + m) * positions
                                     let filter = ws.baseAddress! + m * depth
@@ -192,7 +156,7 @@ enum Convolution {
 enum Pooling {
     /// MaxPool (with its Indices output) and AveragePool, 1-D and 2-D.
     static func pool(_ n: Node) throws(GraphError) -> [GraphTensor] {
-        let isMax = n.op == "MaxPool"
+        let isMax = n.op == .maxPool
         var attributes: Set<String> = ["auto_pad", "ceil_mode", "kernel_shape", "pads", "strides"]
         if isMax {
             attributes.formUnion(["dilations", "storage_order"])
@@ -216,9 +180,9 @@ enum Pooling {
         let storageOrder = try n.int("storage_order", default: 0)
         guard storageOrder == 0 || storageOrder == 1 else { throw n.error("storage_order \(storageOrder) is not 0 or 1") }
         let includePad = try n.int("count_include_pad", default: 0) != 0
-        let pw2 = PlaneWindow(spatial: Array(x.shape[2...]), kernel: kernel, window)
-        let (height, width, kh, kw, oh, ow) = (pw2.height, pw2.width, pw2.kh, pw2.kw, pw2.oh, pw2.ow)
-        let (sh, sw, dh, dw, ph, pw, eh, ew) = (pw2.sh, pw2.sw, pw2.dh, pw2.dw, pw2.ph, pw2.pw, pw2.eh, pw2.ew)
+        let field = ReceptiveField(spatial: Array(x.shape[2...]), kernel: kernel, window)
+        let (height, width, kh, kw, oh, ow) = (field.height, field.width, field.kh, field.kw, field.oh, field.ow)
+        let (sh, sw, dh, dw, ph, pw, eh, ew) = (field.sh, field.sw, field.dh, field.dw, field.ph, field.pw, field.eh, field.ew)
         let outShape = Array(x.shape[..<2]) + window.output
         let total = try n.count(outShape, "the output")
         let planes = x.shape[0] * x.shape[1]

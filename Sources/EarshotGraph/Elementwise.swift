@@ -43,9 +43,9 @@ enum Elementwise {
         if a.dtype == .float32 {
             let values: [Float]
             switch n.op {
-            case "Add": values = broadcastApply(a.floats, a.shape, b.floats, b.shape, to: shape, +)
-            case "Sub": values = broadcastApply(a.floats, a.shape, b.floats, b.shape, to: shape, -)
-            case "Mul": values = broadcastApply(a.floats, a.shape, b.floats, b.shape, to: shape, *)
+            case .add: values = broadcastApply(a.floats, a.shape, b.floats, b.shape, to: shape, +)
+            case .sub: values = broadcastApply(a.floats, a.shape, b.floats, b.shape, to: shape, -)
+            case .mul: values = broadcastApply(a.floats, a.shape, b.floats, b.shape, to: shape, *)
             default: values = broadcastApply(a.floats, a.shape, b.floats, b.shape, to: shape, /)
             }
             return [GraphTensor(shape: shape, floats: values)]
@@ -53,9 +53,9 @@ enum Elementwise {
         // Integer arithmetic wraps on overflow (two's complement), as onnxruntime's does.
         let values: [Int64]
         switch n.op {
-        case "Add": values = broadcastApply(a.integers, a.shape, b.integers, b.shape, to: shape, &+)
-        case "Sub": values = broadcastApply(a.integers, a.shape, b.integers, b.shape, to: shape, &-)
-        case "Mul": values = broadcastApply(a.integers, a.shape, b.integers, b.shape, to: shape, &*)
+        case .add: values = broadcastApply(a.integers, a.shape, b.integers, b.shape, to: shape, &+)
+        case .sub: values = broadcastApply(a.integers, a.shape, b.integers, b.shape, to: shape, &-)
+        case .mul: values = broadcastApply(a.integers, a.shape, b.integers, b.shape, to: shape, &*)
         default:
             if shape.allSatisfy({ $0 > 0 }), b.integers.contains(0) {
                 throw n.error("integer division by zero (input B holds 0)")
@@ -96,7 +96,7 @@ enum Elementwise {
     /// Max and Min of one or more broadcast inputs. A NaN wins.
     static func maxMin(_ n: Node) throws(GraphError) -> [GraphTensor] {
         try n.expectVariadic(minimum: 1, attributes: [])
-        let isMax = n.op == "Max"
+        let isMax = n.op == .max
         var result = try n.input(0, "data_0", [.float32, .int64])
         for i in 1..<n.inputs.count {
             let next = try n.input(i, "data_\(i)", [.float32, .int64])
@@ -121,19 +121,19 @@ enum Elementwise {
     // MARK: Comparison and logic
 
     /// The comparison op `op` (Equal, Greater, GreaterOrEqual, Less, LessOrEqual) on one type.
-    private static func comparison<T: Comparable>(_ op: String) -> (T, T) -> Bool {
+    private static func comparison<T: Comparable>(_ op: GraphOp) -> (T, T) -> Bool {
         switch op {
-        case "Equal": return (==)
-        case "Greater": return (>)
-        case "GreaterOrEqual": return (>=)
-        case "Less": return (<)
+        case .equal: return (==)
+        case .greater: return (>)
+        case .greaterOrEqual: return (>=)
+        case .less: return (<)
         default: return (<=)
         }
     }
 
     static func compare(_ n: Node) throws(GraphError) -> [GraphTensor] {
         try n.expect(inputs: ["A", "B"], required: 2, attributes: [])
-        let types: Set<GraphDType> = n.op == "Equal" ? [.float32, .int64, .bool] : [.float32, .int64]
+        let types: Set<GraphDType> = n.op == .equal ? [.float32, .int64, .bool] : [.float32, .int64]
         let a = try n.input(0, "A", types)
         let b = try n.input(1, "B", types)
         guard a.dtype == b.dtype else {
@@ -156,7 +156,7 @@ enum Elementwise {
         let a = try n.input(0, "A", [.bool])
         let b = try n.input(1, "B", [.bool])
         let shape = try n.broadcast(a.shape, b.shape, "inputs A and B")
-        let isAnd = n.op == "And"
+        let isAnd = n.op == .and
         let values = broadcastApply(a.integers, a.shape, b.integers, b.shape, to: shape) { x, y -> Int64 in
             isAnd ? (x != 0 && y != 0 ? 1 : 0) : (x != 0 || y != 0 ? 1 : 0)
         }
@@ -212,33 +212,33 @@ enum Elementwise {
     // MARK: Unary
 
     static func unary(_ n: Node) throws(GraphError) -> [GraphTensor] {
-        let attributes: Set<String> = n.op == "LeakyRelu" ? ["alpha"] : []
+        let attributes: Set<String> = n.op == .leakyRelu ? ["alpha"] : []
         try n.expect(inputs: ["X"], required: 1, attributes: attributes)
-        let integerOps: Set<String> = n.opset >= 14 ? ["Neg", "Abs", "Relu"] : ["Neg", "Abs"]
+        let integerOps: Set<GraphOp> = n.opset >= 14 ? [.neg, .abs, .relu] : [.neg, .abs]
         let x = try n.input(0, "X", integerOps.contains(n.op) ? [.float32, .int64] : [.float32])
         if x.dtype == .int64 {
             let values: [Int64]
             switch n.op {
-            case "Neg": values = x.integers.map { 0 &- $0 }
-            case "Abs": values = x.integers.map { $0 < 0 ? 0 &- $0 : $0 }
+            case .neg: values = x.integers.map { 0 &- $0 }
+            case .abs: values = x.integers.map { $0 < 0 ? 0 &- $0 : $0 }
             default: values = x.integers.map { Swift.max($0, 0) }
             }
             return [GraphTensor(shape: x.shape, integers: values)]
         }
         let f: (Float) -> Float
         switch n.op {
-        case "Sqrt": f = { $0.squareRoot() }
-        case "Relu": f = { $0 > 0 ? $0 : ($0.isNaN ? $0 : 0) }
-        case "LeakyRelu":
+        case .sqrt: f = { $0.squareRoot() }
+        case .relu: f = { $0 > 0 ? $0 : ($0.isNaN ? $0 : 0) }
+        case .leakyRelu:
             let alpha = try n.float("alpha", default: 0.01)
             f = { $0 >= 0 ? $0 : alpha * $0 }
-        case "Sigmoid": f = { 1 / (1 + Foundation.exp(-$0)) }
-        case "Tanh": f = { Foundation.tanh($0) }
-        case "Log": f = { Foundation.log($0) }
-        case "Exp": f = { Foundation.exp($0) }
-        case "Neg": f = { -$0 }
-        case "Abs": f = { Swift.abs($0) }
-        case "Erf": f = { Foundation.erf($0) }
+        case .sigmoid: f = { 1 / (1 + Foundation.exp(-$0)) }
+        case .tanh: f = { Foundation.tanh($0) }
+        case .log: f = { Foundation.log($0) }
+        case .exp: f = { Foundation.exp($0) }
+        case .neg: f = { -$0 }
+        case .abs: f = { Swift.abs($0) }
+        case .erf: f = { Foundation.erf($0) }
         default:
             // Softplus: log(1 + exp(x)), in the form that neither overflows nor loses small values.
             f = { v in v > 0 ? v + Foundation.log1p(Foundation.exp(-v)) : Foundation.log1p(Foundation.exp(v)) }

@@ -2,9 +2,6 @@
 /// a stream can keep those as one byte each between steps, not as floats, and a step reads and
 /// writes a quarter of the memory (a microWakeWord model's streaming windows are such states).
 public enum IntegerRanges {
-    /// Ops that only move values: an output holds values of its data inputs, nothing else.
-    static let moves: Set<String> = ["Reshape", "Slice", "Split", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Flatten",
-                                     "Gather", "Expand", "Tile"]
     /// The int8 range.
     static let int8: ClosedRange<Int64> = -128...127
 
@@ -56,11 +53,13 @@ public enum IntegerRanges {
             for node in nodes {
                 let out: ClosedRange<Int64>?
                 switch node.op {
-                case "TFLiteConv2D", "TFLiteDepthwiseConv2D", "TFLiteFullyConnected": out = activation(node)
-                case "Quantize": out = quantizeRange(node)
-                case "Concat": out = union(node.inputs.filter { !$0.isEmpty })
-                case "Where" where node.inputs.count == 3: out = union(Array(node.inputs[1...]))
-                case let op where moves.contains(op): out = node.inputs.first.flatMap { union([$0]) }
+                case .tfliteConv2D, .tfliteDepthwiseConv2D, .tfliteFullyConnected: out = activation(node)
+                case .quantize: out = quantizeRange(node)
+                case .concat: out = union(node.inputs.filter { !$0.isEmpty })
+                case .where where node.inputs.count == 3: out = union(Array(node.inputs[1...]))
+                // Ops that only move values: an output holds values of its data inputs, nothing else.
+                case .reshape, .slice, .split, .squeeze, .unsqueeze, .transpose, .identity, .flatten, .gather, .expand, .tile:
+                    out = node.inputs.first.flatMap { union([$0]) }
                 default: out = nil
                 }
                 if let out { for name in node.outputs where !name.isEmpty { ranges[name] = out } }

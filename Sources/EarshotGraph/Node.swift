@@ -2,15 +2,15 @@
 /// Every error it makes names the node and the op.
 struct Node {
     let name: String
-    let op: String
+    let op: GraphOp
     let opset: Int
     let inputs: [GraphTensor?]
     let attributes: [String: GraphAttribute]
     /// How many outputs the node has, when the caller said.
     let outputCount: Int?
 
-    func error(_ reason: String) -> GraphError { .op(node: name, op: op, reason: reason) }
-    func unsupported(_ reason: String) -> GraphError { .unsupported(node: name, op: op, reason: reason) }
+    func error(_ reason: String) -> GraphError { .op(node: name, op: op.rawValue, reason: reason) }
+    func unsupported(_ reason: String) -> GraphError { .unsupported(node: name, op: op.rawValue, reason: reason) }
 
     // MARK: Inputs and attributes the op takes
 

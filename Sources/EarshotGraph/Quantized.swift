@@ -152,7 +152,7 @@ public enum Quantized {
     // MARK: Ops
 
     static func conv(_ n: Node) throws(GraphError) -> [GraphTensor] {
-        let depthwise = n.op == "TFLiteDepthwiseConv2D"
+        let depthwise = n.op == .tfliteDepthwiseConv2D
         try n.expect(inputs: ["x", "filter", "bias"], required: 2,
                      attributes: Set(["strides", "dilations", "pads", "input_offset", "output_offset", "multipliers", "shifts", "activation"]
                         + (depthwise ? ["depth_multiplier"] : [])))
@@ -189,19 +189,17 @@ public enum Quantized {
         var out = [Float](repeating: 0, count: try n.count(outShape, "output"))
         let groups = depthwise ? 1 : channels / filterDepth
         let perGroup = depthwise ? 1 : outChannels / groups
+        let field = ReceptiveField(height: height, width: width, kernel: (kh, kw), output: (oh, ow), strides: strides, dilations: dilations,
+                                   pads: pads)
         for b in 0..<batch {
             for y in 0..<oh {
                 for xo in 0..<ow {
-                    let y0 = y * strides[0] - pads[0], x0 = xo * strides[1] - pads[1]
                     for o in 0..<outChannels {
                         var acc: Int32 = 0
                         for fy in 0..<kh {
-                            let iy = y0 + fy * dilations[0]
-                            guard iy >= 0, iy < height else { continue }
                             for fx in 0..<kw {
-                                let ix = x0 + fx * dilations[1]
-                                guard ix >= 0, ix < width else { continue }
-                                let base = ((b * height + iy) * width + ix) * channels
+                                guard let position = field.position(y, xo, fy, fx) else { continue }
+                                let base = (b * height * width + position) * channels
                                 if depthwise {
                                     let v = input[base + o / multiplier] &+ q.inputOffset
                                     acc = acc &+ filter[(fy * kw + fx) * outChannels + o] &* v

@@ -24,7 +24,7 @@ enum Reductions {
     /// (no axes, with noop_with_empty_axes).
     static func reduction(_ n: Node, shape: [Int]) throws(GraphError) -> (ReductionLayout, [Int])? {
         var axes: [Int] = []
-        if n.op == "ReduceSum" || n.opset >= 18 {
+        if n.op == .reduceSum || n.opset >= 18 {
             if let t = try n.optionalInput(1, "axes", [.int64]) { axes = try n.integerList(t, "axes") }
         } else {
             axes = try n.ints("axes") ?? []
@@ -49,18 +49,18 @@ enum Reductions {
 
     /// A float reduction over `layout` (ReduceMax and ReduceMin keep a NaN; sums run in float,
     /// in the order of a plain loop over the reduced positions).
-    static func reduceFloats(_ op: String, _ v: UnsafePointer<Float>, _ layout: ReductionLayout, into out: UnsafeMutablePointer<Float>) {
+    static func reduceFloats(_ op: GraphOp, _ v: UnsafePointer<Float>, _ layout: ReductionLayout, into out: UnsafeMutablePointer<Float>) {
         let groupSize = layout.members.count
         for (o, start) in layout.starts.enumerated() {
             switch op {
-            case "ReduceMax":
+            case .reduceMax:
                 var m = -Float.infinity
                 for r in layout.members {
                     let e = v[start + r]
                     if e > m || e.isNaN { m = e }
                 }
                 out[o] = m
-            case "ReduceMin":
+            case .reduceMin:
                 var m = Float.infinity
                 for r in layout.members {
                     let e = v[start + r]
@@ -70,13 +70,13 @@ enum Reductions {
             default:
                 var sum: Float = 0
                 for r in layout.members { sum += v[start + r] }
-                out[o] = op == "ReduceMean" ? sum / Float(groupSize) : sum
+                out[o] = op == .reduceMean ? sum / Float(groupSize) : sum
             }
         }
     }
 
     static func reduce(_ n: Node) throws(GraphError) -> [GraphTensor] {
-        let axesAsInput = n.op == "ReduceSum" || n.opset >= 18
+        let axesAsInput = n.op == .reduceSum || n.opset >= 18
         if axesAsInput {
             try n.expect(inputs: ["data", "axes"], required: 1, attributes: ["keepdims", "noop_with_empty_axes"])
         } else {
@@ -97,16 +97,16 @@ enum Reductions {
             }
             return [GraphTensor(shape: outShape, floats: values)]
         }
-        if n.op == "ReduceMean", groupSize == 0, !layout.starts.isEmpty {
+        if n.op == .reduceMean, groupSize == 0, !layout.starts.isEmpty {
             throw n.error("the mean of no int64 values (a reduced axis has size 0)")
         }
         let values: [Int64] = layout.starts.map { start -> Int64 in
             switch n.op {
-            case "ReduceMax": return layout.members.reduce(Int64.min) { Swift.max($0, x.integers[start + $1]) }
-            case "ReduceMin": return layout.members.reduce(Int64.max) { Swift.min($0, x.integers[start + $1]) }
+            case .reduceMax: return layout.members.reduce(Int64.min) { Swift.max($0, x.integers[start + $1]) }
+            case .reduceMin: return layout.members.reduce(Int64.max) { Swift.min($0, x.integers[start + $1]) }
             default:
                 let sum = layout.members.reduce(Int64(0)) { $0 &+ x.integers[start + $1] }
-                return n.op == "ReduceMean" ? sum / Int64(groupSize) : sum
+                return n.op == .reduceMean ? sum / Int64(groupSize) : sum
             }
         }
         return [GraphTensor(shape: outShape, integers: values)]

@@ -78,6 +78,9 @@ struct GraphProgram: Sendable {
         }
         var nodes: [GraphNode] = []
         var used = Set<String>()
+        // Each op's name is read once, here; one no kernel knows is refused where the graph would
+        // first run, after the checks of its structure.
+        var unknownOp: GraphError?
         for n in spec.nodes {
             for input in n.inputs where !input.isEmpty {
                 guard known.contains(input) else {
@@ -87,7 +90,12 @@ struct GraphProgram: Sendable {
             }
             for output in n.outputs where !output.isEmpty { try introduce(output, by: "node '\(n.name)'") }
             let attributes = (n.attributes ?? [:]).mapValues(\.graphAttribute)
-            nodes.append(GraphNode(op: n.op, name: n.name, inputs: n.inputs, outputs: n.outputs, attributes: attributes))
+            do throws(GraphError) {
+                nodes.append(GraphNode(op: try GraphOp(named: n.op, node: n.name), name: n.name, inputs: n.inputs, outputs: n.outputs,
+                                       attributes: attributes))
+            } catch {
+                unknownOp = unknownOp ?? error
+            }
         }
         guard known.contains(spec.scoreOutput) else { throw fail("the score output '\(spec.scoreOutput)' is not produced") }
         for s in spec.states where !known.contains(s.output) {
@@ -107,6 +115,7 @@ struct GraphProgram: Sendable {
         }
         let unused = Set(tensors.keys).subtracting(used)
         guard unused.isEmpty else { throw .unusedTensors(path: path, names: unused.sorted()) }
+        if let unknownOp { throw .layer(path: path, layer: unknownOp.node, reason: "\(unknownOp)") }
         self.initialState = initial
         self.constants = constants
         self.nodes = nodes
@@ -349,17 +358,17 @@ extension GraphProgram {
             let w = inputs.count > 1 ? inputs[1]?.shape ?? [] : []
             var macs = 0
             switch node.op {
-            case "Conv", "TFLiteConv2D": macs = y.reduce(1, *) * w.dropFirst().reduce(1, *)
-            case "TFLiteDepthwiseConv2D": macs = y.reduce(1, *) * w.dropFirst().dropLast().reduce(1, *)
-            case "TFLiteFullyConnected": macs = y.reduce(1, *) * (w.count == 2 ? w[1] : 0)
-            case "Gemm", "MatMul": macs = y.reduce(1, *) * (w.count >= 2 ? (node.op == "Gemm" && node.attributes["transB"] == .int(1) ? w[w.count - 1] : w[w.count - 2]) : 1)
-            case "LSTM", "GRU":
-                let gates = node.op == "LSTM" ? 4 : 3
+            case .conv, .tfliteConv2D: macs = y.reduce(1, *) * w.dropFirst().reduce(1, *)
+            case .tfliteDepthwiseConv2D: macs = y.reduce(1, *) * w.dropFirst().dropLast().reduce(1, *)
+            case .tfliteFullyConnected: macs = y.reduce(1, *) * (w.count == 2 ? w[1] : 0)
+            case .gemm, .matMul: macs = y.reduce(1, *) * (w.count >= 2 ? (node.op == .gemm && node.attributes["transB"] == .int(1) ? w[w.count - 1] : w[w.count - 2]) : 1)
+            case .lstm, .gru:
+                let gates = node.op == .lstm ? 4 : 3
                 let h = (w.count == 3 ? w[1] : 0) / gates, i = w.count == 3 ? w[2] : 0
                 macs = (x.first ?? 1) * (x.count > 1 ? x[1] : 1) * gates * h * (i + h)
             default: break
             }
-            infos.append((node.name, node.op, x, y, parameters, macs))
+            infos.append((node.name, node.op.rawValue, x, y, parameters, macs))
         }
         return infos
     }

@@ -85,7 +85,7 @@ extension Model {
             }
             let execution: String
             if let plan = graph.plan {
-                let slow = graph.nodes.filter { plan.kernels[$0.name] == "reference" }.map(\.op)
+                let slow = graph.nodes.filter { plan.kernels[$0.name] == "reference" }.map(\.op.rawValue)
                 execution = "compiled" + (slow.isEmpty ? "" : "; \(slow.count) nodes on the reference kernels (\(Set(slow).sorted().joined(separator: ", ")))")
             } else {
                 execution = "node by node on the reference kernels: \(graph.interpreted ?? "")"

@@ -45,19 +45,19 @@ package enum SafeTensors {
             throw .safetensors(path: path, reason: "header length \(headerLength) exceeds the file (\(data.count) bytes)")
         }
         let headerEnd = 8 + Int(headerLength)
-        let object: Any
+        let object: JSONValue
         do {
-            object = try JSONSerialization.jsonObject(with: data.subdata(in: 8..<headerEnd))
+            object = try data.withUnsafeBytes { raw in try JSONValue.parse(UnsafeRawBufferPointer(rebasing: raw[8..<headerEnd])) }
         } catch {
             throw .safetensors(path: path, reason: "header is not JSON")
         }
-        guard let header = object as? [String: Any] else { throw .safetensors(path: path, reason: "header is not a JSON object") }
+        guard case let .object(header) = object else { throw .safetensors(path: path, reason: "header is not a JSON object") }
         let dataLength = data.count - headerEnd
         var tensors: [String: Tensor] = [:]
         var ranges: [(range: Range<Int>, name: String)] = []
         for (name, value) in header where name != "__metadata__" {
-            guard let entry = value as? [String: Any], let dtype = entry["dtype"] as? String,
-                  let shape = entry["shape"] as? [Int], let offsets = entry["data_offsets"] as? [Int], offsets.count == 2
+            guard let dtype = value["dtype"]?.string, let shape = Self.integers(value["shape"]),
+                  let offsets = Self.integers(value["data_offsets"]), offsets.count == 2
             else { throw .safetensors(path: path, reason: "tensor '\(name)': entry lacks dtype, shape or data_offsets") }
             guard supportedDTypes.contains(dtype) else {
                 throw .tensorDType(path: path, name: name, found: dtype, expected: supportedDTypes.joined(separator: ", "))
@@ -103,6 +103,13 @@ package enum SafeTensors {
         return tensors
     }
 
+    /// A header's list of whole numbers (nil when it is not one).
+    private static func integers(_ value: JSONValue?) -> [Int]? {
+        guard let array = value?.array else { return nil }
+        let numbers = array.compactMap(\.integer)
+        return numbers.count == array.count ? numbers : nil
+    }
+
     /// F32 tensors as a safetensors file's bytes, names in sorted order (the same tensors give
     /// the same bytes).
     static func serialize(_ tensors: [String: Tensor]) -> Data {
@@ -139,10 +146,4 @@ extension String {
     func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
     }
-}
-
-/// JSON string literals, for the JSON the package writes by hand (safetensors headers, event
-/// lines): written by the package's one JSON writer (`JSONValue`).
-package enum JSONText {
-    package static func quoted(_ s: String) -> String { JSONValue.string(s).serialized }
 }

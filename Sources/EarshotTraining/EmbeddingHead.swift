@@ -1,5 +1,6 @@
 import Earshot
 import EarshotAudio
+import EarshotImport
 import EarshotModel
 import Foundation
 
@@ -233,7 +234,7 @@ extension Trainer {
     /// The trained head as a graph: the latest embeddings (as many as the first layer's taps) in
     /// one row, a Gemm per layer (relu between), softmax, and the scores of the labels `keep`.
     static func headGraph(_ network: Network, _ parameters: [[Float]], window: Int, width: Int, keep: [Int]) -> (GraphSpec, [String: Tensor]) {
-        var nodes: [GraphSpec.NodeSpec] = [], tensors: [String: Tensor] = [:], constants: [String: GraphSpec.IntegerConstant] = [:]
+        var g = GraphSpecBuilder()
         var x = "embeddings", p = 0, layer = 0
         for trained in network.layers {
             switch trained {
@@ -241,35 +242,28 @@ extension Trainer {
                 layer += 1
                 if layer == 1 {
                     if k < window {
-                        constants["recent starts"] = .init(shape: [1], values: [Int64(window - k)])
-                        constants["recent ends"] = .init(shape: [1], values: [Int64(window)])
-                        constants["recent axes"] = .init(shape: [1], values: [1])
-                        nodes.append(.init(op: "Slice", name: "recent", inputs: [x, "recent starts", "recent ends", "recent axes"], outputs: ["recent"]))
+                        g.slice(x, axis: 1, from: window - k, to: window, into: "recent")
                         x = "recent"
                     }
-                    constants["row shape"] = .init(shape: [2], values: [1, Int64(k * i)])
-                    nodes.append(.init(op: "Reshape", name: "row", inputs: [x, "row shape"], outputs: ["row"]))
-                    x = "row"
+                    x = g.reshape(x, [1, k * i], into: "row")
                 }
                 // Trained as [out][tap][in], tap 0 the oldest: the row's order, so the weight is as it is.
-                tensors["layer\(layer).weight"] = Tensor(shape: [o, k * i], values: parameters[p])
-                tensors["layer\(layer).bias"] = Tensor(shape: [o], values: parameters[p + 1])
-                nodes.append(.init(op: "Gemm", name: "layer\(layer)", inputs: [x, "layer\(layer).weight", "layer\(layer).bias"],
-                                   outputs: ["layer\(layer)"], attributes: ["transB": .int(1)]))
+                let weight = g.weight("layer\(layer).weight", shape: [o, k * i], values: parameters[p])
+                let bias = g.weight("layer\(layer).bias", shape: [o], values: parameters[p + 1])
+                g.node("Gemm", "layer\(layer)", [x, weight, bias], ["layer\(layer)"], ["transB": .int(1)])
                 x = "layer\(layer)"
             case .relu:
-                nodes.append(.init(op: "Relu", name: "\(x) relu", inputs: [x], outputs: ["\(x) relu"]))
+                g.node("Relu", "\(x) relu", [x], ["\(x) relu"])
                 x = "\(x) relu"
             case .gru:
                 preconditionFailure("trainHead admits convolutions and relu only")
             }
             p += trained.parameterShapes.count
         }
-        nodes.append(.init(op: "Softmax", name: "probabilities", inputs: [x], outputs: ["probabilities"], attributes: ["axis": .int(-1)]))
-        constants["labels kept"] = .init(shape: [keep.count], values: keep.map(Int64.init))
-        nodes.append(.init(op: "Gather", name: "scores", inputs: ["probabilities", "labels kept"], outputs: ["scores"], attributes: ["axis": .int(1)]))
-        return (GraphSpec(opset: 17, audioInput: "embeddings", audioShape: [1, window, width], scoreOutput: "scores", states: [],
-                          constants: constants, nodes: nodes), tensors)
+        g.node("Softmax", "probabilities", [x], ["probabilities"], ["axis": .int(-1)])
+        let kept = g.integers("labels kept", keep.map(Int64.init), shape: [keep.count])
+        g.node("Gather", "scores", ["probabilities", kept], ["scores"], ["axis": .int(1)])
+        return (g.spec(opset: 17, audioInput: "embeddings", audioShape: [1, window, width], scoreOutput: "scores", states: []), g.tensors)
     }
 }
 
@@ -328,13 +322,13 @@ extension EmbeddingFrontEnd {
     /// openWakeWord's speech embedding (its melspectrogram.onnx and embedding_model.onnx,
     /// imported): 96 values every 80 ms of 16 kHz audio; a head sees the latest 16, starting
     /// from openWakeWord's start (the embeddings of `OpenWakeWordImporter.startNoise`).
-    /// - Throws: `OnnxImporter.ImportError` naming the file that does not import.
+    /// - Throws: `ImportError` naming the file that does not import.
     public static func openWakeWord(melspectrogram: String, embedding: String) throws -> EmbeddingFrontEnd {
         let frontEnd = try OpenWakeWordImporter.FrontEnd(melspectrogram: melspectrogram, embedding: embedding)
         let (manifest, tensors) = frontEnd.embeddingPackage()
         let model = try Model(manifest: manifest, tensors: tensors)
         return EmbeddingFrontEnd(name: "openwakeword", model: model, window: OpenWakeWordImporter.FrontEnd.window, start: frontEnd.start) { head, headTensors in
-            frontEnd.package(head: head, tensors: headTensors, options: OnnxImporter.Options(),
+            frontEnd.package(head: head, tensors: headTensors, options: ImportOptions(),
                              source: "earshot train --embedding openwakeword")
         }
     }

@@ -1,4 +1,6 @@
 import Earshot
+import EarshotCluster
+import EarshotImport
 import EarshotRedis
 
 /// A usage error: shown with a hint, exit code 64 (EX_USAGE).
@@ -315,7 +317,7 @@ enum ExitCode {
         case let e as AudioError: return of(e)
         case let e as ModelError: return of(e)
         // A model to import: missing or unreadable 66, damaged or unsupported 65.
-        case let e as OnnxImporter.ImportError: return e.isMissingInput ? noInput : dataError
+        case let e as ImportError: return e.isMissingInput ? noInput : dataError
         case is RedisUnavailable: return unavailable
         case let e as RedisError: return of(e)
         case let e as ClusterError: return of(e)

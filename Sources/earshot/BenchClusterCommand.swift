@@ -1,4 +1,5 @@
 import Earshot
+import EarshotCluster
 import EarshotRedis
 import Foundation
 
@@ -58,23 +59,11 @@ enum BenchClusterCommand {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-bench-cluster-\(getpid())-\(n)-\(w)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let port = try Sockets.freeLoopbackPort()
-        let redis = Process()
-        redis.executableURL = URL(fileURLWithPath: server)
-        redis.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", folder.path, "--save", "", "--appendonly", "no",
-                           "--logfile", folder.appendingPathComponent("redis.log").path]
-        try redis.run()
-        let endpoint = RedisEndpoint(address: .tcp(host: "127.0.0.1", port: port))
-        var connection: RedisConnection?
-        for _ in 0..<200 where connection == nil {
-            connection = try? RedisConnection(endpoint)
-            if connection == nil { usleep(25_000) }
-        }
-        guard let c = connection else { throw UsageError("redis-server on port \(port) did not start (see \(folder.path)/redis.log)") }
-        defer {
-            _ = try? c.command(["SHUTDOWN", "NOSAVE"])
-            redis.waitUntilExit()
-        }
+        let redis: RedisServerProcess
+        do { redis = try RedisServerProcess(binary: server, folder: folder) } catch { throw UsageError("\(error)") }
+        defer { redis.stop() }
+        let port = redis.port
+        let c = try RedisConnection(redis.endpoint)
         let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var workers: [Process] = []
         for i in 0..<w {
@@ -101,7 +90,7 @@ enum BenchClusterCommand {
         while true {
             let elapsed = Double(BenchServeCommand.nowNs() - start) / 1e9
             if cpu0 == nil && elapsed >= warmup {
-                cpu0 = (BenchServeCommand.serverCPU(redis.processIdentifier), workers.map { BenchServeCommand.serverCPU($0.processIdentifier) }.reduce(0, +))
+                cpu0 = (BenchServeCommand.serverCPU(redis.processIdentifier ?? 0), workers.map { BenchServeCommand.serverCPU($0.processIdentifier) }.reduce(0, +))
                 statsFrom = "\(WallClock.millis())-0"
                 read0 = try delivered(c, publishers).read
                 tick0 = tick
@@ -118,7 +107,7 @@ enum BenchClusterCommand {
             tick += 1
         }
         let wall = Double(BenchServeCommand.nowNs() - start) / 1e9 - t0
-        let redisCPU = BenchServeCommand.serverCPU(redis.processIdentifier) - (cpu0?.redis ?? 0)
+        let redisCPU = BenchServeCommand.serverCPU(redis.processIdentifier ?? 0) - (cpu0?.redis ?? 0)
         let workersCPU = workers.map { BenchServeCommand.serverCPU($0.processIdentifier) }.reduce(0, +) - (cpu0?.workers ?? 0)
         let (read1, lag) = try delivered(c, publishers)
         usleep(1_200_000)  // the workers' last figures

@@ -1,5 +1,6 @@
 import CEarshotSystem
 import Earshot
+import EarshotServe
 import EarshotWyoming
 import Foundation
 
@@ -127,7 +128,7 @@ enum BenchServeCommand {
         for k in 0..<n { _ = send(k, WyomingEvent(type: "audio-start", data: ["rate": .number(Double(rate)), "width": 2, "channels": 1]).encoded) }
         let chunkBytes = rate * chunkMs / 1000 * 2
         let chunkNs = UInt64(chunkMs) * 1_000_000
-        var latencies: [Double] = []
+        var latencies = LatencyHistogram()
         var answers = 0, errors = 0, late = 0, unsent = 0
         var tokens = [UInt64](repeating: 0, count: 256), masks = [UInt32](repeating: 0, count: 256)
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -150,7 +151,7 @@ enum BenchServeCommand {
                     let sent = all[k].sentAt[index % Client.window]
                     guard sent.index == index else { continue }
                     answers += 1
-                    latencies.append(Double(t - sent.ns) / 1e6)
+                    latencies.add(.nanoseconds(Int64(t - sent.ns)))
                 }
             }
         }
@@ -214,9 +215,7 @@ enum BenchServeCommand {
         let usageEnd = processCPU(), serverEnd = serverCPU(server.processIdentifier)
         let rss = serverMemory(server.processIdentifier)
         for k in 0..<n { close(all[k].fd) }
-        latencies.sort()
-        func pct(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
-        return ["clients": n, "answers": answers, "latencyP50Ms": pct(0.5), "latencyP99Ms": pct(0.99),
+        return ["clients": n, "answers": answers, "latencyP50Ms": latencies.milliseconds(0.5) ?? .nan, "latencyP99Ms": latencies.milliseconds(0.99) ?? .nan,
                 "serverCpuPercent": (serverEnd - serverStart) / wall * 100, "clientsCpuPercent": (usageEnd - usageStart) / wall * 100,
                 "serverRssMb": rss, "lateChunks": late + unsent, "errors": errors, "seconds": wall,
                 "clientsNice": raised ? Int(clientsNice) : 0]

@@ -1,5 +1,6 @@
 import Dispatch
 import Earshot
+import EarshotCluster
 import EarshotRedis
 import Foundation
 import Synchronization

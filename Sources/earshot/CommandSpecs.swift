@@ -1,4 +1,6 @@
 import Earshot
+import EarshotCluster
+import EarshotServe
 import EarshotTraining
 
 /// Every command's declaration, in the order `earshot help` lists them. Parsing, validation,

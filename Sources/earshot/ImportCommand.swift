@@ -1,4 +1,6 @@
 import Earshot
+import EarshotImport
+import EarshotJSON
 import Foundation
 
 /// `earshot import MODEL.onnx|MODEL.tflite --output FOLDER`: an ONNX or TFLite model as an Earshot package.
@@ -27,7 +29,7 @@ enum ImportCommand {
         if FileManager.default.fileExists(atPath: output) && !args.flag("force") {
             throw UsageError("--output \(output) exists: refusing to replace it", hint: "add --force to replace it whole, or choose another folder")
         }
-        var options = OnnxImporter.Options()
+        var options = ImportOptions()
         for pair in sets {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty, let value = Double(parts[1]), value.isFinite else {
@@ -54,42 +56,39 @@ enum ImportCommand {
                              + "head with its melspectrogram and embedding models)")
         }
         options.frontEnd = frontEnd
-        let sidecar = try args.string("manifest").map { path in try ImportSidecar.read(path: path) } ?? ImportSidecar()
-        options.labels = args.string("labels").map { $0.split(separator: ",").map(String.init) } ?? sidecar.labels ?? []
-        options.name = args.string("name") ?? sidecar.name ?? URL(fileURLWithPath: output).lastPathComponent
-        options.version = sidecar.version ?? "1"
-        options.description = args.string("description") ?? sidecar.description
-        options.author = args.string("author") ?? sidecar.author
-        options.license = args.string("license") ?? sidecar.license
-        options.source = args.string("source") ?? sidecar.source
-        options.url = sidecar.url
-        options.phrase = sidecar.phrase
-        options.languages = sidecar.languages
-        var decision = sidecar.decision ?? ModelManifest.Decision()
+        var metadata = try args.string("manifest").map { path in try ImportSidecar.read(path: path) } ?? ModelManifest.Metadata()
+        if let labels = args.string("labels") { metadata.labels = labels.split(separator: ",").map(String.init) }
+        metadata.name = args.string("name") ?? metadata.name ?? URL(fileURLWithPath: output).lastPathComponent
+        metadata.description = args.string("description") ?? metadata.description
+        metadata.author = args.string("author") ?? metadata.author
+        metadata.license = args.string("license") ?? metadata.license
+        metadata.source = args.string("source") ?? metadata.source
+        var decision = metadata.decision ?? ModelManifest.Decision()
         if let v = args.optionalDouble("threshold") { decision.threshold = v }
         if let v = args.optionalDouble("min-speech") { decision.minSegmentMs = v }
         if let v = args.optionalDouble("min-silence") { decision.minSilenceMs = v }
         if let v = args.optionalDouble("pad") { decision.padMs = v }
         if let v = args.optionalDouble("max-speech") { decision.maxSegmentSeconds = v }
-        options.decision = decision == ModelManifest.Decision() ? nil : decision
+        metadata.decision = decision == ModelManifest.Decision() ? nil : decision
 
         let tflite = source.lowercased().hasSuffix(".tflite")
         if tflite, let config = TFLiteImporter.MicroWakeWordConfig(beside: source) {
-            if options.labels.isEmpty { options.labels = [config.wakeWord] }
-            if options.author == nil { options.author = config.author }
-            if options.url == nil { options.url = config.website }
-            if options.phrase == nil { options.phrase = config.wakeWord }
-            if options.languages == nil, !config.languages.isEmpty { options.languages = config.languages }
-            if options.description == nil {
-                options.description = "microWakeWord model for the wake phrase '\(config.wakeWord)'"
+            if metadata.labels?.isEmpty ?? true { metadata.labels = [config.wakeWord] }
+            if metadata.author == nil { metadata.author = config.author }
+            if metadata.url == nil { metadata.url = config.website }
+            if metadata.phrase == nil { metadata.phrase = config.wakeWord }
+            if metadata.languages == nil, !config.languages.isEmpty { metadata.languages = config.languages }
+            if metadata.description == nil {
+                metadata.description = "microWakeWord model for the wake phrase '\(config.wakeWord)'"
                     + (config.languages.isEmpty ? "" : " (trained on \(config.languages.joined(separator: ", ")))")
             }
-            var d = options.decision ?? ModelManifest.Decision()
+            var d = metadata.decision ?? ModelManifest.Decision()
             if d.threshold == nil { d.threshold = config.probabilityCutoff }
             if d.detectionWindow == nil { d.detectionWindow = config.slidingWindowSize }
-            options.decision = d
+            metadata.decision = d
             if args.string("front-end") == nil { options.frontEnd = "microfrontend" }
         }
+        options.metadata = metadata
         let (manifest, tensors) = tflite ? try TFLiteImporter.importModel(path: source, options: options)
             : frontEnd == "openwakeword"
             ? try OpenWakeWordImporter.importModel(head: source, melspectrogram: args.string("melspectrogram"), embedding: args.string("embedding"),
@@ -105,28 +104,22 @@ enum ImportCommand {
     }
 }
 
-/// What `--manifest FILE.json` may say. Unknown keys are refused, so a misspelt one is not
-/// silently dropped.
-struct ImportSidecar: Decodable {
-    var name, version, description, author, license, source, url, phrase: String?
-    var labels, languages: [String]?
-    var decision: ModelManifest.Decision?
-
-    init() {}
-
-    static func read(path: String) throws -> ImportSidecar {
+/// `--manifest FILE.json`: what the package says of itself. Unknown keys are refused, so a
+/// misspelt one is not silently dropped.
+enum ImportSidecar {
+    static func read(path: String) throws -> ModelManifest.Metadata {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw UsageError("--manifest \(path): cannot read the file")
         }
-        let known: Set<String> = ["name", "version", "description", "author", "license", "source", "url", "phrase", "languages", "labels", "decision"]
-        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+        let known = Set(ModelManifest.Metadata.CodingKeys.allCases.map(\.rawValue))
+        guard let object = (try? JSONValue.parse([UInt8](data)))?.object else {
             throw UsageError("--manifest \(path): not a JSON object")
         }
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
             throw UsageError("--manifest \(path): unknown key '\(unknown)'", hint: "known keys: \(known.sorted().joined(separator: ", "))")
         }
         do {
-            return try JSONDecoder().decode(ImportSidecar.self, from: data)
+            return try JSONDecoder().decode(ModelManifest.Metadata.self, from: data)
         } catch {
             throw UsageError("--manifest \(path): \(error)")
         }

@@ -160,7 +160,7 @@ final class LiveView: @unchecked Sendable {
     }
 
     static func milliseconds(_ d: Duration) -> String {
-        String(format: "%.1f", Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15)
+        String(format: "%.1f", LatencyHistogram.milliseconds(d))
     }
 
     func show(_ delivery: LiveLabeler.Delivery) {

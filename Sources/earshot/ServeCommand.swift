@@ -1,5 +1,6 @@
 import Dispatch
 import Earshot
+import EarshotServe
 import Foundation
 
 enum ServeCommand {

@@ -22,25 +22,25 @@ struct CodedPlanTests {
     /// A streaming window as a microWakeWord model holds one, around two int8 products.
     static func graph() -> (nodes: [GraphNode], constants: [String: GraphTensor]) {
         let nodes = [
-            GraphNode(op: "Quantize", name: "quantize", inputs: ["features"], outputs: ["frame"],
+            GraphNode(op: .quantize, name: "quantize", inputs: ["features"], outputs: ["frame"],
                       attributes: ["scale": .float(0.05), "zero_point": .int(-3), "min": .int(-128), "max": .int(127)]),
-            GraphNode(op: "Concat", name: "window", inputs: ["state", "frame"], outputs: ["window"], attributes: ["axis": .int(1)]),
-            GraphNode(op: "Pad", name: "pad", inputs: ["window", "pads", "fill"], outputs: ["padded"]),
-            GraphNode(op: "TFLiteDepthwiseConv2D", name: "depthwise", inputs: ["padded", "wd", "bd"], outputs: ["taps"],
+            GraphNode(op: .concat, name: "window", inputs: ["state", "frame"], outputs: ["window"], attributes: ["axis": .int(1)]),
+            GraphNode(op: .pad, name: "pad", inputs: ["window", "pads", "fill"], outputs: ["padded"]),
+            GraphNode(op: .tfliteDepthwiseConv2D, name: "depthwise", inputs: ["padded", "wd", "bd"], outputs: ["taps"],
                       attributes: requantization.merging(["depth_multiplier": .int(1)]) { $1 }),
-            GraphNode(op: "TFLiteConv2D", name: "conv", inputs: ["taps", "wc", "bc"], outputs: ["conv"], attributes: requantization),
+            GraphNode(op: .tfliteConv2D, name: "conv", inputs: ["taps", "wc", "bc"], outputs: ["conv"], attributes: requantization),
             // With padding (the padding's byte), and a dense layer, on codes.
-            GraphNode(op: "TFLiteConv2D", name: "padded conv", inputs: ["taps", "wp", "bp"], outputs: ["padded conv"],
+            GraphNode(op: .tfliteConv2D, name: "padded conv", inputs: ["taps", "wp", "bp"], outputs: ["padded conv"],
                       attributes: requantization.merging(["pads": .ints([1, 0, 1, 0])]) { $1 }),
-            GraphNode(op: "TFLiteFullyConnected", name: "dense", inputs: ["conv", "wf", "bf"], outputs: ["dense"],
+            GraphNode(op: .tfliteFullyConnected, name: "dense", inputs: ["conv", "wf", "bf"], outputs: ["dense"],
                       attributes: requantization.filter { !["strides", "dilations", "pads"].contains($0.key) }
                           .merging(["weights_offset": .int(0)]) { $1 }),
-            GraphNode(op: "Relu", name: "relu", inputs: ["conv"], outputs: ["relu"]),
-            GraphNode(op: "TFLiteLookup", name: "lookup", inputs: ["conv"], outputs: ["lookup"],
+            GraphNode(op: .relu, name: "relu", inputs: ["conv"], outputs: ["relu"]),
+            GraphNode(op: .tfliteLookup, name: "lookup", inputs: ["conv"], outputs: ["lookup"],
                       attributes: ["table": .ints((0..<256).map { Int64($0 / 3) - 40 }), "low": .int(-128)]),
-            GraphNode(op: "Slice", name: "next", inputs: ["window", "starts", "ends", "axes"], outputs: ["next"]),
-            GraphNode(op: "Greater", name: "has started", inputs: ["started", "zero"], outputs: ["has started"]),
-            GraphNode(op: "Where", name: "gate", inputs: ["has started", "next", "first"], outputs: ["gated"]),
+            GraphNode(op: .slice, name: "next", inputs: ["window", "starts", "ends", "axes"], outputs: ["next"]),
+            GraphNode(op: .greater, name: "has started", inputs: ["started", "zero"], outputs: ["has started"]),
+            GraphNode(op: .where, name: "gate", inputs: ["has started", "next", "first"], outputs: ["gated"]),
         ]
         let constants: [String: GraphTensor] = [
             "pads": GraphTensor(shape: [8], integers: [0, 0, 0, 1, 0, 0, 0, 1]), "fill": GraphTensor(scalar: Float(7)),

@@ -7,7 +7,7 @@ import Testing
 @Suite("Int8 states: the proof that a state only ever holds int8 values")
 struct IntegerRangesTests {
     static func conv(_ name: String, _ input: String, _ output: String, activation: [Int64]) -> GraphNode {
-        GraphNode(op: "TFLiteConv2D", name: name, inputs: [input, "w", "b"], outputs: [output],
+        GraphNode(op: .tfliteConv2D, name: name, inputs: [input, "w", "b"], outputs: [output],
                   attributes: ["activation": .ints(activation)])
     }
 
@@ -17,9 +17,9 @@ struct IntegerRangesTests {
     static func window(producer: GraphNode, first: [Float] = [0, 0, 0, 0]) -> (nodes: [GraphNode], constants: [String: GraphTensor]) {
         let nodes = [
             producer,
-            GraphNode(op: "Concat", name: "concat", inputs: ["state", "frame"], outputs: ["window"], attributes: ["axis": .int(1)]),
-            GraphNode(op: "Slice", name: "slice", inputs: ["window", "starts", "ends", "axes"], outputs: ["next"]),
-            GraphNode(op: "Where", name: "gate", inputs: ["started", "next", "first"], outputs: ["gated"]),
+            GraphNode(op: .concat, name: "concat", inputs: ["state", "frame"], outputs: ["window"], attributes: ["axis": .int(1)]),
+            GraphNode(op: .slice, name: "slice", inputs: ["window", "starts", "ends", "axes"], outputs: ["next"]),
+            GraphNode(op: .where, name: "gate", inputs: ["started", "next", "first"], outputs: ["gated"]),
         ]
         let constants: [String: GraphTensor] = [
             "first": GraphTensor(shape: [1, 2, 2], floats: first),
@@ -37,10 +37,10 @@ struct IntegerRangesTests {
     func int8Window() {
         #expect(Self.proof(Self.window(producer: Self.conv("conv", "x", "frame", activation: [-128, 127]))) == [true])
         #expect(Self.proof(Self.window(producer: Self.conv("conv", "x", "frame", activation: [0, 127]))) == [true])
-        let quantize = GraphNode(op: "Quantize", name: "q", inputs: ["x"], outputs: ["frame"],
+        let quantize = GraphNode(op: .quantize, name: "q", inputs: ["x"], outputs: ["frame"],
                                  attributes: ["scale": .float(0.1), "zero_point": .int(-128), "min": .int(-128), "max": .int(127)])
         #expect(Self.proof(Self.window(producer: quantize)) == [true])
-        let unbounded = GraphNode(op: "Quantize", name: "q", inputs: ["x"], outputs: ["frame"], attributes: ["scale": .float(0.1)])
+        let unbounded = GraphNode(op: .quantize, name: "q", inputs: ["x"], outputs: ["frame"], attributes: ["scale": .float(0.1)])
         #expect(Self.proof(Self.window(producer: unbounded)) == [true])  // Quantize's range is -128...127 by default
     }
 
@@ -49,9 +49,9 @@ struct IntegerRangesTests {
         // An activation range past int8 (int16 activations).
         #expect(Self.proof(Self.window(producer: Self.conv("conv", "x", "frame", activation: [-32768, 32767]))) == [false])
         // A float op makes the frame.
-        #expect(Self.proof(Self.window(producer: GraphNode(op: "Relu", name: "relu", inputs: ["x"], outputs: ["frame"]))) == [false])
+        #expect(Self.proof(Self.window(producer: GraphNode(op: .relu, name: "relu", inputs: ["x"], outputs: ["frame"]))) == [false])
         // A Quantize to a wider range.
-        let wide = GraphNode(op: "Quantize", name: "q", inputs: ["x"], outputs: ["frame"],
+        let wide = GraphNode(op: .quantize, name: "q", inputs: ["x"], outputs: ["frame"],
                              attributes: ["scale": .float(0.1), "min": .int(-1000), "max": .int(1000)])
         #expect(Self.proof(Self.window(producer: wide)) == [false])
         let int8Frame = Self.conv("conv", "x", "frame", activation: [-128, 127])
@@ -66,13 +66,13 @@ struct IntegerRangesTests {
     @Test("A state that feeds itself through a float op is not int8, nor is one whose next value comes from it")
     func throughTheState() {
         // next = state * 2: int8 in, not int8 out.
-        let doubling = [GraphNode(op: "Mul", name: "mul", inputs: ["state", "two"], outputs: ["gated"])]
+        let doubling = [GraphNode(op: .mul, name: "mul", inputs: ["state", "two"], outputs: ["gated"])]
         #expect(IntegerRanges.int8States(nodes: doubling, constants: ["two": GraphTensor(shape: [1], floats: [2])],
                                          states: [("state", "gated", [0])]) == [false])
         // Two states: b's next value is a's (int8 only if a is); a's next value is a float op's.
         let nodes = [
-            GraphNode(op: "Relu", name: "relu", inputs: ["x"], outputs: ["aNext"]),
-            GraphNode(op: "Reshape", name: "reshape", inputs: ["a", "shape"], outputs: ["bNext"]),
+            GraphNode(op: .relu, name: "relu", inputs: ["x"], outputs: ["aNext"]),
+            GraphNode(op: .reshape, name: "reshape", inputs: ["a", "shape"], outputs: ["bNext"]),
         ]
         let constants = ["shape": GraphTensor(shape: [1], integers: [4])]
         #expect(IntegerRanges.int8States(nodes: nodes, constants: constants,

@@ -203,15 +203,15 @@ struct PlanTests {
         if let order = c.order { inputs = order }
         var nodes: [GraphNode] = []
         if c.op == "Sqrt" {
-            nodes.append(GraphNode(op: "Abs", name: "abs", inputs: ["x0"], outputs: ["a0"]))
+            nodes.append(GraphNode(op: .abs, name: "abs", inputs: ["x0"], outputs: ["a0"]))
             inputs[0] = "a0"
         }
         if let comparison = c.condition {
-            nodes.append(GraphNode(op: comparison, name: "condition", inputs: ["x0", "x1"], outputs: ["c0"]))
+            nodes.append(try GraphNode(op: comparison, name: "condition", inputs: ["x0", "x1"], outputs: ["c0"]))
             inputs = ["c0"] + inputs.dropFirst(2)
         }
         let outputs = (0..<c.outputs).map { "y\($0)" }
-        nodes.append(GraphNode(op: c.op, name: "node", inputs: inputs, outputs: outputs, attributes: c.attributes))
+        nodes.append(try GraphNode(op: c.op, name: "node", inputs: inputs, outputs: outputs, attributes: c.attributes))
         let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: c.dynamic.indices.map { ("x\($0)", c.dynamic[$0]) },
                                  outputs: outputs, opset: 17)
         return (plan, nodes, constants)
@@ -262,9 +262,9 @@ struct PlanTests {
 
     @Test("What the plan cannot compile: integers computed from the inputs, named (a comparison only a Where reads is compiled into it)")
     func refusesDependentIntegers() {
-        let nodes = [GraphNode(op: "Greater", name: "compare", inputs: ["x", "k"], outputs: ["mask"]),
-                     GraphNode(op: "Not", name: "invert", inputs: ["mask"], outputs: ["not mask"]),
-                     GraphNode(op: "Where", name: "choose", inputs: ["not mask", "x", "k"], outputs: ["y"])]
+        let nodes = [GraphNode(op: .greater, name: "compare", inputs: ["x", "k"], outputs: ["mask"]),
+                     GraphNode(op: .not, name: "invert", inputs: ["mask"], outputs: ["not mask"]),
+                     GraphNode(op: .where, name: "choose", inputs: ["not mask", "x", "k"], outputs: ["y"])]
         #expect {
             _ = try GraphPlan(nodes: nodes, constants: ["k": GraphTensor(scalar: Float(0))], inputs: [("x", [4])], outputs: ["y"], opset: 17)
         } throws: { error in
@@ -277,8 +277,8 @@ struct PlanTests {
           arguments: [[1, 9, 8], [1, 3, 70]])
     func fusesReLU(_ shape: [Int]) throws {
         let constants = ["w": weights([4, shape[1], 3]), "b": weights([4], seed: 5)]
-        let conv = GraphNode(op: "Conv", name: "conv", inputs: ["x", "w", "b"], outputs: ["c"], attributes: ["pads": .ints([1, 1])])
-        let relu = GraphNode(op: "Relu", name: "relu", inputs: ["c"], outputs: ["y"])
+        let conv = GraphNode(op: .conv, name: "conv", inputs: ["x", "w", "b"], outputs: ["c"], attributes: ["pads": .ints([1, 1])])
+        let relu = GraphNode(op: .relu, name: "relu", inputs: ["c"], outputs: ["y"])
         for outputs in [["y"], ["y", "c"]] {
             let plan = try GraphPlan(nodes: [conv, relu], constants: constants, inputs: [("x", shape)], outputs: outputs, opset: 17)
             #expect(plan.kernels["relu"] == (outputs.count == 1 ? "with the Conv" : "element-wise"))
@@ -312,9 +312,9 @@ struct PlanTests {
     @Test("LeakyRelu, then Max with a constant, after a Conv over many positions: both within the Conv's step, as the reference computes them")
     func fusesLeakyReluAndMax() throws {
         let constants = ["w": weights([5, 3, 3, 3]), "b": weights([5], seed: 5), "floor": GraphTensor(scalar: Float(-0.1))]
-        let nodes = [GraphNode(op: "Conv", name: "conv", inputs: ["x", "w", "b"], outputs: ["c"], attributes: ["pads": .ints([1, 1, 1, 1])]),
-                     GraphNode(op: "LeakyRelu", name: "leaky", inputs: ["c"], outputs: ["l"], attributes: ["alpha": .float(0.2)]),
-                     GraphNode(op: "Max", name: "max", inputs: ["l", "floor"], outputs: ["y"])]
+        let nodes = [GraphNode(op: .conv, name: "conv", inputs: ["x", "w", "b"], outputs: ["c"], attributes: ["pads": .ints([1, 1, 1, 1])]),
+                     GraphNode(op: .leakyRelu, name: "leaky", inputs: ["c"], outputs: ["l"], attributes: ["alpha": .float(0.2)]),
+                     GraphNode(op: .max, name: "max", inputs: ["l", "floor"], outputs: ["y"])]
         let shape = [1, 3, 12, 10]
         let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", shape)], outputs: ["y"], opset: 17)
         #expect(plan.kernels["leaky"] == "with the Conv" && plan.kernels["max"] == "with the Conv")
@@ -341,9 +341,9 @@ struct PlanTests {
     @Test("A Conv over many positions with LeakyRelu and Max fused gives what the Conv, then each op alone, gives, bit for bit")
     func fusedEpilogueIsTheOpsAlone() throws {
         let constants = ["w": weights([24, 3, 1, 3]), "b": weights([24], seed: 5), "floor": GraphTensor(scalar: Float(-0.1))]
-        let nodes = [GraphNode(op: "Conv", name: "conv", inputs: ["x", "w", "b"], outputs: ["c"], attributes: ["pads": .ints([0, 1, 0, 1])]),
-                     GraphNode(op: "LeakyRelu", name: "leaky", inputs: ["c"], outputs: ["l"], attributes: ["alpha": .float(0.2)]),
-                     GraphNode(op: "Max", name: "max", inputs: ["l", "floor"], outputs: ["y"])]
+        let nodes = [GraphNode(op: .conv, name: "conv", inputs: ["x", "w", "b"], outputs: ["c"], attributes: ["pads": .ints([0, 1, 0, 1])]),
+                     GraphNode(op: .leakyRelu, name: "leaky", inputs: ["c"], outputs: ["l"], attributes: ["alpha": .float(0.2)]),
+                     GraphNode(op: .max, name: "max", inputs: ["l", "floor"], outputs: ["y"])]
         let shape = [1, 3, 9, 32]
         let fused = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", shape)], outputs: ["y"], opset: 17)
         // With the Conv's output also a graph output, LeakyRelu and Max run as steps of their own.
@@ -369,19 +369,19 @@ struct PlanTests {
     func fusesSpectrum(magnitude: Bool, convAfter: Bool) throws {
         let constants = ["w": dftFilters(size: 16), "two": GraphTensor(scalar: Float(2)), "axis": ints([1]),
                          "s0": ints([0]), "e0": ints([9]), "s1": ints([9]), "e1": ints([18]), "w2": weights([3, 9, 3], seed: 11)]
-        var nodes = [GraphNode(op: "Conv", name: "stft", inputs: ["x", "w"], outputs: ["c"], attributes: ["strides": .ints([4])]),
-                     GraphNode(op: "Slice", name: "real", inputs: ["c", "s0", "e0", "axis"], outputs: ["re"]),
-                     GraphNode(op: "Slice", name: "imaginary", inputs: ["c", "s1", "e1", "axis"], outputs: ["im"]),
-                     GraphNode(op: "Pow", name: "re2", inputs: ["re", "two"], outputs: ["p"]),
-                     GraphNode(op: "Pow", name: "im2", inputs: ["im", "two"], outputs: ["q"]),
-                     GraphNode(op: "Add", name: "power", inputs: ["p", "q"], outputs: ["s"])]
+        var nodes = [GraphNode(op: .conv, name: "stft", inputs: ["x", "w"], outputs: ["c"], attributes: ["strides": .ints([4])]),
+                     GraphNode(op: .slice, name: "real", inputs: ["c", "s0", "e0", "axis"], outputs: ["re"]),
+                     GraphNode(op: .slice, name: "imaginary", inputs: ["c", "s1", "e1", "axis"], outputs: ["im"]),
+                     GraphNode(op: .pow, name: "re2", inputs: ["re", "two"], outputs: ["p"]),
+                     GraphNode(op: .pow, name: "im2", inputs: ["im", "two"], outputs: ["q"]),
+                     GraphNode(op: .add, name: "power", inputs: ["p", "q"], outputs: ["s"])]
         var last = "s"
         if magnitude {
-            nodes.append(GraphNode(op: "Sqrt", name: "magnitude", inputs: ["s"], outputs: ["m"]))
+            nodes.append(GraphNode(op: .sqrt, name: "magnitude", inputs: ["s"], outputs: ["m"]))
             last = "m"
         }
         if convAfter {
-            nodes.append(GraphNode(op: "Conv", name: "conv", inputs: [last, "w2"], outputs: ["y"], attributes: ["pads": .ints([1, 1])]))
+            nodes.append(GraphNode(op: .conv, name: "conv", inputs: [last, "w2"], outputs: ["y"], attributes: ["pads": .ints([1, 1])]))
             last = "y"
         }
         let shape = [1, 1, 40]
@@ -405,12 +405,12 @@ struct PlanTests {
     func convChain(secondReaderOfFirst: Bool) throws {
         let constants = ["w1": weights([6, 9, 3]), "b1": weights([6], seed: 5), "w2": weights([5, 6, 3], seed: 8),
                          "w3": weights([4, 5, 1], seed: 9)]
-        var nodes = [GraphNode(op: "Conv", name: "conv1", inputs: ["x", "w1", "b1"], outputs: ["c1"], attributes: ["pads": .ints([1, 1])]),
-                     GraphNode(op: "Relu", name: "relu", inputs: ["c1"], outputs: ["r1"]),
-                     GraphNode(op: "Conv", name: "conv2", inputs: ["r1", "w2"], outputs: ["c2"],
+        var nodes = [GraphNode(op: .conv, name: "conv1", inputs: ["x", "w1", "b1"], outputs: ["c1"], attributes: ["pads": .ints([1, 1])]),
+                     GraphNode(op: .relu, name: "relu", inputs: ["c1"], outputs: ["r1"]),
+                     GraphNode(op: .conv, name: "conv2", inputs: ["r1", "w2"], outputs: ["c2"],
                                attributes: ["pads": .ints([1, 1]), "strides": .ints([2])]),
-                     GraphNode(op: "Conv", name: "conv3", inputs: ["c2", "w3"], outputs: ["y"])]
-        if secondReaderOfFirst { nodes.append(GraphNode(op: "Sigmoid", name: "other", inputs: ["r1"], outputs: ["z"])) }
+                     GraphNode(op: .conv, name: "conv3", inputs: ["c2", "w3"], outputs: ["y"])]
+        if secondReaderOfFirst { nodes.append(GraphNode(op: .sigmoid, name: "other", inputs: ["r1"], outputs: ["z"])) }
         let outputs = secondReaderOfFirst ? ["y", "z"] : ["y"]
         let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", [1, 9, 8])], outputs: outputs, opset: 17)
         #expect(plan.kernels["conv1"] == "Winograd product" && plan.kernels["conv2"] == "packed product")
@@ -430,11 +430,11 @@ struct PlanTests {
           arguments: [("MaxPool", false), ("AveragePool", false), ("MaxPool", true)])
     func poolsChannelsLast(_ op: String, poolIsOutput: Bool) throws {
         let constants = ["w1": weights([12, 5, 1, 3]), "b1": weights([12], seed: 5), "w2": weights([10, 12, 3, 1], seed: 8)]
-        let nodes = [GraphNode(op: "Conv", name: "conv1", inputs: ["x", "w1", "b1"], outputs: ["c1"], attributes: ["pads": .ints([0, 1, 0, 1])]),
-                     GraphNode(op: "Relu", name: "relu", inputs: ["c1"], outputs: ["r1"]),
-                     GraphNode(op: op, name: "pool", inputs: ["r1"], outputs: ["p"],
+        let nodes = [GraphNode(op: .conv, name: "conv1", inputs: ["x", "w1", "b1"], outputs: ["c1"], attributes: ["pads": .ints([0, 1, 0, 1])]),
+                     GraphNode(op: .relu, name: "relu", inputs: ["c1"], outputs: ["r1"]),
+                     try GraphNode(op: op, name: "pool", inputs: ["r1"], outputs: ["p"],
                                attributes: ["kernel_shape": .ints([2, 2]), "strides": .ints([2, 2]), "pads": .ints([1, 0, 0, 1])]),
-                     GraphNode(op: "Conv", name: "conv2", inputs: ["p", "w2"], outputs: ["y"])]
+                     GraphNode(op: .conv, name: "conv2", inputs: ["p", "w2"], outputs: ["y"])]
         let shape = [1, 5, 15, 12]
         // With the pooled values also a graph output, they stay [channels][plane] (the pooling
         // as it always runs) for the caller.
@@ -479,8 +479,8 @@ struct PlanTests {
 
     @Test("Nodes that do not depend on the inputs are computed once, at build")
     func folds() throws {
-        let nodes = [GraphNode(op: "Mul", name: "scale", inputs: ["k", "k"], outputs: ["k2"]),
-                     GraphNode(op: "Add", name: "add", inputs: ["x", "k2"], outputs: ["y"])]
+        let nodes = [GraphNode(op: .mul, name: "scale", inputs: ["k", "k"], outputs: ["k2"]),
+                     GraphNode(op: .add, name: "add", inputs: ["x", "k2"], outputs: ["y"])]
         let plan = try GraphPlan(nodes: nodes, constants: ["k": GraphTensor(shape: [2], floats: [3, -1])], inputs: [("x", [2])],
                                  outputs: ["y"], opset: 17)
         #expect(plan.kernels == ["scale": "folded", "add": "element-wise"])

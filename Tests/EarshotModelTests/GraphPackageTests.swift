@@ -127,6 +127,19 @@ struct GraphPackageTests {
         #expect(Self.refusal(stft).contains("a graph takes a block of samples ('samples') or of features ('features')"))
     }
 
+    @Test("An unknown op, read at load, is refused after the graph's structure is checked: a later node's missing input or an unused weight is named first")
+    func unknownOpAfterStructure() {
+        let unknown = [GraphSpec.NodeSpec(op: "FancyAttention", name: "f", inputs: ["audio"], outputs: ["memory_next"]),
+                       .init(op: "Relu", name: "s", inputs: ["nowhere"], outputs: ["scores"])]
+        #expect(Self.refusal(Self.manifest(nodes: unknown), [:]).contains("node 's' (Relu) reads 'nowhere', which no earlier node"))
+        let spare = [GraphSpec.NodeSpec(op: "FancyAttention", name: "f", inputs: ["audio"], outputs: ["memory_next"]),
+                     .init(op: "Relu", name: "s", inputs: ["memory_next"], outputs: ["scores"])]
+        #expect(Self.refusal(Self.manifest(nodes: spare)).contains("tensors no layer uses: w"))
+        let error = Self.refusal(Self.manifest(nodes: spare), [:])
+        #expect(error.contains("layer f") && error.contains("node 'f' (FancyAttention): not supported: no kernel for op type 'FancyAttention'"),
+                "\(error)")
+    }
+
     @Test("A graph package survives model.json's round trip: attributes keep their kinds")
     func manifestRoundTrip() throws {
         var m = Self.manifest()

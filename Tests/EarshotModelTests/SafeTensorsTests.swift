@@ -23,6 +23,20 @@ struct SafeTensorsTests {
         #expect(tensors.count == 3)  // __metadata__ is not a tensor
     }
 
+    @Test("A header as other writers lay it out reads the same: white space, escaped names, whole numbers written as reals; a header that is no JSON object is refused")
+    func headerText() throws {
+        let header = " {\n \"__metadata__\": {\"format\": \"pt\", \"nested\": [1, {\"a\": null}]},\n"
+            + " \"caf\\u00e9\\t\\\"w\\\"\" : { \"shape\" : [ 2 , 1.0 ], \"dtype\": \"F32\", \"data_offsets\": [0, 8e0] } }"
+        var data = Data(littleEndianBytes([UInt64(header.utf8.count)]))
+        data += Data(header.utf8) + Data(littleEndianBytes([Float(1.5).bitPattern, Float(-2).bitPattern]))
+        #expect(try SafeTensors.parse(data, path: "t") == ["café\t\"w\"": Tensor(shape: [2, 1], dtype: "F32", values: [1.5, -2])])
+        for (text, reason) in [("[1, 2]", "header is not a JSON object"), ("{\"w\": ", "header is not JSON"),
+                               ("{\"w\": {\"dtype\": \"F32\", \"shape\": [1.5], \"data_offsets\": [0, 4]}}", "tensor 'w': entry lacks dtype, shape or data_offsets")] {
+            let bad = Data(littleEndianBytes([UInt64(text.utf8.count)])) + Data(text.utf8) + Data(count: 4)
+            #expect(throws: ModelError.safetensors(path: "t", reason: reason), "\(text)") { try SafeTensors.parse(bad, path: "t") }
+        }
+    }
+
     @Test("Unknown dtypes and offsets outside the data are refused with the tensor's name")
     func damaged() throws {
         #expect(throws: ModelError.tensorDType(path: "t", name: "x", found: "I64", expected: "F32, F16, BF16")) {

@@ -1,3 +1,4 @@
+import EarshotCommandTestSupport
 import Foundation
 import Testing
 

@@ -1,73 +1,9 @@
 import EarshotModel
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import EarshotTraining
 import Foundation
 import Testing
-
-/// The `earshot` tool built with the tests (beside the test bundle, in the same build folder:
-/// with `--scratch-path` or a sanitizer, the same build), else `.build/debug/earshot`.
-let earshotBinary: URL = {
-    let beside = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("earshot")
-    return FileManager.default.isExecutableFile(atPath: beside.path) ? beside : Repo.root.appendingPathComponent(".build/debug/earshot")
-}()
-
-/// Runs the built `earshot` tool (swift test builds it beside the tests). `interruptAfter`
-/// sends `signal` (SIGINT: Ctrl-C) after that long (counted from when stderr shows
-/// `readyMarker`, when given); `stdin` is a file for standard input;
-/// `stdinPipe` bytes fed through a pipe; `stdout` a file for standard output (then `out` is empty).
-func runEarshot(_ arguments: [String], environment: [String: String] = [:],
-                interruptAfter: Duration? = nil, signal: Int32 = SIGINT, readyMarker: String? = nil, stdin: String? = nil, stdinPipe: Data? = nil,
-                stdout: String? = nil) throws -> (status: Int32, out: String, err: String) {
-    let process = Process()
-    if !environment.isEmpty {
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    }
-    process.executableURL = earshotBinary
-    process.arguments = arguments
-    process.currentDirectoryURL = Repo.root
-    let out = Pipe(), err = Pipe()
-    if let stdout {
-        guard let handle = FileHandle(forWritingAtPath: stdout) else { throw FixtureError(message: "\(stdout): cannot open") }
-        process.standardOutput = handle
-    } else {
-        process.standardOutput = out
-    }
-    process.standardError = err
-    if let stdin {
-        guard let handle = FileHandle(forReadingAtPath: stdin) else { throw FixtureError(message: "\(stdin): cannot open") }
-        process.standardInput = handle
-    }
-    let input = Pipe()
-    if stdinPipe != nil { process.standardInput = input }
-    try process.run()
-    if let stdinPipe {
-        // Fed from another thread through a real pipe (not a seekable file).
-        Thread {
-            try? input.fileHandleForWriting.write(contentsOf: stdinPipe)
-            try? input.fileHandleForWriting.close()
-        }.start()
-    }
-    if stdout != nil { try out.fileHandleForWriting.close() }
-    var errData = Data()
-    if let interruptAfter {
-        // The signal goes once the tool says it is running (its first line on stderr: a slow
-        // build, such as a sanitizer's, may take seconds to get there), then after the delay.
-        if let ready = readyMarker {
-            let deadline = Date().addingTimeInterval(120)
-            while !String(decoding: errData, as: UTF8.self).contains(ready), Date() < deadline {
-                let chunk = err.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                errData += chunk
-            }
-        }
-        Thread.sleep(forTimeInterval: Double(interruptAfter.components.seconds) + Double(interruptAfter.components.attoseconds) * 1e-18)
-        kill(process.processIdentifier, signal)
-    }
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    errData += err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
-}
 
 @Suite("earshot command line")
 struct CommandLineTests {

@@ -1,4 +1,5 @@
 import CSndFile
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import Foundation
 import Testing

@@ -1,8 +1,10 @@
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import Foundation
 import Testing
 
 import Earshot
+import EarshotServe
 import EarshotTraining
 @testable import earshot
 

@@ -1,8 +1,10 @@
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import Foundation
 import Testing
 
 @testable import Earshot
+import EarshotImport
 @testable import EarshotModel
 
 /// ONNX models imported by `OnnxImporter` (what `earshot import` runs) and run by the graph
@@ -11,14 +13,14 @@ enum Imported {
     static let sileroSource = Repo.path("Models/sources/silero_vad.onnx")
 
     static func silero(rate: Int) throws -> Model {
-        var options = OnnxImporter.Options()
+        var options = ImportOptions()
         options.fixed = ["sr": Double(rate)]
         options.states = [("state", "stateN")]
         options.sampleRate = rate
         options.contextSamples = rate == 16000 ? 64 : 32
         options.chunkSamples = rate == 16000 ? 512 : 256
-        options.labels = ["speech"]
-        options.name = "silero-vad-onnx"
+        options.metadata.labels = ["speech"]
+        options.metadata.name = "silero-vad-onnx"
         let (manifest, tensors) = try OnnxImporter.importModel(path: sileroSource, options: options)
         return try Model(manifest: manifest, tensors: tensors, name: "imported silero \(rate)")
     }
@@ -123,11 +125,11 @@ struct SileroImportTests {
 
     @Test("Inputs the importer cannot place are errors that say what to do")
     func interfaceErrors() throws {
-        var options = OnnxImporter.Options()
+        var options = ImportOptions()
         options.states = [("state", "stateN")]
         options.contextSamples = 64
         options.chunkSamples = 512
-        #expect(throws: OnnxImporter.ImportError.self) { try OnnxImporter.importModel(path: Imported.sileroSource, options: options) }
+        #expect(throws: ImportError.self) { try OnnxImporter.importModel(path: Imported.sileroSource, options: options) }
         do {
             _ = try OnnxImporter.importModel(path: Imported.sileroSource, options: options)
         } catch {
@@ -139,8 +141,8 @@ struct SileroImportTests {
         } catch {
             #expect("\(error)".contains("--set rate: the model has no input 'rate'"), "\(error)")
         }
-        #expect(throws: OnnxImporter.ImportError.self) {
-            try OnnxImporter.importModel(path: Repo.path("AudioSamples/speech-noise-16k.wav"), options: OnnxImporter.Options())
+        #expect(throws: ImportError.self) {
+            try OnnxImporter.importModel(path: Repo.path("AudioSamples/speech-noise-16k.wav"), options: ImportOptions())
         }
     }
 
@@ -159,12 +161,12 @@ struct SileroImportTests {
             try Data(HandProto.model(nodes: nodes, inputs: inputs, outputs: outputs)).write(to: URL(fileURLWithPath: path))
             return path
         }
-        func refusal(_ path: String, _ options: OnnxImporter.Options) -> String {
+        func refusal(_ path: String, _ options: ImportOptions) -> String {
             do { _ = try OnnxImporter.importModel(path: path, options: options); return "imported" } catch { return "\(error)" }
         }
         let huge: Int64 = 1 << 32
-        #expect(refusal(try model(audio: [huge, huge, 576], state: nil), OnnxImporter.Options()).contains("too large"))
-        var options = OnnxImporter.Options()
+        #expect(refusal(try model(audio: [huge, huge, 576], state: nil), ImportOptions()).contains("too large"))
+        var options = ImportOptions()
         options.states = [("state", "stateN")]
         #expect(refusal(try model(audio: [1, 576], state: [huge, huge, 2]), options).contains("at most 2^24 values"))
         // An input fixed with --set whose shape overflows.
@@ -172,7 +174,7 @@ struct SileroImportTests {
         try Data(HandProto.model(nodes: [HandProto.node("ReduceMean", ["audio"], ["scores"])],
                                  inputs: [HandProto.valueInfo("audio", [1, 576]), HandProto.valueInfo("gain", [huge, huge])],
                                  outputs: [HandProto.valueInfo("scores", [1, 1])])).write(to: URL(fileURLWithPath: fixedPath))
-        var setOptions = OnnxImporter.Options()
+        var setOptions = ImportOptions()
         setOptions.fixed = ["gain": 1]
         #expect(refusal(fixedPath, setOptions).contains("--set gain: the input's shape [4294967296, 4294967296] is too large"))
     }
@@ -181,7 +183,7 @@ struct SileroImportTests {
 @Suite("Import errors: each names the input file once, with its exit code")
 struct ImportErrorTests {
     /// The error `OnnxImporter` gives for a hand-made model, or "imported".
-    static func refusal(_ bytes: [UInt8], named name: String, options: OnnxImporter.Options = .init()) throws -> String {
+    static func refusal(_ bytes: [UInt8], named name: String, options: ImportOptions = .init()) throws -> String {
         let folder = try Repo.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent(name).path
@@ -203,7 +205,7 @@ struct ImportErrorTests {
             #expect(try Self.refusal(bytes, named: "m.onnx") == "m.onnx: the audio input 'audio' is of type \(name), \(Self.floatOnly)")
         }
         // A state pair whose input, or whose output, is BOOL; a score output of STRING.
-        var options = OnnxImporter.Options()
+        var options = ImportOptions()
         options.states = [("state", "stateN")]
         for (inputType, outputType, role, name) in [(9, 1, "state input", "state"), (1, 9, "state output", "stateN")] as [(Int64, Int64, String, String)] {
             let bytes = HandProto.model(nodes: [HandProto.node("ReduceMean", ["audio"], ["scores"]), HandProto.node("Identity", ["state"], ["stateN"])],
@@ -219,7 +221,7 @@ struct ImportErrorTests {
                                         outputs: [HandProto.valueInfo("scores", [1, 1], type: 7)])
         #expect(try Self.refusal(intScores, named: "i.onnx") == "i.onnx: the score output 'scores' is of type INT64, \(Self.floatOnly)")
         // An integer input fixed with --set is taken.
-        var fixed = OnnxImporter.Options()
+        var fixed = ImportOptions()
         fixed.fixed = ["gain": 2]
         let intFixed = HandProto.model(nodes: [HandProto.node("ReduceMean", ["audio"], ["scores"])],
                                        inputs: [HandProto.valueInfo("audio", [1, 512]), HandProto.valueInfo("gain", [1], type: 7)],
@@ -397,9 +399,9 @@ struct OpCoverageTests {
     func everyOp() throws {
         let folder = Repo.path("Tests/EarshotTests/Goldens/op-coverage")
         let golden = try Reference.json(folder + "/golden.json")
-        var options = OnnxImporter.Options()
+        var options = ImportOptions()
         options.contextSamples = golden["contextSamples"] as? Int ?? 0
-        options.labels = ["a", "b", "c"]
+        options.metadata.labels = ["a", "b", "c"]
         let (manifest, tensors) = try OnnxImporter.importModel(path: folder + "/model.onnx", options: options)
         // The states were paired by name (lstm_state → lstm_state_next, gru_state → gru_state_next).
         #expect(manifest.graph?.states.map(\.input) == ["lstm_state", "gru_state"])
@@ -449,5 +451,29 @@ struct ImportCommandTests {
         #expect(rows(labelled.out) == rows(reference.out))
         let inspect = try runEarshot(["inspect", output])
         #expect(inspect.status == 0, "\(inspect.err)")
+    }
+
+    @Test("--manifest FILE.json gives the package's metadata; a key it does not know, or a file that is no JSON object, is a usage error")
+    func sidecar() throws {
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let sidecar = folder.appendingPathComponent("meta.json").path, output = folder.appendingPathComponent("package").path
+        let words = ["import", "Models/sources/silero_vad.onnx", "--set", "sr=16000", "--state", "state=stateN", "--context", "64",
+                     "--chunk", "512", "--manifest", sidecar, "--output", output]
+        try #"{"name": "vad", "version": "7", "labels": ["speech"], "url": "u", "languages": ["en"], "decision": {"threshold": 0.25}}"#
+            .write(toFile: sidecar, atomically: true, encoding: .utf8)
+        let imported = try runEarshot(words + ["--author", "A"])
+        #expect(imported.status == 0, "\(imported.err)")
+        let manifest = try Model(contentsOf: URL(fileURLWithPath: output)).manifest
+        #expect(manifest.name == "vad" && manifest.version == "7" && manifest.outputs.labels == ["speech"] && manifest.url == "u")
+        #expect(manifest.languages == ["en"] && manifest.decision?.threshold == 0.25 && manifest.author == "A")
+        try #"{"name": "vad", "labell": ["speech"]}"#.write(toFile: sidecar, atomically: true, encoding: .utf8)
+        let misspelt = try runEarshot(words + ["--force"])
+        #expect(misspelt.status == 64)
+        #expect(misspelt.err == "earshot: --manifest \(sidecar): unknown key 'labell'\n"
+                + "  hint: known keys: author, decision, description, labels, languages, license, name, phrase, source, url, version\n")
+        try "[1]".write(toFile: sidecar, atomically: true, encoding: .utf8)
+        let array = try runEarshot(words + ["--force"])
+        #expect(array.status == 64 && array.err == "earshot: --manifest \(sidecar): not a JSON object\n", "\(array.err)")
     }
 }

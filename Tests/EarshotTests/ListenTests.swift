@@ -1,3 +1,4 @@
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -231,16 +232,9 @@ struct ListenSoundEventTests {
 
 @Suite("earshot listen and devices")
 struct ListenCommandTests {
-    static func configFile(name: String) throws -> String {
-        let channels = try Fixtures.channels("speech-noise-16k.wav")
-        let path = try Repo.temporaryFolder().appendingPathComponent("alsa.conf").path
-        try FilePCM.configuration(name: name, samples: channels[0]).write(toFile: path, atomically: true, encoding: .utf8)
-        return path
-    }
-
     @Test("listen prints the same segments as label, one JSON line per event, with latency")
     func listenJSON() throws {
-        let config = try Self.configFile(name: "earshot_cli")
+        let config = try Fixtures.captureConfigFile(name: "earshot_cli")
         let result = try runEarshot(["listen", "--device", "earshot_cli", "--duration", "36.499", "--buffer-seconds", "60",
                                      "--format", "jsonl", "--verbose"], environment: ["ALSA_CONFIG_PATH": config])
         #expect(result.status == 0, "\(result.err)")
@@ -290,7 +284,7 @@ struct ListenCommandTests {
 
     @Test("Ctrl-C stops listening cleanly: open segments are closed, exit code 0")
     func interrupt() throws {
-        let config = try Self.configFile(name: "earshot_sigint")
+        let config = try Fixtures.captureConfigFile(name: "earshot_sigint")
         // No duration: the file PCM would run for ever (it repeats its last read).
         let result = try runEarshot(["listen", "--device", "earshot_sigint", "--format", "jsonl", "--buffer-seconds", "600", "--verbose"],
                                     environment: ["ALSA_CONFIG_PATH": config], interruptAfter: .milliseconds(1500), readyMarker: "capturing")
@@ -308,7 +302,7 @@ struct ListenCommandTests {
 
     @Test("devices lists the capture PCMs ALSA knows, and says when there is no card")
     func devices() throws {
-        let config = try Self.configFile(name: "earshot_listed")
+        let config = try Fixtures.captureConfigFile(name: "earshot_listed")
         let result = try runEarshot(["devices"], environment: ["ALSA_CONFIG_PATH": config])
         #expect(result.status == 0)
         #expect(result.out.contains("sound cards:\n  (none found: no sound card on this machine)"))

@@ -1,4 +1,7 @@
 import Earshot
+import EarshotCommandTestSupport
+import EarshotGraph
+import EarshotImport
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -15,8 +18,8 @@ struct MicroWakeWordTests {
     static let goldens = "Tests/EarshotTests/Goldens/microwakeword"
 
     static func importModel(_ name: String, frontEnd: String = "features") throws -> Model {
-        var options = OnnxImporter.Options()
-        options.name = name
+        var options = ImportOptions()
+        options.metadata.name = name
         options.frontEnd = frontEnd
         let (manifest, tensors) = try TFLiteImporter.importModel(path: Repo.path("Models/sources/microwakeword/\(name).tflite"), options: options)
         return try Model(manifest: manifest, tensors: tensors, name: name)

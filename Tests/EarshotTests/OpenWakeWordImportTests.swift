@@ -1,4 +1,5 @@
 import Earshot
+import EarshotImport
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -19,10 +20,10 @@ struct OpenWakeWordImportTests {
     static func importModel(_ name: String, features: Bool, chunk: Int? = nil) throws -> Model {
         let path = folder + "/\(name).onnx"
         guard FileManager.default.fileExists(atPath: path) else { throw Missing(path: path) }
-        var options = OnnxImporter.Options()
+        var options = ImportOptions()
         options.frontEnd = features ? "features" : "samples"
         options.chunkSamples = chunk
-        options.name = name
+        options.metadata.name = name
         let (manifest, tensors) = try OnnxImporter.importModel(path: path, options: options)
         return try Model(manifest: manifest, tensors: tensors, name: name)
     }
@@ -89,8 +90,8 @@ struct OpenWakeWordImportTests {
     func phraseAndSource(_ head: String, _ phrase: String) throws {
         let path = Self.folder + "/\(head).onnx"
         guard FileManager.default.fileExists(atPath: path) else { throw Missing(path: path) }
-        var options = OnnxImporter.Options()
-        options.name = "\(head)-package"
+        var options = ImportOptions()
+        options.metadata.name = "\(head)-package"
         let manifest = try OpenWakeWordImporter.importModel(head: path, options: options).manifest
         #expect(manifest.outputs.labels == [phrase] && manifest.phrase == phrase && manifest.name == "\(head)-package")
         #expect(manifest.author == "David Scripka (openWakeWord)" && manifest.license == "CC-BY-NC-SA-4.0")
@@ -98,10 +99,10 @@ struct OpenWakeWordImportTests {
         #expect(manifest.source == "openWakeWord's \(head).onnx, as released (openwakeword 0.5.1), with melspectrogram.onnx and embedding_model.onnx")
         #expect(manifest.description == "openWakeWord model for the wake phrase '\(phrase)'")
         // What the user gives stays.
-        options.author = "Someone"
-        options.license = "MIT"
-        options.labels = ["wake"]
-        options.source = "my copy"
+        options.metadata.author = "Someone"
+        options.metadata.license = "MIT"
+        options.metadata.labels = ["wake"]
+        options.metadata.source = "my copy"
         let given = try OpenWakeWordImporter.importModel(head: path, options: options).manifest
         #expect(given.author == "Someone" && given.license == "MIT" && given.outputs.labels == ["wake"] && given.source == "my copy" && given.phrase == phrase)
     }
@@ -116,7 +117,7 @@ struct OpenWakeWordImportTests {
         let copy = folder.appendingPathComponent("hey_computer_v2.1.onnx")
         try (try Data(contentsOf: URL(fileURLWithPath: path)) + Data([0x98, 0x06, 0x01])).write(to: copy)
         let manifest = try OpenWakeWordImporter.importModel(head: copy.path, melspectrogram: Self.folder + "/melspectrogram.onnx",
-                                                            embedding: Self.folder + "/embedding_model.onnx", options: OnnxImporter.Options()).manifest
+                                                            embedding: Self.folder + "/embedding_model.onnx", options: ImportOptions()).manifest
         #expect(manifest.outputs.labels == ["hey computer"] && manifest.phrase == "hey computer")
         #expect(manifest.author == nil && manifest.license == nil && manifest.url == nil)
         #expect(manifest.source == "openWakeWord head hey_computer_v2.1.onnx with melspectrogram.onnx and embedding_model.onnx")
@@ -130,12 +131,12 @@ struct OpenWakeWordImportTests {
     func dataDependentIf() throws {
         let path = Self.folder + "/hey_jarvis_v0.1.onnx"
         guard FileManager.default.fileExists(atPath: path) else { throw Missing(path: path) }
-        var options = OnnxImporter.Options()
+        var options = ImportOptions()
         options.frontEnd = "features"
         #expect {
             _ = try OnnxImporter.importModel(path: path, options: options)
         } throws: { error in
-            guard let e = error as? OnnxImporter.ImportError, case let .node(_, _, op, reason, hint) = e else { return false }
+            guard let e = error as? ImportError, case let .node(_, _, op, reason, hint) = e else { return false }
             return op == "If" && !reason.isEmpty && !hint.isEmpty
         }
     }

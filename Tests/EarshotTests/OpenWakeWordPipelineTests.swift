@@ -1,4 +1,6 @@
 import Earshot
+import EarshotCommandTestSupport
+import EarshotImport
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -19,8 +21,8 @@ struct OpenWakeWordPipelineTests {
     static func importHead(_ head: String) throws -> Model {
         let path = OpenWakeWordImportTests.folder + "/\(head).onnx"
         guard FileManager.default.fileExists(atPath: path) else { throw OpenWakeWordImportTests.Missing(path: path) }
-        var options = OnnxImporter.Options()
-        options.name = head
+        var options = ImportOptions()
+        options.metadata.name = head
         let (manifest, tensors) = try OpenWakeWordImporter.importModel(head: path, options: options)
         return try Model(manifest: manifest, tensors: tensors, name: head)
     }
@@ -52,7 +54,7 @@ struct OpenWakeWordPipelineTests {
     func start() throws {
         let path = OpenWakeWordImportTests.folder + "/alexa_v0.1.onnx"
         guard FileManager.default.fileExists(atPath: path) else { throw OpenWakeWordImportTests.Missing(path: path) }
-        let (manifest, tensors) = try OpenWakeWordImporter.importModel(head: path, options: OnnxImporter.Options())
+        let (manifest, tensors) = try OpenWakeWordImporter.importModel(head: path, options: ImportOptions())
         let model = try Model(manifest: manifest, tensors: tensors)
         let expected = (try Self.golden()["startEmbeddings"] as? [Double] ?? []).map(Float.init)
         let window = try #require(manifest.graph?.states.first { $0.input == "embeddings" })

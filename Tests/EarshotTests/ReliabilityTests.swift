@@ -1,4 +1,5 @@
 import CSndFile
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -147,7 +148,7 @@ struct ReliabilityCommandTests {
 
     @Test("SIGTERM and SIGHUP stop listen as Ctrl-C does: open segments closed, summary printed, exit 0", arguments: [SIGTERM, SIGHUP])
     func stopSignals(_ number: Int32) throws {
-        let config = try ListenCommandTests.configFile(name: "earshot_signal")
+        let config = try Fixtures.captureConfigFile(name: "earshot_signal")
         let result = try runEarshot(["listen", "--device", "earshot_signal", "--format", "jsonl", "--buffer-seconds", "600", "--verbose"],
                                     environment: ["ALSA_CONFIG_PATH": config], interruptAfter: .milliseconds(1500), signal: number,
                                     readyMarker: "capturing")
@@ -158,7 +159,7 @@ struct ReliabilityCommandTests {
 
     @Test("listen on unpaced input with a small buffer keeps its memory bounded")
     func unpacedMemory() throws {
-        let config = try ListenCommandTests.configFile(name: "earshot_unpaced")
+        let config = try Fixtures.captureConfigFile(name: "earshot_unpaced")
         let process = Process()
         process.executableURL = earshotBinary
         process.arguments = ["listen", "--device", "earshot_unpaced", "--format", "jsonl", "--buffer-seconds", "0.05", "--verbose"]

@@ -1,3 +1,4 @@
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import Foundation
 import Testing

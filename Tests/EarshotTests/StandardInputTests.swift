@@ -1,4 +1,5 @@
 import Earshot
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import Foundation
 import Testing

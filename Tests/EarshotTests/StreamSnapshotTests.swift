@@ -1,3 +1,4 @@
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -6,10 +7,6 @@ import Testing
 
 @Suite("Stream snapshots: a whole stream moved = the stream uninterrupted")
 struct WholeStreamSnapshotTests {
-    static let wakeModel: Model = {
-        (try? Model(contentsOf: Repo.root.appendingPathComponent("Models/okay-nabu")))!
-    }()
-
     /// The events of `samples` in `sizes` chunks; at chunk `cut` the stream is snapshotted,
     /// serialized, and goes on in a new classifier restored from the bytes alone.
     static func run(_ model: Model, _ samples: [Float], rate: Int, sizes: [Int], cut: Int?, options: LabelOptions) async throws -> [ClassifierEvent] {
@@ -29,7 +26,7 @@ struct WholeStreamSnapshotTests {
 
     static func cases() -> [(model: Model, file: String)] {
         [(Fixtures.model, "AudioSamples/speech-noise-16k.wav"), (Fixtures.model, "AudioSamples/speech-44k.wav"),
-         (Fixtures.model, "AudioSamples/speech-8k.wav"), (wakeModel, "Tests/EarshotTests/Goldens/microwakeword/wake-words.wav"),
+         (Fixtures.model, "AudioSamples/speech-8k.wav"), (Fixtures.wakeModel, "Tests/EarshotTests/Goldens/microwakeword/wake-words.wav"),
          (ToneEvents.model, ToneEvents.audio), (ToneEvents.model, ToneEvents.stereo)]
     }
 
@@ -126,7 +123,7 @@ struct WholeStreamSnapshotTests {
         #expect { try StreamSnapshot(serialized: Array("hello".utf8)) } throws: { "\($0)".contains("not an earshot stream snapshot") }
         let snapshot = try StreamSnapshot(serialized: bytes)
         #expect(snapshot.sourceSamples == 30000 && snapshot.sourceSampleRate == 44100)
-        #expect { try StreamClassifier(model: Self.wakeModel, restoring: snapshot) } throws: { error in
+        #expect { try StreamClassifier(model: Fixtures.wakeModel, restoring: snapshot) } throws: { error in
             guard case .model(.stateModelMismatch) = error as? StreamError else { return false }
             return true
         }

@@ -1,50 +1,9 @@
+import EarshotCommandTestSupport
 import EarshotTestSupport
 import Foundation
 import Testing
 
 @testable import Earshot
-
-enum Fixtures {
-    static let model: Model = {
-        // The bundled model; a load failure shows up as a failed expectation in the tests that use it.
-        (try? Model(contentsOf: Repo.root.appendingPathComponent("Models/silero-vad")))!
-    }()
-
-    static func audio(_ name: String) throws -> (samples: [Float], sampleRate: Int) {
-        try AudioFile.readMono(path: Repo.path("AudioSamples/\(name)"))
-    }
-
-    static func channels(_ name: String) throws -> [[Float]] {
-        let file = try AudioFile(path: Repo.path("AudioSamples/\(name)"))
-        return try file.readChannels(maxFrames: file.frameCount ?? 0)
-    }
-
-    /// All events of a stream fed `samples` in chunks of the given sizes (whole when nil).
-    static func run(_ samples: [Float], rate: Int, sizes: [Int]? = nil, options: LabelOptions? = nil) async throws -> [ClassifierEvent] {
-        let stream = try StreamClassifier(model: model, sourceSampleRate: rate, options: options)
-        var events: [ClassifierEvent] = []
-        var offset = 0
-        for size in sizes ?? [samples.count] {
-            events += try await stream.process(Array(samples[offset..<(offset + size)]))
-            offset += size
-        }
-        return events + (try await stream.finish())
-    }
-
-    static var withScores: LabelOptions {
-        var o = LabelOptions(model: model)
-        o.includeScores = true
-        return o
-    }
-}
-
-func segments(_ events: [ClassifierEvent]) -> [Segment] {
-    events.compactMap { if case let .ended(s) = $0 { return s } else { return nil } }
-}
-
-func scores(_ events: [ClassifierEvent]) -> [StepScores] {
-    events.compactMap { if case let .scores(s) = $0 { return s } else { return nil } }
-}
 
 @Suite("Streams and sessions: the invariants")
 struct StreamTests {

@@ -1,4 +1,5 @@
 import Earshot
+import EarshotImport
 import EarshotTestSupport
 import Foundation
 import Testing
@@ -15,7 +16,7 @@ struct TFLiteHostileTests {
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let manifest: ModelManifest, tensors: [String: Tensor]
         do {
-            (manifest, tensors) = try TFLiteImporter.importModel(path: path, options: OnnxImporter.Options())
+            (manifest, tensors) = try TFLiteImporter.importModel(path: path, options: ImportOptions())
         } catch {
             return error.description
         }

@@ -1,5 +1,4 @@
 import EarshotModel
-import EarshotTraining
 import Foundation
 
 /// The trainer's SplitMix64, remembering its seed so that every random test can print it and

@@ -1,0 +1,143 @@
+import Earshot
+import EarshotRedis
+import Glibc
+
+/// A worker of a cluster on Redis Streams: it owns sources (one stream of audio each), runs
+/// all of them in one batched channel set of one model, appends their events, and checkpoints
+/// each source's whole-stream snapshot atomically with the acknowledgement of its audio. A
+/// worker that dies loses nothing: another claims its sources, restores their last snapshots
+/// and replays the audio after them; the events it writes again carry the same ids and are
+/// refused. Workers share the sources evenly, by a heartbeat count of the live ones.
+///
+/// One thread runs it (`run`); Redis errors are retried with backoff, never thrown. A source
+/// whose own keys Redis refuses (a key of another type, a group deleted) fails alone.
+/// By concern: its options (`WorkerOptions.swift`), the round loop (`+Rounds`: reading and
+/// stepping the sources' audio), ownership (`+Ownership`: heartbeat, fair share, taking and
+/// giving back sources), checkpoints (`+Checkpoints`: restoring, writing, a source's end or
+/// failure) and idle sources (`+Idle`).
+public final class ClusterWorker {
+    public let model: Model
+    public let options: LabelOptions
+    public let settings: WorkerOptions
+    var channels: ChannelSet
+    private var connection: RedisConnection?
+    var owned: [String: Owned] = [:]
+    var byChannel: [Int: String] = [:]
+    var summary = WorkerSummary()
+    /// The fair share: sources this worker should hold.
+    var target = 1
+    var nextHeartbeat = 0
+    /// From the publishing of each entry processed since the last heartbeat to its processing.
+    var latencies = LatencyHistogram()
+    var entriesSinceStats = 0
+    /// Per source, the last seq after which a gap made it be taken up again.
+    var gapRetried: [String: Int] = [:]
+    /// Where the next look at `P:idle` starts (HSCAN's cursor).
+    var idleCursor = "0"
+
+    /// One source this worker owns.
+    struct Owned {
+        let id: String
+        /// Its registry entry, pending with this worker while it owns the source.
+        var registryEntry: String
+        var channel: Int?
+        var lastSeq = 0
+        var lastEntry = "0-0"
+        /// The last audio entry read from its stream (processed, skipped or refused).
+        var lastRead = "0-0"
+        /// When an entry last came, or when it was taken (ms on the monotonic clock).
+        var lastHeard: Int
+        /// Audio entries processed since the last checkpoint.
+        var unacked: [String] = []
+        var done = false
+        var failed = false
+    }
+
+    /// The largest checkpoint snapshot read (a stream's snapshot is kilobytes; a larger one is
+    /// refused as damaged, not held).
+    static let maxSnapshotBytes = 64 << 20
+
+    public init(model: Model, options: LabelOptions? = nil, settings: WorkerOptions) throws(StreamError) {
+        self.model = model
+        self.options = options ?? LabelOptions(model: model)
+        try self.options.validate()
+        self.settings = settings
+        channels = ChannelSet(model: model, options: self.options)
+    }
+
+    var keys: ClusterKeys { settings.keys }
+    var group: RedisArgument { RedisArgument(settings.group) }
+    var me: RedisArgument { RedisArgument(settings.name) }
+
+    /// Sources owned now.
+    public var ownedSources: [String] { owned.keys.sorted() }
+
+    /// Runs until `shouldStop` says so, then checkpoints and hands back every source it owns.
+    /// The wait between attempts doubles up to 5 s until an iteration succeeds again.
+    public func run(shouldStop: () -> Bool) -> WorkerSummary {
+        var backoff = 0.1
+        var failing = false
+        while !shouldStop() {
+            do {
+                if connection == nil {
+                    let c = try RedisConnection(settings.endpoint, timeout: max(5, settings.claimAfter))
+                    connection = c
+                    try setUp(c)
+                    if failing { settings.log("connected to \(settings.endpoint) again") }
+                    try recoverOwn(c)
+                }
+                if let c = connection { try iteration(c) }
+                backoff = 0.1
+                failing = false
+            } catch {
+                settings.log("\(error); retrying in \(Self.format(backoff)) s (sources resume from their checkpoints)")
+                failing = true
+                dropAll()
+                connection?.close()
+                connection = nil
+                summary.reconnects += 1
+                var slept = 0.0
+                while slept < backoff && !shouldStop() { usleep(50_000); slept += 0.05 }
+                backoff = min(backoff * 2, 5)
+            }
+        }
+        if let c = connection {
+            do {
+                for id in owned.keys.sorted() { try release(id, c) }
+                try c.expect(["ZREM", RedisArgument(keys.workers), me])
+            } catch {
+                settings.log("stopping: \(error); the sources' pending audio will be claimed after \(Self.format(settings.claimAfter)) s")
+            }
+        }
+        return summary
+    }
+
+    /// Seconds as people read them in a log: whole seconds bare, else to the millisecond (0.1, 1.6).
+    static func format(_ s: Double) -> String {
+        let ms = Int((s * 1000).rounded())
+        return ms % 1000 == 0 ? String(ms / 1000) : String(Double(ms) / 1000)
+    }
+
+    private func setUp(_ c: RedisConnection) throws(RedisError) {
+        try createGroup(keys.sources, c)
+        try heartbeat(c)
+    }
+
+    func createGroup(_ key: String, _ c: RedisConnection) throws(RedisError) {
+        let r = try c.command(["XGROUP", "CREATE", RedisArgument(key), group, "0", "MKSTREAM"])
+        if let e = r.errorMessage, !e.hasPrefix("BUSYGROUP") { throw .refused(command: "XGROUP CREATE \(key)", message: e) }
+    }
+
+    /// After a restart or a lost connection: the registry entries still pending with this name
+    /// are this worker's sources; it takes them up from their checkpoints.
+    private func recoverOwn(_ c: RedisConnection) throws(RedisError) {
+        var after = "0"
+        while true {
+            let reply = try c.expect(["XREADGROUP", "GROUP", group, me, "COUNT", "100", "STREAMS", RedisArgument(keys.sources), RedisArgument(after)])
+            let entries = StreamReplies.streams(reply).first?.entries ?? []
+            if entries.isEmpty { return }
+            for e in entries { try take(registryEntry: e.id, fields: e.fields, c) }
+            after = entries[entries.count - 1].id
+        }
+    }
+}

@@ -1,0 +1,212 @@
+import CEarshotKernels
+
+/// Conv: each item's and group's receptive fields as rows, then one packed product for every
+/// stream's rows, then the outputs into [N][C][positions], with the ReLU after it when fused.
+struct ConvStep: Step {
+    let x: GraphPlan.Ref
+    let y: GraphPlan.Ref
+    let items, channels, outChannels, plane, groups, groupIn, groupOut, depth, positions: Int
+    /// One item's and group's receptive fields [positions][depth]: the index of each value in
+    /// the group's input planes, -1 for padding (a zero). Empty when the fields are taken
+    /// channels-last or position-major.
+    let fields: [Int32]
+    /// One group only, fields of long runs: the input planes transposed to [plane][channels] once,
+    /// then each receptive field (depth ordered [kernel row][kernel column][channel], as the
+    /// packed filters are) is a few contiguous runs of it.
+    let channelsLast: [Run]?
+    let packed: [PackedMatrix]
+    let bias: [[Float]?]
+    /// Element-wise ops fused into the step, applied in order to its output (each the only
+    /// reader of the value before it), as earshot_epilogue takes them: op kinds and their values.
+    private(set) var epilogueKinds: [Int32] = []
+    private(set) var epilogueValues: [Float] = []
+
+    /// An element-wise op on a Conv's output as it is written: earshot_unary's op (and alpha),
+    /// or earshot_binary's with a single constant second operand.
+    enum Epilogue: Sendable {
+        case unary(Int32, alpha: Float)
+        case binary(Int32, Float)
+    }
+
+    mutating func fuse(_ op: Epilogue) {
+        switch op {
+        case let .unary(kind, alpha):
+            epilogueKinds.append(kind)
+            epilogueValues.append(alpha)
+        case let .binary(kind, value):
+            epilogueKinds.append(Int32(EARSHOT_EPILOGUE_BINARY) + kind)
+            epilogueValues.append(value)
+        }
+    }
+    /// The input is already [plane][channels]: written so by the Conv before, its only reader.
+    var inputChannelsLast = false
+    /// The output is written [positions][outChannels], for the Conv after, its only reader.
+    var outputChannelsLast = false
+
+    var reads: [GraphPlan.Ref] { [x] }
+
+    /// With many positions and one group: the receptive fields packed as the product's rows
+    /// (positions) straight from the input, and the filters as its columns, so that the product
+    /// lands in [C][positions] order with no transpose.
+    struct PositionMajor: Sendable {
+        /// The fields as the product packs a matrix (panels of 16 positions by depth), per block of
+        /// 16: where it starts in the item's input, or (negative, -e - 1) edge block e.
+        let blocks: [Int32]
+        /// The first edge blocks: runs of the input from these starts, the lanes whose mask bit
+        /// is clear zero (padding).
+        let spanStarts: [Int32]
+        let spanMasks: [UInt16]
+        /// The other edge blocks' values as input indices (-1: zero), 16 per block.
+        let edges: [Int32]
+        /// The filters [outChannels][depth].
+        let filters: [Float]
+        let bias: [Float]?
+    }
+
+    let positionMajor: PositionMajor?
+
+    /// A 3-tap correlation along one axis, one group, one item: Winograd F(4, 3) on channels-last
+    /// values (six products of the channels for every four outputs instead of twelve). Each tile
+    /// (four outputs along the axis) is transformed, the six transformed matrices of every stream's
+    /// tiles meet the six transformed filters in six packed products, and the products are
+    /// transformed back to the outputs.
+    struct Winograd: Sendable {
+        let tiles: Int
+        /// Per tile, its six input positions (-1: padding) and its four output positions (-1: past
+        /// the end, not written).
+        let inputRows: [Int32]
+        let outputRows: [Int32]
+        /// The transformed filters G g, one [outChannels][channels] matrix for each of the six
+        /// points, with zero rows up to a multiple of 16.
+        let filters: [PackedMatrix]
+        /// The bias, with zeros up to a multiple of 16.
+        let bias: [Float]?
+        /// A row of zeros (padding).
+        let zeros: [Float]
+    }
+
+    var winograd: Winograd? = nil
+
+    /// Winograd: six products of every tile's channels against the output channels; otherwise
+    /// every output's receptive field.
+    var products: Int {
+        if let w = winograd { return 6 * w.tiles * channels * outChannels }
+        return items * positions * depth * outChannels
+    }
+
+    /// Whether the step can read its input channels-last ([plane][channels]) as it is.
+    var readsChannelsLast: Bool { positionMajor == nil && (channelsLast != nil || winograd != nil) }
+
+    /// Scratch floats per stream.
+    var scratch: Int {
+        if let pm = positionMajor { return pm.spanStarts.count * 16 + pm.edges.count + 16 }
+        if let w = winograd {
+            return 6 * w.tiles * (channels + w.filters[0].rows) + outChannels + max(channels * plane, positions * outChannels)
+        }
+        return items * positions * (depth + groupOut) + (channelsLast == nil ? 0 : channels * plane)
+    }
+
+    @inline(__always) func activate(_ p: UnsafeMutablePointer<Float>, _ n: Int) {
+        for (kind, value) in zip(epilogueKinds, epilogueValues) {
+            if kind >= EARSHOT_EPILOGUE_BINARY {
+                var v = value
+                earshot_binary(kind - Int32(EARSHOT_EPILOGUE_BINARY), p, 1, &v, 0, p, n)
+            } else {
+                earshot_unary(kind, value, p, p, n)
+            }
+        }
+    }
+
+    /// The epilogue (with a bias per column) for the product's call.
+    @inline(__always) func withEpilogue(columnBias: [Float]?, _ body: (UnsafePointer<earshot_epilogue>) -> Void) {
+        epilogueKinds.withUnsafeBufferPointer { kinds in
+            epilogueValues.withUnsafeBufferPointer { values in
+                func call(_ bias: UnsafePointer<Float>?) {
+                    var e = earshot_epilogue(column_bias: bias, kinds: kinds.baseAddress, values: values.baseAddress, count: kinds.count)
+                    body(&e)
+                }
+                if let columnBias { columnBias.withUnsafeBufferPointer { call($0.baseAddress) } } else { call(nil) }
+            }
+        }
+    }
+
+    func run(_ c: Context) {
+        if let w = winograd {
+            runWinograd(c, w)
+            return
+        }
+        if let pm = positionMajor {
+            let edges = c.scratch
+            pm.blocks.withUnsafeBufferPointer { blocks in
+                pm.filters.withUnsafeBufferPointer { w in
+                    for b in 0..<c.streams {
+                        let input = c.read(x, b), out = c.write(y, b)
+                        for item in 0..<items {
+                            let itemInput = input + item * channels * plane
+                            earshot_masked_blocks(itemInput, pm.spanStarts, pm.spanMasks, pm.spanStarts.count, edges)
+                            gather(pm.edges, from: itemInput, to: edges + pm.spanStarts.count * 16)
+                            let o = out + item * outChannels * positions
+                            // The bias and the fused ops as each output is stored.
+                            withEpilogue(columnBias: pm.bias) { epilogue in
+                                earshot_gemm_indirect(blocks.baseAddress!, itemInput, edges, positions, depth, w.baseAddress!, depth,
+                                                      outChannels, nil, o, positions, epilogue)
+                            }
+                        }
+                    }
+                }
+            }
+            return
+        }
+        let rows = c.streams * items * positions
+        let fieldRows = c.scratch, products = c.scratch + rows * depth, planes = products + rows * groupOut
+        for g in 0..<groups {
+            for b in 0..<c.streams {
+                let input = c.read(x, b)
+                for item in 0..<items {
+                    let source = input + (item * channels + g * groupIn) * plane, rows = fieldRows + (b * items + item) * positions * depth
+                    if let runs = channelsLast {
+                        if !inputChannelsLast { earshot_transpose(source, channels, plane, planes) }
+                        let transposed = inputChannelsLast ? source : UnsafePointer(planes)
+                        runs.withUnsafeBufferPointer { Run.apply($0, to: rows) { _ in transposed } }
+                    } else {
+                        gather(fields, from: source, to: rows)
+                    }
+                }
+            }
+            if groups == 1, positions == 1, items == 1 {
+                // One output column per stream: straight into each stream's arena.
+                packed[0].product(fieldRows, ldx: depth, columns: c.streams, bias: bias[0], into: c.write(y, 0), ldy: c.stride)
+                for b in 0..<c.streams { activate(c.write(y, b), outChannels) }
+                continue
+            }
+            packed[g].product(fieldRows, ldx: depth, columns: rows, bias: bias[g], into: products, ldy: groupOut)
+            if outputChannelsLast {
+                for b in 0..<c.streams {
+                    let out = c.write(y, b)
+                    out.update(from: products + b * positions * outChannels, count: positions * outChannels)
+                    activate(out, positions * outChannels)
+                }
+                continue
+            }
+            // [positions][groupOut] to the group's channels [groupOut][positions].
+            for b in 0..<c.streams {
+                let out = c.write(y, b)
+                for item in 0..<items {
+                    let o = out + (item * outChannels + g * groupOut) * positions
+                    earshot_transpose(products + (b * items + item) * positions * groupOut, positions, groupOut, o)
+                    activate(o, groupOut * positions)
+                }
+            }
+        }
+    }
+}
+
+extension ConvStep { var writes: [GraphPlan.Ref] { [y] } }
+
+/// y[e] = x[index[e]], or 0 where the index is -1.
+@inline(__always)
+func gather(_ index: [Int32], from x: UnsafePointer<Float>, to y: UnsafeMutablePointer<Float>) {
+    index.withUnsafeBufferPointer { idx in
+        if let first = idx.baseAddress { earshot_gather(first, x, y, idx.count) }
+    }
+}

@@ -1,0 +1,46 @@
+extension Builder {
+    /// MatMul by a constant 2-D matrix; Gemm with constant B, A not transposed, and a bias of one value per column.
+    mutating func dense(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
+        guard inputs.count >= 2, let a = inputs[0], let b = inputs[1], fixed.contains(g.inputs[1]), b.rank == 2,
+              b.dtype == .float32, let aRef = ref(g.inputs[0]), a.rank >= 1 else { return nil }
+        let n = node(g, inputs)
+        var weight: [Float]  // [columns][k]
+        var bias: [Float]? = nil
+        let k: Int, columns: Int
+        if g.op == .matMul {
+            (k, columns) = (b.shape[0], b.shape[1])
+            guard a.shape.last == k else { return nil }
+            weight = transposed(b.floats, rows: k, columns: columns)
+        } else {
+            guard a.rank == 2, try n.int("transA", default: 0) == 0 else { return nil }
+            let transB = try n.int("transB", default: 0) != 0
+            (k, columns) = transB ? (b.shape[1], b.shape[0]) : (b.shape[0], b.shape[1])
+            guard a.shape[1] == k else { return nil }
+            weight = transB ? b.floats : transposed(b.floats, rows: k, columns: columns)
+            let alpha = try n.float("alpha", default: 1), beta = try n.float("beta", default: 1)
+            if alpha != 1 { weight = weight.map { $0 * alpha } }
+            if inputs.count > 2, let c = inputs[2] {
+                guard fixed.contains(g.inputs[2]), c.dtype == .float32 else { return nil }
+                if c.count == columns, c.shape.last == columns, c.shape.dropLast().allSatisfy({ $0 == 1 }) {
+                    bias = c.floats.map { $0 * beta }
+                } else if c.count == 1 {
+                    bias = [Float](repeating: c.floats[0] * beta, count: columns)
+                } else {
+                    return nil
+                }
+            }
+        }
+        let rows = a.count / max(k, 1)
+        guard k > 0, columns > 0, outputs[0].count == rows * columns else { return nil }
+        let y = allocate(outputs[0].count)
+        refs[g.outputs[0]] = y
+        steps.append(DenseStep(x: aRef, y: y, rows: rows, packed: PackedMatrix(weight, rows: columns, k: k), bias: bias))
+        return "packed product"
+    }
+
+    private func transposed(_ m: [Float], rows: Int, columns: Int) -> [Float] {
+        var t = [Float](repeating: 0, count: m.count)
+        for r in 0..<rows { for c in 0..<columns { t[c * rows + r] = m[r * columns + c] } }
+        return t
+    }
+}

