@@ -405,20 +405,22 @@ extension LabelCommand {
             var line = lineContext
             line.timeOffset = timeOffset
             let background = eventModel?.options.backgroundLabel.flatMap { model.labels.firstIndex(of: $0) }
+            // The next row's context: its label's prefix, its selection number and frequency box.
+            func row(channel: Int, sampleRate: Int) -> SegmentFormat.LineContext {
+                if tagged { line.labelPrefix = "\(file):\(channel) " }
+                selection += 1
+                line.selection = selection
+                line.highFrequency = min(sampleRate, model.sampleRate) / 2
+                return line
+            }
             for event in events {
                 switch event {
                 case let .ended(segment) where !scoreTable:
-                    if tagged { line.labelPrefix = "\(file):\(segment.channel) " }
-                    selection += 1
-                    line.selection = selection
-                    line.highFrequency = min(segment.sampleRate, model.sampleRate) / 2
-                    try output.write(format.line(segment, file: name, multiChannel: multiChannel, context: line))
+                    let context = row(channel: segment.channel, sampleRate: segment.sampleRate)
+                    try output.write(format.line(segment, file: name, multiChannel: multiChannel, context: context))
                 case let .detected(detection) where !scoreTable:
-                    if tagged { line.labelPrefix = "\(file):\(detection.channel) " }
-                    selection += 1
-                    line.selection = selection
-                    line.highFrequency = min(detection.sampleRate, model.sampleRate) / 2
-                    try output.write(format.line(detection, file: name, multiChannel: multiChannel, context: line))
+                    let context = row(channel: detection.channel, sampleRate: detection.sampleRate)
+                    try output.write(format.line(detection, file: name, multiChannel: multiChannel, context: context))
                 case let .scores(step) where eventModel != nil && (format == .csv || format == .jsonl || format == .text):
                     // A sound-events model's labels are many: each window's best, not a column each.
                     try output.write(format.topScores(step, labels: model.labels, top: TopLabels.best(topCount, of: step.scores, excluding: background), file: file))
