@@ -89,7 +89,8 @@ struct ChannelPipeline {
         pending += resampled
     }
 
-    /// No more input: flushes the resampler and zero-pads a last partial block.
+    /// No more input: flushes the resampler and zero-pads a last partial block (after any whole
+    /// blocks not yet stepped: a session may end a channel with several waiting).
     mutating func endInput() throws(StreamError) {
         guard !inputEnded else { return }
         if let resampler {
@@ -99,9 +100,9 @@ struct ChannelPipeline {
                 pending += tail
             } catch { throw .audio(error) }
         }
-        let left = pending.count - pendingOffset
-        if left > 0 && left < model.chunkSamples {
-            pending += [Float](repeating: 0, count: model.chunkSamples - left)
+        let partial = (pending.count - pendingOffset) % model.chunkSamples
+        if partial > 0 {
+            pending += [Float](repeating: 0, count: model.chunkSamples - partial)
         }
         inputEnded = true
     }
