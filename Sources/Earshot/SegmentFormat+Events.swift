@@ -49,8 +49,9 @@ extension SegmentFormat {
             return "{\"file\":\(Self.quoted(file)),\"channel\":\(s.channel),\"label\":\(Self.quoted(s.label))\(both),"
                 + "\"start\":\(String(format: "%.3f", s.startSeconds)),\"end\":\(String(format: "%.3f", s.endSeconds)),\"score\":\(mean),\"best\":\(confidence),\"windows\":\(windows)}"
         case .csv:
+            // The best and window count where the header has their columns (`eventColumns`).
             return "\(Self.csvField(file)),\(s.channel),\(Self.csvField(s.label)),\(String(format: "%.3f", s.startSeconds)),\(String(format: "%.3f", s.endSeconds)),"
-                + "\(mean),\(confidence),\(windows)"
+                + mean + (context.eventColumns ? ",\(confidence),\(windows)" : "")
         case .rttm:
             return line(s, file: file, multiChannel: multiChannel, context: context)  // an event is a segment there
         }

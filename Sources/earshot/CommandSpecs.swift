@@ -34,7 +34,7 @@ enum Specs {
     /// The options of a sound-events model's rule (many labels at once).
     static let eventRules = ["thresholds", "top-k", "merge-gap", "min-duration"]
     /// The decision rules alone (the commands that run models but label no files: serve, worker).
-    static let decisionRules = labelling.filter { ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech"].contains($0.name) }
+    static let decisionRules = labelling.filter { ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech"].contains($0.name) || eventRules.contains($0.name) }
 
     static let label = CommandSpec(
         name: "label", operands: "FILE|FOLDER|-...",
