@@ -3,8 +3,9 @@ import EarshotAudio
 import EarshotModel
 
 /// One channel's whole path from source samples to events: resampler, block assembly, model
-/// state, and one segment tracker per label. A stream owns one; a session owns one per channel
-/// and runs their model steps together.
+/// state, and the label logic: a segment tracker per label, a detection tracker per label, or
+/// one event tracker for all labels (a many-label model). A stream owns one; a session owns one
+/// per channel and runs their model steps together.
 struct ChannelPipeline {
     let channel: Int
     let model: Model
@@ -26,8 +27,11 @@ struct ChannelPipeline {
     private var trackers: [(label: Int, tracker: SegmentTracker)]
     /// Per label, when the model detects events rather than segments (trackers is then empty).
     private var detectors: [(label: Int, tracker: DetectionTracker)]
+    /// Every label at once, when the model's decision is many-label events (trackers and
+    /// detectors are then empty).
+    private var eventTracker: EventTracker?
     /// Per label: cumulative scores by step from step `sumBase` on (for segment confidence),
-    /// trimmed to what open segments may still need.
+    /// trimmed to what open segments may still need; empty without segment trackers.
     private var sums: [[Double]]
     private var sumBase = 0
     private(set) var inputEnded = false
@@ -49,14 +53,20 @@ struct ChannelPipeline {
         }
         let labels = model.labels
         let events = labels.indices.filter { labels[$0] != options.backgroundLabel }
-        if options.detectionWindow != nil {
+        if let rule = options.events {
+            trackers = []
+            detectors = []
+            eventTracker = try EventTracker(rule: rule, threshold: options.threshold, labels: labels, background: options.backgroundLabel,
+                                            sampleRate: model.sampleRate, stepSamples: chunkSamples,
+                                            blockSamples: model.manifest.audio.contextSamples + chunkSamples)
+        } else if options.detectionWindow != nil {
             trackers = []
             detectors = events.map { ($0, DetectionTracker(options: options, sampleRate: model.sampleRate, stepSamples: model.chunkSamples)) }
         } else {
             trackers = events.map { ($0, SegmentTracker(options: options, sampleRate: model.sampleRate, stepSamples: model.chunkSamples)) }
             detectors = []
         }
-        sums = labels.map { _ in [0] }
+        sums = trackers.isEmpty ? [] : labels.map { _ in [0] }
     }
 
     /// Adds source samples. NaN or infinite audio fails the channel.
@@ -79,7 +89,8 @@ struct ChannelPipeline {
         pending += resampled
     }
 
-    /// No more input: flushes the resampler and zero-pads a last partial block.
+    /// No more input: flushes the resampler and zero-pads a last partial block (after any whole
+    /// blocks not yet stepped: a session may end a channel with several waiting).
     mutating func endInput() throws(StreamError) {
         guard !inputEnded else { return }
         if let resampler {
@@ -89,9 +100,9 @@ struct ChannelPipeline {
                 pending += tail
             } catch { throw .audio(error) }
         }
-        let left = pending.count - pendingOffset
-        if left > 0 && left < model.chunkSamples {
-            pending += [Float](repeating: 0, count: model.chunkSamples - left)
+        let partial = (pending.count - pendingOffset) % model.chunkSamples
+        if partial > 0 {
+            pending += [Float](repeating: 0, count: model.chunkSamples - partial)
         }
         inputEnded = true
     }
@@ -157,7 +168,9 @@ struct ChannelPipeline {
             events.append(.scores(StepScores(channel: channel, start: source(step * n), end: source(min((step + 1) * n, modelSamples)),
                                              sampleRate: sourceRate, scores: scores)))
         }
-        for (i, score) in scores.enumerated() { sums[i].append((sums[i].last ?? 0) + Double(score)) }
+        if !sums.isEmpty {
+            for (i, score) in scores.enumerated() { sums[i].append((sums[i].last ?? 0) + Double(score)) }
+        }
         let winner = scores.indices.max { scores[$0] < scores[$1] }
         // Softmax: a label scores its probability where it wins the step, else 0 (so the
         // threshold is the least confidence a winner needs); the duration rules apply alike.
@@ -173,12 +186,16 @@ struct ChannelPipeline {
                                                   sampleRate: sourceRate, score: Float(mean))))
             }
         }
+        if eventTracker != nil {
+            events += eventTracker!.add(scores, end: min((step + 1) * n, modelSamples)).map(event)
+        }
         trimSums()
         return events
     }
 
     /// Drops the cumulative scores of steps no open segment can reach any more.
     private mutating func trimSums() {
+        guard !sums.isEmpty else { return }
         let drop = sumsNotNeeded
         guard drop >= 1024 else { return }  // now and then, not every step
         for i in sums.indices { sums[i].removeFirst(drop) }
@@ -202,6 +219,7 @@ struct ChannelPipeline {
             let label = trackers[k].label
             events += trackers[k].tracker.finish(audioLength: modelSamples).map { segmentEvent($0, label: label) }
         }
+        if eventTracker != nil { events += eventTracker!.finish().map(event) }
         return events
     }
 
@@ -209,6 +227,18 @@ struct ChannelPipeline {
     func source(_ modelPosition: Int) -> Int {
         sourceRate == model.sampleRate ? modelPosition
             : Int((Double(modelPosition) * Double(sourceRate) / Double(model.sampleRate)).rounded())
+    }
+
+    /// A many-label event as a segment with its best score and window count.
+    private func event(_ output: EventTracker.Output) -> ClassifierEvent {
+        func segment(_ o: EventTracker.Open) -> Segment {
+            Segment(channel: channel, label: model.labels[o.label], start: source(o.start), end: source(o.end), sampleRate: sourceRate,
+                    confidence: o.mean, best: o.best, windows: o.windows)
+        }
+        switch output {
+        case let .started(o): return .started(segment(o))
+        case let .ended(o): return .ended(segment(o))
+        }
     }
 
     private func segmentEvent(_ output: SegmentTracker.Output, label: Int) -> ClassifierEvent {
@@ -233,8 +263,10 @@ struct ChannelPipeline {
 // MARK: Snapshots
 
 extension ChannelPipeline {
-    /// The pipeline as a snapshot.
-    func snapshot() -> StreamSnapshot {
+    /// The pipeline as a snapshot, in the current format; or in format 1 (no events rule or
+    /// tracker, every label's score sums) as an earshot before version 2 wrote it, which the
+    /// tests of reading older snapshots take (a pipeline with an events rule has no format 1).
+    func snapshot(formatVersion version: UInt32 = StreamSnapshot.formatVersion) -> StreamSnapshot {
         var w = SnapshotWriter()
         w.bytes8(state.serialized())
         w.bool(resampler != nil)
@@ -249,14 +281,23 @@ extension ChannelPipeline {
         for t in trackers { w.int(t.label); t.tracker.save(to: &w) }
         w.int(detectors.count)
         for d in detectors { w.int(d.label); d.tracker.save(to: &w) }
+        if version >= 2 {
+            w.bool(eventTracker != nil)
+            eventTracker?.save(to: &w)
+        }
         // Only the sums open segments still need (the values are cumulative: trimming them
         // changes no result).
-        let drop = sumsNotNeeded
+        let drop = sums.isEmpty ? 0 : sumsNotNeeded
         w.int(sumBase + drop)
-        w.int(sums.count)
-        for s in sums { w.doubles(Array(s.dropFirst(drop))) }
+        if version == 1 && sums.isEmpty {
+            w.int(model.labels.count)
+            for _ in model.labels { w.doubles([Double](repeating: 0, count: steps - sumBase + 1)) }
+        } else {
+            w.int(sums.count)
+            for s in sums { w.doubles(Array(s.dropFirst(drop))) }
+        }
         return StreamSnapshot(modelHash: model.contentHash, sourceSampleRate: sourceRate, sourceSamples: sourceSamples,
-                              steps: steps, options: options, body: w.bytes)
+                              steps: steps, options: options, body: w.bytes, formatVersion: version)
     }
 
     /// A pipeline that goes on from a snapshot of this model.
@@ -308,11 +349,21 @@ extension ChannelPipeline {
             guard try r.int(in: 0...4096, "label") == detectors[k].label else { throw .snapshot(reason: "detection trackers in another label order") }
             try detectors[k].tracker.load(from: &r)
         }
+        // Format 1 has no event tracker, and score sums for every model.
+        let tracksEvents = s.formatVersion >= 2 ? try r.bool() : false
+        guard tracksEvents == (eventTracker != nil) else {
+            throw .snapshot(reason: tracksEvents ? "an event tracker; these options give none" : "no event tracker; these options give one")
+        }
+        try eventTracker?.load(from: &r)
         sumBase = try r.int(in: 0...steps, "score sum base")
-        guard try r.int(in: 0...4096, "score sums") == model.labels.count else { throw .snapshot(reason: "score sums for another label count") }
-        sums = []
-        for _ in model.labels { sums.append(try r.doubles()) }
-        guard sums.allSatisfy({ $0.count == steps - sumBase + 1 }) else { throw .snapshot(reason: "score sums do not cover the steps \(sumBase)...\(steps)") }
+        let sumCount = try r.int(in: 0...model.labels.count, "score sums")
+        guard sumCount == sums.count || (sums.isEmpty && s.formatVersion == 1 && sumCount == model.labels.count) else {
+            throw .snapshot(reason: "\(sumCount) score sums; these options keep \(sums.count)")
+        }
+        var restored: [[Double]] = []
+        for _ in 0..<sumCount { restored.append(try r.doubles()) }
+        guard restored.allSatisfy({ $0.count == steps - sumBase + 1 }) else { throw .snapshot(reason: "score sums do not cover the steps \(sumBase)...\(steps)") }
+        if !sums.isEmpty { sums = restored }
         guard r.rest.isEmpty else { throw .snapshot(reason: "\(r.rest.count) bytes left over") }
     }
 }

@@ -1,4 +1,5 @@
-/// A labelled stretch of one channel's audio.
+/// A labelled stretch of one channel's audio: a segment of a one-label rule (voice activity),
+/// or an event of a many-label window classifier (sound events: `best` and `windows` set).
 public struct Segment: Sendable, Equatable, Codable {
     /// The channel (0 for a single stream).
     public var channel: Int
@@ -10,18 +11,29 @@ public struct Segment: Sendable, Equatable, Codable {
     public var end: Int
     /// The source's sample rate (Hz), for the times in seconds.
     public var sampleRate: Int
-    /// Mean score of the label over the segment's steps (before padding).
+    /// Mean score of the label over the segment's steps (before padding); an event's mean over
+    /// its windows.
     public var confidence: Float
+    /// An event's best window's score (nil for a segment).
+    public var best: Float?
+    /// The windows an event joins (nil for a segment).
+    public var windows: Int?
 
-    /// A segment of `channel` from `start` to `end` (samples at `sampleRate`).
-    public init(channel: Int, label: String, start: Int, end: Int, sampleRate: Int, confidence: Float) {
+    /// A segment of `channel` from `start` to `end` (samples at `sampleRate`); an event with its
+    /// best window's score and its window count.
+    public init(channel: Int, label: String, start: Int, end: Int, sampleRate: Int, confidence: Float, best: Float? = nil, windows: Int? = nil) {
         self.channel = channel
         self.label = label
         self.start = start
         self.end = end
         self.sampleRate = sampleRate
         self.confidence = confidence
+        self.best = best
+        self.windows = windows
     }
+
+    /// Whether this is an event of a many-label window classifier.
+    public var isEvent: Bool { windows != nil }
 
     /// The start in seconds.
     public var startSeconds: Double { Double(start) / Double(sampleRate) }
@@ -74,9 +86,10 @@ public struct StepScores: Sendable, Equatable {
 public enum ClassifierEvent: Sendable, Equatable {
     /// Every step's scores, when asked for (`LabelOptions.includeScores`).
     case scores(StepScores)
-    /// A segment has begun and is long enough to be kept; its end comes in `.ended`.
+    /// A segment (or a many-label model's event) has begun and is long enough to be kept; its
+    /// end comes in `.ended`.
     case started(Segment)
-    /// A segment is complete: its bounds are final.
+    /// A segment (or event) is complete: its bounds are final.
     case ended(Segment)
     /// A label detected (models whose decision has a detection window: wake words).
     case detected(Detection)

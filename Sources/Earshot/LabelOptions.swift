@@ -31,6 +31,10 @@ public struct LabelOptions: Sendable, Equatable {
     public var detectionWindow: Int?
     /// After a detection, the same label waits this long before it can be detected again (ms).
     public var refractoryMs: Double = 2000
+    /// Many labels at once (a window classifier: sound events, birds): events over consecutive
+    /// windows of each label instead of segments (nil: segments, or detections). `threshold` is
+    /// every label's but those `events.labelThresholds` names.
+    public var events: Events?
 
     /// silero-vad's defaults.
     public init() {}
@@ -50,6 +54,7 @@ public struct LabelOptions: Sendable, Equatable {
         backgroundLabel = d.backgroundLabel
         detectionWindow = d.detectionWindow
         if let v = d.refractoryMs { refractoryMs = v }
+        events = d.events.map(Events.init)
     }
 
     /// The negative threshold in force: the one given, else threshold - 0.15 (at least 0.01).
@@ -72,6 +77,12 @@ public struct LabelOptions: Sendable, Equatable {
         }
         guard Limits.durationRangeMs.contains(refractoryMs) else {
             throw .invalidOption(name: "refractoryMs", value: "\(refractoryMs)", expected: "\(Int(Limits.durationRangeMs.lowerBound))...\(Int(Limits.durationRangeMs.upperBound)) ms")
+        }
+        if let events {
+            guard detectionWindow == nil else {
+                throw .invalidOption(name: "detectionWindow", value: "\(detectionWindow ?? 0)", expected: "none with events (a model gives events or detections)")
+            }
+            try events.validate()
         }
         if let m = maxSegmentSeconds, !Limits.maxSegmentRangeSeconds.contains(m) {
             throw .invalidOption(name: "maxSegmentSeconds", value: "\(m)",

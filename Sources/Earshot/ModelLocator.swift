@@ -187,12 +187,14 @@ public enum ModelKind: String, Sendable, CaseIterable {
     case classifier
     case soundEvents = "sound events"
 
-    /// Detections (a window of scores decides) or a phrase: a wake word; one of the labels
-    /// (softmax): a classifier; one label of speech or voice: voice activity; else labels of
-    /// their own each (sound events).
+    /// An events rule (many labels at once): sound events; detections (a window of scores
+    /// decides) or a phrase: a wake word; one of the labels (softmax): a classifier; one label of
+    /// speech or voice: voice activity; else labels of their own each (sound events).
     public init(_ manifest: ModelManifest) {
         let labels = manifest.outputs.labels
-        if manifest.decision?.detectionWindow != nil || manifest.phrase != nil {
+        if manifest.decision?.events != nil {
+            self = .soundEvents
+        } else if manifest.decision?.detectionWindow != nil || manifest.phrase != nil {
             self = .wakeWord
         } else if manifest.outputs.activation == .softmax {
             self = .classifier

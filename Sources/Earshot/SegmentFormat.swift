@@ -2,7 +2,8 @@ import EarshotJSON
 import EarshotModel
 import Foundation
 
-/// Text forms of labelled segments, as the command-line tool writes them.
+/// Text forms of labelled segments, detections and many-label events, as the command-line tool
+/// writes them.
 public enum SegmentFormat: String, Sendable, CaseIterable {
     /// `00:00:01.230  00:00:04.560  speech  0.97` (with the channel when there are several)
     case text
@@ -14,44 +15,97 @@ public enum SegmentFormat: String, Sendable, CaseIterable {
     case audacity
     /// RTTM: SPEAKER <file> <channel> <start> <duration> <NA> <NA> <label> <NA> <NA>
     case rttm
+    /// A Raven selection table, as BirdNET-Analyzer writes it: Selection, View, Channel, Begin
+    /// Time (s), End Time (s), Low Freq (Hz), High Freq (Hz), Common Name, Species Code,
+    /// Confidence, Begin Path, File Offset (s) (tab-separated)
+    case raven
+    /// BirdNET-Analyzer's CSV: Start (s),End (s),Scientific name,Common name,Confidence,File
+    case birdnet
 
-    /// The line before the events (CSV's column names), if the format has one.
-    public var header: String? { self == .csv ? "file,channel,label,start,end,score" : nil }
+    /// The line before the events (CSV's column names, a Raven table's), if the format has one.
+    public var header: String? { header(LineContext()) }
 
-    /// A segment as a line of this format.
-    public func line(_ s: Segment, file: String, multiChannel: Bool) -> String {
+    /// The line before the events of a run: CSV's columns (with `eventColumns`, an event's best
+    /// score and window count), a Raven table's, BirdNET-Analyzer's (and a channel column when
+    /// `channelColumn`).
+    public func header(_ context: LineContext) -> String? {
+        switch self {
+        case .csv: return "file,channel,label,start,end,score" + (context.eventColumns ? ",best,windows" : "")
+        case .raven: return Self.ravenHeader
+        case .birdnet: return Self.birdnetHeader + (context.channelColumn ? ",Channel" : "")
+        case .text, .jsonl, .audacity, .rttm: return nil
+        }
+    }
+
+    /// What a line may need beside its event: how the model writes its labels, text put before
+    /// a label (an Audacity track's `file:channel`), the Raven table's running selection number,
+    /// the time its file starts at in a table of several files and the top of its frequency box,
+    /// and which columns the run's header has.
+    public struct LineContext: Sendable, Equatable {
+        /// How labels are written: "Scientific_Common" labels are split in the formats that show both.
+        public var labelForm: ModelManifest.LabelForm = .plain
+        /// Put before the label (Audacity with several files or channels: "file:channel ").
+        public var labelPrefix = ""
+        /// Raven: this row's selection number (from 1, running over the whole table).
+        public var selection = 1
+        /// Raven: where the file starts in a table of several (seconds: the lengths of those before it).
+        public var timeOffset = 0.0
+        /// Raven: the selection's top frequency (Hz): the file's Nyquist frequency, at most the model's.
+        public var highFrequency = 0
+        /// CSV: the run has many-label events, whose rows add their best score and window count
+        /// (other rows leave them empty).
+        public var eventColumns = false
+        /// BirdNET's CSV: channels labelled each (a Channel column after BirdNET-Analyzer's, from 1).
+        public var channelColumn = false
+
+        /// Plain labels, the first selection, one file, the base columns.
+        public init() {}
+    }
+
+    /// A segment (or a many-label model's event) as a line of this format.
+    public func line(_ s: Segment, file: String, multiChannel: Bool, context: LineContext = LineContext()) -> String {
+        if s.isEvent && self != .rttm { return eventLine(s, file: file, multiChannel: multiChannel, context: context) }
         let start = String(format: "%.3f", s.startSeconds), end = String(format: "%.3f", s.endSeconds)
         let score = String(format: "%.2f", s.confidence)
+        let label = context.labelPrefix + s.label
         switch self {
         case .text:
             let channel = multiChannel ? "ch\(s.channel)  " : ""
-            return "\(channel)\(Self.clock(s.startSeconds))  \(Self.clock(s.endSeconds))  \(s.label)  \(score)"
+            return "\(channel)\(Self.clock(s.startSeconds))  \(Self.clock(s.endSeconds))  \(label)  \(score)"
         case .jsonl:
-            return "{\"file\":\(Self.quoted(file)),\"channel\":\(s.channel),\"label\":\(Self.quoted(s.label)),\"start\":\(start),\"end\":\(end),\"score\":\(String(format: "%.4f", s.confidence))}"
+            return "{\"file\":\(Self.quoted(file)),\"channel\":\(s.channel),\"label\":\(Self.quoted(label)),\"start\":\(start),\"end\":\(end),\"score\":\(String(format: "%.4f", s.confidence))}"
         case .csv:
-            return "\(Self.csvField(file)),\(s.channel),\(Self.csvField(s.label)),\(start),\(end),\(String(format: "%.4f", s.confidence))"
+            return "\(Self.csvField(file)),\(s.channel),\(Self.csvField(label)),\(start),\(end),\(String(format: "%.4f", s.confidence))"
+                + (context.eventColumns ? ",," : "")
         case .audacity:
-            return "\(String(format: "%.6f", s.startSeconds))\t\(String(format: "%.6f", s.endSeconds))\t\(s.label)"
+            return "\(String(format: "%.6f", s.startSeconds))\t\(String(format: "%.6f", s.endSeconds))\t\(label)"
         case .rttm:
-            return "SPEAKER \(Self.rttmName(file)) \(s.channel + 1) \(start) \(String(format: "%.3f", s.endSeconds - s.startSeconds)) <NA> <NA> \(s.label) <NA> <NA>"
+            return "SPEAKER \(Self.rttmName(file)) \(s.channel + 1) \(start) \(String(format: "%.3f", s.endSeconds - s.startSeconds)) <NA> <NA> \(label) <NA> <NA>"
+        case .raven, .birdnet:
+            return eventLine(s, file: file, multiChannel: multiChannel, context: context)
         }
     }
 
     /// A detection as a line: text `00:00:05.310  Okay Nabu  0.97`, jsonl {"file","channel",
-    /// "label","time","score"}, csv and audacity with start = end, rttm with no duration.
-    public func line(_ d: Detection, file: String, multiChannel: Bool) -> String {
+    /// "label","time","score"}, csv, audacity, Raven and BirdNET's CSV with start = end, rttm with
+    /// no duration.
+    public func line(_ d: Detection, file: String, multiChannel: Bool, context: LineContext = LineContext()) -> String {
         let time = String(format: "%.3f", d.seconds), score = String(format: "%.4f", d.score)
+        let label = context.labelPrefix + d.label
         switch self {
         case .text:
-            return "\(multiChannel ? "ch\(d.channel)  " : "")\(Self.clock(d.seconds))  \(d.label)  \(String(format: "%.2f", d.score))"
+            return "\(multiChannel ? "ch\(d.channel)  " : "")\(Self.clock(d.seconds))  \(label)  \(String(format: "%.2f", d.score))"
         case .jsonl:
-            return "{\"file\":\(Self.quoted(file)),\"channel\":\(d.channel),\"label\":\(Self.quoted(d.label)),\"time\":\(time),\"score\":\(score)}"
+            return "{\"file\":\(Self.quoted(file)),\"channel\":\(d.channel),\"label\":\(Self.quoted(label)),\"time\":\(time),\"score\":\(score)}"
         case .csv:
-            return "\(Self.csvField(file)),\(d.channel),\(Self.csvField(d.label)),\(time),\(time),\(score)"
+            return "\(Self.csvField(file)),\(d.channel),\(Self.csvField(label)),\(time),\(time),\(score)" + (context.eventColumns ? ",," : "")
         case .audacity:
-            return "\(String(format: "%.6f", d.seconds))\t\(String(format: "%.6f", d.seconds))\t\(d.label)"
+            return "\(String(format: "%.6f", d.seconds))\t\(String(format: "%.6f", d.seconds))\t\(label)"
         case .rttm:
-            return "SPEAKER \(Self.rttmName(file)) \(d.channel + 1) \(time) 0.000 <NA> <NA> \(d.label) <NA> <NA>"
+            return "SPEAKER \(Self.rttmName(file)) \(d.channel + 1) \(time) 0.000 <NA> <NA> \(label) <NA> <NA>"
+        case .raven, .birdnet:
+            let point = Segment(channel: d.channel, label: d.label, start: d.sample, end: d.sample, sampleRate: d.sampleRate, confidence: d.score)
+            return eventLine(point, file: file, multiChannel: multiChannel, context: context)
         }
     }
 

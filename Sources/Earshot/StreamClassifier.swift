@@ -43,6 +43,10 @@ public actor StreamClassifier {
     /// between chunks.
     public func snapshot() -> StreamSnapshot { pipeline.snapshot() }
 
+    /// A snapshot in an older format (1: no many-label events), as an earshot of that format
+    /// wrote it: for the tests that hold reading such snapshots.
+    func snapshot(formatVersion: UInt32) -> StreamSnapshot { pipeline.snapshot(formatVersion: formatVersion) }
+
     /// Continues from a snapshot in place of this stream's whole state (rate and label rules
     /// included).
     public func restore(_ snapshot: StreamSnapshot) throws(StreamError) {

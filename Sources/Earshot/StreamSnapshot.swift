@@ -12,8 +12,9 @@ import EarshotModel
 ///     let saved = try await stream.snapshot().serialized()     // store it, move it
 ///     let resumed = try StreamClassifier(model: model, restoring: StreamSnapshot(serialized: saved))
 public struct StreamSnapshot: Sendable, Equatable {
-    /// The serialized format's version.
-    public static let formatVersion: UInt32 = 1
+    /// The serialized format's version: 2 adds many-label event rules and trackers (and keeps
+    /// score sums only for segments); version 1 snapshots are still read.
+    public static let formatVersion: UInt32 = 2
     /// The most samples a restored count may hold (a stream of 2^52 samples at 384 kHz is 370
     /// years), so that sums and products of counts never overflow; steps are held to the steps
     /// such samples make (`maxSteps(of:)`).
@@ -34,8 +35,12 @@ public struct StreamSnapshot: Sendable, Equatable {
     public let options: LabelOptions
     /// The rest (state, resampler, buffers, trackers), in the serialized layout.
     let body: [UInt8]
+    /// The version of the layout `body` is in (a snapshot read from older bytes keeps theirs).
+    let formatVersion: UInt32
 
-    init(modelHash: String, sourceSampleRate: Int, sourceSamples: Int, steps: Int, options: LabelOptions, body: [UInt8]) {
+    init(modelHash: String, sourceSampleRate: Int, sourceSamples: Int, steps: Int, options: LabelOptions, body: [UInt8],
+         formatVersion: UInt32 = StreamSnapshot.formatVersion) {
+        self.formatVersion = formatVersion
         self.modelHash = modelHash
         self.sourceSampleRate = sourceSampleRate
         self.sourceSamples = sourceSamples
@@ -46,16 +51,16 @@ public struct StreamSnapshot: Sendable, Equatable {
 
     /// Serialized: "ESNAPSHOT", format version (u32), model hash, source rate, source samples,
     /// steps, the label options, the body, then a CRC-32C (u32) of everything before it; all
-    /// little-endian.
+    /// little-endian. A snapshot read from older bytes is written in their version.
     public func serialized() -> [UInt8] {
         var w = SnapshotWriter()
         w.bytes = Self.magic
-        w.u32(Self.formatVersion)
+        w.u32(formatVersion)
         w.string(modelHash)
         w.int(sourceSampleRate)
         w.int(sourceSamples)
         w.int(steps)
-        options.save(to: &w)
+        options.save(to: &w, version: formatVersion)
         w.bytes += body
         w.u32(CRC32C.checksum(w.bytes))
         return w.bytes
@@ -72,8 +77,8 @@ public struct StreamSnapshot: Sendable, Equatable {
         let computed = bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)])) }
         var r = SnapshotReader(bytes: Array(bytes[Self.magic.count..<(bytes.count - 4)]))
         let version = try r.u32()
-        guard version == Self.formatVersion else {
-            throw .snapshot(reason: "format version \(version); this earshot reads version \(Self.formatVersion)")
+        guard (1...Self.formatVersion).contains(version) else {
+            throw .snapshot(reason: "format version \(version); this earshot reads versions 1...\(Self.formatVersion)")
         }
         guard stored == computed else {
             throw .snapshot(reason: "checksum mismatch (stored \(String(stored, radix: 16)), computed \(String(computed, radix: 16))): the bytes are damaged")
@@ -82,8 +87,9 @@ public struct StreamSnapshot: Sendable, Equatable {
         sourceSampleRate = try r.int(in: 1...10_000_000, "source rate")
         sourceSamples = try r.int(in: 0...Self.maxSamples, "source samples")
         steps = try r.int(in: 0...ModelState.maxSteps, "steps")
-        options = try LabelOptions(from: &r)
+        options = try LabelOptions(from: &r, version: version)
         body = Array(r.rest)
+        formatVersion = version
     }
 }
 
@@ -170,14 +176,18 @@ struct SnapshotReader {
 }
 
 extension LabelOptions {
-    func save(to w: inout SnapshotWriter) {
+    /// The options; from format 2 on, the events rule after them.
+    func save(to w: inout SnapshotWriter, version: UInt32 = StreamSnapshot.formatVersion) {
         w.double(threshold); w.optionalDouble(negativeThreshold); w.double(minSegmentMs); w.double(minSilenceMs)
         w.double(padMs); w.optionalDouble(maxSegmentSeconds); w.double(minSilenceAtMaxSegmentMs)
         w.bool(splitAtLongestSilence); w.bool(backgroundLabel != nil); w.string(backgroundLabel ?? "")
         w.bool(includeScores); w.optionalInt(detectionWindow); w.double(refractoryMs)
+        guard version >= 2 else { return }
+        w.bool(events != nil)
+        events?.save(to: &w)
     }
 
-    init(from r: inout SnapshotReader) throws(StreamError) {
+    init(from r: inout SnapshotReader, version: UInt32 = StreamSnapshot.formatVersion) throws(StreamError) {
         self.init()
         threshold = try r.double("threshold"); negativeThreshold = try r.optionalDouble("negative threshold")
         minSegmentMs = try r.double("minSegmentMs"); minSilenceMs = try r.double("minSilenceMs"); padMs = try r.double("padMs")
@@ -188,6 +198,7 @@ extension LabelOptions {
         backgroundLabel = hasBackground ? background : nil
         includeScores = try r.bool(); detectionWindow = try r.optionalInt(in: 1...1_000_000, "detection window")
         refractoryMs = try r.double("refractoryMs")
+        if version >= 2, try r.bool() { events = try Events(from: &r) }
         do { try validate() } catch { throw .snapshot(reason: "label options: \(error)") }
     }
 }

@@ -4,6 +4,8 @@ import EarshotRedis
 /// An event as a cluster stores it in `P:events:{source}`.
 public struct ClusterEvent: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
+        /// A segment, or a sound-events model's event (its `best` and `windows` set: stored as
+        /// type `event`).
         case segment(Segment)
         case detection(Detection)
         /// The source failed (its error's text); nothing more comes from it.
@@ -30,8 +32,10 @@ public struct ClusterEvent: Sendable, Equatable {
     var fields: [RedisArgument] {
         switch kind {
         case let .segment(s):
-            return ["type", "segment", "label", RedisArgument(s.label), "start", RedisArgument(s.start), "end", RedisArgument(s.end),
-                    "rate", RedisArgument(s.sampleRate), "score", RedisArgument(Self.text(s.confidence))]
+            let fields: [RedisArgument] = ["label", RedisArgument(s.label), "start", RedisArgument(s.start), "end", RedisArgument(s.end),
+                                           "rate", RedisArgument(s.sampleRate), "score", RedisArgument(Self.text(s.confidence))]
+            guard let windows = s.windows else { return ["type", "segment"] + fields }
+            return ["type", "event"] + fields + ["best", RedisArgument(Self.text(s.best ?? s.confidence)), "windows", RedisArgument(windows)]
         case let .detection(d):
             return ["type", "detection", "label", RedisArgument(d.label), "sample", RedisArgument(d.sample),
                     "rate", RedisArgument(d.sampleRate), "score", RedisArgument(Self.text(d.score))]
@@ -52,10 +56,16 @@ public struct ClusterEvent: Sendable, Equatable {
         self.seq = seq
         self.index = index
         switch map["type"] {
-        case "segment":
+        case "segment", "event":
             guard let label = map["label"], let start = map["start"].flatMap(Int.init), let end = map["end"].flatMap(Int.init),
                   let rate = map["rate"].flatMap(Int.init), let score = map["score"].flatMap(Float.init) else { return nil }
-            kind = .segment(Segment(channel: 0, label: label, start: start, end: end, sampleRate: rate, confidence: score))
+            var segment = Segment(channel: 0, label: label, start: start, end: end, sampleRate: rate, confidence: score)
+            if map["type"] == "event" {
+                guard let best = map["best"].flatMap(Float.init), let windows = map["windows"].flatMap(Int.init) else { return nil }
+                segment.best = best
+                segment.windows = windows
+            }
+            kind = .segment(segment)
         case "detection":
             guard let label = map["label"], let sample = map["sample"].flatMap(Int.init), let rate = map["rate"].flatMap(Int.init),
                   let score = map["score"].flatMap(Float.init) else { return nil }

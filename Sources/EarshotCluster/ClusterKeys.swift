@@ -6,8 +6,10 @@
 /// - `P:audio:{source}`: the source's audio, entries `{seq, rate, channels, format, audio[, t]}`
 ///   (seq 1, 2, 3, ...; format `s16` or `f32`, little-endian, interleaved), and last `{seq, end}`.
 /// - `P:events:{source}`: the events, entry id `{seq}-{k}`: the k-th event the audio of entry
-///   seq completed. A replay writes the same ids, which Redis refuses as not new: a reader
-///   sees each event once.
+///   seq completed: `{type segment, label, start, end, rate, score}`, `{type event, ..., best,
+///   windows}` (a sound-events model's), `{type detection, label, sample, rate, score}`, `{type
+///   error, text}`, `{type end}`. A replay writes the same ids, which Redis refuses as not new:
+///   a reader sees each event once.
 /// - `P:checkpoint:{source}`: a hash `{seq, entry, model, snapshot, done}`, written with the
 ///   acknowledgement of the audio it covers in one script.
 /// - `P:active`: the set of sources not yet ended; `P:workers`: live workers by heartbeat;

@@ -148,6 +148,18 @@ public final class Model: Sendable {
         if let bad = manifest.decision?.firstInvalid() {
             throw .manifest(path: path, reason: "decision.\(bad.field) \(bad.value) in the model's manifest: expected \(bad.expected)")
         }
+        if let events = manifest.decision?.events {
+            if let bad = events.firstInvalid() {
+                throw .manifest(path: path, reason: "decision.\(bad.field) \(bad.value) in the model's manifest: expected \(bad.expected)")
+            }
+            guard manifest.decision?.detectionWindow == nil else {
+                throw .manifest(path: path, reason: "decision: a model gives events or detections, not both (events and detectionWindow are set)")
+            }
+            let labels = Set(manifest.outputs.labels)
+            if let unknown = (events.labelThresholds ?? [:]).keys.sorted().first(where: { !labels.contains($0) }) {
+                throw .manifest(path: path, reason: "decision.events.labelThresholds: '\(unknown)' is not one of the model's labels")
+            }
+        }
         let fe = manifest.frontEnd
         if let spec = manifest.graph {
             guard fe.type == .samples || fe.type == .features else {

@@ -130,6 +130,8 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var reduceTime: ReduceTime?
         /// One per score, in order.
         public var labels: [String]
+        /// How the labels are written (default plain): formats split "Scientific_Common" labels.
+        public var labelForm: LabelForm?
 
         /// The outputs.
         public init(activation: Activation, reduceTime: ReduceTime? = nil, labels: [String]) {
@@ -165,6 +167,9 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var detectionWindow: Int?
         /// After a detection, the same label is not detected again for this long (ms).
         public var refractoryMs: Double?
+        /// Many-label window classifiers (sound events, birds): per-label thresholds, the k best
+        /// labels of a window, events over consecutive windows. Set, the model gives events.
+        public var events: EventRule?
 
         /// Label rules (nil: the defaults).
         public init(threshold: Double? = nil, minSegmentMs: Double? = nil, minSilenceMs: Double? = nil, padMs: Double? = nil,

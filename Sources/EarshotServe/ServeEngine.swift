@@ -3,8 +3,9 @@ import Foundation
 import Earshot
 
 /// One model a service runs, with its decision rule: a wake-word model (its decision has a
-/// detection window: it answers `detection`) or a voice activity model (segments: it answers
-/// `voice-started` / `voice-stopped`).
+/// detection window: it answers `detection`), a sound-events model (many labels at once: it
+/// answers `sound-event`, an event of Earshot's own that `info` describes and Wyoming clients
+/// ignore) or a voice activity model (segments: it answers `voice-started` / `voice-stopped`).
 public struct ServedModel: Sendable {
     /// The model.
     public var model: Model
@@ -19,6 +20,9 @@ public struct ServedModel: Sendable {
 
     /// Whether it answers `detection` (else `voice-started` / `voice-stopped`).
     public var isWakeWord: Bool { options.detectionWindow != nil }
+
+    /// Whether it answers `sound-event` (an events rule: many labels at once).
+    public var isSoundEvents: Bool { options.events != nil }
 
     /// The labels it reports (all but the background).
     var eventLabels: [String] { model.labels.filter { $0 != options.backgroundLabel } }

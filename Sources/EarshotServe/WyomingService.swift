@@ -15,8 +15,9 @@ struct WyomingService {
         wakeNames = models.filter(\.isWakeWord).flatMap { m in m.eventLabels.map { m.wakeName(label: $0) } }
     }
 
-    /// The answer to `describe`: the wake words as Home Assistant lists them, and the voice
-    /// activity models under `vad`.
+    /// The answer to `describe`: the wake words as Home Assistant lists them, the voice
+    /// activity models under `vad`, and the sound-events models under `sound_events`, whose
+    /// program names the event they answer with (`"events": ["sound-event"]`).
     static func makeInfo(models: [ServedModel], version: String) -> WyomingEvent {
         let earshot: JSONValue = ["name": "Earshot", "url": "https://github.com/earshot"]
         func attribution(_ m: ServedModel) -> JSONValue {
@@ -24,6 +25,7 @@ struct WyomingService {
         }
         var wakeModels: [JSONValue] = []
         var vadModels: [JSONValue] = []
+        var soundModels: [JSONValue] = []
         for m in models {
             let manifest = m.model.manifest
             // Home Assistant shows a wake word by its description: the phrase, as the Wyoming
@@ -40,6 +42,8 @@ struct WyomingService {
                 for label in labels {
                     wakeModels.append(entry(name: m.wakeName(label: label), phrase: labels.count == 1 ? (manifest.phrase ?? label) : label))
                 }
+            } else if m.isSoundEvents {
+                soundModels.append(entry(name: m.model.name, phrase: nil))
             } else {
                 vadModels.append(entry(name: m.model.name, phrase: nil))
             }
@@ -52,6 +56,12 @@ struct WyomingService {
                                          "wake": wakeModels.isEmpty ? [] : [program("Earshot wake-word detection", wakeModels)]]
         // Wyoming's info has no place for voice activity; clients ignore keys they do not know.
         if !vadModels.isEmpty { data["vad"] = [program("Earshot voice activity detection", vadModels)] }
+        // Nor for sound events: a program of Earshot's own that names its answer, an event type
+        // Wyoming does not have (its clients, Home Assistant's among them, skip it).
+        if !soundModels.isEmpty, case var .object(p) = program("Earshot sound events", soundModels) {
+            p["events"] = [.string(WyomingSession.soundEvent)]
+            data["sound_events"] = [.object(p)]
+        }
         return WyomingEvent(type: "info", data: data)
     }
 }

@@ -5,11 +5,16 @@ import Foundation
 /// The Wyoming protocol on a connection: `describe` → `info`; `detect` names the wake words to
 /// listen for; `audio-start`, `audio-chunk` (`WyomingAudioFormat`: mixed and resampled) and
 /// `audio-stop` stream the audio; answers are `detection`, `not-detected` (after `audio-stop`
-/// when nothing was detected), `voice-started` / `voice-stopped` (voice activity models) and
-/// `error`. Unknown events are ignored, as Wyoming services do.
+/// when nothing was detected), `voice-started` / `voice-stopped` (voice activity models),
+/// `sound-event` (sound-events models: an extension `info` names) and `error`. Unknown events
+/// are ignored, as Wyoming services do.
 final class WyomingSession: ServeSession {
     typealias Loop = ServeLoop<WyomingSession>
     typealias Connection = ServeConnection<WyomingSession>
+
+    /// The answer a sound-events model gives for each event (Wyoming has no such event: its
+    /// clients ignore it; `info` lists it under `sound_events`).
+    static let soundEvent = "sound-event"
 
     let service: WyomingService
     var reader: WyomingReader
@@ -221,6 +226,24 @@ final class WyomingSession: ServeSession {
             data["name"] = .string(name)
             data["timestamp"] = .number(Double(s.state.chunkTimestamp(d.sample)))
             answer = WyomingEvent(type: "detection", data: data)
+        case .started where model.isSoundEvents:
+            return  // told once whole, at its end
+        case let .ended(seg) where model.isSoundEvents:
+            // The event's label (both names when the model's labels are "Scientific_Common"),
+            // bounds in ms of the stream's clock, mean and best score and window count.
+            let names = (model.model.manifest.outputs.labelForm ?? .plain).names(seg.label)
+            data["name"] = .string(model.model.name)
+            data["label"] = .string(seg.label)
+            if model.model.manifest.outputs.labelForm == .scientificCommon {
+                data["scientific"] = .string(names.scientific)
+                data["common"] = .string(names.common)
+            }
+            data["start"] = .number(Double(s.state.ms(seg.start)))
+            data["end"] = .number(Double(s.state.ms(seg.end)))
+            data["score"] = .number(Double(seg.confidence))
+            data["best"] = .number(Double(seg.best ?? seg.confidence))
+            data["windows"] = .number(Double(seg.windows ?? 1))
+            answer = WyomingEvent(type: Self.soundEvent, data: data)
         case let .started(seg) where !model.isWakeWord:
             data["timestamp"] = .number(Double(s.state.ms(seg.start)))
             answer = WyomingEvent(type: "voice-started", data: data)

@@ -292,6 +292,14 @@ enum ClusterCommands {
         var redis = try connect(endpoint, stop: stop, command: "events", retryFor: retry)
         let out = try OutputFile.open(args.string("output"))
         if let header = format.header { try out.write(header) }
+        // A Raven table's selections run through the output; its frequency box is each event's Nyquist.
+        var line = SegmentFormat.LineContext()
+        line.selection = 0
+        func row(_ rate: Int) -> SegmentFormat.LineContext {
+            line.selection += 1
+            line.highFrequency = rate / 2
+            return line
+        }
         var cursors: [String: String] = [:]
         var ended: Set<String> = []
         var failed = false
@@ -308,8 +316,8 @@ enum ClusterCommands {
                     cursors[source] = next
                     for e in events {
                         switch e.kind {
-                        case let .segment(s): try out.write(format.line(s, file: source, multiChannel: false))
-                        case let .detection(d): try out.write(format.line(d, file: source, multiChannel: false))
+                        case let .segment(s): try out.write(format.line(s, file: source, multiChannel: false, context: row(s.sampleRate)))
+                        case let .detection(d): try out.write(format.line(d, file: source, multiChannel: false, context: row(d.sampleRate)))
                         case let .error(text): printError("earshot events: \(source): \(text)"); failed = true
                         case .end: ended.insert(source)
                         }

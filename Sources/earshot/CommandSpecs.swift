@@ -16,22 +16,32 @@ enum Specs {
         model,
         modelsFolder,
         .text("gate", "NAME", "a voice activity model: keep only the detections of the others with its speech before them"),
-        .text("threshold", "X|NAME=X,...", default: "the model's", "the least score that starts a segment or decides a detection, 0...1"),
+        .text("threshold", "X|NAME=X,...", default: "the model's", "the least score that starts a segment, decides a detection or puts a "
+              + "label in a window (sound events), 0...1; NAME a model, or a label of a sound-events model (its own threshold)"),
         .text("window", "N|NAME=N,...", default: "the model's", "detections: the mean of the latest N scores decides, 1...10000 steps"),
         .text("refractory", "MS|NAME=MS,...", default: "2000", "detections: the same label waits this long before it can fire again, 0...3600000 ms"),
         .double("min-speech", "MS", 0...3_600_000, defaultText: "the model's (250)", "segments this short or shorter are dropped"),
         .double("min-silence", "MS", 0...3_600_000, defaultText: "the model's (100)", "silence this long ends a segment"),
         .double("pad", "MS", 0...60_000, defaultText: "the model's (30)", "added before and after each segment"),
         .double("max-speech", "S", 0.1...86_400, defaultText: "none", "longer segments are split at their longest silence"),
+        .text("thresholds", "FILE", "sound events: per-label thresholds, a LABEL,X line each (split at the last comma or tab; # comments)"),
+        .text("top-k", "N|NAME=N,...", default: "the model's", "sound events: a window holds at most its N best labels, 1...100000"),
+        .text("merge-gap", "S|none", default: "the model's (0)", "sound events: a label's next window joins its event when it starts at "
+              + "most S seconds after the event's end; none: every window its own event"),
+        .double("min-duration", "S", 0...86_400, defaultText: "the model's (0)", "sound events: shorter events are dropped"),
     ]
     static let json = OptionSpec.flag("json", "one JSON line instead of text")
+    /// The options of a sound-events model's rule (many labels at once).
+    static let eventRules = ["thresholds", "top-k", "merge-gap", "min-duration"]
     /// The decision rules alone (the commands that run models but label no files: serve, worker).
-    static let decisionRules = labelling.filter { ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech"].contains($0.name) }
+    static let decisionRules = labelling.filter { ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech"].contains($0.name) || eventRules.contains($0.name) }
 
     static let label = CommandSpec(
         name: "label", operands: "FILE|FOLDER|-...",
-        summary: "Labelled segments of audio files (voice activity with the default model, silero-vad), or the detections of a "
-            + "wake-word model (okay-nabu, hey-jarvis, alexa, hey-mycroft). Several models: their events in time order. Text on a "
+        summary: "Labelled segments of audio files (voice activity with the default model, silero-vad), the detections of a "
+            + "wake-word model (okay-nabu, hey-jarvis, alexa, hey-mycroft), or the events of a sound-events model (many labels at "
+            + "once, birds: each label's windows above its threshold joined into events with their best and mean confidence; -f raven "
+            + "writes a Raven selection table, -f birdnet BirdNET-Analyzer's CSV). Several models: their events in time order. Text on a "
             + "terminal, JSON lines in a pipe. '-' reads audio from standard input: WAV, AIFF, AU, W64, Ogg and raw PCM (--rate) as it "
             + "arrives; other formats (FLAC, MP3, CAF, ...) cannot be read from a pipe and are first held in an unnamed temporary file "
             + "(nothing is left behind), of at most \(AudioFile.spoolLimitBytes >> 20) MiB. A file that fails is named and the others go on; "
@@ -42,12 +52,13 @@ enum Specs {
             .int("rate", "HZ", 1000...384_000, "standard input ('-') is raw PCM at this rate (little-endian), read as it arrives"),
             .choice("sample-format", RawPCMFormat.Encoding.allCases.map(\.rawValue), default: "s16", "raw PCM's samples (with --rate)"),
             .int("raw-channels", "N", 1...64, default: 1, "raw PCM's interleaved channels (with --rate)"),
-            .flag("scores", "every step's scores as well (one model; as text, a model of more than 12 labels shows its 5 highest)"),
+            .flag("scores", "every step's scores as well (one model; as text, a model of more than 12 labels shows its 5 highest; of a sound-events model, each window's best labels: --top-k, or 5)"),
             .text("output", short: "o", "FILE|-", default: "standard output", "written whole or not at all (a temporary file renamed into place)"),
             .flag("quiet", short: "q", "no progress bar or notes on stderr"),
         ],
         examples: ["earshot label AudioSamples/speech-noise-16k.wav",
                    "earshot label -m okay-nabu,silero-vad --gate silero-vad recording.flac",
+                   "earshot label -m Tests/Fixtures/tone-events -f raven --top-k 2 Tests/EarshotTests/Goldens/sound-events/tones.wav",
                    "sox in.mp3 -t wav - | earshot label -f csv -o labels.csv -",
                    "arecord -t raw -f S16_LE -r 16000 | earshot label --rate 16000 -"])
 

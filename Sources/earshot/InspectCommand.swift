@@ -34,7 +34,17 @@ enum InspectCommand {
             "input:     \(d.input), \(d.contextSamples) samples of context",
             "front end: \(d.frontEnd)",
             d.execution.map { "runs:      \($0)" },
-            "outputs:   \(d.outputActivation) over \(labels)",
+            "outputs:   \(d.outputActivation) over \(labels)"
+                + (model.manifest.outputs.labelForm == .scientificCommon ? " (labels: Scientific name_Common name)" : ""),
+            LabelOptions(model: model).events.map { events in
+                let options = LabelOptions(model: model)
+                let own = events.labelThresholds.isEmpty ? "" : " (\(events.labelThresholds.count) labels their own)"
+                let among = events.topK.map { "among its \($0) best and " } ?? ""
+                let join = events.mergeGapSeconds.map { "windows of a label joined while the next starts within \($0) s of the event's end" }
+                    ?? "every window its own event"
+                return "decides:   events: a label is in a window when \(among)at least \(options.threshold)\(own); \(join)"
+                    + (events.minDurationSeconds > 0 ? "; events shorter than \(events.minDurationSeconds) s dropped" : "")
+            },
             model.manifest.decision?.detectionWindow.map { window in
                 let options = LabelOptions(model: model)
                 return "decides:   a detection when the mean of the latest \(window) scores is above \(options.threshold), "

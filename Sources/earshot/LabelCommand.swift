@@ -5,7 +5,7 @@ enum LabelCommand {
     static let audioExtensions: Set<String> = ["wav", "flac", "ogg", "oga", "opus", "aif", "aiff", "aifc", "au", "snd", "caf", "w64", "rf64", "mp3", "voc"]
 
     /// The label options of `earshot label` and `earshot listen`: the model's defaults, overridden.
-    static func options(_ args: Arguments, model: Model, name: String? = nil) throws(UsageError) -> LabelOptions {
+    static func options(_ args: Arguments, model: Model, name: String? = nil) throws -> LabelOptions {
         var options = LabelOptions(model: model)
         if let v = try perModel(args, "threshold", range: 0...1, model: model, name: name) { options.threshold = v }
         if let v = try perModel(args, "window", range: 1...10_000, model: model, name: name) {
@@ -17,9 +17,42 @@ enum LabelCommand {
         if let v = args.optionalDouble("min-silence") { options.minSilenceMs = v }
         if let v = args.optionalDouble("pad") { options.padMs = v }
         if let v = args.optionalDouble("max-speech") { options.maxSegmentSeconds = v }
+        if var events = options.events {
+            if let k = try perModel(args, "top-k", range: 1...100_000, model: model, name: name) {
+                guard k.rounded() == k else { throw UsageError("--top-k: expected a whole number of labels") }
+                events.topK = Int(k)
+            }
+            if let gap = args.string("merge-gap") {
+                guard gap == "none" || Double(gap).map({ $0.isFinite && (0...86_400).contains($0) }) == true else {
+                    throw UsageError("--merge-gap \(gap): expected seconds in 0...86400, or none (every window its own event)")
+                }
+                events.mergeGapSeconds = Double(gap)
+            }
+            if let v = args.optionalDouble("min-duration") { events.minDurationSeconds = v }
+            // A file's thresholds, then --threshold LABEL=X: each keeps those of the model's labels.
+            let own = Set(model.labels)
+            if let file = args.string("thresholds") {
+                events.labelThresholds.merge(try LabelOptions.Events.thresholds(file: file, labels: model.labels)) { $1 }
+            }
+            for (label, value) in try labelPairs(args) where own.contains(label) { events.labelThresholds[label] = value }
+            options.events = events
+        }
         options.includeScores = args.flag("scores")
         do { try options.validate() } catch { throw UsageError("\(error)") }
         return options
+    }
+
+    /// The LABEL=X pairs of --threshold (a sound-events model's labels; models' names are
+    /// `perModel`'s), in order.
+    static func labelPairs(_ args: Arguments) throws(UsageError) -> [(label: String, value: Double)] {
+        guard let text = args.string("threshold"), text.contains("=") else { return [] }
+        return try text.split(separator: ",").map { pair throws(UsageError) in
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let value = Double(parts[1]), (0...1).contains(value) else {
+                throw UsageError("--threshold \(text): expected X or NAME=X,... with X in 0...1")
+            }
+            return (parts[0], value)
+        }
     }
 
     /// The models of --model NAME[,NAME...] and --gate NAME (added when not among them), loaded;
@@ -33,11 +66,28 @@ enum LabelCommand {
         let locator = ModelLocator(args)
         let models = try names.map { try Model(contentsOf: try locator.find($0)) }
         try checkModelNames(args, given: names, models: models)
+        try checkEventOptions(args, models: models)
         return (names, models, gateName.flatMap { names.firstIndex(of: $0) }, showGate)
     }
 
+    /// The options of a sound-events rule need a model that has one; --thresholds names labels
+    /// of those models (a file is read whole here, once, so that its every line is checked).
+    static func checkEventOptions(_ args: Arguments, models: [Model]) throws {
+        let events = models.filter { $0.manifest.decision?.events != nil }
+        guard events.isEmpty else {
+            if let file = args.string("thresholds") {
+                _ = try LabelOptions.Events.thresholds(file: file, labels: events.flatMap(\.labels))
+            }
+            return
+        }
+        for option in Specs.eventRules where args.string(option) != nil {
+            throw UsageError("--\(option): \(models.map(\.name).joined(separator: ", ")) \(models.count == 1 ? "has" : "have") no sound-events rule",
+                             hint: "it applies to models whose decision has \"events\" (many labels at once); see earshot inspect MODEL")
+        }
+    }
+
     /// The options that take a value per model (`--threshold okay-nabu=0.9,alexa=0.95`).
-    static let perModelOptions = ["threshold", "window", "refractory"]
+    static let perModelOptions = ["threshold", "window", "refractory", "top-k"]
 
     /// Every MODEL of a per-model option's MODEL=X pairs names one of the models given (as given
     /// to --model or --gate, or by the package's own name): another is a usage error naming it,
@@ -46,13 +96,18 @@ enum LabelCommand {
     static func checkModelNames(_ args: Arguments, given names: [String], models: [Model]) throws(UsageError) {
         var known: [String] = []
         for name in names + models.map(\.name) where !known.contains(name) { known.append(name) }
+        // --threshold may also name a label of a sound-events model (that label's threshold).
+        let labels = models.filter { $0.manifest.decision?.events != nil }.flatMap(\.labels)
+        let knownLabels = Set(labels)
         for option in perModelOptions {
             guard let text = args.string(option), text.contains("=") else { continue }
             for pair in text.split(separator: ",") {
                 let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-                guard !known.contains(name) else { continue }
-                let guess = closest(name, in: known).map { "did you mean \($0)? " } ?? ""
-                throw UsageError("--\(option) \(text): '\(name)' is none of the models given (\(names.joined(separator: ", ")))",
+                guard !known.contains(name), option != "threshold" || !knownLabels.contains(name) else { continue }
+                let guess = closest(name, in: known + (option == "threshold" ? labels : [])).map { "did you mean \($0)? " } ?? ""
+                let what = option == "threshold" && !labels.isEmpty ? "none of the models given (\(names.joined(separator: ", "))) nor their labels"
+                    : "none of the models given (\(names.joined(separator: ", ")))"
+                throw UsageError("--\(option) \(text): '\(name)' is \(what)",
                                  hint: guess + "name a model given with --model, or give one value for all: --\(option) X")
             }
         }
@@ -143,14 +198,14 @@ enum LabelCommand {
         for (name, m) in zip(chosen.names, chosen.models) {
             labelers.append(FileLabeler(model: m, options: try options(args, model: m, name: name), channels: channels))
         }
-        let labeler = labelers[0], model = labeler.model
+        let labeler = labelers[0]
         let multi = labelers.count > 1 ? MultiLabeler(labelers: labelers, gate: chosen.gate, showGate: chosen.showGate) : nil
         if multi != nil && args.flag("scores") {
             throw UsageError("--scores takes one model", hint: "label with each model on its own to see its scores")
         }
-        if args.flag("scores") && (format == .audacity || format == .rttm) {
-            throw UsageError("--scores: \(format == .rttm ? "RTTM" : "an Audacity label track") cannot carry scores",
-                             hint: "use -f jsonl (a line per step) or -f csv (a table of step scores)")
+        if args.flag("scores") && [.audacity, .rttm, .raven, .birdnet].contains(format) {
+            let name = [SegmentFormat.rttm: "RTTM", .raven: "a Raven selection table", .birdnet: "BirdNET-Analyzer's CSV"][format] ?? "an Audacity label track"
+            throw UsageError("--scores: \(name) cannot carry scores", hint: "use -f jsonl (a line per step) or -f csv (a table of step scores)")
         }
         let files = inputs(args.positionals)
         // '-': standard input, read as it arrives where its format allows (its events are named '-').
@@ -169,29 +224,26 @@ enum LabelCommand {
         // Written to a temporary file beside the output and renamed into place at the end, so
         // that nothing at the output path changes unless the whole run was written.
         let output = try OutputFile.open(outputPath)
-        if args.flag("scores") && format == .csv {
-            try output.write(SegmentFormat.scoresHeader(labels: model.labels))
-        } else if let header = format.header {
-            try output.write(header)
-        }
         var failures = 0
         var code: Int32?
         let showProgress = isatty(STDERR_FILENO) != 0 && !args.flag("quiet")
-        let context = Context(format: format, model: model, channels: channels, output: output, multipleFiles: files.count > 1,
+        let context = Context(format: format, labelers: labelers, channels: channels, output: output, multipleFiles: files.count > 1,
                               rttmIDs: SegmentFormat.rttmIDs(files), scoreTable: format == .csv && labeler.options.includeScores)
+        try context.header()
         if labeler.options.includeScores {
             // Every step's scores: one file at a time, written as they come (memory stays flat
             // however long the file).
             for file in files {
                 do {
                     try context.heading(file)
-                    _ = try await labeler.label(file: open(file), progress: { fraction in
+                    let result = try await labeler.label(file: open(file), progress: { fraction in
                         if showProgress { ProgressBar.draw(fraction, label: file) }
                     }) { events, channelCount throws(OutputError) in
                         let failed = try context.write(events, file: file, channelCount: channelCount)
                         if failed > 0 && code == nil { code = ExitCode.dataError }
                         failures += failed
                     }
+                    context.finished(result)
                 } catch let error as OutputError {
                     throw error
                 } catch {
@@ -232,6 +284,7 @@ enum LabelCommand {
                 case let .success(result):
                     try context.heading(file)
                     let failed = try context.write(result.events, file: file, channelCount: result.channelCount)
+                    context.finished(result)
                     if failed > 0 && code == nil { code = ExitCode.dataError }
                     failures += failed
                 case let .failure(error):
@@ -277,8 +330,12 @@ enum LabelCommand {
 }
 
 extension LabelCommand {
-    /// How one run writes its events.
-    struct Context {
+    /// How one run writes its events: the format, what it needs of the models (their label
+    /// forms, rates and rules), and what runs from file to file (a Raven table's selection
+    /// numbers and each file's start in it).
+    /// `@unchecked Sendable`: the run writes from one task at a time (files in order), so the
+    /// counters are never touched from two threads at once.
+    final class Context: @unchecked Sendable {
         let format: SegmentFormat
         let model: Model
         let channels: FileLabeler.Channels
@@ -288,10 +345,53 @@ extension LabelCommand {
         let rttmIDs: [String: String]
         /// CSV with --scores: the table of step scores, and nothing else.
         let scoreTable: Bool
+        /// The run's sound-events model's label form, rate and rule, if one of its models has one.
+        let eventModel: (model: Model, options: LabelOptions)?
+        /// The Raven table's last selection number, and where the next file starts in it (seconds).
+        private var selection = 0
+        private var timeOffset = 0.0
+
+        init(format: SegmentFormat, labelers: [FileLabeler], channels: FileLabeler.Channels, output: OutputFile, multipleFiles: Bool,
+             rttmIDs: [String: String], scoreTable: Bool) {
+            self.format = format
+            model = labelers[0].model
+            self.channels = channels
+            self.output = output
+            self.multipleFiles = multipleFiles
+            self.rttmIDs = rttmIDs
+            self.scoreTable = scoreTable
+            eventModel = labelers.first { $0.options.events != nil }.map { ($0.model, $0.options) }
+        }
+
+        /// What every line of the run shares.
+        private var lineContext: SegmentFormat.LineContext {
+            var c = SegmentFormat.LineContext()
+            c.labelForm = (eventModel?.model ?? model).manifest.outputs.labelForm ?? .plain
+            c.eventColumns = eventModel != nil
+            c.channelColumn = channels == .each
+            return c
+        }
+
+        /// The k best labels a --scores line of a sound-events model shows.
+        var topCount: Int { min(eventModel?.options.events?.topK ?? 5, model.labels.count) }
+
+        /// The line before the events, if the format has one (CSV's columns, a Raven table's).
+        func header() throws(OutputError) {
+            if scoreTable {
+                try output.write(eventModel != nil ? SegmentFormat.topScoresHeader(k: topCount) : SegmentFormat.scoresHeader(labels: model.labels))
+            } else if let header = format.header(lineContext) {
+                try output.write(header)
+            }
+        }
 
         /// Text output names each file before its segments when there are several.
         func heading(_ file: String) throws(OutputError) {
             if format == .text && multipleFiles { try output.write("== \(file)") }
+        }
+
+        /// A file is written whole: the next starts after it in a Raven table.
+        func finished(_ result: FileLabeler.Result) {
+            timeOffset += Double(result.frames) / Double(max(result.sampleRate, 1))
         }
 
         /// Writes events of one file; returns how many of its channels failed.
@@ -302,14 +402,28 @@ extension LabelCommand {
             let name = format == .rttm ? rttmIDs[file] ?? file : file
             // An Audacity label track has no file or channel column: with several, each label says them.
             let tagged = format == .audacity && (multipleFiles || multiChannel)
+            var line = lineContext
+            line.timeOffset = timeOffset
+            let background = eventModel?.options.backgroundLabel.flatMap { model.labels.firstIndex(of: $0) }
+            // The next row's context: its label's prefix, its selection number and frequency box.
+            func row(channel: Int, sampleRate: Int) -> SegmentFormat.LineContext {
+                if tagged { line.labelPrefix = "\(file):\(channel) " }
+                selection += 1
+                line.selection = selection
+                line.highFrequency = min(sampleRate, model.sampleRate) / 2
+                return line
+            }
             for event in events {
                 switch event {
-                case var .ended(segment) where !scoreTable:
-                    if tagged { segment.label = "\(file):\(segment.channel) \(segment.label)" }
-                    try output.write(format.line(segment, file: name, multiChannel: multiChannel))
-                case var .detected(detection) where !scoreTable:
-                    if tagged { detection.label = "\(file):\(detection.channel) \(detection.label)" }
-                    try output.write(format.line(detection, file: name, multiChannel: multiChannel))
+                case let .ended(segment) where !scoreTable:
+                    let context = row(channel: segment.channel, sampleRate: segment.sampleRate)
+                    try output.write(format.line(segment, file: name, multiChannel: multiChannel, context: context))
+                case let .detected(detection) where !scoreTable:
+                    let context = row(channel: detection.channel, sampleRate: detection.sampleRate)
+                    try output.write(format.line(detection, file: name, multiChannel: multiChannel, context: context))
+                case let .scores(step) where eventModel != nil && (format == .csv || format == .jsonl || format == .text):
+                    // A sound-events model's labels are many: each window's best, not a column each.
+                    try output.write(format.topScores(step, labels: model.labels, top: TopLabels.best(topCount, of: step.scores, excluding: background), file: file))
                 case let .scores(step) where format == .csv:
                     try output.write(SegmentFormat.scoresRow(step, file: file))
                 case let .scores(step) where format == .jsonl || format == .text:

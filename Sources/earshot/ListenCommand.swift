@@ -77,7 +77,9 @@ enum ListenCommand {
 /// segments, a live line per model (per channel and model when there are several channels):
 /// the model, the label it hears (its open segment's, or its best-scoring), that label's score
 /// as a bar, whether a segment is open or a detection just came, and the channel's input level
-/// and dropped audio on the channel's first line.
+/// and dropped audio on the channel's first line. A sound-events model's line shows the
+/// window's best labels with their scores (those in an open event marked), and a line under it
+/// what was heard in the last minutes: each label's events, the latest first.
 /// Every write is checked: the first that fails is kept in `writeFailure` and `onWriteFailure`
 /// stops the run.
 /// `@unchecked Sendable`: the listening task calls `show` one delivery at a time, and `finish`
@@ -103,6 +105,11 @@ final class LiveView: @unchecked Sendable {
         var detected: (label: String, at: Double)?
         /// The stream's time at the last step (seconds).
         var now: Double = 0
+        /// A sound-events model: the last window's best labels and their scores, the labels
+        /// with an open event, and the events heard lately (oldest first).
+        var top: [(label: String, score: Float)] = []
+        var on: Set<String> = []
+        var heard: [Segment] = []
     }
     /// [channel][model]
     private(set) var rows: [[Row]]
@@ -116,6 +123,11 @@ final class LiveView: @unchecked Sendable {
 
     /// A detection is shown on its line this long (seconds of the stream).
     static let detectionShownSeconds = 1.5
+    /// A sound-events model's history: the events of this long (seconds of the stream), at most
+    /// `historyEvents` of them; the live line shows the best `topShown` labels of a window.
+    static let historySeconds = 300.0
+    static let historyEvents = 200
+    static let topShown = 3
 
     /// Writes text to standard output at once; after a failure, nothing more.
     private func emit(_ text: String) {
@@ -159,8 +171,9 @@ final class LiveView: @unchecked Sendable {
             lastDraw = now
             clearStatus()
             for l in lines { emit(l + "\n") }
-            for l in statusLines() { emit(l + "\n") }
-            drawnLines = rows.count * shown.count
+            let status = statusLines()
+            for l in status { emit(l + "\n") }
+            drawnLines = status.count
         } else if !lines.isEmpty {
             emit(lines.joined(separator: "\n") + "\n")
         }
@@ -176,6 +189,16 @@ final class LiveView: @unchecked Sendable {
             guard models.indices.contains(m), (0..<channels).contains(event.channel) else { continue }
             let k = event.channel
             switch event {
+            case let .scores(s) where models[m].options.events != nil:
+                rows[k][m].now = Double(s.end) / Double(max(s.sampleRate, 1))
+                let labels = models[m].model.labels
+                let background = models[m].options.backgroundLabel.flatMap { labels.firstIndex(of: $0) }
+                let top = TopLabels.best(printScores ? topCount(m) : Self.topShown, of: s.scores, excluding: background)
+                rows[k][m].top = top.prefix(Self.topShown).map { (labels[$0], s.scores[$0]) }
+                if let best = rows[k][m].top.first { (rows[k][m].label, rows[k][m].score) = best }
+                if printScores && !interactive {
+                    lines.append(SegmentFormat(rawValue: json ? "jsonl" : "text")?.topScores(s, labels: labels, top: top, file: "live") ?? "")
+                }
             case let .scores(s):
                 rows[k][m].now = Double(s.end) / Double(max(s.sampleRate, 1))
                 let labels = models[m].model.labels
@@ -189,6 +212,16 @@ final class LiveView: @unchecked Sendable {
                 }
                 if let best { (rows[k][m].label, rows[k][m].score) = best }
                 if printScores && !interactive { lines.append(json ? SegmentFormat.scoresLine(s, labels: labels, file: "live") : "") }
+            case let .started(s) where s.isEvent:
+                rows[k][m].on.insert(s.label)
+                if !interactive { lines.append(line("started", s, latency, form: form(m))) }
+            case let .ended(s) where s.isEvent:
+                rows[k][m].on.remove(s.label)
+                rows[k][m].heard.append(s)
+                let since = rows[k][m].now - Self.historySeconds
+                rows[k][m].heard.removeAll { $0.endSeconds < since }
+                if rows[k][m].heard.count > Self.historyEvents { rows[k][m].heard.removeFirst(rows[k][m].heard.count - Self.historyEvents) }
+                lines.append(line("ended", s, latency, form: form(m)))
             case let .started(s):
                 rows[k][m].open = s.label
                 rows[k][m].label = s.label
@@ -217,20 +250,58 @@ final class LiveView: @unchecked Sendable {
         if interactive { clearStatus() }
     }
 
-    private func line(_ kind: String, _ s: Segment, _ latency: String?) -> String {
+    /// How model `m` writes its labels.
+    private func form(_ m: Int) -> ModelManifest.LabelForm { models[m].model.manifest.outputs.labelForm ?? .plain }
+
+    /// The k best labels of model `m` that --scores shows (its rule's, or 5).
+    private func topCount(_ m: Int) -> Int { models[m].options.events?.topK ?? 5 }
+
+    /// A label as the live view shows it: a "Scientific_Common" label by its common name.
+    private static func shown(_ label: String, _ form: ModelManifest.LabelForm) -> String { form.names(label).common }
+
+    private func line(_ kind: String, _ s: Segment, _ latency: String?, form: ModelManifest.LabelForm = .plain) -> String {
         if json {
             let end = kind == "ended" ? ",\"end\":\(String(format: "%.3f", s.endSeconds)),\"score\":\(String(format: "%.4f", s.confidence))" : ""
+            // An event's best window and window count (so far, when it starts).
+            let event = s.isEvent ? ",\"best\":\(String(format: "%.4f", s.best ?? s.confidence)),\"windows\":\(s.windows ?? 1)" : ""
             let lat = latency.map { ",\"latencyMs\":\($0)" } ?? ""
-            return "{\"event\":\"\(kind)\",\"channel\":\(s.channel),\"label\":\(SegmentFormat.quotedLabel(s.label)),\"start\":\(String(format: "%.3f", s.startSeconds))\(end)\(lat)}"
+            return "{\"event\":\"\(kind)\",\"channel\":\(s.channel),\"label\":\(SegmentFormat.quotedLabel(s.label)),\"start\":\(String(format: "%.3f", s.startSeconds))\(end)\(event)\(lat)}"
         }
         let channel = channels > 1 ? "ch\(s.channel)  " : ""
-        if kind == "started" { return "\(channel)\(SegmentFormat.clock(s.startSeconds))  ...           \(s.label)" }
-        return "\(channel)\(SegmentFormat.clock(s.startSeconds))  \(SegmentFormat.clock(s.endSeconds))  \(s.label)  \(String(format: "%.2f", s.confidence))"
+        let label = Self.shown(s.label, form)
+        if kind == "started" { return "\(channel)\(SegmentFormat.clock(s.startSeconds))  ...           \(label)" }
+        let extra = s.isEvent ? "  best \(String(format: "%.2f", s.best ?? s.confidence)), \(s.windows ?? 1) window\(s.windows == 1 ? "" : "s")" : ""
+        return "\(channel)\(SegmentFormat.clock(s.startSeconds))  \(SegmentFormat.clock(s.endSeconds))  \(label)  \(String(format: "%.2f", s.confidence))\(extra)"
     }
 
     private func clearStatus() {
         if drawnLines > 0 { emit("\u{1B}[\(drawnLines)A\u{1B}[J") }
         drawnLines = 0
+    }
+
+    /// A sound-events model's live line: the window's best labels with their scores, an open
+    /// event's label marked with '*'.
+    private func eventsLine(_ row: Row, form: ModelManifest.LabelForm) -> String {
+        let top = row.top.map { "\(Self.padded((row.on.contains($0.label) ? "*" : "") + Self.shown($0.label, form), 22)) \(String(format: "%.2f", $0.score))" }
+        return Self.padded(top.joined(separator: "  "), Self.topShown * 27 + (Self.topShown - 1) * 2)
+    }
+
+    /// What a sound-events model heard in the last minutes: each label once, the latest first,
+    /// with its events' count, best score and the last one's start.
+    private func heardLine(_ row: Row, form: ModelManifest.LabelForm) -> String {
+        guard !row.heard.isEmpty else { return "heard: nothing in the last \(Int(Self.historySeconds / 60)) min" }
+        var order: [String] = []
+        var counts: [String: (count: Int, best: Float, last: Double)] = [:]
+        for e in row.heard.reversed() {
+            if counts[e.label] == nil { order.append(e.label) }
+            let c = counts[e.label] ?? (0, 0, e.startSeconds)
+            counts[e.label] = (c.count + 1, max(c.best, e.best ?? e.confidence), c.last)
+        }
+        let items = order.prefix(4).compactMap { label in
+            counts[label].map { "\(SegmentFormat.clock($0.last).prefix(8)) \(Self.shown(label, form)) \(String(format: "%.2f", $0.best))\($0.count > 1 ? " ×\($0.count)" : "")" }
+        }
+        let more = order.count > 4 ? " (+\(order.count - 4) more)" : ""
+        return "heard (\(Int(Self.historySeconds / 60)) min): " + items.joined(separator: " · ") + more
     }
 
     static func padded(_ s: String, _ width: Int) -> String {
@@ -256,13 +327,17 @@ final class LiveView: @unchecked Sendable {
                 } else {
                     state = ""
                 }
-                var line = "ch\(k)  \(Self.padded(models[m].model.name, nameWidth))  \(Self.padded(row.label, labelWidth))  [\(bar)] \(String(format: "%.2f", row.score))  \(Self.padded(state, 8))"
+                let events = models[m].options.events != nil
+                var line = "ch\(k)  \(Self.padded(models[m].model.name, nameWidth))  "
+                    + (events ? eventsLine(row, form: form(m))
+                              : "\(Self.padded(row.label, labelWidth))  [\(bar)] \(String(format: "%.2f", row.score))  \(Self.padded(state, 8))")
                 if n == 0 {
                     let db = level[k].isFinite ? String(format: "%6.1f dB", level[k]) : "  -inf dB"
                     line += "  in \(db)  dropped \(dropped[k])"
                 }
                 while line.hasSuffix(" ") { line.removeLast() }
                 out.append(line)
+                if events { out.append(String(repeating: " ", count: 7 + nameWidth) + heardLine(row, form: form(m))) }
             }
         }
         return out

@@ -79,7 +79,13 @@ enum PlotCommand {
         let rate = file.sampleRate, channelCount = each ? file.channelCount : 1
         let mel = spectrogram.mel ?? MelConfig(melCount: spectrogram.featureCount)
         let seconds = Double(total) / Double(rate)
-        let shown = labelers.map { l in l.model.labels.filter { $0 != l.options.backgroundLabel } }
+        // Each model's lanes: its labels but the background; a sound-events model's labels are
+        // many, so its lanes are the labels it heard (a first pass over the file finds them).
+        var shown = labelers.map { l in l.model.labels.filter { $0 != l.options.backgroundLabel } }
+        for (m, labeler) in labelers.enumerated() where labeler.options.events != nil {
+            shown[m] = try await heardLabels(labeler, path: path)
+        }
+        let shownIndices = zip(labelers, shown).map { l, names in names.compactMap { l.model.labels.firstIndex(of: $0) } }
         let truthLabels = Array(Set(truth.map(\.label))).sorted()
         var lanes: [Lane] = []
         for k in 0..<channelCount {
@@ -134,7 +140,7 @@ enum PlotCommand {
                 (l, TruthMatch(spans: truth.filter { $0.label == l }.map { ($0.start, $0.end) }, window: DetectionEvaluation.defaultWindow))
             })
         }
-        var scores = labelers.map { l in (0..<channelCount).map { _ in ColumnExtremes(count: n, length: total, width: l.model.labels.count) } }
+        var scores = shown.map { labels in (0..<channelCount).map { _ in ColumnExtremes(count: n, length: total, width: labels.count) } }
         var marks = shown.map { labels in (0..<channelCount).map { _ in labels.map { _ in SpanLane(columns: n, seconds: seconds) } } }
         for (m, labeler) in labelers.enumerated() {
             _ = try await labeler.label(path: path) { events, _ in
@@ -142,7 +148,7 @@ enum PlotCommand {
                     let k = event.channel
                     switch event {
                     case let .scores(s):
-                        scores[m][k].add(s.scores, at: s.end - 1)
+                        scores[m][k].add(shownIndices[m].map { s.scores[$0] }, at: s.end - 1)
                     case let .ended(s):
                         guard let i = shown[m].firstIndex(of: s.label) else { break }
                         marks[m][k][i].span(s.startSeconds, s.endSeconds, matches[k][s.label]?.segment(s.startSeconds, s.endSeconds) ?? .detected)
@@ -162,7 +168,7 @@ enum PlotCommand {
             case let .waveform(k): plot.waveform(waves[k], label: caption(lane))
             case let .spectrogram(k): plot.spectrogram(spectra[k], mel: mel, sampleRate: spectrogram.sampleRate, label: caption(lane))
             case let .scores(m, k):
-                plot.scores(scores[m][k], labels: labelers[m].model.labels, shown: shown[m], threshold: labelers[m].options.threshold, label: caption(lane))
+                plot.scores(scores[m][k], labels: shown[m], shown: shown[m], threshold: labelers[m].options.threshold, label: caption(lane))
             case let .events(m, k, i): plot.lane(marks[m][k][i], label: caption(lane), kind: "segments")
             case let .truth(k, l):
                 var spans = SpanLane(columns: n, seconds: seconds)
@@ -175,6 +181,37 @@ enum PlotCommand {
             }
         }
         return plot.finish()
+    }
+
+    /// The most lanes of one sound-events model's labels.
+    static let maxEventLanes = 24
+
+    /// The labels a sound-events model heard in the file, as its lanes: those with events (the
+    /// earliest first), then those that were ever among a window's k best (the rule's, or 5; the
+    /// best score first), at most `maxEventLanes` (a note says how many more).
+    static func heardLabels(_ labeler: FileLabeler, path: String) async throws -> [String] {
+        let labels = labeler.model.labels
+        let background = labeler.options.backgroundLabel.flatMap { labels.firstIndex(of: $0) }
+        let k = labeler.options.events?.topK ?? 5
+        var firstEvent: [Int: Double] = [:], bestTop: [Int: Float] = [:]
+        _ = try await labeler.label(path: path) { events, _ in
+            for event in events {
+                switch event {
+                case let .scores(s):
+                    for i in TopLabels.best(k, of: s.scores, excluding: background) { bestTop[i] = max(bestTop[i] ?? 0, s.scores[i]) }
+                case let .ended(e):
+                    if let i = labels.firstIndex(of: e.label) { firstEvent[i] = min(firstEvent[i] ?? .infinity, e.startSeconds) }
+                default: break
+                }
+            }
+        }
+        let withEvents = firstEvent.sorted { ($0.value, $0.key) < ($1.value, $1.key) }.map(\.key)
+        let topOnly = bestTop.filter { firstEvent[$0.key] == nil }.sorted { (-$0.value, $0.key) < (-$1.value, $1.key) }.map(\.key)
+        let all = withEvents + topOnly
+        if all.count > maxEventLanes {
+            printError("earshot plot: \(labeler.model.name): \(all.count) labels heard; the \(maxEventLanes) first drawn (those with events first)")
+        }
+        return all.prefix(maxEventLanes).map { labels[$0] }
     }
 
     struct TruthSpan { var start: Double; var end: Double; var label: String }

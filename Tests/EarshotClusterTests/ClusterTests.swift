@@ -325,6 +325,33 @@ struct ClusterTests {
         #expect(worker.stop() == 0)
     }
 
+    @Test("A worker running a sound-events model stores its events with their best score and window count (type event): earshot events gives label's, the rule's options (--top-k) applying")
+    func soundEvents() throws {
+        let redis = try TestRedis()
+        let wav = Repo.path("Tests/EarshotTests/Goldens/sound-events/tones.wav")
+        let pub = try runEarshot(["publish", "--redis", redis.url, "--source", "tones", "--chunk-ms", "250", wav])
+        #expect(pub.status == 0, "\(pub.err)")
+        let worker = try WorkerProcess(name: "tones", redis: redis, extra: ["-m", "Tests/Fixtures/tone-events", "--top-k", "2"])
+        let events = try runEarshot(["events", "--redis", redis.url, "--source", "tones", "--follow", "--format", "jsonl"])
+        #expect(events.status == 0, "\(events.err)")
+        let label = try runEarshot(["label", "-m", "Tests/Fixtures/tone-events", "--top-k", "2", "--format", "jsonl", wav])
+        // The same events, values and order; label adds the names it splits by the model's label form.
+        func objects(_ text: String) throws -> [NSDictionary] {
+            try text.split(separator: "\n").map { line in
+                var o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                o["scientific"] = nil; o["common"] = nil; o["file"] = nil
+                return o as NSDictionary
+            }
+        }
+        let served = try objects(events.out), labelled = try objects(label.out)
+        #expect(served == labelled && labelled.count == 9 && labelled.allSatisfy { $0["windows"] != nil }, "\(events.out)\n\(label.out)")
+        // In a Raven table, selections numbered through, each its Nyquist frequency.
+        let raven = try runEarshot(["events", "--redis", redis.url, "--source", "tones", "--format", "raven"])
+        let rows = raven.out.split(separator: "\n").dropFirst().map { $0.split(separator: "\t").map(String.init) }
+        #expect(rows.map { $0[0] } == (1...9).map(String.init) && rows.allSatisfy { $0[6] == "4000" }, "\(raven.out)")
+        #expect(worker.stop() == 0)
+    }
+
     @Test("earshot publish, worker and events from the shell: events in every label format equal label's (file column = source id)")
     func commandLine() throws {
         let redis = try TestRedis()

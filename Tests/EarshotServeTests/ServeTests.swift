@@ -263,6 +263,38 @@ struct ServeTests {
         for key in ["asr", "tts", "handle", "intent", "mic", "snd"] { #expect(info.data[key] == []) }
     }
 
+    @Test("A sound-events model answers each event as sound-event (label, both names, bounds in ms, mean and best score, windows), as label finds them; info lists it under sound_events, naming the event; a wake word beside it is answered as before")
+    func soundEvents() async throws {
+        let tones = try Model(contentsOf: Repo.root.appendingPathComponent("Tests/Fixtures/tone-events"))
+        let (server, port) = try Serving.start([Serving.okayNabu, tones])
+        defer { server.stop() }
+        let client = try WyomingTestClient(port: port)
+        client.send("describe")
+        let info = try #require(try client.next())
+        let program = try #require(info.data["sound_events"]?.array?.first)
+        #expect(program["events"] == ["sound-event"] && program["models"]?.array?.map { $0["name"] } == ["tone-events"])
+        #expect(info.data["wake"]?.array?.first?["models"]?.array?.count == 1 && info.data["vad"] == nil)
+        // The tones at 8 kHz, in 20 ms chunks: an answer per event, at its end.
+        let (samples, rate) = try AudioFile.readMono(path: Repo.path("Tests/EarshotTests/Goldens/sound-events/tones.wav"))
+        let stream = try StreamClassifier(model: tones, sourceSampleRate: rate)
+        let expected = (try await stream.process(samples) + (try await stream.finish())).compactMap { e -> Segment? in
+            if case let .ended(s) = e { return s } else { return nil }
+        }
+        #expect(expected.count == 10)
+        let served = try Serving.stream(client, pcm16(samples), rate: rate)
+        let events = served.filter { $0.type == "sound-event" }
+        #expect(events.count == expected.count && served.allSatisfy { ["sound-event", "not-detected"].contains($0.type) }, "\(served.map(\.type))")
+        for (e, s) in zip(events, expected) {
+            let names = s.label.split(separator: "_").map(String.init)
+            #expect(e.data["name"] == "tone-events" && e.data["label"]?.string == s.label)
+            #expect(e.data["scientific"]?.string == names[0] && e.data["common"]?.string == names[1])
+            #expect(e.data["start"]?.integer == Int((s.startSeconds * 1000).rounded()) && e.data["end"]?.integer == Int((s.endSeconds * 1000).rounded()), "\(e.data) \(s)")
+            #expect(e.data["score"]?.number == Double(s.confidence) && e.data["best"]?.number == Double(s.best ?? -1) && e.data["windows"]?.integer == s.windows, "\(e.data) \(s)")
+        }
+        // The wake word heard nothing in tones, and says so as Home Assistant expects.
+        #expect(served.last?.type == "not-detected")
+    }
+
     @Test("A served stream's answers equal earshot label on the same audio: 16 kHz, 44.1 kHz, stereo, 24-bit, odd chunk sizes")
     func servedEqualsLabel() async throws {
         let models = [Serving.okayNabu, Fixtures.model]

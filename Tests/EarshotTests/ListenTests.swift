@@ -155,6 +155,81 @@ struct LiveViewTests {
     }
 }
 
+@Suite("Listening to a sound-events model (ALSA file PCM)")
+struct ListenSoundEventTests {
+    /// The tones at 16 kHz on two channels (the mono sequence and the stereo file's second), as
+    /// 16-bit values: what the capture reads back.
+    static func tones16k() throws -> [[Float]] {
+        let file = try AudioFile(path: Repo.path(ToneEvents.stereo))
+        return try file.readChannels(maxFrames: file.frameCount ?? 0).map { channel in
+            let up = try Resampler(inputRate: 8000, outputRate: 16000)
+            return (try up.process(channel) + (try up.finish())).map { Float(Int16(clamping: Int(($0 * 32768).rounded()))) / 32768 }
+        }
+    }
+
+    @Test("Two microphones, each its own state: the events each channel gives when labelled alone, and the live lines show each one's best labels and what it heard")
+    func twoChannels() async throws {
+        let channels = try Self.tones16k()
+        var options = LabelOptions(model: ToneEvents.model)
+        options.includeScores = true
+        let view = LiveView(models: [(ToneEvents.model, options)], channels: 2, interactive: false, json: true, printScores: false)
+        var events: [ClassifierEvent] = []
+        var printed: [String] = []
+        _ = try await LiveLabeler(model: ToneEvents.model, options: options).run(try LiveFixture.capture(name: "earshot_tones", channels: channels)) { d in
+            events += d.events
+            printed += view.record(d)
+        }
+        for k in 0..<2 {
+            let alone = try StreamClassifier(model: ToneEvents.model, sourceSampleRate: 16000, options: options)
+            let expected = try await alone.process(channels[k]) + (try await alone.finish())
+            #expect(events.filter { $0.channel == k }.map { $0.renumbered(to: 0) }.filter { if case .ended = $0 { true } else { false } }
+                    == expected.filter { if case .ended = $0 { true } else { false } }, "channel \(k)")
+            #expect(segments(expected).count == [10, 5][k])
+        }
+        // In a pipe: a JSON line per event, with its best window and window count.
+        let ended = printed.filter { $0.hasPrefix("{\"event\":\"ended\"") }
+        #expect(ended.count == 15 && ended.allSatisfy { $0.contains("\"best\":") && $0.contains("\"windows\":") })
+        // The live lines: each channel's last window's best labels; under them what it heard lately.
+        let lines = view.statusLines()
+        #expect(lines.count == 4, "\(lines)")
+        #expect(lines[0].hasPrefix("ch0  tone-events  Tone 1800 Hz ") && lines[2].hasPrefix("ch1  tone-events  "), "\(lines)")
+        // The latest first (of events ended together, the later in the file's order); a label's
+        // events once, with their count, best score and the latest one's start.
+        #expect(lines[1] == "                  heard (5 min): 00:00:11 Tone 1800 Hz 0.96 · 00:00:08 Tone 1200 Hz 0.87 · 00:00:07 Tone 600 Hz 0.95 · 00:00:07 Tone 300 Hz 0.99 (+5 more)", "\(lines[1])")
+        #expect(lines[3] == "                  heard (5 min): 00:00:09 Tone 2600 Hz 0.97 · 00:00:06 Tone 600 Hz 0.99 · 00:00:04 Tone 1800 Hz 0.99 ×2 · 00:00:00 Tone 200 Hz 0.98", "\(lines[3])")
+    }
+
+    @Test("The live lines of a sound-events model: the best labels with their scores, open events marked, the last minutes' events by label; older ones leave")
+    func liveLines() throws {
+        var options = LabelOptions(model: ToneEvents.model)
+        options.includeScores = true
+        let view = LiveView(models: [(ToneEvents.model, options)], channels: 1, interactive: false, json: false, printScores: false)
+        let labels = ToneEvents.model.labels
+        func scores(_ values: [Int: Float], at seconds: Double) -> ClassifierEvent {
+            var all = [Float](repeating: 0.01, count: labels.count)
+            for (i, v) in values { all[i] = v }
+            let end = Int(seconds * 8000)
+            return .scores(StepScores(channel: 0, start: end - 1000, end: end, sampleRate: 8000, scores: all))
+        }
+        func event(_ i: Int, _ start: Double, _ end: Double, best: Float) -> Segment {
+            Segment(channel: 0, label: labels[i], start: Int(start * 8000), end: Int(end * 8000), sampleRate: 8000, confidence: best - 0.1, best: best, windows: 3)
+        }
+        let printed = view.record(LiveLabeler.Delivery(events: [scores([6: 0.9, 2: 0.4, 9: 0.7], at: 10), .ended(event(2, 3, 4, best: 0.8)),
+                                                                .ended(event(6, 5, 6, best: 0.95)), .started(event(6, 9.5, 10, best: 0.9))],
+                                                       models: [0, 0, 0, 0], latency: .milliseconds(2), levels: [-30]))
+        #expect(printed == ["00:00:03.000  00:00:04.000  Tone 400 Hz  0.70  best 0.80, 3 windows",
+                            "00:00:05.000  00:00:06.000  Tone 1000 Hz  0.85  best 0.95, 3 windows", "00:00:09.500  ...           Tone 1000 Hz"], "\(printed)")
+        #expect(view.statusLines() == [
+            "ch0  tone-events  *Tone 1000 Hz          0.90  Tone 1800 Hz           0.70  Tone 400 Hz            0.40  in  -30.0 dB  dropped 0",
+            "                  heard (5 min): 00:00:05 Tone 1000 Hz 0.95 · 00:00:03 Tone 400 Hz 0.80",
+        ], "\(view.statusLines().joined(separator: "\n"))")
+        // Six minutes on, the event ends; those of more than five minutes ago have left the list.
+        _ = view.record(LiveLabeler.Delivery(events: [scores([:], at: 370), .ended(event(6, 9.5, 369, best: 0.99))], models: [0, 0], latency: nil, levels: [-40]))
+        #expect(view.statusLines()[1] == "                  heard (5 min): 00:00:09 Tone 1000 Hz 0.99")
+        #expect(view.statusLines()[0].hasPrefix("ch0  tone-events  Tone 200 Hz            0.01  Tone 300 Hz            0.01"))
+    }
+}
+
 @Suite("earshot listen and devices")
 struct ListenCommandTests {
     @Test("listen prints the same segments as label, one JSON line per event, with latency")

@@ -86,20 +86,26 @@ struct OutputFormatTests {
         #expect(try runEarshot(["features", "AudioSamples/speech-8k.wav", "--dump", "x.bin"]).status == 64)
     }
 
-    @Test("Every JSON line of label (segments, detections, step scores) has exactly the keys and types docs/events.schema.json gives")
+    @Test("Every JSON line of label (segments, detections, sound events, step scores, a window's best labels) has the keys and types docs/events.schema.json gives")
     func jsonLinesMatchTheSchema() throws {
         let schema = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: Repo.root.appendingPathComponent("docs/events.schema.json"))) as? [String: Any])
         let kinds = try #require(schema["oneOf"] as? [[String: Any]])
         func kind(of object: [String: Any]) -> String? {
             for k in kinds {
                 let required = Set(k["required"] as? [String] ?? []), properties = k["properties"] as? [String: [String: Any]] ?? [:]
-                guard Set(object.keys) == required, Set(properties.keys) == required else { continue }
+                // Every required key, and no key the kind does not name (an event's names are optional).
+                guard required.isSubset(of: object.keys), Set(object.keys).isSubset(of: properties.keys) else { continue }
                 let typesMatch = object.allSatisfy { key, value in
                     switch properties[key]?["type"] as? String {
                     case "string": return value is String
                     case "integer": return (value as? NSNumber).map { $0.doubleValue.rounded() == $0.doubleValue } ?? false
                     case "number": return value is NSNumber
                     case "object": return value is [String: Any]
+                    case "array":
+                        // An array of objects with exactly the item's keys, each of its type.
+                        let item = properties[key]?["items"] as? [String: Any] ?? [:]
+                        let keys = Set(item["required"] as? [String] ?? [])
+                        return (value as? [[String: Any]]).map { $0.allSatisfy { Set($0.keys) == keys && $0["label"] is String && $0["score"] is NSNumber } } ?? false
                     default: return false
                     }
                 }
@@ -110,7 +116,8 @@ struct OutputFormatTests {
         var seen: Set<String> = []
         for words in [["label", "-f", "jsonl", "AudioSamples/speech-8k.wav"],
                       ["label", "-f", "jsonl", "-m", "okay-nabu", "Tests/EarshotTests/Goldens/microwakeword/wake-words.wav"],
-                      ["label", "-f", "jsonl", "--scores", "-m", "silero-vad-8k", "AudioSamples/speech-8k.wav"]] {
+                      ["label", "-f", "jsonl", "--scores", "-m", "silero-vad-8k", "AudioSamples/speech-8k.wav"],
+                      ["label", "-f", "jsonl", "--scores", "-m", "Tests/Fixtures/tone-events", ToneEvents.audio]] {
             let run = try runEarshot(words)
             for line in run.out.split(separator: "\n") {
                 let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
@@ -119,6 +126,6 @@ struct OutputFormatTests {
                 if let k { seen.insert(k) }
             }
         }
-        #expect(seen == ["segment", "detection", "scores"])
+        #expect(seen == ["segment", "detection", "scores", "event", "top scores"])
     }
 }

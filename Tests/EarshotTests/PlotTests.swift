@@ -149,6 +149,30 @@ struct PlotTests {
         #expect(svg.withClass("tick").count >= 7)
     }
 
+    @Test("A sound-events model: a lane for each label it heard (those with events, the earliest first, then those among a window's best), each with its events")
+    func soundEvents() throws {
+        let run = try runEarshot(["plot", "-m", "Tests/Fixtures/tone-events", ToneEvents.audio, "-o", "-"])
+        #expect(run.status == 0, "\(run.err)")
+        let svg = SVGElements.parse(run.out)
+        #expect(svg.error == nil)
+        let lanes = svg.elements.filter { $0.attributes["class"] == "lane segments" }.compactMap { $0.attributes["data-label"] }
+        let labelled = try runEarshot(["label", "-m", "Tests/Fixtures/tone-events", "-f", "csv", ToneEvents.audio])
+        let events = labelled.out.split(separator: "\n").dropFirst().map { $0.split(separator: ",").map(String.init) }
+        var withEvents: [String] = []
+        for e in events.sorted(by: { (Double($0[3]) ?? 0, ToneEvents.model.labels.firstIndex(of: $0[2]) ?? 0) < (Double($1[3]) ?? 0, ToneEvents.model.labels.firstIndex(of: $1[2]) ?? 0) })
+        where !withEvents.contains(e[2]) { withEvents.append(e[2]) }
+        #expect(withEvents.count == 9 && Array(lanes.prefix(9)) == withEvents, "\(lanes)")
+        // The rest were among a window's 3 best without an event: here every other label.
+        #expect(Set(lanes.dropFirst(9)) == Set(ToneEvents.model.labels).subtracting(withEvents) && lanes.count == 12)
+        let spans = svg.spansByLane()
+        for label in withEvents {
+            #expect(spans[label]?.count == events.filter { $0[2] == label }.count, "\(label)")
+        }
+        #expect(lanes.dropFirst(9).allSatisfy { spans[$0] == nil })
+        // The scores lane draws those labels' scores, not the model's every label.
+        #expect(svg.withClass("score").map { $0["data-label"] ?? "" } == lanes)
+    }
+
     @Test("Wake words: detections as marks; --channels each stacks the channels; PNG through rsvg-convert; bad output refused")
     func detectionsChannelsAndPNG() throws {
         let wake = try runEarshot(["plot", "-m", "okay-nabu", "Tests/EarshotTests/Goldens/microwakeword/wake-words.wav", "-o", "-"])

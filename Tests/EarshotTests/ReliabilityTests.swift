@@ -23,6 +23,23 @@ struct ReliabilityLibraryTests {
         #expect(throws: StreamError.self) { try Session(model: Fixtures.model, channelCount: 1, options: options) }
     }
 
+    @Test("A channel ended with several blocks not yet stepped (a service's audio-stop within a tick) steps its partial last block too: the events and steps of the stream run alone")
+    func partialTailAfterWholeBlocks() async throws {
+        let (samples, rate) = try AudioFile.readMono(path: Repo.path(ToneEvents.audio))
+        #expect(samples.count % ToneEvents.hop == 500)
+        let alone = try StreamClassifier(model: ToneEvents.model, sourceSampleRate: rate)
+        let expected = try await alone.process(samples) + (try await alone.finish())
+        // Whole blocks stepped as they come, then the last 4500 samples pushed and the channel ended at once.
+        var set = ChannelSet(model: ToneEvents.model, options: LabelOptions(model: ToneEvents.model))
+        let k = try set.add(sourceRate: rate, kind: .live)
+        let cut = samples.count - 4500
+        var events = set.push(Array(samples[..<cut]), channel: k) + set.drain()
+        events += set.push(Array(samples[cut...]), channel: k)
+        events += set.finish(channel: k)
+        #expect(set.stepsRun == 97)
+        #expect(events == expected && segments(expected).last?.end == samples.count, "\(segments(events).last.map { "\($0)" } ?? "none")")
+    }
+
     @Test("A stream restored at the step limit goes on without trapping")
     func stepLimit() async throws {
         var state = Fixtures.model.makeState()

@@ -26,16 +26,23 @@ struct WholeStreamSnapshotTests {
 
     static func cases() -> [(model: Model, file: String)] {
         [(Fixtures.model, "AudioSamples/speech-noise-16k.wav"), (Fixtures.model, "AudioSamples/speech-44k.wav"),
-         (Fixtures.model, "AudioSamples/speech-8k.wav"), (Fixtures.wakeModel, "Tests/EarshotTests/Goldens/microwakeword/wake-words.wav")]
+         (Fixtures.model, "AudioSamples/speech-8k.wav"), (Fixtures.wakeModel, "Tests/EarshotTests/Goldens/microwakeword/wake-words.wav"),
+         (ToneEvents.model, ToneEvents.audio), (ToneEvents.model, ToneEvents.stereo)]
     }
 
-    @Test("Snapshot at random chunk boundaries (16 kHz, 44.1 kHz, 8 kHz; segments and detections), restore from bytes: the same events, bit for bit",
-          arguments: 0..<4)
+    @Test("Snapshot at random chunk boundaries (16 kHz, 44.1 kHz, 8 kHz; segments, detections and many-label events), restore from bytes: the same events, bit for bit",
+          arguments: 0..<6)
     func restoreEqualsUninterrupted(_ index: Int) async throws {
         let (model, file) = Self.cases()[index]
         let (samples, rate) = try AudioFile.readMono(path: Repo.path(file))
         var options = LabelOptions(model: model)
         options.includeScores = true
+        if index == 5 {
+            // Events open across the cuts: windows joined over a gap, a minimum duration, labels' own thresholds.
+            options.events?.mergeGapSeconds = 0.4
+            options.events?.minDurationSeconds = 0.6
+            options.events?.labelThresholds = ["Sinus 600_Tone 600 Hz": 0.8, "Sinus 200_Tone 200 Hz": 0.3]
+        }
         var random = SeededRandom.fromEnvironment()
         let sizes = random.chunkSizes(total: samples.count, maxChunk: Int.random(in: 100...9000, using: &random))
         let whole = try await Self.run(model, samples, rate: rate, sizes: sizes, cut: nil, options: options)
@@ -47,6 +54,38 @@ struct WholeStreamSnapshotTests {
             #expect(moved == whole, "\(file): cut before chunk \(cut) of \(sizes.count), seed \(random.seed)")
             let bits = { (e: [ClassifierEvent]) in scores(e).flatMap { $0.scores.map(\.bitPattern) } }
             #expect(bits(moved) == bits(whole))
+        }
+    }
+
+    @Test("A snapshot of format 1 (an earshot before many-label events) is read: segments and detections go on as uninterrupted")
+    func formatOne() async throws {
+        var random = SeededRandom.fromEnvironment()
+        for (model, file) in Self.cases().prefix(4) {
+            let (samples, rate) = try AudioFile.readMono(path: Repo.path(file))
+            var options = LabelOptions(model: model)
+            options.includeScores = true
+            let sizes = random.chunkSizes(total: samples.count, maxChunk: Int.random(in: 100...9000, using: &random))
+            let whole = try await Self.run(model, samples, rate: rate, sizes: sizes, cut: nil, options: options)
+            let cut = Int.random(in: 1..<sizes.count, using: &random)
+            var stream = try StreamClassifier(model: model, sourceSampleRate: rate, options: options)
+            var events: [ClassifierEvent] = []
+            var offset = 0
+            for (i, size) in sizes.enumerated() {
+                if i == cut {
+                    let bytes = await stream.snapshot(formatVersion: 1).serialized()
+                    #expect(Array(bytes[9..<13]) == [1, 0, 0, 0])
+                    let old = try StreamSnapshot(serialized: bytes)
+                    #expect(old.options == options)
+                    stream = try StreamClassifier(model: model, restoring: old)
+                    // Written again, it keeps its format; a new snapshot of the stream is of the current one.
+                    #expect(old.serialized() == bytes)
+                    #expect(Array(await stream.snapshot().serialized()[9..<13]) == [UInt8(StreamSnapshot.formatVersion), 0, 0, 0])
+                }
+                events += try await stream.process(Array(samples[offset..<(offset + size)]))
+                offset += size
+            }
+            events += try await stream.finish()
+            #expect(events == whole, "\(file): cut before chunk \(cut) of \(sizes.count), seed \(random.seed)")
         }
     }
 
@@ -118,6 +157,39 @@ struct WholeStreamSnapshotTests {
             withUnsafeBytes(of: CRC32C.checksum(cut).littleEndian) { cut += $0 }
             #expect(throws: StreamError.self, "cut at \(n)") {
                 _ = try StreamClassifier(model: Fixtures.model, restoring: try StreamSnapshot(serialized: cut))
+            }
+        }
+    }
+
+    @Test("A many-label stream's snapshot with open events, its bytes changed at random (checksum made right) or cut: refused, or a stream that runs; never a crash")
+    func eventsMutated() async throws {
+        let (samples, rate) = try AudioFile.readMono(path: Repo.path(ToneEvents.audio))
+        let stream = try StreamClassifier(model: ToneEvents.model, sourceSampleRate: rate)
+        _ = try await stream.process(Array(samples[..<(8 * rate + 4321)]))  // four tones open
+        let bytes = await stream.snapshot().serialized()
+        var random = SeededRandom.fromEnvironment()
+        var refusedCount = 0
+        for _ in 0..<300 {
+            var mutated = Array(bytes.dropLast(4))
+            // Mostly in the tail: the event tracker and the rule's options lie near the end.
+            let at = Int.random(in: 0..<3, using: &random) == 0 ? Int.random(in: 9..<mutated.count, using: &random)
+                : Int.random(in: max(9, mutated.count - 400)..<mutated.count, using: &random)
+            mutated[at] = [0, 0xFF, 0x7F, 0x80, UInt8.random(in: 0...255, using: &random)][Int.random(in: 0..<5, using: &random)]
+            withUnsafeBytes(of: CRC32C.checksum(mutated).littleEndian) { mutated += $0 }
+            do {
+                let restored = try StreamClassifier(model: ToneEvents.model, restoring: try StreamSnapshot(serialized: mutated))
+                _ = try? await restored.process(Array(samples[(8 * rate + 4321)...]))
+                _ = try? await restored.finish()
+            } catch {
+                refusedCount += 1
+            }
+        }
+        #expect(refusedCount > 0, "seed \(random.seed)")
+        for n in stride(from: 9, to: bytes.count - 4, by: 7) {
+            var cut = Array(bytes.prefix(n))
+            withUnsafeBytes(of: CRC32C.checksum(cut).littleEndian) { cut += $0 }
+            #expect(throws: StreamError.self, "cut at \(n)") {
+                _ = try StreamClassifier(model: ToneEvents.model, restoring: try StreamSnapshot(serialized: cut))
             }
         }
     }

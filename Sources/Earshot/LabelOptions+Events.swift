@@ -1,0 +1,134 @@
+import EarshotModel
+import Foundation
+
+extension LabelOptions {
+    /// The rule of a many-label window classifier (sound events, birds), after the manifest's
+    /// `decision.events` and the run's overrides. A label is on in a window when it is among the
+    /// window's `topK` best (scores descending, then label order; the background label is never
+    /// one) and its score is at least its threshold (`labelThresholds`, else `threshold`). A
+    /// label's on-windows form one event while each starts at most `mergeGapSeconds` after the
+    /// event's end so far: the event runs from its first window's start to its last window's
+    /// end, with the best and the mean of its windows' scores and their count. Events shorter
+    /// than `minDurationSeconds` are dropped.
+    public struct Events: Sendable, Equatable {
+        /// A window holds at most its k best labels; nil: every label at or above its threshold.
+        public var topK: Int?
+        /// Thresholds of single labels (by label), over `LabelOptions.threshold`.
+        public var labelThresholds: [String: Double] = [:]
+        /// How long after an event's end a window of its label may start and still join it
+        /// (seconds); nil: every window is an event of its own.
+        public var mergeGapSeconds: Double? = 0
+        /// Events shorter than this are dropped (seconds).
+        public var minDurationSeconds: Double = 0
+        /// The audio a window's scores describe, ending where its step ends; nil: the step's
+        /// block (the model's context and chunk).
+        public var windowSamples: Int?
+
+        /// The defaults: every label at or above the threshold, consecutive windows joined.
+        public init() {}
+
+        /// The manifest's rule.
+        public init(_ rule: ModelManifest.EventRule) {
+            topK = rule.topK
+            labelThresholds = rule.labelThresholds ?? [:]
+            mergeGapSeconds = rule.merge == false ? nil : rule.mergeGapSeconds ?? 0
+            minDurationSeconds = rule.minDurationSeconds ?? 0
+            windowSamples = rule.windowSamples
+        }
+
+        /// The rule as a manifest says it.
+        public var rule: ModelManifest.EventRule {
+            ModelManifest.EventRule(topK: topK, labelThresholds: labelThresholds.isEmpty ? nil : labelThresholds,
+                                    mergeGapSeconds: mergeGapSeconds ?? 0, merge: mergeGapSeconds == nil ? false : nil,
+                                    minDurationSeconds: minDurationSeconds, windowSamples: windowSamples)
+        }
+
+        /// Checks every setting against its range (the manifest's).
+        /// - Throws: `StreamError.invalidOption` naming the setting, its value and what it may be.
+        public func validate() throws(StreamError) {
+            if let bad = rule.firstInvalid() { throw .invalidOption(name: bad.field, value: bad.value, expected: bad.expected) }
+            if let bad = labelThresholds.first(where: { !$0.value.isFinite }) {
+                throw .invalidOption(name: "events.labelThresholds[\(bad.key)]", value: "\(bad.value)", expected: "0...1")
+            }
+        }
+    }
+}
+
+// MARK: Thresholds from a file
+
+extension LabelOptions.Events {
+    /// The most bytes a thresholds file may hold (a line for each of a hundred thousand labels).
+    public static let maxThresholdsFileBytes = 16 << 20
+
+    /// Per-label thresholds from a file, for models of thousands of labels: a line per label,
+    /// `LABEL,X` or `LABEL<TAB>X`, split at the line's last comma or tab (so a label may hold
+    /// commas); blank lines, lines starting with '#', and a first line whose value is not a number
+    /// (a header: `label,threshold`) are skipped. A later line for the same label wins.
+    /// - Parameter labels: the labels the file may name.
+    /// - Throws: `StreamError.data` naming the file and the line: a label none of `labels`
+    ///   (with the nearest), a value outside 0...1, a line without a value, a file that cannot be
+    ///   read or is larger than `maxThresholdsFileBytes`.
+    public static func thresholds(file path: String, labels: [String]) throws(StreamError) -> [String: Double] {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw .data(path: path, reason: "cannot read the file (no such file, or not allowed)") }
+        defer { try? handle.close() }
+        let bytes: Data
+        do { bytes = try handle.read(upToCount: maxThresholdsFileBytes + 1) ?? Data() } catch {
+            throw .data(path: path, reason: "cannot read the file: \(error.localizedDescription)")
+        }
+        guard bytes.count <= maxThresholdsFileBytes else { throw .data(path: path, reason: "larger than \(maxThresholdsFileBytes >> 20) MiB") }
+        let known = Set(labels)
+        var out: [String: Double] = [:]
+        // "\r\n" is one Character: lines end at any line break.
+        let lines = String(decoding: bytes, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        var first = true
+        for (n, line) in lines.enumerated() {
+            guard !line.allSatisfy(\.isWhitespace), !line.hasPrefix("#") else { continue }
+            defer { first = false }
+            guard let cut = line.lastIndex(where: { $0 == "," || $0 == "\t" }) else {
+                throw .data(path: path, reason: "line \(n + 1): expected LABEL,THRESHOLD (or LABEL<TAB>THRESHOLD)")
+            }
+            let label = line[..<cut].trimmingCharacters(in: .whitespaces)
+            let text = line[line.index(after: cut)...].trimmingCharacters(in: .whitespaces)
+            guard let value = Double(text) else {
+                if first { continue }  // a header
+                throw .data(path: path, reason: "line \(n + 1): '\(text)' is not a number")
+            }
+            guard value.isFinite, ModelManifest.Decision.scoreRange.contains(value) else {
+                throw .data(path: path, reason: "line \(n + 1): threshold \(text) of '\(label)': expected 0...1")
+            }
+            guard known.contains(label) else {
+                let guess = Spelling.closest(label, in: labels).map { " (did you mean '\($0)'?)" } ?? ""
+                throw .data(path: path, reason: "line \(n + 1): '\(label)' is not a label of the model\(guess)")
+            }
+            out[label] = value
+        }
+        return out
+    }
+}
+
+// MARK: Snapshots
+
+extension LabelOptions.Events {
+    /// The rule in a snapshot (format 2): top k, the label thresholds in label order, the gap,
+    /// the minimum duration and the window.
+    func save(to w: inout SnapshotWriter) {
+        w.optionalInt(topK)
+        w.int(labelThresholds.count)
+        for (label, v) in labelThresholds.sorted(by: { $0.key < $1.key }) { w.string(label); w.double(v) }
+        w.optionalDouble(mergeGapSeconds)
+        w.double(minDurationSeconds)
+        w.optionalInt(windowSamples)
+    }
+
+    init(from r: inout SnapshotReader) throws(StreamError) {
+        self.init()
+        topK = try r.optionalInt(in: ModelManifest.EventRule.topKRange, "top k")
+        for _ in 0..<(try r.int(in: 0...(1 << 20), "label thresholds")) {
+            let label = try r.string()
+            labelThresholds[label] = try r.double("a label's threshold")
+        }
+        mergeGapSeconds = try r.optionalDouble("merge gap")
+        minDurationSeconds = try r.double("minimum duration")
+        windowSamples = try r.optionalInt(in: ModelManifest.EventRule.windowRange, "window samples")
+    }
+}
