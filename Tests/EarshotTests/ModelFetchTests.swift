@@ -1,3 +1,4 @@
+import EarshotCommandTestSupport
 import EarshotFetch
 import EarshotTestSupport
 import Foundation
