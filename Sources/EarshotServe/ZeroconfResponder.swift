@@ -1,9 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
+import EarshotTelemetry
 import Foundation
-import Synchronization
 
 /// Announces a Wyoming service over multicast DNS (RFC 6762, DNS-SD RFC 6763) as Wyoming's own
 /// services do, so that Home Assistant discovers it: `NAME._wyoming._tcp.local` with the
@@ -24,9 +23,7 @@ public final class ZeroconfResponder: Sendable {
     /// The IPv4 addresses its A record gives.
     public let addresses: [[UInt8]]
     private let fd: Int32
-    private let started = Atomic<Bool>(false)
-    private let stopping = Atomic<Bool>(false)
-    private let stopped = DispatchSemaphore(value: 0)
+    private let thread = ServiceThread()
 
     static let mdnsPort: UInt16 = 5353
     static let group = "224.0.0.251"
@@ -155,24 +152,16 @@ public final class ZeroconfResponder: Sendable {
     // MARK: running
 
     /// Announces the service and answers on a thread of its own until `stop`.
-    public func start() {
-        guard !started.exchange(true, ordering: .relaxed) else { return }
-        let thread = Thread { self.run() }
-        thread.name = "earshot zeroconf"
-        thread.start()
-    }
+    public func start() { thread.start(name: "earshot zeroconf") { self.run() } }
 
     /// Says goodbye and stops (from any thread); returns when the thread has ended.
-    public func stop() {
-        guard !stopping.exchange(true, ordering: .relaxed), started.load(ordering: .relaxed) else { return }
-        stopped.wait()
-    }
+    public func stop() { thread.stop() }
 
     private func run() {
         send(announcement().bytes, to: nil)
         var nextAnnouncement: ContinuousClock.Instant? = .now + .seconds(1)
         var buffer = [UInt8](repeating: 0, count: 9000)
-        while !stopping.load(ordering: .relaxed) {
+        while !thread.isStopping {
             if let at = nextAnnouncement, ContinuousClock.now >= at {
                 send(announcement().bytes, to: nil)
                 nextAnnouncement = nil
@@ -192,7 +181,6 @@ public final class ZeroconfResponder: Sendable {
             send(reply.bytes, to: unicast ? from : nil)
         }
         send(announcement(goodbye: true).bytes, to: nil)
-        stopped.signal()
     }
 
     /// Sends `bytes` to `peer`, or to the group (224.0.0.251:5353).

@@ -1,9 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import Foundation
-import Synchronization
 
 /// Why a metrics endpoint could not start.
 public enum TelemetryError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -35,9 +33,7 @@ public final class MetricsServer: Sendable {
     private let listener: Int32
     private let metrics: @Sendable () -> String
     private let health: @Sendable () -> Bool
-    private let started = Atomic<Bool>(false)
-    private let stopping = Atomic<Bool>(false)
-    private let stopped = DispatchSemaphore(value: 0)
+    private let thread = ServiceThread()
 
     static let maxRequestBytes = 8192
     static let timeoutSeconds = 2
@@ -89,22 +85,14 @@ public final class MetricsServer: Sendable {
     deinit { close(listener) }
 
     /// Starts answering on a thread of its own.
-    public func start() {
-        guard !started.exchange(true, ordering: .relaxed) else { return }
-        let thread = Thread { self.run() }
-        thread.name = "earshot metrics"
-        thread.start()
-    }
+    public func start() { thread.start(name: "earshot metrics") { self.run() } }
 
     /// Stops answering (from any thread) and waits for the thread to end (within 0.2 s and the
     /// answer in progress).
-    public func stop() {
-        guard !stopping.exchange(true, ordering: .relaxed), started.load(ordering: .relaxed) else { return }
-        stopped.wait()
-    }
+    public func stop() { thread.stop() }
 
     private func run() {
-        while !stopping.load(ordering: .relaxed) {
+        while !thread.isStopping {
             var p = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
             guard poll(&p, 1, 200) > 0 else { continue }
             let fd = accept(listener, nil, nil)
@@ -116,7 +104,6 @@ public final class MetricsServer: Sendable {
             answer(fd)
             close(fd)
         }
-        stopped.signal()
     }
 
     /// Reads one request (its line and headers) and answers it.
