@@ -38,9 +38,9 @@ let package = Package(
         // The importers: ONNX, TFLite and openWakeWord models as graphs over one GraphSpecBuilder.
         .target(name: "EarshotImport", dependencies: ["EarshotModel", "EarshotGraph", "EarshotFeatures", "EarshotONNX", "EarshotTFLite", "EarshotJSON"]),
         // A service's event loop, knowing no protocol, and the Wyoming protocol on it.
-        .target(name: "EarshotServe", dependencies: ["Earshot", "EarshotWyoming", "CEarshotSystem"]),
+        .target(name: "EarshotServe", dependencies: ["Earshot", "EarshotWyoming", "EarshotTelemetry", "CEarshotSystem"]),
         // Workers on Redis Streams, their publishers and events: the one product that links hiredis.
-        .target(name: "EarshotCluster", dependencies: ["Earshot", "EarshotRedis"]),
+        .target(name: "EarshotCluster", dependencies: ["Earshot", "EarshotRedis", "EarshotTelemetry"]),
         // A Redis client on hiredis: commands, pipelines and replies, with typed errors.
         .target(name: "EarshotRedis", dependencies: ["CHiredis"]),
         // epoll, eventfd and accept4 for the service's loop (Linux calls Glibc's module leaves out).
@@ -49,6 +49,9 @@ let package = Package(
         .target(name: "EarshotWyoming", dependencies: ["EarshotJSON"]),
         // JSON values read and written by hand: the one JSON writer of the package.
         .target(name: "EarshotJSON"),
+        // What an operator watches of a service or worker: Prometheus metrics and health over a
+        // minimal HTTP responder, log records as text or JSON lines.
+        .target(name: "EarshotTelemetry", dependencies: ["Earshot", "EarshotJSON"]),
         // Trains classifiers made of runtime layers, with the runtime's own features and products.
         // Optimized in debug builds too: the tests train real models, which unoptimized loops
         // would make ten times slower.
@@ -68,14 +71,14 @@ let package = Package(
         // The command-line tool: it declares every module it imports (PackageTests checks).
         .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotServe", "EarshotCluster", "EarshotImport", "EarshotTraining", "CEarshotKernels",
                                                           "EarshotWyoming", "CEarshotSystem", "EarshotJSON", "EarshotAudio", "EarshotModel", "EarshotRedis",
-                                                          "EarshotFetch"]),
+                                                          "EarshotFetch", "EarshotTelemetry"]),
 
         // Helpers shared by the test targets (seeded random numbers, reference files, paths): the
         // model layer and libsndfile only, so that a target's tests build what they test.
         .target(name: "EarshotTestSupport", dependencies: ["EarshotModel", "CSndFile"], path: "Tests/Support"),
         // What the tests of the products and the tool share: the built earshot run as a process,
         // the library's fixtures (the bundled model, the samples, a stream's events).
-        .target(name: "EarshotCommandTestSupport", dependencies: ["Earshot", "EarshotTestSupport"], path: "Tests/CommandSupport"),
+        .target(name: "EarshotCommandTestSupport", dependencies: ["Earshot", "EarshotTestSupport", "EarshotJSON"], path: "Tests/CommandSupport"),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "CSndFile", "EarshotTestSupport"]),
         .testTarget(name: "EarshotFeaturesTests", dependencies: ["EarshotFeatures", "EarshotAudio", "EarshotTestSupport"],
                     exclude: ["Goldens"]),
@@ -90,9 +93,9 @@ let package = Package(
         .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotServe", "EarshotImport", "EarshotGraph", "EarshotTraining", "earshot",
                                                         "EarshotTestSupport", "EarshotCommandTestSupport", "EarshotFetch"],
                     exclude: ["Goldens", "Expected"]),
-        .testTarget(name: "EarshotServeTests", dependencies: ["EarshotServe", "EarshotWyoming", "EarshotFeatures", "earshot", "EarshotTestSupport",
+        .testTarget(name: "EarshotServeTests", dependencies: ["EarshotServe", "EarshotWyoming", "EarshotFeatures", "earshot", "EarshotTestSupport", "EarshotTelemetry",
                                                              "EarshotCommandTestSupport"]),
-        .testTarget(name: "EarshotClusterTests", dependencies: ["EarshotCluster", "EarshotRedis", "earshot", "EarshotTestSupport",
+        .testTarget(name: "EarshotClusterTests", dependencies: ["EarshotCluster", "EarshotRedis", "earshot", "EarshotTestSupport", "EarshotTelemetry",
                                                                "EarshotCommandTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

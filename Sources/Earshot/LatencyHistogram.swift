@@ -14,6 +14,8 @@ public struct LatencyHistogram: Sendable, Equatable {
     public private(set) var count = 0
     /// The longest duration added, exactly; nil when nothing was added.
     public private(set) var maximum: Duration?
+    /// Every duration added, summed exactly.
+    public private(set) var sum = Duration.zero
 
     /// An empty histogram.
     public init() {}
@@ -27,6 +29,7 @@ public struct LatencyHistogram: Sendable, Equatable {
         let us = Double(d.components.seconds) * 1e6 + Double(d.components.attoseconds) / 1e12
         counts[Self.bin(microseconds: us)] += 1
         count += 1
+        sum += d
         maximum = Swift.max(maximum ?? d, d)
     }
 
@@ -34,6 +37,7 @@ public struct LatencyHistogram: Sendable, Equatable {
     public mutating func removeAll() {
         for b in counts.indices { counts[b] = 0 }
         count = 0
+        sum = .zero
         maximum = nil
     }
 
@@ -50,6 +54,13 @@ public struct LatencyHistogram: Sendable, Equatable {
             }
         }
         return nil
+    }
+
+    /// How many durations added were shorter than 2^k µs (0...30): the bins' edges fall on the
+    /// doublings, so the count is exact (a cumulative bucket of a Prometheus histogram).
+    public func count(belowPowerOfTwoMicroseconds k: Int) -> Int {
+        let end = Swift.min(Swift.max(k, 0) * Self.binsPerDoubling, Self.bins)
+        return counts[0..<end].reduce(0, +)
     }
 
     /// The p-th percentile (0...1) in milliseconds; nil when nothing was added.

@@ -49,7 +49,7 @@ extension ClusterWorker {
                                                                maxStringBytes: settings.maxEntryBytes)).first
                 let firstSeq = first.flatMap { e in e.fields.flatMap { try? AudioEntry(id: e.id, fields: $0, source: id, maxBytes: settings.maxEntryBytes).seq } }
                 if firstSeq == 1 {
-                    settings.log("source \(id): checkpoint refused (\(error)); starting it again from its first entry")
+                    log("source \(id): checkpoint refused (\(error)); starting it again from its first entry", source: id, level: .warning)
                     replayFromStart = true
                 } else {
                     owned[id] = o
@@ -60,7 +60,7 @@ extension ClusterWorker {
         }
         owned[id] = o
         if let k = o.channel { byChannel[k] = id }
-        settings.log("took source \(id)" + (o.lastSeq > 0 ? " from its checkpoint at entry \(o.lastSeq)" : ""))
+        log("took source \(id)" + (o.lastSeq > 0 ? " from its checkpoint at entry \(o.lastSeq)" : ""), source: id)
         // Its audio delivered to a dead owner and never acknowledged becomes ours.
         var cursor = "0-0"
         repeat {
@@ -156,14 +156,14 @@ extension ClusterWorker {
     func fail(_ id: String, reason: String, seq: Int? = nil, _ c: RedisConnection) throws(RedisError) {
         guard var o = owned[id] else { return }
         if !o.failed {
-            settings.log("source \(id) failed: \(reason)")
+            log("source \(id) failed: \(reason)", source: id, level: .warning)
             let at = seq ?? o.lastSeq + 1
             let e = ClusterEvent(source: id, seq: at, index: 0, kind: .error(reason))
             let r = try c.command(["XADD", RedisArgument(keys.events(id)), RedisArgument(e.entryID)] + e.fields)
             if let m = r.errorMessage, !m.contains("equal or smaller") {
                 let refusal = RedisError.refused(command: "XADD \(keys.events(id))", message: m)
                 guard refusal.isKeyFault else { throw refusal }
-                settings.log("source \(id): its error event could not be written: \(refusal)")
+                log("source \(id): its error event could not be written: \(refusal)", source: id, level: .warning)
             }
             o.done = true
             o.failed = true
@@ -174,7 +174,7 @@ extension ClusterWorker {
             try checkpoint(id, c)
         } catch {
             guard error.isKeyFault else { throw error }
-            settings.log("source \(id): its checkpoint could not be written: \(error)")
+            log("source \(id): its checkpoint could not be written: \(error)", source: id, level: .warning)
         }
         try finish(id, c)
     }

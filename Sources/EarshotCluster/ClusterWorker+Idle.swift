@@ -19,11 +19,11 @@ extension ClusterWorker {
             if let e = r.errorMessage { throw .refused(command: "EVAL (setting \(id) aside)", message: e) }
             switch r.integer {
             case 1:
-                settings.log("source \(id) sent nothing for \(Self.format(settings.idleAfter)) s: set aside until its audio stream has a new entry")
+                log("source \(id) sent nothing for \(Self.format(settings.idleAfter)) s: set aside until its audio stream has a new entry", source: id)
                 summary.sourcesIdled += 1
                 drop(id)
             case -1:
-                settings.log("source \(id) was claimed by another worker; letting it go")
+                log("source \(id) was claimed by another worker; letting it go", source: id)
                 drop(id)
             default:
                 owned[id]?.lastHeard = now  // audio came meanwhile: the next read has it
@@ -46,7 +46,7 @@ extension ClusterWorker {
                 let woken = try c.expect(["EVAL", RedisArgument(Self.wakeScript), "2", RedisArgument(keys.idle), RedisArgument(keys.sources),
                                           RedisArgument(keys.audio(""))] + ids.map { RedisArgument($0) })
                 for id in (woken.elements ?? []).compactMap(\.text) {
-                    settings.log("source \(id) has new audio: back on the registry")
+                    log("source \(id) has new audio: back on the registry", source: id)
                     summary.sourcesWoken += 1
                 }
             }

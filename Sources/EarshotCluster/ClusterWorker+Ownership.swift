@@ -32,7 +32,7 @@ extension ClusterWorker {
         if !ids.isEmpty {
             let kept = Set((replies[6].elements ?? []).compactMap(\.text))
             for (id, o) in owned where !kept.contains(o.registryEntry) {
-                settings.log("source \(id) was claimed by another worker; letting it go")
+                log("source \(id) was claimed by another worker; letting it go", source: id)
                 drop(id)
             }
         }
@@ -87,7 +87,7 @@ extension ClusterWorker {
             guard let parts = reply.elements, parts.count >= 2, let next = parts[0].text else { break }
             let claimed = StreamReplies.entries(parts[1])
             for e in claimed {
-                settings.log("claimed source entry \(e.id) from a worker not heard from in \(Self.format(settings.claimAfter)) s")
+                log("claimed source entry \(e.id) from a worker not heard from in \(Self.format(settings.claimAfter)) s")
                 try take(registryEntry: e.id, fields: e.fields, c)
             }
             want = target - owned.count
@@ -105,7 +105,7 @@ extension ClusterWorker {
         guard extra > 0 else { return }
         for id in owned.keys.sorted().suffix(extra) {
             try release(id, c)
-            settings.log("gave up source \(id): \(owned.count) left, the fair share is \(target)")
+            log("gave up source \(id): \(owned.count) left, the fair share is \(target)", source: id)
         }
     }
 

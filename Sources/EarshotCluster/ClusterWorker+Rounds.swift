@@ -104,7 +104,10 @@ extension ClusterWorker {
                     }
                     summary.entries += 1
                     entriesSinceStats += 1
-                    if let t = entry.publishedMicros { latencies.add(.microseconds(max(0, now - t))) }
+                    if let t = entry.publishedMicros {
+                        latencies.add(.microseconds(max(0, now - t)))
+                        entryLatencies.add(.microseconds(max(0, now - t)))
+                    }
                     o.lastSeq = entry.seq
                     o.lastEntry = raw.id
                     o.unacked.append(raw.id)
@@ -130,7 +133,7 @@ extension ClusterWorker {
                     pushed[id] = entry.seq
                 } catch {
                     // The entry's place: the one after the last good one.
-                    settings.log("source \(id) failed: \(error)")
+                    log("source \(id) failed: \(error)", source: id, level: .warning)
                     o.unacked.append(raw.id)
                     owned[id] = o
                     events[id, default: []].append(ClusterEvent(source: id, seq: o.lastSeq + 1, index: 0, kind: .error("\(error)")))
@@ -138,7 +141,10 @@ extension ClusterWorker {
                 }
             }
             // One batched step of every source pushed this round.
-            for event in channels.drain() {
+            let stepStart = ContinuousClock.now
+            let stepped = channels.drain()
+            if !pushed.isEmpty { stepTimes.add(ContinuousClock.now - stepStart) }
+            for event in stepped {
                 guard let id = byChannel[event.channel], let seq = pushed[id] else { continue }
                 events[id, default: []] += record([event], source: id, seq: seq, from: events[id]?.count ?? 0)
             }
@@ -187,7 +193,7 @@ extension ClusterWorker {
         }
         for id in retake.sorted() {
             guard let o = owned[id] else { continue }
-            settings.log("source \(id): entries after \(o.lastSeq) are missing here; taking it up again from its checkpoint")
+            log("source \(id): entries after \(o.lastSeq) are missing here; taking it up again from its checkpoint", source: id, level: .warning)
             drop(id)
             try take(registryEntry: o.registryEntry, fields: [.string(Array("source".utf8)), .string(Array(id.utf8))], c)
         }

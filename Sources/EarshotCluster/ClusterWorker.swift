@@ -1,5 +1,6 @@
 import Earshot
 import EarshotRedis
+import EarshotTelemetry
 import Glibc
 
 /// A worker of a cluster on Redis Streams: it owns sources (one stream of audio each), runs
@@ -34,6 +35,21 @@ public final class ClusterWorker {
     var gapRetried: [String: Int] = [:]
     /// Where the next look at `P:idle` starts (HSCAN's cursor).
     var idleCursor = "0"
+    /// Every round's batched step, and every entry's latency, since the worker started.
+    var stepTimes = LatencyHistogram()
+    var entryLatencies = LatencyHistogram()
+    private let published = Locked(WorkerMetrics())
+    private var lastPublished = 0
+
+    /// What the worker last published for a metrics endpoint: its figures, its health and `text`
+    /// for a scrape. Never waits for the worker.
+    public var metrics: WorkerMetrics { published.withLock { $0 } }
+
+    /// `metrics` for another thread (a metrics endpoint's): a copy under the worker's lock.
+    public var metricsReader: @Sendable () -> WorkerMetrics {
+        let published = self.published
+        return { published.withLock { $0 } }
+    }
 
     /// One source this worker owns.
     struct Owned {
@@ -83,19 +99,21 @@ public final class ClusterWorker {
                     let c = try RedisConnection(settings.endpoint, timeout: max(5, settings.claimAfter))
                     connection = c
                     try setUp(c)
-                    if failing { settings.log("connected to \(settings.endpoint) again") }
+                    if failing { log("connected to \(settings.endpoint) again") }
                     try recoverOwn(c)
                 }
                 if let c = connection { try iteration(c) }
                 backoff = 0.1
                 failing = false
+                publish(connected: true)
             } catch {
-                settings.log("\(error); retrying in \(Self.format(backoff)) s (sources resume from their checkpoints)")
+                log("\(error); retrying in \(Self.format(backoff)) s (sources resume from their checkpoints)", level: .warning)
                 failing = true
                 dropAll()
                 connection?.close()
                 connection = nil
                 summary.reconnects += 1
+                publish(connected: false, now: true)
                 var slept = 0.0
                 while slept < backoff && !shouldStop() { usleep(50_000); slept += 0.05 }
                 backoff = min(backoff * 2, 5)
@@ -106,10 +124,27 @@ public final class ClusterWorker {
                 for id in owned.keys.sorted() { try release(id, c) }
                 try c.expect(["ZREM", RedisArgument(keys.workers), me])
             } catch {
-                settings.log("stopping: \(error); the sources' pending audio will be claimed after \(Self.format(settings.claimAfter)) s")
+                log("stopping: \(error); the sources' pending audio will be claimed after \(Self.format(settings.claimAfter)) s", level: .warning)
             }
         }
+        publish(connected: false, now: true)
         return summary
+    }
+
+    /// A line for the operator, naming the source it is about.
+    func log(_ message: String, source: String? = nil, level: LogLevel = .info) {
+        settings.log(LogRecord(message, level: level, [("model", model.name)] + (source.map { [("source", $0)] } ?? [])))
+    }
+
+    /// Publishes the worker's figures for the metrics endpoint: at most every 100 ms, unless `now`.
+    private func publish(connected: Bool, now: Bool = false) {
+        let ms = WallClock.monotonicMillis()
+        guard now || ms - lastPublished >= 100 || !published.withLock({ $0.connected }) else { return }
+        lastPublished = ms
+        let figures = WorkerMetrics(model: model.name, sources: owned.count, streams: owned.values.filter { $0.channel != nil }.count,
+                                    steps: channels.stepsRun, summary: summary, stepTimes: stepTimes,
+                                    entryLatencies: entryLatencies, connected: connected)
+        published.withLock { $0 = figures }
     }
 
     /// Seconds as people read them in a log: whole seconds bare, else to the millisecond (0.1, 1.6).

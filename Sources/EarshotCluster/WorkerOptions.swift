@@ -1,5 +1,6 @@
 import Earshot
 import EarshotRedis
+import EarshotTelemetry
 
 /// How a worker joins a cluster.
 public struct WorkerOptions: Sendable {
@@ -31,7 +32,7 @@ public struct WorkerOptions: Sendable {
     /// entry, it goes back on the registry and is taken up from its checkpoint. 0: never.
     public var idleAfter: Double = 60
     /// Messages for the operator (connection lost and regained, sources taken and given up).
-    public var log: @Sendable (String) -> Void = { _ in }
+    public var log: @Sendable (LogRecord) -> Void = { _ in }
 
     public init(endpoint: RedisEndpoint, name: String) {
         self.endpoint = endpoint

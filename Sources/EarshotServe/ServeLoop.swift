@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CEarshotSystem
 import Earshot
+import EarshotTelemetry
 import Foundation
 
 /// A service's loop, knowing no protocol: one thread on epoll owns the listening socket and
@@ -146,6 +147,7 @@ final class ServeLoop<Session: ServeSession>: @unchecked Sendable {
         var nextSummary = ContinuousClock.now + .seconds(options.summaryInterval)
         let tick = Duration.microseconds(Int64(options.tickMs * 1000))
         log("serving \(engine.models.map(\.model.name).joined(separator: ", ")) on \(address)")
+        publishMetrics()
         var nextGroupRead = ContinuousClock.now
         /// A group was read since the last tick started.
         var groupRead = false
@@ -196,6 +198,7 @@ final class ServeLoop<Session: ServeSession>: @unchecked Sendable {
             }
             if after >= nextHousekeeping {
                 housekeeping(after)
+                publishMetrics()
                 nextHousekeeping = after + .milliseconds(250)
             }
             if after >= nextSummary {
@@ -207,6 +210,7 @@ final class ServeLoop<Session: ServeSession>: @unchecked Sendable {
         for c in Array(connections.values) { closeConnection(c, reason: "the server stopped") }
         if case let .unix(path) = address { unlink(path) }
         summary.steps = engine.steps
+        publishMetrics(stopped: true)
         log("stopped: \(summaryLine(steps: summary.steps))")
         return summary
     }
@@ -248,7 +252,8 @@ final class ServeLoop<Session: ServeSession>: @unchecked Sendable {
                 _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 close(fd)
                 summary.refused += 1
-                log("\(peer): refused: \(reason)")
+                summary.errors["too-many-clients", default: 0] += 1
+                log("refused: \(reason)", client: peer, level: .warning)
                 continue
             }
             var one: Int32 = 1
@@ -260,7 +265,7 @@ final class ServeLoop<Session: ServeSession>: @unchecked Sendable {
             connections[c.token] = c
             summary.accepted += 1
             summary.peakClients = max(summary.peakClients, connections.count)
-            log("\(peer): connected (\(connections.count) clients)")
+            log("connected (\(connections.count) clients)", client: peer)
         }
     }
 
@@ -312,7 +317,7 @@ final class ServeLoop<Session: ServeSession>: @unchecked Sendable {
     private func peerClosed(_ c: Connection) {
         let midEvent = c.session.isMidEvent
         leaveStream(c)
-        log("\(c.peer): disconnected\(midEvent ? " in the middle of an event" : "")")
+        log("disconnected\(midEvent ? " in the middle of an event" : "")", client: c.peer)
         closeAfterFlush(c)
     }
 
@@ -448,12 +453,13 @@ final class ServeLoop<Session: ServeSession>: @unchecked Sendable {
 
     /// A failure the client is told of; the connection goes on.
     func error(_ c: Connection, _ text: String, code: String) {
+        summary.errors[code, default: 0] += 1
         send(Session.errorMessage(text, code: code), to: c)
     }
 
     /// An error the stream cannot recover from: the client is told, then closed.
     func fail(_ c: Connection, _ text: String, code: String) {
-        log("\(c.peer): \(text); closing")
+        log("\(text); closing", client: c.peer, level: .warning)
         error(c, text, code: code)
         summary.closedByServer += 1
         leaveStream(c)
@@ -479,7 +485,7 @@ final class ServeLoop<Session: ServeSession>: @unchecked Sendable {
         if byServer { summary.closedByServer += 1 }
         if c.pollable { group(c.token).remove(c.readFD) }
         if c.readFD > 2 { close(c.readFD) }
-        if let reason { log("\(c.peer): closed: \(reason)") }
+        if let reason { log("closed: \(reason)", client: c.peer) }
         if listener == nil { beginStop() }  // stdio: the one client is gone
     }
 
@@ -509,7 +515,29 @@ final class ServeLoop<Session: ServeSession>: @unchecked Sendable {
         }
     }
 
-    func log(_ line: String) { options.log?(line) }
+    func log(_ message: String, client: String? = nil, level: LogLevel = .info) {
+        options.log?(LogRecord(message, level: level, client.map { [("client", $0)] } ?? []))
+    }
+
+    // MARK: metrics
+
+    /// What a scrape reads (`publishMetrics`).
+    let metrics = Locked(ServeMetrics())
+
+    /// Publishes the loop's figures for the metrics endpoint.
+    private func publishMetrics(stopped: Bool = false) {
+        var streams = [Int](repeating: 0, count: engine.models.count)
+        for c in connections.values {
+            guard let s = c.stream else { continue }
+            for (m, channel) in s.channels.enumerated() where channel != nil { streams[m] += 1 }
+        }
+        var counted = summary
+        counted.steps = engine.stepsCounted
+        let (models, clients) = (engine.models.map(\.model.name), connections.count)
+        metrics.withLock {
+            $0 = ServeMetrics(models: models, clients: clients, streams: streams, summary: counted, published: .now, stopped: stopped)
+        }
+    }
 
     private func summaryLine(steps: Int) -> String {
         let p99 = summary.tickTimes.milliseconds(0.99).map { String(format: "%.2f ms", $0) } ?? "-"

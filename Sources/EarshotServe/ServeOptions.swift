@@ -1,4 +1,5 @@
 import Earshot
+import EarshotTelemetry
 import EarshotWyoming
 import Foundation
 
@@ -35,7 +36,7 @@ public struct ServeOptions: Sendable {
     /// the median p99 was 72.8 ms against 64.8 ms with one per core.)
     public var shards = ProcessInfo.processInfo.activeProcessorCount
     /// Where a line per connection and a periodic summary go (nil: nowhere). Never stdout.
-    public var log: (@Sendable (String) -> Void)?
+    public var log: (@Sendable (LogRecord) -> Void)?
     /// Seconds between summary lines in the log.
     public var summaryInterval: Double = 10
     /// The service's version in `info`.
@@ -99,4 +100,7 @@ public struct ServeSummary: Sendable {
     public var batchedReads = 0
     /// How long ticks took (every model step of every stream with new audio).
     public var tickTimes = LatencyHistogram()
+    /// Errors sent to clients, by the code of the error event (`protocol`, `timeout`,
+    /// `audio-format`, `too-many-clients`...).
+    public var errors: [String: Int] = [:]
 }

@@ -59,6 +59,10 @@ public final class WyomingServer: Sendable {
     /// Blocks until a loop started with `start()` has stopped; what it did.
     public func wait() -> ServeSummary { loop.wait() }
 
+    /// What the loop last published for a metrics endpoint (every 250 ms): its figures, its
+    /// health, and `text` for a scrape. Safe from any thread; never waits for the loop.
+    public var metrics: ServeMetrics { loop.metrics.withLock { $0 } }
+
     /// Runs the loop on this thread until the server stops; what it did.
     public func run() -> ServeSummary { loop.run() }
 }

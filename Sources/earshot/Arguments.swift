@@ -51,6 +51,17 @@ struct OptionSpec: Sendable {
         return o
     }
 
+    /// The value taken when the option is given without one (it is last, or the next word is an
+    /// option): `--zeroconf` alone means `--zeroconf earshot`. Its placeholder reads `[NAME]`.
+    private(set) var valueWhenAbsent: String?
+
+    /// This option, its value optional (`value` when it has none).
+    func valueOptional(_ value: String) -> OptionSpec {
+        var o = self
+        o.valueWhenAbsent = value
+        return o
+    }
+
     /// The help with "(required)" when it is, for the shells' completions.
     var completionHelp: String { isRequired ? help + " (required)" : help }
 
@@ -225,6 +236,9 @@ struct Arguments {
                 guard value == nil else { throw UsageError("--\(o.name) takes no value", hint: "earshot \(spec.name) --help") }
                 flags.insert(o.name)
                 continue
+            }
+            if value == nil, let absent = o.valueWhenAbsent, i >= words.count || words[i].hasPrefix("-") {
+                value = absent
             }
             if value == nil {
                 guard i < words.count else { throw UsageError("--\(o.name) needs a value", hint: "earshot \(spec.name) --help") }

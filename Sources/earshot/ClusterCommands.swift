@@ -2,6 +2,7 @@ import Dispatch
 import Earshot
 import EarshotCluster
 import EarshotRedis
+import EarshotTelemetry
 import Foundation
 import Synchronization
 
@@ -157,17 +158,20 @@ enum ClusterCommands {
         settings.idleAfter = args.double("idle-after")
         let quiet = args.flag("quiet")
         let name = settings.name
-        settings.log = { line in if !quiet { printError("earshot worker \(name): \(line)") } }
+        let write = ServiceTelemetry.log(args, prefix: "earshot worker \(name)", context: [("command", "worker"), ("worker", name)])
+        let log: @Sendable (LogRecord) -> Void = { record in if !quiet { write(record) } }
+        settings.log = log
         let worker = try ClusterWorker(model: model, options: options, settings: settings)
         let stop = StopSignal()
-        if !quiet { printError("earshot worker \(name): \(model.name) on \(settings.endpoint), group \(settings.group)") }
+        log(LogRecord("\(model.name) on \(settings.endpoint), group \(settings.group)", [("model", model.name)]))
+        let published = worker.metricsReader
+        let metrics = try ServiceTelemetry.start(args, metrics: { published().text }, health: { published().isHealthy }, log: log)
         let summary = worker.run { stop.stopped }
         stop.cancel()
-        if !quiet {
-            printError("earshot worker \(name): stopped; \(summary.entries) entries, \(summary.events) events (\(summary.duplicateEvents) already there), "
-                       + "\(summary.sourcesEnded) sources ended, \(summary.sourcesFailed) failed, \(summary.sourcesReleased) handed on, "
-                       + "\(summary.sourcesIdled) set aside idle, \(summary.sourcesWoken) woken, \(summary.checkpoints) checkpoints")
-        }
+        metrics?.stop()
+        log(LogRecord("stopped; \(summary.entries) entries, \(summary.events) events (\(summary.duplicateEvents) already there), "
+                      + "\(summary.sourcesEnded) sources ended, \(summary.sourcesFailed) failed, \(summary.sourcesReleased) handed on, "
+                      + "\(summary.sourcesIdled) set aside idle, \(summary.sourcesWoken) woken, \(summary.checkpoints) checkpoints", [("model", model.name)]))
     }
 
     static func defaultName() -> String {

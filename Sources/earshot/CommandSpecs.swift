@@ -104,10 +104,16 @@ enum Specs {
                     + "answers up to MS later); 0: as data arrives"),
             .int("read-batch-clients", "N", 1...1_000_000, default: ServeOptions().readBatchClients, "clients at which reads are batched"),
             .int("shards", "N", 1...256, defaultText: "one per core", "parts of the streams stepped in parallel, taken by the cores as they come free (beyond one per core, one more for each 256 streams)"),
+            ServiceTelemetry.metrics,
+            OptionSpec.text("zeroconf", "[NAME]", default: "off; NAME: earshot",
+                            "announce the service over mDNS as NAME._wyoming._tcp.local (UDP port 5353), as Wyoming's services do, so that "
+                            + "Home Assistant discovers it (tcp:// only)").valueOptional("earshot"),
             .flag("verbose", "a line per connection and a summary every 10 s on stderr"),
+            ServiceTelemetry.logFormat,
         ],
         examples: ["earshot serve --uri tcp://0.0.0.0:10400 --model okay-nabu,hey-jarvis,silero-vad",
-                   "earshot serve --uri unix:///run/earshot.sock --model okay-nabu --verbose"])
+                   "earshot serve --uri unix:///run/earshot.sock --model okay-nabu --verbose",
+                   "earshot serve --metrics tcp://127.0.0.1:9100 --verbose --log-format json"])
 
     // Options of the commands that use a cluster on Redis Streams (worker, publish, events).
     static let redis = OptionSpec.text("redis", "URL", default: "redis://127.0.0.1:6379",
@@ -141,9 +147,12 @@ enum Specs {
                   maxEntryBytes,
                   .double("idle-after", "S", 0...604_800, default: 60, "a source that sends nothing this long is set aside until its audio stream has a new entry; 0: never"))
                  + decisionRules + [
+                  ServiceTelemetry.metrics,
                   .flag("quiet", short: "q", "no notes on stderr"),
+                  ServiceTelemetry.logFormat,
                  ],
-        examples: ["earshot worker --redis redis://127.0.0.1:6379", "earshot worker --model okay-nabu --name kitchen-1"])
+        examples: ["earshot worker --redis redis://127.0.0.1:6379", "earshot worker --model okay-nabu --name kitchen-1",
+                   "earshot worker --metrics tcp://127.0.0.1:9101 --log-format json"])
 
     static let publish = CommandSpec(
         name: "publish", operands: "FILE",

@@ -1,6 +1,7 @@
 import Dispatch
 import Earshot
 import EarshotServe
+import EarshotTelemetry
 import Foundation
 
 enum ServeCommand {
@@ -39,13 +40,30 @@ enum ServeCommand {
         options.readBatchClients = args.int("read-batch-clients")
         options.shards = args.int("shards", default: options.shards)
         options.version = EarshotCommand.version
-        if args.flag("verbose") {
-            options.log = { line in printError("earshot serve: \(line)") }
-        }
+        let log = ServiceTelemetry.log(args, prefix: "earshot serve", context: [("command", "serve")])
+        if args.flag("verbose") { options.log = log }
         // A client that goes away while we write to it is an error of that write, not a signal.
         signal(SIGPIPE, SIG_IGN)
         let server = try WyomingServer(uri: uri, models: served, options: options)
-        if !args.flag("verbose") { printError("earshot serve: \(names.joined(separator: ", ")) on \(server.address)") }
+        if !args.flag("verbose") { log(LogRecord("\(names.joined(separator: ", ")) on \(server.address)")) }
+        let metrics = try ServiceTelemetry.start(args, metrics: { server.metrics.text }, health: { server.metrics.isHealthy }, log: log)
+        var zeroconf: ZeroconfResponder?
+        if let name = args.string("zeroconf") {
+            guard case let .tcp(host, port) = server.address else {
+                throw UsageError("--zeroconf announces a tcp:// service; this one is on \(server.address)", hint: "earshot serve --uri tcp://0.0.0.0:10400 --zeroconf")
+            }
+            // A service bound to one IPv4 address is announced there; else at every interface's.
+            let octets = host.split(separator: ".").compactMap { UInt8($0) }
+            let addresses = octets.count == 4 && octets != [0, 0, 0, 0] ? [octets] : nil
+            let responder: ZeroconfResponder
+            do { responder = try ZeroconfResponder(name: name, port: port, addresses: addresses) } catch {
+                if case .invalidOption = error { throw UsageError("--zeroconf \(name): a name of 1-63 bytes without a dot", hint: "--zeroconf kitchen-earshot") }
+                throw error
+            }
+            responder.start()
+            zeroconf = responder
+            log(LogRecord("announcing \(responder.instance) on \(responder.host) over mDNS", [("zeroconf", responder.instance)]))
+        }
         // SIGTERM and SIGINT stop it gracefully.
         var sources: [DispatchSourceSignal] = []
         for sig in [SIGTERM, SIGINT] {
@@ -57,9 +75,10 @@ enum ServeCommand {
         }
         let summary = await server.serve()
         for s in sources { s.cancel() }
+        metrics?.stop()
+        zeroconf?.stop()
         if args.flag("verbose") {
-            printError("earshot serve: \(summary.accepted) clients served, \(summary.streamsFinished) streams finished, "
-                       + "\(summary.droppedChunks) chunks dropped")
+            log(LogRecord("\(summary.accepted) clients served, \(summary.streamsFinished) streams finished, \(summary.droppedChunks) chunks dropped"))
         }
     }
 }

@@ -606,7 +606,7 @@ struct ServeTests {
         let lines = Locked<[String]>([])
         var options = ServeOptions()
         options.summaryInterval = 0.1
-        options.log = { line in lines.withLock { $0.append(line) } }
+        options.log = { line in lines.withLock { $0.append(line.description) } }
         let (server, port) = try Serving.start([Fixtures.model], options: options)
         let client = try WyomingTestClient(port: port)
         // Ticks step the whole blocks; audio-stop, later, steps the zero-padded partial one.
