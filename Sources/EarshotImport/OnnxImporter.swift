@@ -298,9 +298,13 @@ public struct OnnxImporter {
     /// Branches have no side effects, so computing the one not taken changes nothing but time.
     private mutating func readBothBranches(_ node: OnnxNode, condition: String, label: String) throws(ImportError) {
         func fail(_ reason: String, _ hint: String) -> ImportError { .node(path: path, node: label, op: node.opType, reason: reason, hint: hint) }
-        guard case let .graph(thenBranch)? = node.attributes["then_branch"], case let .graph(elseBranch)? = node.attributes["else_branch"] else {
+        guard case let .graph(thenGraph)? = node.attributes["then_branch"], case let .graph(elseGraph)? = node.attributes["else_branch"] else {
             throw fail("a branch is missing", "the file is damaged")
         }
+        // Both branches join one graph: each branch's own values under names of their own (ONNX
+        // lets the two branches use the same names).
+        let thenBranch = thenGraph.renamed(thenGraph.definedNames) { "\(label) then/" + $0 }
+        let elseBranch = elseGraph.renamed(elseGraph.definedNames) { "\(label) else/" + $0 }
         guard thenBranch.outputs.count == node.outputs.count, elseBranch.outputs.count == node.outputs.count else {
             throw fail("the branches give \(thenBranch.outputs.count) and \(elseBranch.outputs.count) outputs for \(node.outputs.count)", "the file is damaged")
         }
