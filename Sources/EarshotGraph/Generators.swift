@@ -6,20 +6,29 @@ enum Generators {
     static func dtype(onnxCode code: Int) -> GraphDType? {
         switch code {
         case 1: return .float32
-        case 7: return .int64
+        case 6, 7: return .int64  // int32 is held as int64, its values wrapped to 32 bits
         case 9: return .bool
         default: return nil
         }
     }
 
-    /// Cast to float, int64 or bool. Float to int64 truncates toward zero; NaN, infinities and
-    /// values out of range give Int64.min, as onnxruntime does on x86-64.
+    /// Cast to float, int64, int32 (held as int64) or bool. Float to int64 truncates toward zero;
+    /// NaN, infinities and values out of range give Int64.min, as onnxruntime does on x86-64
+    /// (to int32: Int32.min; an integer to int32 keeps its low 32 bits, as C's conversion does).
     static func cast(_ n: Node) throws(GraphError) -> [GraphTensor] {
         try n.expect(inputs: ["input"], required: 1, attributes: n.opset >= 19 ? ["to", "saturate"] : ["to"])
         let x = try n.input(0, "input")
         guard let code = try n.int("to") else { throw n.error("attribute 'to' is required") }
         guard let target = dtype(onnxCode: code) else {
-            throw n.unsupported("Cast to ONNX data type \(code) (these kernels hold float (1), int64 (7) and bool (9))")
+            throw n.unsupported("Cast to ONNX data type \(code) (these kernels hold float (1), int32 (6, as int64), int64 (7) and bool (9))")
+        }
+        if code == 6 {  // int32
+            let wide = x.dtype == .float32 ? x.floats.map { truncatedInt64(Double($0)) } : x.integers
+            let narrow = wide.map { v -> Int64 in
+                if x.dtype == .float32 { return Int64(Int32(exactly: v) ?? .min) }
+                return Int64(Int32(truncatingIfNeeded: v))
+            }
+            return [GraphTensor(shape: x.shape, integers: narrow)]
         }
         switch (x.dtype, target) {
         case (.float32, .float32), (.int64, .int64), (.bool, .bool):

@@ -26,8 +26,10 @@ public struct ImportOptions: Sendable {
     public var hopSamples: Int?
     /// What a step takes: "samples" (a block of audio, the input's last axis), "features" (a
     /// block of features the caller computes, of the input's whole shape) or "microfrontend"
-    /// (TFLite Micro's audio front end before a TFLite model).
-    public var frontEnd = "samples"
+    /// (TFLite Micro's audio front end before a TFLite model). Nil: samples, or features when
+    /// one stream's block (a leading batch axis as 1) has more than one axis longer than 1
+    /// (openWakeWord's embedding model: [N, 76, 32, 1]).
+    public var frontEnd: String?
     /// What the package says of itself (name, labels, decision, author, licence, source, ...);
     /// what it does not say the importer fills in: the name "imported", version "1", labels
     /// from the scores, a source naming the file.

@@ -95,28 +95,26 @@ public struct OnnxImporter {
         }
         for name in options.fixed.keys.sorted() { try check(inputs.first { $0.name == name }, "input fixed by --set", floating: false) }
         let scoreCandidates = outputs.filter { !stateOutputs.contains($0) }
-        let scoreName: String
+        // The outputs that become scores: the one --score names, else every output that is not a state.
+        let scoreNames: [String]
         if let given = options.scoreOutput {
             guard scoreCandidates.contains(given) else { throw interface("--score \(given) is not an output", "outputs: \(scoreCandidates.joined(separator: ", "))") }
-            scoreName = given
+            scoreNames = [given]
         } else {
-            guard scoreCandidates.count == 1 else {
-                throw interface("\(scoreCandidates.count) outputs could be the scores (\(scoreCandidates.joined(separator: ", ")))", "name one with --score NAME")
-            }
-            scoreName = scoreCandidates[0]
+            guard !scoreCandidates.isEmpty else { throw interface("every output is a state's", "leave one out of the --state pairs for the scores") }
+            scoreNames = scoreCandidates
         }
-        try check(graph.outputs.first { $0.name == scoreName }, "score output", floating: true)
+        for name in scoreNames { try check(graph.outputs.first { $0.name == name }, "score output", floating: true) }
 
         // Shapes: a stream at a time (named and unknown sizes are 1), the audio's last axis a block.
         guard let audioInfo = inputs.first(where: { $0.name == audioName }), let declared = audioInfo.shape, !declared.isEmpty else {
             throw interface("the audio input '\(audioName)' has no declared shape", "export it with a shape such as [1, samples]")
         }
         var context = options.contextSamples, givenChunk = options.chunkSamples
-        let features = options.frontEnd == "features"
         var audioShape = declared.map { d -> Int? in if case let .value(v) = d { return v } else { return nil } }
         if options.windowed {
             // A fixed-window classifier: the window is the audio input, hop new samples a step.
-            guard !features else {
+            guard options.frontEnd != "features" else {
                 throw interface("--window/--hop with --front-end features", "--window takes a model whose input is one window of samples, [1, N]")
             }
             let window = try options.window(length: audioShape.last!, path: path)  // not empty: checked above
@@ -130,6 +128,7 @@ public struct OnnxImporter {
             audioShape[audioShape.count - 1] = context + chunk
         }
         let fixedShape = audioShape.map { $0 ?? 1 }  // a batch or other named size: one stream
+        let features = options.frontEnd == "features" || (options.frontEnd == nil && fixedShape.filter { $0 > 1 }.count > 1)
         guard let block = elementCount(fixedShape), block <= 1 << 24 else {
             throw interface("the audio input's shape \(fixedShape) is too large (at most 2^24 values a step)", "export the model for one stream's block")
         }
@@ -175,15 +174,29 @@ public struct OnnxImporter {
         try readGraph(graph, keeping: Set(outputs))
 
         // What the scores and the next states need, back from the outputs.
-        builder.prune(keeping: [resolve(scoreName)] + states.map { resolve($0.output) })
-        guard values[scoreName]?.constant == false else {
-            throw interface("the score output '\(scoreName)' does not depend on the audio", "check --input and --set")
+        for name in scoreNames where values[name]?.constant != false {
+            throw interface("the score output '\(name)' does not depend on the audio", scoreNames.count > 1 ? "pick another with --score NAME" : "check --input and --set")
         }
+        // Several outputs: each flattened, one after another, as the scores.
+        let score: String
+        if scoreNames.count == 1 {
+            score = resolve(scoreNames[0])
+        } else {
+            let flat = scoreNames.map { name in
+                var flatName = builder.unique("\(name) (flat)")
+                while values[flatName] != nil || producers[flatName] != nil { flatName = builder.unique(flatName) }
+                return builder.reshape(resolve(name), [values[name]?.tensor.count ?? 0], into: flatName)
+            }
+            var name = builder.unique("scores (\(scoreNames.joined(separator: ", ")))")
+            while values[name] != nil || producers[name] != nil { name = builder.unique(name) }
+            score = name
+            builder.node("Concat", score, flat, [score], ["axis": .int(0)])
+        }
+        builder.prune(keeping: [score] + states.map { resolve($0.output) })
         for s in states where values[s.output]?.constant != false {
             throw interface("state output '\(s.output)' does not depend on the state or audio", "check the --state pairs")
         }
         // Outputs that are another tensor (an Identity, an If's output) are read under that name.
-        let score = resolve(scoreName)
         for i in stateSpecs.indices { stateSpecs[i].output = resolve(stateSpecs[i].output) }
 
         // A Clip bound of -inf (min) or +inf (max) bounds nothing: the input is left out, as
@@ -209,8 +222,11 @@ public struct OnnxImporter {
             }
         }
         let spec = builder.spec(opset: opset, audioInput: audioName, audioShape: audioShapeFixed, scoreOutput: score, states: stateSpecs)
-        let scoreCount = values[scoreName]?.tensor.count ?? 0
-        let labels = options.labels ?? (scoreCount == 1 ? ["score"] : (0..<scoreCount).map { "class\($0)" })
+        let counts = scoreNames.map { values[$0]?.tensor.count ?? 0 }, scoreCount = counts.reduce(0, +)
+        var named: [String] = []  // several outputs: NAME, or NAME[i] for each value of one of more
+        for (name, count) in zip(scoreNames, counts) { named += count == 1 ? [name] : (0..<count).map { "\(name)[\($0)]" } }
+        let numbered: [String] = scoreCount == 1 ? ["score"] : (0..<scoreCount).map { "class\($0)" }
+        let labels = options.labels ?? (scoreNames.count > 1 ? named : numbered)
         guard labels.count == scoreCount else {
             throw interface("\(labels.count) labels for \(scoreCount) scores", "give --labels or --labels-file with \(scoreCount) names")
         }
@@ -285,6 +301,133 @@ public struct OnnxImporter {
                     hint: "the runtime takes float and integer tensors")
     }
 
+    /// An `If` whose condition depends on the audio or state: both branches are read (their
+    /// nodes join the graph, every stream computing both), and each output is
+    /// `Where(condition, then, else)`, so each stream of a batch takes its own branch every step.
+    /// Branches have no side effects, so computing the one not taken changes nothing but time.
+    private mutating func readBothBranches(_ node: OnnxNode, condition: String, label: String) throws(ImportError) {
+        func fail(_ reason: String, _ hint: String) -> ImportError { .node(path: path, node: label, op: node.opType, reason: reason, hint: hint) }
+        guard case let .graph(thenGraph)? = node.attributes["then_branch"], case let .graph(elseGraph)? = node.attributes["else_branch"] else {
+            throw fail("a branch is missing", "the file is damaged")
+        }
+        // Both branches join one graph: each branch's own values under names of their own (ONNX
+        // lets the two branches use the same names).
+        let thenBranch = thenGraph.renamed(thenGraph.definedNames) { "\(label) then/" + $0 }
+        let elseBranch = elseGraph.renamed(elseGraph.definedNames) { "\(label) else/" + $0 }
+        guard thenBranch.outputs.count == node.outputs.count, elseBranch.outputs.count == node.outputs.count else {
+            throw fail("the branches give \(thenBranch.outputs.count) and \(elseBranch.outputs.count) outputs for \(node.outputs.count)", "the file is damaged")
+        }
+        guard let cond = values[condition], cond.tensor.count == 1 else {
+            throw fail("the condition holds \(values[condition]?.tensor.count ?? 0) values", "an If's condition is one boolean")
+        }
+        try readGraph(thenBranch, keeping: Set(thenBranch.outputs.map(\.name)))
+        try readGraph(elseBranch, keeping: Set(elseBranch.outputs.map(\.name)))
+        let chosen = resolve(condition)
+        for (k, outer) in node.outputs.enumerated() where !outer.isEmpty {
+            let (thenName, elseName) = (thenBranch.outputs[k].name, elseBranch.outputs[k].name)
+            guard let a = values[thenName], let b = values[elseName] else { throw fail("a branch does not produce its output \(k)", "the file is damaged") }
+            guard a.tensor.shape == b.tensor.shape, a.tensor.dtype == b.tensor.dtype else {
+                throw fail("its branches give output \(k) as \(a.tensor.shape) and \(b.tensor.shape)",
+                           "a condition computed at run time needs branches of one shape; fix the inputs it reads with --set")
+            }
+            // The condition broadcast over the output: one value of the output's rank.
+            var condInput = chosen
+            if cond.tensor.rank > a.tensor.rank {
+                condInput = builder.reshape(chosen, [Int](repeating: 1, count: a.tensor.rank), into: builder.unique("\(label) condition for \(outer)"))
+            }
+            let outputs: [GraphTensor]
+            do {
+                let c = GraphTensor(shape: [Int](repeating: 1, count: a.tensor.rank), integers: [cond.tensor.dtype == .float32 ? (cond.tensor.floats[0] != 0 ? 1 : 0) : (cond.tensor.integers[0] != 0 ? 1 : 0)], dtype: .bool)
+                outputs = try GraphOps.run("Where", node: label, inputs: [c, a.tensor, b.tensor], opset: opset, outputCount: 1)
+            } catch { throw fail(error.reason, "check the branches' outputs") }
+            values[outer] = Value(tensor: outputs[0], constant: false)
+            builder.node("Where", "\(label) \(outer)", [condInput, resolve(thenName), resolve(elseName)], [outer])
+        }
+    }
+
+    /// The most iterations of a `Loop` that the importer unrolls.
+    static let maxLoopIterations = 4096
+
+    /// A `Loop` whose trip count and condition are known once the shapes are (a speech
+    /// embedding's loop over the batch, whose size a stream fixes at 1): unrolled, its body read
+    /// once per iteration under names of its own ("NODE #i/NAME"), so that what each iteration
+    /// computes from shapes folds and only what reads the audio stays as nodes. A step's block
+    /// is fixed per import, so the loop's count is too; unrolled, every iteration's nodes are
+    /// compiled as any others are, with nothing left to decide at run time. A condition that
+    /// depends on the audio or state is refused.
+    private mutating func readLoop(_ node: OnnxNode, label: String) throws(ImportError) {
+        func fail(_ reason: String, _ hint: String) -> ImportError { .node(path: path, node: label, op: node.opType, reason: reason, hint: hint) }
+        guard case let .graph(body)? = node.attributes["body"] else { throw fail("no body", "the file is damaged") }
+        let carried = Array(node.inputs.dropFirst(2))
+        let scans = node.outputs.count - carried.count
+        guard body.inputs.count == 2 + carried.count, body.outputs.count == 1 + carried.count + scans, scans >= 0 else {
+            throw fail("its body takes \(body.inputs.count) inputs and gives \(body.outputs.count) outputs for \(carried.count) carried values",
+                       "the file is damaged")
+        }
+        func known(_ name: String, _ what: String) throws(ImportError) -> GraphTensor? {
+            guard !name.isEmpty else { return nil }
+            guard let v = values[name] else { throw fail("reads '\(name)', which nothing produced before it", "the graph must be in order") }
+            guard v.constant, v.tensor.count == 1 else {
+                throw fail("its \(what) depends on the audio or state", "a loop runs a number of times fixed by the shapes; export one with a fixed count")
+            }
+            return v.tensor
+        }
+        func truth(_ t: GraphTensor) -> Bool { t.dtype == .float32 ? t.floats[0] != 0 : t.integers[0] != 0 }
+        let limit = try known(node.inputs.first ?? "", "trip count").map { $0.dtype == .float32 ? Int64($0.floats[0]) : $0.integers[0] }
+        var going = try known(node.inputs.count > 1 ? node.inputs[1] : "", "condition").map(truth) ?? true
+        guard limit != nil || going == false || body.outputs.first != nil else { throw fail("no trip count and no condition", "the file is damaged") }
+        var current = carried  // the values carried into the next iteration
+        var scanned = [[String]](repeating: [], count: scans)
+        let locals = body.definedNames
+        var i: Int64 = 0
+        while going, i < (limit ?? .max) {
+            guard i < Self.maxLoopIterations else {
+                throw fail("it runs more than \(Self.maxLoopIterations) times", "export the model for one stream's block (batch 1)")
+            }
+            let prefix = "\(label) #\(i)/"
+            let iteration = body.renamed(locals) { prefix + $0 }
+            values[iteration.inputs[0].name] = Value(tensor: GraphTensor(scalar: i), constant: true)
+            values[iteration.inputs[1].name] = Value(tensor: GraphTensor(shape: [], integers: [1], dtype: .bool), constant: true)
+            for (input, value) in zip(iteration.inputs.dropFirst(2), current) {
+                guard let v = values[value] else { throw fail("reads '\(value)', which nothing produced before it", "the graph must be in order") }
+                values[input.name] = v
+                if !v.constant { alias[input.name] = resolve(value) }
+            }
+            try readGraph(iteration, keeping: Set(iteration.outputs.map(\.name)))
+            let outs = iteration.outputs.map(\.name)
+            going = try known(outs[0], "condition").map(truth) ?? true
+            current = Array(outs[1..<(1 + carried.count)])
+            for k in 0..<scans { scanned[k].append(outs[1 + carried.count + k]) }
+            i += 1
+        }
+        for (outer, value) in zip(node.outputs, current) where !outer.isEmpty {
+            guard let v = values[value] else { throw fail("gives '\(value)', which nothing produced", "the file is damaged") }
+            values[outer] = v
+            if !v.constant { alias[outer] = resolve(value) }
+        }
+        // Each scan output: the iterations' values stacked along a new first axis.
+        for (k, outer) in node.outputs.dropFirst(carried.count).enumerated() where !outer.isEmpty {
+            let parts = scanned[k].compactMap { values[$0] }
+            guard let first = parts.first, parts.count == scanned[k].count, parts.allSatisfy({ $0.tensor.shape == first.tensor.shape && $0.tensor.dtype == first.tensor.dtype }) else {
+                throw fail("its scan output \(k) has no value or values of different shapes", "a loop's scan outputs stack values of one shape")
+            }
+            let shape = [parts.count] + first.tensor.shape
+            let stacked = first.tensor.dtype == .float32 ? GraphTensor(shape: shape, floats: parts.flatMap(\.tensor.floats))
+                                                         : GraphTensor(shape: shape, integers: parts.flatMap(\.tensor.integers), dtype: first.tensor.dtype)
+            let constant = parts.allSatisfy(\.constant)
+            values[outer] = Value(tensor: stacked, constant: constant)
+            guard !constant else { continue }
+            let rows = zip(scanned[k], parts).map { name, part in
+                builder.reshape(resolve(name), [1] + part.tensor.shape, into: builder.unique("\(label) \(outer) row"))
+            }
+            if rows.count == 1 {
+                alias[outer] = rows[0]
+            } else {
+                builder.node("Concat", "\(label) \(outer)", rows, [outer], ["axis": .int(0)])
+            }
+        }
+    }
+
     private mutating func read(_ node: OnnxNode) throws(ImportError) {
         let label = node.name.isEmpty ? (node.outputs.first ?? node.opType) : node.name
         func fail(_ reason: String, _ hint: String) -> ImportError { .node(path: path, node: label, op: node.opType, reason: reason, hint: hint) }
@@ -316,7 +459,8 @@ public struct OnnxImporter {
         case "If":
             guard let condName = node.inputs.first, let cond = values[condName] else { throw fail("no condition", "an If needs its condition input") }
             guard cond.constant else {
-                throw fail("the condition depends on the audio or state", "fix the inputs it reads with --set, or export the branch you need")
+                try readBothBranches(node, condition: condName, label: label)
+                return
             }
             let taken = (cond.tensor.dtype == .float32 ? cond.tensor.floats.first.map { $0 != 0 } : cond.tensor.integers.first.map { $0 != 0 }) ?? false
             guard case let .graph(branch)? = node.attributes[taken ? "then_branch" : "else_branch"] else {
@@ -330,7 +474,10 @@ public struct OnnxImporter {
                 if !v.constant { alias[outer] = inner }
             }
             return
-        case "Loop", "Scan", "SequenceConstruct":
+        case "Loop":
+            try readLoop(node, label: label)
+            return
+        case "Scan", "SequenceConstruct":
             throw fail("loops and sequences are not part of a streaming step", "export one step of the model (the runtime carries state between steps)")
         default:
             break
@@ -373,7 +520,7 @@ public struct OnnxImporter {
         let constant = allConstant || node.opType == "Shape" || node.opType == "Size"
         for (name, t) in zip(node.outputs, outputs) where !name.isEmpty { values[name] = Value(tensor: t, constant: constant) }
         guard !constant else { return }
-        if node.opType == "Identity" || (node.opType == "Cast" && inputs.first??.dtype == outputs.first?.dtype),
+        if node.opType == "Identity" || (node.opType == "Cast" && inputs.first??.dtype == outputs.first?.dtype && attributes["to"] != .int(6)),
            let input = node.inputs.first, let output = node.outputs.first {
             alias[output] = resolve(input)  // the same tensor under another name: no node
             return

@@ -1,11 +1,13 @@
 import EarshotGraph
 import EarshotModel
+import EarshotONNX
 import Foundation
 
 /// openWakeWord's three ONNX graphs as one package that takes 16 kHz audio, run over time as
 /// openWakeWord's Model runs them: every 1280 samples (80 ms) the melspectrogram model on those
 /// and the 480 before (8 frames, as x / 10 + 2), the embedding model on the latest 76 frames, and
-/// the head on the latest 16 embeddings; its first five scores are 0. A stream starts as
+/// the head on the latest embeddings (as many as its input takes: 16 for most heads, 34 for
+/// timer_v0.1, 22 for weather_v0.1); its first five scores are 0. A stream starts as
 /// openWakeWord's does (`AudioFeatures.__init__`), so the two agree from the first step: the
 /// frames window starts as ones; the first step adds only the 5 frames of its own 1280 samples
 /// (openWakeWord has no audio before the stream); and the embeddings window starts from the
@@ -45,6 +47,8 @@ public enum OpenWakeWordImporter {
         "94b57e656d03b104": ("hey_mycroft_v0.1.onnx", "hey mycroft"),
         "ef2a48cd4152ad64": ("hey_jarvis_v0.1.onnx", "hey jarvis"),
         "a0a586d30ffe73f0": ("hey_rhasspy_v0.1.onnx", "hey rhasspy"),
+        "302a73c792c1ab57": ("timer_v0.1.onnx", "timer"),
+        "2eba3c95cd42959b": ("weather_v0.1.onnx", "weather"),
     ]
     static let releasedAuthor = "David Scripka (openWakeWord)"
     static let releasedLicense = "CC-BY-NC-SA-4.0"
@@ -74,12 +78,28 @@ public enum OpenWakeWordImporter {
         guard let headGraph = top.manifest.graph else {
             throw .interface(path: head, reason: "the wake-word head did not import as a graph", hint: "import it with earshot import to see why")
         }
-        try expect(headGraph, [1, embeddings, embeddingSize], head, "the wake-word head")
+        _ = try Self.window(of: headGraph, head)  // a head of another shape is refused here
         let file = URL(fileURLWithPath: head).lastPathComponent
         let known = FileManager.default.contents(atPath: head).flatMap { released[SafeTensors.contentHash($0)] }
         let phrase = known?.phrase ?? Self.phrase(fileName: file)
         var options = options
-        if options.labels == nil { options.metadata.labels = [phrase] }
+        let scoreCount = top.manifest.outputs.labels.count
+        if options.labels == nil {
+            if scoreCount == 1 {
+                options.metadata.labels = [phrase]
+            } else {
+                // A head of several classes (timer_v0.1: 7, class 0 the background) names them in
+                // its output's name, as JSON: {"1": "1_minute_timer", ...}; a class it does not name
+                // is "background" when it is class 0.
+                let names = Self.classNames(head, count: scoreCount)
+                options.metadata.labels = (0..<scoreCount).map { names[$0] ?? ($0 == 0 ? "background" : "\(phrase) \($0)") }
+                if names[0] == nil, options.metadata.decision?.backgroundLabel == nil {
+                    var decision = options.metadata.decision ?? .init(threshold: 0.5)
+                    decision.backgroundLabel = "background"
+                    options.metadata.decision = decision
+                }
+            }
+        }
         if options.metadata.phrase == nil { options.metadata.phrase = phrase }
         if options.metadata.description == nil { options.metadata.description = "openWakeWord model for the wake phrase '\(phrase)'" }
         if known != nil {
@@ -93,6 +113,29 @@ public enum OpenWakeWordImporter {
         return frontEnd.package(head: headGraph, tensors: top.tensors, options: options, source: source)
     }
 
+    /// The embeddings a head takes ([1, window, 96]): 1 to `FrontEnd.maxWindow`, as openWakeWord
+    /// reads a head's window from its input shape and starts a stream with that many embeddings.
+    static func window(of head: GraphSpec, _ path: String) throws(ImportError) -> Int {
+        let shape = head.audioShape, window = shape.count >= 2 ? shape[shape.count - 2] : 0
+        guard head.states.isEmpty, shape.last == embeddingSize, shape.dropLast(2).allSatisfy({ $0 == 1 }), (1...FrontEnd.maxWindow).contains(window) else {
+            throw .interface(path: path, reason: "the wake-word head takes \(head.audioShape)\(head.states.isEmpty ? "" : " and has state")",
+                             hint: "openWakeWord's heads take [1, N, \(embeddingSize)], N from 1 to \(FrontEnd.maxWindow) embeddings, and have no state")
+        }
+        return window
+    }
+
+    /// The class names a head's output gives in its name, as openWakeWord's multi-class heads do
+    /// (a JSON object of class index to name); none when the name is not such an object.
+    static func classNames(_ path: String, count: Int) -> [Int: String] {
+        guard let model = try? OnnxModel.read(path: path, maxNodes: GraphSpec.maxNodes), let name = model.graph.outputs.first?.name,
+              let object = try? JSONSerialization.jsonObject(with: Data(name.utf8)) as? [String: Any] else { return [:] }
+        var names: [Int: String] = [:]
+        for (key, value) in object {
+            if let index = Int(key), (0..<count).contains(index), let label = value as? String, !label.isEmpty { names[index] = label }
+        }
+        return names
+    }
+
     static func expect(_ graph: GraphSpec, _ shape: [Int], _ path: String, _ what: String) throws(ImportError) {
         guard graph.audioShape.reduce(1, *) == shape.reduce(1, *), graph.states.isEmpty else {
             throw .interface(path: path, reason: "\(what) takes \(graph.audioShape)", hint: "openWakeWord's \(what) takes \(shape) and has no state")
@@ -104,12 +147,19 @@ public enum OpenWakeWordImporter {
     public struct FrontEnd: Sendable {
         let mel: GraphSpec, melTensors: [String: Tensor]
         let embedding: GraphSpec, embeddingTensors: [String: Tensor]
-        /// The embeddings a head's window starts from ([16][96]): the last 16 of `startNoise`'s,
-        /// as openWakeWord's feature buffer holds them at a stream's start.
-        public let start: [Float]
+        /// The embeddings of `startNoise` ([maxWindow][96]), as openWakeWord's feature buffer
+        /// holds them at a stream's start.
+        public let starts: [Float]
+        /// The embeddings a 16-embedding head's window starts from ([16][96]): the last 16 of `starts`.
+        public var start: [Float] { start(window: Self.window) }
+        /// The embeddings a head of `window` embeddings starts from: the last `window` of `starts`.
+        public func start(window: Int) -> [Float] { Array(starts.suffix(window * Self.width)) }
 
-        /// Embeddings a head sees: the latest 16, one every 80 ms.
+        /// Embeddings most heads see: the latest 16, one every 80 ms.
         public static let window = OpenWakeWordImporter.embeddings
+        /// The most embeddings a head may take: all that openWakeWord computes of its 4 s of
+        /// start noise (41), which its feature buffer holds at a stream's start.
+        public static let maxWindow = ((16000 * 4 - melWindow) / melHop + 1 - frames) / framesPerStep + 1
         /// The size of one embedding.
         public static let width = OpenWakeWordImporter.embeddingSize
 
@@ -130,7 +180,7 @@ public enum OpenWakeWordImporter {
             try expect(melGraph, [1, chunkSamples + contextSamples], melPath, "the melspectrogram model")
             try expect(embGraph, [1, frames, mels, 1], embeddingPath, "the embedding model")
             (self.mel, melTensors, embedding, embeddingTensors) = (melGraph, mel.tensors, embGraph, emb.tensors)
-            start = try Self.startEmbeddings(of: startNoise(), last: embeddings, mel: mel, melPath: melPath, embedding: emb, embeddingPath: embeddingPath)
+            starts = try Self.startEmbeddings(of: startNoise(), last: Self.maxWindow, mel: mel, melPath: melPath, embedding: emb, embeddingPath: embeddingPath)
         }
 
         /// The last `count` embeddings of `noise` (int16-scaled samples) as openWakeWord's
@@ -186,20 +236,21 @@ public enum OpenWakeWordImporter {
             return (manifest, c.tensors)
         }
 
-        /// The front end, the window of the latest 16 embeddings (starting from `start`), and
-        /// `head` on it ([1, 16, 96] in, one score per label out); the first five scores are 0,
+        /// The front end, the window of the latest embeddings (as many as `head` takes, [1, N, 96],
+        /// starting from `start(window: N)`), and `head` on it (one score per label out); the first five scores are 0,
         /// as openWakeWord's Model gives. Its source is `source` unless `options` says one.
         public func package(head: GraphSpec, tensors headTensors: [String: Tensor], options: ImportOptions,
                             source: String) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
             var c = GraphSpecBuilder()
             let streamStates = c.addOpenWakeWordFrontEnd(self)
-            // The window of the latest 16 embeddings.
+            // The window of the latest embeddings the head takes.
+            let n = min(max(head.audioShape.reduce(1, *) / embeddingSize, 1), Self.maxWindow)
             c.node("Concat", "embeddings window", ["embeddings", "embedding (new)"], ["embeddings + new"], ["axis": .int(0)])
-            c.slice("embeddings + new", axis: 0, from: 1, to: embeddings + 1, into: "embeddings (next)")
-            let window = GraphSpec.StateSpec(input: "embeddings", output: "embeddings (next)", shape: [embeddings, embeddingSize],
-                                             initial: c.weight("embeddings (first values)", shape: [embeddings, embeddingSize], values: start),
+            c.slice("embeddings + new", axis: 0, from: 1, to: n + 1, into: "embeddings (next)")
+            let window = GraphSpec.StateSpec(input: "embeddings", output: "embeddings (next)", shape: [n, embeddingSize],
+                                             initial: c.weight("embeddings (first values)", shape: [n, embeddingSize], values: start(window: n)),
                                              starts: embeddingsStart)
-            let features = c.reshape("embeddings (next)", [1, embeddings, embeddingSize])
+            let features = c.reshape("embeddings (next)", [1, n, embeddingSize])
             let score = c.append(head, tensors: headTensors, prefix: "head/", input: features)
             // openWakeWord's first five scores are 0: the step count (saturating at 5) gates the score.
             let four = c.weight("four", shape: [1], values: [4]), zero = c.weight("zero", shape: [1], values: [0])

@@ -61,9 +61,9 @@ enum ImportCommand {
             throw UsageError("--window/--hop and --chunk/--context both say how the model streams",
                              hint: "give --window N --hop H for a fixed-window classifier, or --chunk and --context, not both")
         }
-        let frontEnd = args.string("front-end") ?? "samples"
-        guard ["samples", "features", "microfrontend", "openwakeword"].contains(frontEnd) else {
-            throw UsageError("--front-end \(frontEnd): expected samples (a block of audio), features (a block of features you compute), "
+        let frontEnd = args.string("front-end")
+        guard frontEnd.map({ ["samples", "features", "microfrontend", "openwakeword"].contains($0) }) ?? true else {
+            throw UsageError("--front-end \(frontEnd ?? ""): expected samples (a block of audio), features (a block of features you compute), "
                              + "microfrontend (TFLite Micro's audio front end, for microWakeWord models) or openwakeword (an openWakeWord "
                              + "head with its melspectrogram and embedding models)")
         }

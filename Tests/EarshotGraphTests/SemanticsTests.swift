@@ -28,6 +28,10 @@ struct SemanticsTests {
             == [.min, .min])
         #expect(try run("Cast", [GraphTensor(shape: [3], floats: [.nan, -.infinity, -1.9])], ["to": .int(7)])[0].integers
             == [.min, .min, -1])
+        // To int32 (held as int64): a float out of range gives Int32.min (cvttss2si), an integer keeps its low 32 bits.
+        #expect(try run("Cast", [GraphTensor(shape: [4], floats: [.nan, 3e9, -1.9, 2.5])], ["to": .int(6)])[0].integers
+            == [Int64(Int32.min), Int64(Int32.min), -1, 2])
+        #expect(try run("Cast", [GraphTensor(shape: [2], integers: [(1 << 32) + 5, -1])], ["to": .int(6)])[0].integers == [5, -1])
     }
 
     @Test("The output count picks the first outputs")

@@ -127,17 +127,27 @@ struct OpenWakeWordImportTests {
         }
     }
 
-    @Test("hey_jarvis_v0.1: its If on a computed condition is refused, naming the node and what to do")
+    @Test("hey_jarvis_v0.1: its If on a computed condition (it was refused) runs both branches, each stream of a batch taking its own")
     func dataDependentIf() throws {
         let path = Self.folder + "/hey_jarvis_v0.1.onnx"
         guard FileManager.default.fileExists(atPath: path) else { throw Missing(path: path) }
-        var options = ImportOptions()
-        options.frontEnd = "features"
-        #expect {
-            _ = try OnnxImporter.importModel(path: path, options: options)
-        } throws: { error in
-            guard let e = error as? ImportError, case let .node(_, _, op, reason, hint) = e else { return false }
-            return op == "If" && !reason.isEmpty && !hint.isEmpty
+        let model = try OpenWakeWordPipelineTests.importHead("hey_jarvis_v0.1")
+        #expect(model.manifest.graph?.nodes.contains { $0.op == "Where" && $0.name.hasPrefix("head/If_32") } == true)
+        // Two streams in one batch: a take of the phrase (its verifier branch runs where the first score is 0.5 or more) and silence.
+        let corpus = Repo.path("Tests/EarshotTests/Goldens/openwakeword-start")
+        let jarvis = try AudioFile.readMono(path: corpus + "/hey_jarvis-0.flac").samples
+        let silence = [Float](repeating: 0, count: jarvis.count)
+        let steps = jarvis.count / 1280
+        var states = [model.makeState(), model.makeState()]
+        var batched: [[Float]] = [[], []]
+        for s in 0..<steps {
+            let out = try model.predictions(from: [Array(jarvis[(s * 1280)..<((s + 1) * 1280)]), Array(silence[(s * 1280)..<((s + 1) * 1280)])], using: &states)
+            batched[0] += out[0]
+            batched[1] += out[1]
         }
+        let alone = [try OpenWakeWordPipelineTests.scores(model, Array(jarvis.prefix(steps * 1280))),
+                     try OpenWakeWordPipelineTests.scores(model, Array(silence.prefix(steps * 1280)))]
+        #expect(batched == alone)
+        #expect((batched[0].max() ?? 0) > 0.9 && (batched[1].max() ?? 1) < 0.1, "\(batched)")
     }
 }
