@@ -128,6 +128,23 @@ struct ConformanceTFLiteTests {
         return data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
     }
 
+    @Test("BirdNET V2.4's FP32 classifier ([1, 144000] at 48 kHz to 6522 scores, RFFT2D within) equals TFLite on each 3 s window of real audio")
+    func birdnet() throws {
+        let model = try Self.imported([try Self.model("birdnet", "BirdNET_GLOBAL_6K_V2.4_Model_FP32.tflite"), "--rate", "48000"], "birdnet")
+        let expected = try Self.floats("Tests/EarshotTests/Goldens/conformance/birdnet/scores.f32")
+        let (audio, rate) = try AudioFile.readMono(path: Repo.path("Tests/EarshotTests/Goldens/conformance/birdnet/audio-48k.wav"))
+        #expect(rate == 48000 && model.chunkSamples == 144_000 && expected.count == 3 * 6522)
+        var worst: Float = 0
+        for w in 0..<3 {
+            var state = model.makeState()
+            let got = try model.prediction(from: Array(audio[(w * 144_000)..<((w + 1) * 144_000)]), using: &state)
+            #expect(got.count == 6522)
+            worst = max(worst, zip(got, expected[(w * 6522)..<((w + 1) * 6522)]).map { abs($0 - $1) }.max() ?? .infinity)
+        }
+        print("BirdNET V2.4 FP32: 3 windows of 6522 scores, max |diff| \(worst) against TFLite; \(model.description.execution ?? "")")
+        #expect(worst <= 1e-4)
+    }
+
     @Test("BirdNET V2.4's FP16 location/week model ([latitude, longitude, week] to 6522 scores, DEQUANTIZE of float16 weights) imports as a model of features and equals TFLite")
     func birdnetLocation() throws {
         let model = try Self.imported([try Self.model("birdnet", "BirdNET_GLOBAL_6K_V2.4_MData_Model_V2_FP16.tflite")], "birdnet-location")
