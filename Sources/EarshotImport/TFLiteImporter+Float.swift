@@ -54,6 +54,49 @@ extension TFLiteImporter {
         return zip(names, results).map { Value(name: $0, tensor: $1, constant: constant) }
     }
 
+    /// `x` transposed by `perm`; a Reshape where only axes of size 1 move (no values move).
+    mutating func transposed(_ x: Value, _ perm: [Int], _ name: String, op: String) throws(ImportError) -> Value {
+        let kept = perm.filter { x.tensor.shape[$0] != 1 }
+        if !x.complex, kept == kept.sorted() {
+            return try reshaped(x, perm.map { x.tensor.shape[$0] }, name, op: op)
+        }
+        return try node("Transpose", name, [x], attributes: ["perm": .ints(perm.map(Int64.init))], op: op)[0]
+    }
+
+    /// `x` (NHWC) channels-first: its twin, or a Transpose.
+    mutating func toNCHW(_ x: Value, _ name: String, op: String) throws(ImportError) -> Value {
+        if let twin = channelsFirst[x.name] { return twin }
+        return try transposed(x, [0, 3, 1, 2], "\(name) (NCHW)", op: op)
+    }
+
+    /// `y` (NCHW) back in TFLite's NHWC, with `y` kept as its twin.
+    mutating func fromNCHW(_ y: Value, _ name: String, op: String) throws(ImportError) -> Value {
+        let v = try transposed(y, [0, 2, 3, 1], "\(name) (NHWC)", op: op)
+        channelsFirst[v.name] = y
+        return v
+    }
+
+    /// An element-wise op on values whose twins are channels-first runs on the twins: a constant
+    /// operand of one value stays, one of the channels ([C] or [1, 1, 1, C]) becomes [1, C, 1, 1].
+    /// Nil when an operand has no twin (the op then runs on the NHWC values).
+    mutating func onTwins(_ operands: [Value], _ name: String, op: String, _ f: (inout Self, [Value]) throws(ImportError) -> Value) throws(ImportError) -> Value? {
+        guard let rank4 = operands.first(where: { channelsFirst[$0.name] != nil }), rank4.tensor.rank == 4 else { return nil }
+        let channels = rank4.tensor.shape[3]
+        var twins: [Value] = []
+        for v in operands {
+            if let t = channelsFirst[v.name] {
+                twins.append(t)
+            } else if v.constant, v.tensor.count == 1 {
+                twins.append(v)
+            } else if v.constant, v.tensor.count == channels, v.tensor.shape.last == channels, v.tensor.rank <= 4 {
+                twins.append(try reshaped(v, [1, channels, 1, 1], "\(name) (channels first)", op: op))
+            } else {
+                return nil
+            }
+        }
+        return try fromNCHW(try f(&self, twins), name, op: op)
+    }
+
     /// A constant of the importer's own.
     mutating func literal(_ base: String, _ t: GraphTensor) -> Value { Value(name: builder.unique(base), tensor: t, constant: true) }
 
@@ -86,7 +129,7 @@ extension TFLiteImporter {
     }
 
     /// An operator on float tensors.
-    mutating func readFloat(_ op: TFLiteOperator, label: String, graph: TFLiteSubgraph, fail: (String, String) -> ImportError) throws(ImportError) {
+    mutating func readFloat(_ op: TFLiteOperator, label: String, graph: TFLiteSubgraph, fail: @escaping (String, String) -> ImportError) throws(ImportError) {
         let name = op.name
         func tensor(_ i: Int) throws(ImportError) -> TFLiteTensor { try Self.operand(op, i, graph, fail) }
         /// A computed or constant input's value (constants read from the file once).
@@ -139,18 +182,29 @@ extension TFLiteImporter {
         case "ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "POW", "SQUARED_DIFFERENCE":
             let a = try input(0), b = try input(1)
             let kind = ["ADD": "Add", "SUB": "Sub", "MUL": "Mul", "DIV": "Div", "MAXIMUM": "Max", "MINIMUM": "Min", "POW": "Pow", "SQUARED_DIFFERENCE": "Sub"][name] ?? name
-            var v = try node(kind, label, [a, b], op: name)[0]
-            if name == "SQUARED_DIFFERENCE" { v = try node("Mul", "\(label) squared", [v, v], op: name)[0] }
-            if case let .activation(f) = op.options { v = try activated(v, f, label, op: name, fail: fail) }
-            try set(0, v)
+            let compute = { (me: inout Self, operands: [Value]) throws(ImportError) -> Value in
+                var v = try me.node(kind, label, operands, op: name)[0]
+                if name == "SQUARED_DIFFERENCE" { v = try me.node("Mul", "\(label) squared", [v, v], op: name)[0] }
+                if case let .activation(f) = op.options { v = try me.activated(v, f, label, op: name, fail: fail) }
+                return v
+            }
+            if let v = try onTwins([a, b], label, op: name, compute) { try set(0, v) } else { try set(0, try compute(&self, [a, b])) }
         case "LOGISTIC", "TANH", "RELU", "LOG", "SQRT", "EXP", "NEG", "ABS", "SIN":
             let kind = ["LOGISTIC": "Sigmoid", "TANH": "Tanh", "RELU": "Relu", "LOG": "Log", "SQRT": "Sqrt", "EXP": "Exp", "NEG": "Neg", "ABS": "Abs", "SIN": "Sin"][name] ?? name
-            try set(0, try node(kind, label, [try input(0)], op: name)[0])
+            let compute = { (me: inout Self, x: [Value]) throws(ImportError) -> Value in try me.node(kind, label, x, op: name)[0] }
+            let x = try input(0)
+            if let v = try onTwins([x], label, op: name, compute) { try set(0, v) } else { try set(0, try compute(&self, [x])) }
         case "RELU6", "RELU_N1_TO_1":
-            try set(0, try activated(try input(0), name == "RELU6" ? 3 : 2, label, op: name, fail: fail))
+            let compute = { (me: inout Self, x: [Value]) throws(ImportError) -> Value in try me.activated(x[0], name == "RELU6" ? 3 : 2, label, op: name, fail: fail) }
+            let x = try input(0)
+            if let v = try onTwins([x], label, op: name, compute) { try set(0, v) } else { try set(0, try compute(&self, [x])) }
         case "LEAKY_RELU":
             let alpha = try option({ if case let .leakyRelu(a) = $0 { a } else { nil } }, Float(0))
-            try set(0, try node("LeakyRelu", label, [try input(0)], attributes: ["alpha": .float(Double(alpha))], op: name)[0])
+            let compute = { (me: inout Self, x: [Value]) throws(ImportError) -> Value in
+                try me.node("LeakyRelu", label, x, attributes: ["alpha": .float(Double(alpha))], op: name)[0]
+            }
+            let x = try input(0)
+            if let v = try onTwins([x], label, op: name, compute) { try set(0, v) } else { try set(0, try compute(&self, [x])) }
         case "RSQRT":
             // ref: reference_ops rsqrt, 1 / sqrt(x).
             let root = try node("Sqrt", "\(label) (sqrt)", [try input(0)], op: name)[0]
@@ -193,7 +247,9 @@ extension TFLiteImporter {
                 target[k] = count / rest
             }
             guard target.reduce(1, *) == count, target.allSatisfy({ $0 >= 0 }) else { throw fail("cannot reshape \(shape(x)) to \(target)", "the file is damaged") }
-            try set(0, try reshaped(x, target, label, op: name))
+            let v = try reshaped(x, target, label, op: name)
+            if x.tensor.dtype == .bool, x.tensor.count == 1 { reshapedCondition[v.name] = reshapedCondition[x.name] ?? x }
+            try set(0, v)
         case "SQUEEZE":
             let x = try input(0), dims = shape(x)
             let listed: [Int] = try option({ if case let .squeeze(d) = $0 { d } else { nil } }, [Int]())
@@ -374,11 +430,18 @@ extension TFLiteImporter {
             guard p.count == 2 * dims.count else { throw fail("\(p.count) paddings for rank \(dims.count)", "the file is damaged") }
             let pads = dims.indices.map { p[2 * $0] } + dims.indices.map { p[2 * $0 + 1] }
             var inputs = [x, literal("\(label) pads", ints64(pads))]
+            var zero = true
             if name == "PADV2", op.inputs.count > 2, op.inputs[2] >= 0 {
                 let c = try input(2)
+                zero = c.constant && c.tensor.floats.allSatisfy { $0 == 0 }
                 inputs.append(try reshaped(c, [], "\(label) value", op: name))
             }
-            try set(0, try node("Pad", label, inputs, op: name)[0])
+            let v = try node("Pad", label, inputs, op: name)[0]
+            try set(0, v)
+            // A zero pad of the spatial axes of NHWC values: a convolution reading it pads itself.
+            if zero, dims.count == 4, !x.complex, p[0] == 0, p[1] == 0, p[6] == 0, p[7] == 0 {
+                zeroPadded[v.name] = (x, [p[2], p[4], p[3], p[5]])
+            }
         case "BATCH_MATMUL":
             let (adjX, adjY) = try option({ if case let .batchMatMul(x, y) = $0 { (x, y) } else { nil } }, (false, false))
             func adjoint(_ v: Value, _ on: Bool, _ what: String) throws(ImportError) -> Value {
@@ -413,13 +476,12 @@ extension TFLiteImporter {
             let x = try input(0)
             guard x.tensor.rank == 4 else { throw fail("input of shape \(x.tensor.shape)", "pools take NHWC input") }
             let (top, bottom) = samePads(x.tensor.shape[1], fh, sh, 1, same: padding == 0), (left, right) = samePads(x.tensor.shape[2], fw, sw, 1, same: padding == 0)
-            let nchw = try node("Transpose", "\(label) (NCHW)", [x], attributes: ["perm": .ints([0, 3, 1, 2])], op: name)[0]
+            let nchw = try toNCHW(x, label, op: name)
             var attributes: [String: GraphSpec.AttributeValue] = ["kernel_shape": .ints([Int64(fh), Int64(fw)]), "strides": .ints([Int64(sh), Int64(sw)]),
                                                                   "pads": .ints([top, left, bottom, right].map(Int64.init))]
             if name == "AVERAGE_POOL_2D" { attributes["count_include_pad"] = .int(0) }
             let pooled = try node(name == "MAX_POOL_2D" ? "MaxPool" : "AveragePool", label, [nchw], attributes: attributes, op: name)[0]
-            let v = try node("Transpose", "\(label) (NHWC)", [pooled], attributes: ["perm": .ints([0, 2, 3, 1])], op: name)[0]
-            try set(0, try activated(v, activation, label, op: name, fail: fail))
+            try set(0, try fromNCHW(try activated(pooled, activation, label, op: name, fail: fail), label, op: name))
         case "RFFT2D":
             let x = try input(0), dims = shape(x)
             let lengths = try ints(1)
@@ -494,8 +556,14 @@ extension TFLiteImporter {
                 }
             }
         }
-        let (top, bottom) = samePads(x.tensor.shape[1], kh, sh, dh, same: padding == 0), (left, right) = samePads(x.tensor.shape[2], kw, sw, dw, same: padding == 0)
-        let nchw = try node("Transpose", "\(label) (NCHW)", [x], attributes: ["perm": .ints([0, 3, 1, 2])], op: op.name)[0]
+        var (top, bottom) = samePads(x.tensor.shape[1], kh, sh, dh, same: padding == 0), (left, right) = samePads(x.tensor.shape[2], kw, sw, dw, same: padding == 0)
+        var source = x
+        if padding == 1, let padded = zeroPadded[x.name] {
+            // A zero PAD before a VALID convolution (Keras's ZeroPadding2D): the convolution's own pads.
+            source = padded.source
+            (top, left, bottom, right) = (padded.pads[0], padded.pads[1], padded.pads[2], padded.pads[3])
+        }
+        let nchw = try toNCHW(source, label, op: op.name)
         var inputs = [nchw, literal("\(label) filter (OIHW)", GraphTensor(shape: [outChannels, inPerGroup, kh, kw], floats: w))]
         if let bias { inputs.append(bias) }
         let attributes: [String: GraphSpec.AttributeValue] = [
@@ -503,8 +571,7 @@ extension TFLiteImporter {
             "group": .int(Int64(c / inPerGroup)), "kernel_shape": .ints([Int64(kh), Int64(kw)]),
         ]
         let conv = try node("Conv", label, inputs, attributes: attributes, op: op.name)[0]
-        let v = try node("Transpose", "\(label) (NHWC)", [conv], attributes: ["perm": .ints([0, 2, 3, 1])], op: op.name)[0]
-        return try activated(v, activation, label, op: op.name, fail: fail)
+        return try fromNCHW(try activated(conv, activation, label, op: op.name, fail: fail), label, op: op.name)
     }
 
     /// IF: both branches' subgraphs read into the graph on the operator's inputs, and the
@@ -514,7 +581,9 @@ extension TFLiteImporter {
               thenIndex < model.subgraphs.count, elseIndex < model.subgraphs.count, op.inputs.count >= 1, op.inputs[0] >= 0 else {
             throw fail("branches that are not there", "the file is damaged")
         }
-        guard let condition = values[op.inputs[0]] else { throw fail("its condition is not computed before it", "the operators must be in order") }
+        guard var condition = values[op.inputs[0]] else { throw fail("its condition is not computed before it", "the operators must be in order") }
+        // The condition as it was computed (a comparison that only the Where reads compiles into it).
+        condition = reshapedCondition[condition.name] ?? condition
         var arguments: [Value] = []
         for i in op.inputs.indices.dropFirst() {
             guard op.inputs[i] >= 0 else { throw fail("input \(i) is missing", "the file is damaged") }

@@ -29,6 +29,15 @@ public struct TFLiteImporter {
     var values: [Int: Value] = [:]
     /// Constants already written to the package, by their value's name.
     var written: [String: String] = [:]
+    /// An NHWC value's twin in NCHW (by the NHWC value's name), where a convolution or pool made it:
+    /// what reads it channels-first reads the twin, so the Transposes between TFLite's NHWC ops
+    /// cancel (a Transpose no one reads is pruned).
+    var channelsFirst: [String: Value] = [:]
+    /// A zero PAD's output (by name): its input and the pads [top, left, bottom, right] a
+    /// convolution that reads it takes as its own.
+    var zeroPadded: [String: (source: Value, pads: [Int])] = [:]
+    /// A value a RESHAPE made of a single boolean (by name): that boolean, which an IF's Where reads.
+    var reshapedCondition: [String: Value] = [:]
     /// The package's graph, written as the operators are read; every name in it from `unique`.
     var builder = GraphSpecBuilder()
     /// Resource tensor index → variable key.
