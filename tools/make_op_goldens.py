@@ -513,6 +513,12 @@ def recurrent_cases():
     rnn_case("gru-clip", "GRU", [f32(seq, batch, inputs, scale=3.0), w * 3, r, b], {"clip": 1.0}, outputs=2)
 
 
+def spectral_cases():
+    """Ops added later: appended after the others so that their random inputs stay as they were."""
+    case("sin", "Sin", [f32(3, 5, scale=3.0)])
+    case("sin-large", "Sin", [np.array([-1000.5, -7.0, 0, 3.14159, 100.25], dtype=np.float32)])
+
+
 def main():
     conv_cases()
     pool_cases()
@@ -523,6 +529,7 @@ def main():
     shape_cases()
     generator_cases()
     recurrent_cases()
+    spectral_cases()
     document = {
         "generator": GENERATOR,
         "seed": SEED,

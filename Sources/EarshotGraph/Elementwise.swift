@@ -239,6 +239,7 @@ enum Elementwise {
         case .neg: f = { -$0 }
         case .abs: f = { Swift.abs($0) }
         case .erf: f = { Foundation.erf($0) }
+        case .sin: f = { Foundation.sin($0) }
         default:
             // Softplus: log(1 + exp(x)), in the form that neither overflows nor loses small values.
             f = { v in v > 0 ? v + Foundation.log1p(Foundation.exp(-v)) : Foundation.log1p(Foundation.exp(v)) }

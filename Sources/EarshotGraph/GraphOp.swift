@@ -1,6 +1,7 @@
 /// The ops a graph is made of: ONNX's (of the default domain, with the semantics of the opsets in
 /// `GraphOps.supportedOpsets`) and Earshot's own, TFLite's integer kernels (Quantized.swift) and
-/// TFLite Micro's audio front end (MicroFrontendOp.swift), which only `TFLiteImporter` emits.
+/// TFLite Micro's audio front end (MicroFrontendOp.swift) and TFLite's real FFT (`RFFT`, Spectral.swift),
+/// which only `TFLiteImporter` emits.
 ///
 /// A package names an op by its raw value, ONNX's op type; the name is read into a `GraphOp` once,
 /// where the graph is loaded (`GraphOp(named:node:)`), and everything after switches over the
@@ -14,12 +15,13 @@ public enum GraphOp: String, CaseIterable, Sendable, CustomStringConvertible {
     case layerNormalization = "LayerNormalization", leakyRelu = "LeakyRelu", less = "Less", lessOrEqual = "LessOrEqual", log = "Log"
     case matMul = "MatMul", max = "Max", maxPool = "MaxPool", min = "Min", mul = "Mul", neg = "Neg", not = "Not", or = "Or"
     case pad = "Pad", pow = "Pow", range = "Range", reduceMax = "ReduceMax", reduceMean = "ReduceMean", reduceMin = "ReduceMin"
-    case reduceSum = "ReduceSum", relu = "Relu", reshape = "Reshape", shape = "Shape", sigmoid = "Sigmoid", size = "Size"
+    case reduceSum = "ReduceSum", relu = "Relu", reshape = "Reshape", shape = "Shape", sigmoid = "Sigmoid", sin = "Sin", size = "Size"
     case slice = "Slice", softmax = "Softmax", softplus = "Softplus", split = "Split", sqrt = "Sqrt", squeeze = "Squeeze", sub = "Sub"
     case tanh = "Tanh", tile = "Tile", transpose = "Transpose", unsqueeze = "Unsqueeze", `where` = "Where"
     // Earshot's own.
     case quantize = "Quantize", tfliteConv2D = "TFLiteConv2D", tfliteDepthwiseConv2D = "TFLiteDepthwiseConv2D"
     case tfliteFullyConnected = "TFLiteFullyConnected", tfliteLookup = "TFLiteLookup", microFrontend = "MicroFrontend"
+    case rfft = "RFFT"
 
     /// The op's name, as a package (and ONNX) writes it.
     public var description: String { rawValue }
@@ -27,11 +29,11 @@ public enum GraphOp: String, CaseIterable, Sendable, CustomStringConvertible {
     /// Whether ONNX defines the op; the others are Earshot's own.
     public var isONNX: Bool {
         switch self {
-        case .quantize, .tfliteConv2D, .tfliteDepthwiseConv2D, .tfliteFullyConnected, .tfliteLookup, .microFrontend: return false
+        case .quantize, .tfliteConv2D, .tfliteDepthwiseConv2D, .tfliteFullyConnected, .tfliteLookup, .microFrontend, .rfft: return false
         case .abs, .add, .and, .averagePool, .batchNormalization, .cast, .clip, .concat, .constantOfShape, .conv, .div, .equal, .erf,
              .exp, .expand, .flatten, .gru, .gather, .gemm, .greater, .greaterOrEqual, .identity, .lstm, .layerNormalization,
              .leakyRelu, .less, .lessOrEqual, .log, .matMul, .max, .maxPool, .min, .mul, .neg, .not, .or, .pad, .pow, .range,
-             .reduceMax, .reduceMean, .reduceMin, .reduceSum, .relu, .reshape, .shape, .sigmoid, .size, .slice, .softmax, .softplus,
+             .reduceMax, .reduceMean, .reduceMin, .reduceSum, .relu, .reshape, .shape, .sigmoid, .sin, .size, .slice, .softmax, .softplus,
              .split, .sqrt, .squeeze, .sub, .tanh, .tile, .transpose, .unsqueeze, .where:
             return true
         }

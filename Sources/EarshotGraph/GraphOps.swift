@@ -85,7 +85,7 @@ public enum GraphOps {
         case .not: return try Elementwise.not(n)
         case .where: return try Elementwise.where(n)
         case .clip: return try Elementwise.clip(n)
-        case .sqrt, .relu, .leakyRelu, .sigmoid, .tanh, .log, .exp, .neg, .abs, .erf, .softplus:
+        case .sqrt, .relu, .leakyRelu, .sigmoid, .tanh, .log, .exp, .neg, .abs, .erf, .softplus, .sin:
             return try Elementwise.unary(n)
         case .softmax: return try Normalization.softmax(n)
         case .reduceMean, .reduceMax, .reduceSum, .reduceMin: return try Reductions.reduce(n)
@@ -120,6 +120,7 @@ public enum GraphOps {
         case .tfliteLookup: return try Quantized.lookup(n)
         case .quantize: return try Quantized.quantize(n)
         case .microFrontend: return try MicroFrontendOp.run(n)
+        case .rfft: return try Spectral.rfft(n)
         }
     }
 }

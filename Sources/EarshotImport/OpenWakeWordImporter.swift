@@ -62,19 +62,21 @@ public enum OpenWakeWordImporter {
         return words.isEmpty ? stem : words.joined(separator: " ")
     }
 
-    /// The melspectrogram and embedding models beside `head` (melspectrogram.onnx, embedding_model.onnx).
+    /// The melspectrogram and embedding models beside `head` (melspectrogram.onnx and embedding_model.onnx,
+    /// or their .tflite forms beside a .tflite head, which wyoming-openwakeword ships).
     /// The package's label and phrase are the head's (from its file name), unless `options` gives
     /// them; one of openWakeWord's released heads (known by its hash) also gets its author,
     /// licence and page, unless `options` gives them.
     public static func importModel(head: String, melspectrogram: String? = nil, embedding: String? = nil,
                                    options: ImportOptions) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
         let folder = URL(fileURLWithPath: head).deletingLastPathComponent()
-        let melPath = melspectrogram ?? folder.appendingPathComponent("melspectrogram.onnx").path
-        let embeddingPath = embedding ?? folder.appendingPathComponent("embedding_model.onnx").path
+        let form = isTFLite(head) ? "tflite" : "onnx"
+        let melPath = melspectrogram ?? folder.appendingPathComponent("melspectrogram.\(form)").path
+        let embeddingPath = embedding ?? folder.appendingPathComponent("embedding_model.\(form)").path
         let frontEnd = try FrontEnd(melspectrogram: melPath, embedding: embeddingPath)
         var featureOptions = ImportOptions()
         featureOptions.frontEnd = "features"
-        let top = try OnnxImporter.importModel(path: head, options: featureOptions)
+        let top = try importGraph(head, featureOptions)
         guard let headGraph = top.manifest.graph else {
             throw .interface(path: head, reason: "the wake-word head did not import as a graph", hint: "import it with earshot import to see why")
         }
@@ -136,6 +138,14 @@ public enum OpenWakeWordImporter {
         return names
     }
 
+    /// Whether `path` names a TFLite file (else ONNX).
+    static func isTFLite(_ path: String) -> Bool { path.lowercased().hasSuffix(".tflite") }
+
+    /// One of openWakeWord's models, `.onnx` or `.tflite` (the same networks), as a graph.
+    static func importGraph(_ path: String, _ options: ImportOptions) throws(ImportError) -> (manifest: ModelManifest, tensors: [String: Tensor]) {
+        isTFLite(path) ? try TFLiteImporter.importModel(path: path, options: options) : try OnnxImporter.importModel(path: path, options: options)
+    }
+
     static func expect(_ graph: GraphSpec, _ shape: [Int], _ path: String, _ what: String) throws(ImportError) {
         guard graph.audioShape.reduce(1, *) == shape.reduce(1, *), graph.states.isEmpty else {
             throw .interface(path: path, reason: "\(what) takes \(graph.audioShape)", hint: "openWakeWord's \(what) takes \(shape) and has no state")
@@ -163,14 +173,14 @@ public enum OpenWakeWordImporter {
         /// The size of one embedding.
         public static let width = OpenWakeWordImporter.embeddingSize
 
-        /// Imports melspectrogram.onnx and embedding_model.onnx, and runs them on `startNoise`.
+        /// Imports melspectrogram and embedding_model (.onnx or .tflite), and runs them on `startNoise`.
         public init(melspectrogram melPath: String, embedding embeddingPath: String) throws(ImportError) {
             var melOptions = ImportOptions()
             melOptions.chunkSamples = chunkSamples + contextSamples
             var featureOptions = ImportOptions()
             featureOptions.frontEnd = "features"
-            let mel = try OnnxImporter.importModel(path: melPath, options: melOptions)
-            let emb = try OnnxImporter.importModel(path: embeddingPath, options: featureOptions)
+            let mel = try importGraph(melPath, melOptions)
+            let emb = try importGraph(embeddingPath, featureOptions)
             guard let melGraph = mel.manifest.graph else {
                 throw .interface(path: melPath, reason: "the melspectrogram model did not import as a graph", hint: "import it with earshot import to see why")
             }

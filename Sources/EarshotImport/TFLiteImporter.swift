@@ -16,17 +16,30 @@ import Foundation
 public struct TFLiteImporter {
     /// A value while the graph is read: its name in the package, its value on the first step
     /// (zero features, the variables' first values) and whether it is a constant.
-    private struct Value {
+    struct Value {
         var name: String
         var tensor: GraphTensor
         var constant: Bool
+        /// Complex values (RFFT2D's), held with a last axis of 2 (real, imaginary).
+        var complex = false
     }
 
-    private let path: String
-    private let model: TFLiteModel
-    private var values: [Int: Value] = [:]
+    let path: String
+    let model: TFLiteModel
+    var values: [Int: Value] = [:]
+    /// Constants already written to the package, by their value's name.
+    var written: [String: String] = [:]
+    /// An NHWC value's twin in NCHW (by the NHWC value's name), where a convolution or pool made it:
+    /// what reads it channels-first reads the twin, so the Transposes between TFLite's NHWC ops
+    /// cancel (a Transpose no one reads is pruned).
+    var channelsFirst: [String: Value] = [:]
+    /// A zero PAD's output (by name): its input and the pads [top, left, bottom, right] a
+    /// convolution that reads it takes as its own.
+    var zeroPadded: [String: (source: Value, pads: [Int])] = [:]
+    /// A value a RESHAPE made of a single boolean (by name): that boolean, which an IF's Where reads.
+    var reshapedCondition: [String: Value] = [:]
     /// The package's graph, written as the operators are read; every name in it from `unique`.
-    private var builder = GraphSpecBuilder()
+    var builder = GraphSpecBuilder()
     /// Resource tensor index → variable key.
     private var handles: [Int: String] = [:]
     /// Variable key → its first values (from the init subgraph).
@@ -64,8 +77,12 @@ public struct TFLiteImporter {
             throw interface("the main subgraph has \(graph.outputs.count) outputs", "a model with one output (its scores) is imported")
         }
         let input = graph.tensors[inputs[0]]
-        let shape = input.shape.map { max($0, 1) }
+        var shape = input.shape.map { max($0, 1) }
         let microFrontend = options.frontEnd == "microfrontend"
+        // A float input whose last axis is dynamic (melspectrogram.tflite's [1, -1]) takes the
+        // block the options give, as the interpreter's ResizeInputTensor does.
+        let resized = !microFrontend && input.type == .float32 && options.chunkSamples != nil && input.signature.last == -1 && !shape.isEmpty
+        if resized, let chunk = options.chunkSamples { shape[shape.count - 1] = chunk + options.contextSamples }
         let audioName = builder.unique(microFrontend ? "samples" : "features")
         var audioShape = shape
         var featuresName = audioName
@@ -155,8 +172,8 @@ public struct TFLiteImporter {
         let labels = options.labels ?? (count == 1 ? [options.name] : (0..<count).map { "class\($0)" })
         guard labels.count == count else { throw interface("\(labels.count) labels for \(count) scores", "give --labels or --labels-file with \(count) names") }
         let block = shape.reduce(1, *)
-        var context = microFrontend ? MicroFrontend.windowSamples - MicroFrontend.stepSamples : 0
-        var chunk = microFrontend ? audioShape[1] - context : block
+        var context = microFrontend ? MicroFrontend.windowSamples - MicroFrontend.stepSamples : resized ? options.contextSamples : 0
+        var chunk = microFrontend ? audioShape[1] - context : block - context
         let windowed = options.windowed && !microFrontend
         if windowed {
             // A fixed-window classifier: the window is the input, hop new samples a step.
@@ -176,14 +193,14 @@ public struct TFLiteImporter {
         return (manifest, builder.tensors.filter { used.contains($0.key) })
     }
 
-    private func run(_ op: String, name: String, inputs: [GraphTensor?], attributes: [String: GraphSpec.AttributeValue] = [:],
+    func run(_ op: String, name: String, inputs: [GraphTensor?], attributes: [String: GraphSpec.AttributeValue] = [:],
                      op tflite: String, outputs: Int = 1) throws(ImportError) -> GraphTensor {
         try runAll(op, name: name, inputs: inputs, attributes: attributes, op: tflite, outputs: outputs)[0]
     }
 
     /// Adds a node of the importer's own (named `name`, on behalf of `tflite`) reading `inputs`
     /// (their names and values on the first step), runs it on those values, and gives its output.
-    private mutating func apply(_ op: String, _ name: String, _ inputs: [Value], output: String,
+    mutating func apply(_ op: String, _ name: String, _ inputs: [Value], output: String,
                                 attributes: [String: GraphSpec.AttributeValue] = [:], op tflite: String) throws(ImportError) -> Value {
         let tensor = try run(op, name: name, inputs: inputs.map(\.tensor), attributes: attributes, op: tflite)
         builder.node(op, name, inputs.map(\.name), [output], attributes.isEmpty ? nil : attributes)
@@ -191,9 +208,9 @@ public struct TFLiteImporter {
     }
 
     /// A float constant as a weight, with its value.
-    private mutating func constant(_ base: String, _ t: GraphTensor) -> Value { Value(name: builder.weight(unique: base, t), tensor: t, constant: true) }
+    mutating func constant(_ base: String, _ t: GraphTensor) -> Value { Value(name: builder.weight(unique: base, t), tensor: t, constant: true) }
 
-    private func runAll(_ op: String, name: String, inputs: [GraphTensor?], attributes: [String: GraphSpec.AttributeValue],
+    func runAll(_ op: String, name: String, inputs: [GraphTensor?], attributes: [String: GraphSpec.AttributeValue],
                         op tflite: String, outputs: Int) throws(ImportError) -> [GraphTensor] {
         do {
             return try GraphOps.run(op, node: name, inputs: inputs, attributes: attributes.mapValues(\.graphAttribute), opset: 13, outputCount: outputs)
@@ -204,7 +221,7 @@ public struct TFLiteImporter {
 
     // MARK: Operators
 
-    private mutating func read(_ op: TFLiteOperator, index: Int, graph: TFLiteSubgraph) throws(ImportError) {
+    mutating func read(_ op: TFLiteOperator, index: Int, graph: TFLiteSubgraph) throws(ImportError) {
         // TFLite names a fused op's output after every op fused into it, joined by ';': the first names it.
         let label = op.outputs.first.map { String(graph.tensors[$0].name.split(separator: ";").first ?? "") }.flatMap { $0.isEmpty ? nil : $0 }
             ?? "operator \(index)"
@@ -212,10 +229,7 @@ public struct TFLiteImporter {
         let fail = { (reason: String, hint: String) -> ImportError in
             .node(path: path, node: "operator \(index) '\(label)'", op: op.name, reason: reason, hint: hint)
         }
-        func tensor(_ i: Int) throws(ImportError) -> TFLiteTensor {
-            guard i < op.inputs.count, op.inputs[i] >= 0 else { throw fail("input \(i) is missing", "the file is damaged") }
-            return graph.tensors[op.inputs[i]]
-        }
+        func tensor(_ i: Int) throws(ImportError) -> TFLiteTensor { try Self.operand(op, i, graph, fail) }
         /// A computed or constant input's value.
         func value(_ i: Int) throws(ImportError) -> Value {
             let t = try tensor(i)
@@ -253,6 +267,10 @@ public struct TFLiteImporter {
             builder.node(kind, label, inputs, names, attributes.isEmpty ? nil : attributes)
         }
 
+        if isFloat(op, graph) {
+            try readFloat(op, label: label, graph: graph, fail: fail)
+            return
+        }
         switch op.name {
         case "CALL_ONCE":
             guard case let .callOnce(sub) = op.options, sub > 0, sub < model.subgraphs.count else {
@@ -398,6 +416,12 @@ public struct TFLiteImporter {
                                  reason: "the importer takes CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, LOGISTIC, TANH, QUANTIZE, RESHAPE, "
                                     + "CONCATENATION, STRIDED_SLICE, SPLIT_V and resource variables, on int8 tensors")
         }
+    }
+
+    /// Input `i` of `op`.
+    static func operand(_ op: TFLiteOperator, _ i: Int, _ graph: TFLiteSubgraph, _ fail: (String, String) -> ImportError) throws(ImportError) -> TFLiteTensor {
+        guard i < op.inputs.count, op.inputs[i] >= 0 else { throw fail("input \(i) is missing", "the file is damaged") }
+        return graph.tensors[op.inputs[i]]
     }
 
     private func zeros(_ shape: [Int]) -> GraphTensor { GraphTensor(shape: shape, floats: [Float](repeating: 0, count: shape.reduce(1, *))) }

@@ -106,6 +106,8 @@ public struct TFLiteTensor: Sendable, Equatable {
     public let data: [UInt8]?
     /// Whether it is a variable.
     public let isVariable: Bool
+    /// Its shape with -1 where the axis is dynamic (empty when the file does not say).
+    public var signature: [Int] = []
 
     /// The element count of the shape.
     public var count: Int { shape.reduce(1, *) }
@@ -133,6 +135,12 @@ public struct TFLiteTensor: Sendable, Equatable {
         return out
     }
 
+    /// A float16 constant's values as float32, nil otherwise.
+    public var halves: [Float]? {
+        guard let data, type == .float16, data.count == count * 2 else { return nil }
+        return (0..<count).map { i in Float(Float16(bitPattern: UInt16(data[2 * i]) | UInt16(data[2 * i + 1]) << 8)) }
+    }
+
     /// A float32 constant's values, nil otherwise.
     public var floats: [Float]? {
         guard let data, type == .float32, data.count == count * 4 else { return nil }
@@ -158,10 +166,14 @@ public struct TFLiteOperator: Sendable, Equatable {
 
     /// The builtin operators the importer knows, by TFLite's numbers.
     public static let names: [Int32: String] = [
-        0: "ADD", 1: "AVERAGE_POOL_2D", 2: "CONCATENATION", 3: "CONV_2D", 4: "DEPTHWISE_CONV_2D", 6: "DEQUANTIZE",
-        9: "FULLY_CONNECTED", 14: "LOGISTIC", 17: "MAX_POOL_2D", 18: "MUL", 19: "RELU", 22: "RESHAPE", 25: "SOFTMAX",
-        28: "TANH", 34: "PAD", 40: "MEAN", 45: "STRIDED_SLICE", 49: "SPLIT", 102: "SPLIT_V", 114: "QUANTIZE",
-        129: "CALL_ONCE", 142: "VAR_HANDLE", 143: "READ_VARIABLE", 144: "ASSIGN_VARIABLE",
+        0: "ADD", 1: "AVERAGE_POOL_2D", 2: "CONCATENATION", 3: "CONV_2D", 4: "DEPTHWISE_CONV_2D", 6: "DEQUANTIZE", 8: "FLOOR",
+        9: "FULLY_CONNECTED", 14: "LOGISTIC", 17: "MAX_POOL_2D", 18: "MUL", 19: "RELU", 20: "RELU_N1_TO_1", 21: "RELU6", 22: "RESHAPE",
+        25: "SOFTMAX", 28: "TANH", 34: "PAD", 36: "GATHER", 39: "TRANSPOSE", 40: "MEAN", 41: "SUB", 42: "DIV", 43: "SQUEEZE", 45: "STRIDED_SLICE",
+        47: "EXP", 49: "SPLIT", 53: "CAST", 55: "MAXIMUM", 57: "MINIMUM", 58: "LESS", 59: "NEG", 60: "PADV2", 61: "GREATER", 62: "GREATER_EQUAL",
+        63: "LESS_EQUAL", 65: "SLICE", 66: "SIN", 70: "EXPAND_DIMS", 73: "LOG", 74: "SUM", 75: "SQRT", 76: "RSQRT", 77: "SHAPE", 78: "POW",
+        81: "REDUCE_PROD", 82: "REDUCE_MAX", 83: "PACK", 89: "REDUCE_MIN", 90: "FLOOR_DIV", 92: "SQUARE", 96: "RANGE", 98: "LEAKY_RELU", 99: "SQUARED_DIFFERENCE",
+        101: "ABS", 102: "SPLIT_V", 105: "REVERSE_V2", 108: "COS", 114: "QUANTIZE", 118: "IF", 123: "SELECT_V2", 126: "BATCH_MATMUL",
+        129: "CALL_ONCE", 131: "RFFT2D", 135: "COMPLEX_ABS", 142: "VAR_HANDLE", 143: "READ_VARIABLE", 144: "ASSIGN_VARIABLE",
     ]
 
     /// The operator's name ("CONV_2D"), or "builtin N" for one this table does not name.
@@ -181,6 +193,20 @@ public enum TFLiteOptions: Sendable, Equatable {
     case splitV(numSplits: Int)
     case varHandle(container: String, sharedName: String)
     case callOnce(initSubgraph: Int)
+    /// ADD, SUB, MUL, DIV: the fused activation (0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh).
+    case activation(Int)
+    /// AVERAGE_POOL_2D and MAX_POOL_2D: padding (0 SAME, 1 VALID), strides, filter size, fused activation.
+    case pool(padding: Int, strideH: Int, strideW: Int, filterH: Int, filterW: Int, activation: Int)
+    /// MEAN, SUM and the REDUCE_ ops: whether the reduced axes are kept.
+    case reducer(keepDims: Bool)
+    case leakyRelu(alpha: Float)
+    case squeeze(dims: [Int])
+    case gather(axis: Int, batchDims: Int)
+    case pack(count: Int, axis: Int)
+    case split(numSplits: Int)
+    case batchMatMul(adjointX: Bool, adjointY: Bool)
+    /// IF: the subgraphs of its two branches.
+    case branches(then: Int, else: Int)
     /// Options of a type the importer does not read (TFLite's BuiltinOptions number).
     case other(type: Int)
 }
@@ -246,8 +272,10 @@ public struct TFLiteSubgraph: Sendable, Equatable {
                     quantization = TFLiteQuantization(scales: scales, zeroPoints: zeros, dimension: Int(try q.i32(6)))
                 }
             }
-            tensors.append(TFLiteTensor(name: try table.string(3, "name") ?? "tensor \(t)", shape: shape, type: type,
-                                        quantization: quantization, data: data, isVariable: try table.bool(5)))
+            var tensor = TFLiteTensor(name: try table.string(3, "name") ?? "tensor \(t)", shape: shape, type: type,
+                                      quantization: quantization, data: data, isVariable: try table.bool(5))
+            tensor.signature = try table.i32s(7, "shape_signature").map(Int.init)
+            tensors.append(tensor)
         }
         self.tensors = tensors
         func indices(_ values: [Int32], _ what: String, optional: Bool) throws(TFLiteError) -> [Int] {
@@ -297,6 +325,26 @@ public struct TFLiteSubgraph: Sendable, Equatable {
                                  shrinkAxisMask: try int(4), offset: try t.bool(5))
         case 79:  // SplitVOptions
             return .splitV(numSplits: try int(0))
+        case 5:  // Pool2DOptions
+            return .pool(padding: try byte(0), strideH: try int(2), strideW: try int(1), filterH: try int(4), filterW: try int(3), activation: try byte(5))
+        case 11, 21, 28, 29:  // AddOptions, MulOptions, SubOptions, DivOptions
+            return .activation(try byte(0))
+        case 23:  // GatherOptions
+            return .gather(axis: try int(0), batchDims: try int(1))
+        case 27:  // ReducerOptions
+            return .reducer(keepDims: try t.bool(0))
+        case 30:  // SqueezeOptions
+            return .squeeze(dims: try t.i32s(0, "squeeze_dims").map(Int.init))
+        case 35:  // SplitOptions
+            return .split(numSplits: try int(0))
+        case 59:  // PackOptions
+            return .pack(count: try int(0), axis: try int(1))
+        case 75:  // LeakyReluOptions
+            return .leakyRelu(alpha: Float(bitPattern: UInt32(bitPattern: try t.i32(0))))
+        case 92:  // IfOptions
+            return .branches(then: try int(0), else: try int(1))
+        case 101:  // BatchMatMulOptions
+            return .batchMatMul(adjointX: try t.bool(0), adjointY: try t.bool(1))
         case 103:  // CallOnceOptions
             return .callOnce(initSubgraph: try int(0))
         case 111:  // VarHandleOptions

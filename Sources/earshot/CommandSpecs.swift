@@ -382,10 +382,11 @@ enum Specs {
     static let importModel = CommandSpec(
         name: "import", operands: "MODEL.onnx|MODEL.tflite",
         summary: "An ONNX or TFLite model as an Earshot package: fixed inputs folded, If branches chosen, states paired, every op run "
-            + "once on silence before writing. An int8 .tflite runs bit for bit as TFLite's reference kernels. A .tflite beside a "
+            + "once on silence before writing. An int8 .tflite runs bit for bit as TFLite's reference kernels, a float one (float16 "
+            + "weights too) as TFLite's float kernels; a model whose input is not audio takes its input's values as features. A .tflite beside a "
             + "microWakeWord JSON config (NAME.json) takes its wake word as the label, its probability cutoff and sliding window as "
             + "the detection rule, its author, and TFLite Micro's audio front end: the package takes 16 kHz audio. --front-end "
-            + "openwakeword: an openWakeWord head (.onnx) with the melspectrogram and embedding models beside it (or named by "
+            + "openwakeword: an openWakeWord head (.onnx or .tflite) with the melspectrogram and embedding models of its form beside it (or named by "
             + "--melspectrogram and --embedding), run over time as one package that starts each stream as openWakeWord does (its "
             + "embedding window from the embeddings of 4 s of noise, here a fixed one), labelled with the phrase of the head's file "
             + "name (hey_mycroft_v0.1.onnx: hey mycroft); openWakeWord's released heads also get their author and licence "

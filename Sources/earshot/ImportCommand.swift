@@ -105,10 +105,10 @@ enum ImportCommand {
             if args.string("front-end") == nil { options.frontEnd = "microfrontend" }
         }
         options.metadata = metadata
-        let (manifest, tensors) = tflite ? try TFLiteImporter.importModel(path: source, options: options)
-            : frontEnd == "openwakeword"
+        let (manifest, tensors) = frontEnd == "openwakeword"
             ? try OpenWakeWordImporter.importModel(head: source, melspectrogram: args.string("melspectrogram"), embedding: args.string("embedding"),
                                                    options: options)
+            : tflite ? try TFLiteImporter.importModel(path: source, options: options)
             : try OnnxImporter.importModel(path: source, options: options)
         // Loaded as any package is (every check of a package on disk) before it is written.
         let model = try Model(manifest: manifest, tensors: tensors, name: output)

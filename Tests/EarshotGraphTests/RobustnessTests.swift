@@ -90,6 +90,9 @@ struct RobustnessTests {
                 Call(name: "front end", inputs: [samples, ints([1, 80], 0...65535), ints([1, 40], 0...600), GraphTensor(shape: [1], floats: [Float(started)])],
                      attributes: [:], outputCount: 4)
             }
+        case "RFFT":
+            return [Call(name: "rfft", inputs: [GraphTensor(shape: [2, 12], floats: (0..<24).map { _ in Float.random(in: -1...1, using: &random) })],
+                         attributes: ["length": .int(16)])]
         default:
             return []
         }

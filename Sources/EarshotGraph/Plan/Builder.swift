@@ -181,7 +181,7 @@ struct Builder {
         case .lstm: compiled = try lstm(node, inputs, outputs)
         case .reduceMean, .reduceSum, .reduceMax, .reduceMin: compiled = try reduce(node, inputs, outputs)
         case .maxPool, .averagePool: compiled = try pool(node, inputs, outputs)
-        case .relu, .sigmoid, .tanh, .sqrt, .exp, .log, .neg, .abs, .erf, .softplus, .leakyRelu, .clip: compiled = unary(node, inputs, outputs)
+        case .relu, .sigmoid, .tanh, .sqrt, .exp, .log, .neg, .abs, .erf, .softplus, .sin, .leakyRelu, .clip: compiled = unary(node, inputs, outputs)
         case .add, .sub, .mul, .div, .max, .min, .pow: compiled = binary(node, inputs, outputs)
         case .where: compiled = select(node, inputs, outputs)
         case .tfliteConv2D, .tfliteDepthwiseConv2D, .tfliteFullyConnected, .tfliteLookup, .quantize: compiled = try quantized(node, inputs, outputs)
@@ -189,7 +189,7 @@ struct Builder {
         // No compiled step: the reference kernel. (A comparison that only Wheres read is compiled
         // into them: `condition`.)
         case .and, .or, .not, .equal, .greater, .greaterOrEqual, .less, .lessOrEqual, .softmax, .layerNormalization,
-             .batchNormalization, .gru, .constantOfShape, .range, .shape, .size:
+             .batchNormalization, .gru, .constantOfShape, .range, .shape, .size, .rfft:
             compiled = nil
         }
         if let compiled {

@@ -4,7 +4,7 @@ import Foundation
 /// An element-wise op of one input (and Clip's bounds), by the vectorized kernels where they have it.
 struct UnaryStep: Step {
     enum Kind: Sendable {
-        case relu, sigmoid, tanh, sqrt, exp, log, neg, abs, erf, softplus, leakyRelu, clip
+        case relu, sigmoid, tanh, sqrt, exp, log, neg, abs, erf, softplus, sin, leakyRelu, clip
 
         /// The kind of op `op`; nil for an op of another family.
         init?(_ op: GraphOp) {
@@ -19,6 +19,7 @@ struct UnaryStep: Step {
             case .abs: self = .abs
             case .erf: self = .erf
             case .softplus: self = .softplus
+            case .sin: self = .sin
             case .leakyRelu: self = .leakyRelu
             case .clip: self = .clip
             default: return nil
@@ -55,6 +56,7 @@ struct UnaryStep: Step {
             case .abs: earshot_unary(Int32(EARSHOT_ABS), 0, input, out, n)
             case .erf: for i in 0..<n { out[i] = Foundation.erf(input[i]) }
             case .softplus: for i in 0..<n { out[i] = Foundation.log1p(Foundation.exp(input[i])) }
+            case .sin: for i in 0..<n { out[i] = Foundation.sin(input[i]) }
             case .leakyRelu: earshot_unary(Int32(EARSHOT_LEAKY_RELU), alpha, input, out, n)
             case .clip:
                 let lo = low.map { c.read($0, b)[0] } ?? -.infinity, hi = high.map { c.read($0, b)[0] } ?? .infinity
