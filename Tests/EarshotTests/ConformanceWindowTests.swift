@@ -59,6 +59,38 @@ struct ConformanceWindowTests {
         #expect(Set(expected.map { $0[0] }).count > expected.count / 2)
     }
 
+    @Test("BirdNET V2.4 FP32 as a window stream (3 s windows at 48 kHz, overlap 0 and 1.5 s) equals TFLite on every window from step 0, its 6,522 labels from its labels file",
+          arguments: [144_000, 72_000])
+    func birdnet(hop: Int) throws {
+        let model = try ConformanceTFLiteTests.model("birdnet", "BirdNET_GLOBAL_6K_V2.4_Model_FP32.tflite")
+        let labels = try ConformanceTFLiteTests.model("birdnet", "BirdNET_GLOBAL_6K_V2.4_Labels.txt")
+        let stream = try ConformanceTFLiteTests.imported([model, "--rate", "48000", "--hop", "\(hop)", "--labels-file", labels], "birdnet")
+        let dir = "Tests/EarshotTests/Goldens/conformance/birdnet-window"
+        let meta = try Reference.json(Repo.path(dir + "/meta.json"))
+        let expected = try ConformanceTFLiteTests.floats(dir + "/hop-\(hop).f32")
+        // The goldens' audio: speech-44k.wav's samples taken as 48 kHz, as tools/conformance_window.py reads them.
+        let audio = try AudioFile.readMono(path: Repo.path(meta["audio"] as? String ?? "")).samples
+        #expect(stream.chunkSamples == hop && stream.manifest.audio.contextSamples == 144_000 - hop && stream.manifest.audio.sampleRate == 48000)
+        #expect(stream.labels.count == 6522 && stream.labels.first == "Abroscopus albogularis_Rufous-faced Warbler")
+        let blocks = Self.blocks(audio, hop: hop)
+        #expect(blocks.count * 6522 == expected.count, "\(blocks.count) steps, goldens of \(expected.count / 6522)")
+        var state = stream.makeState()
+        var worst: Float = 0, worstRelative: Float = 0
+        for (k, block) in blocks.enumerated() where (k + 1) * 6522 <= expected.count {
+            let scores = try stream.prediction(from: block, using: &state)
+            let want = Array(expected[(k * 6522)..<((k + 1) * 6522)])
+            for (a, b) in zip(scores, want) {
+                worst = max(worst, abs(a - b))
+                worstRelative = max(worstRelative, abs(a - b) / max(1, abs(b)))
+            }
+            if k == 0 { #expect(maxAbsDifference(scores, want) <= 1e-4, "step 0") }
+        }
+        print("BirdNET window stream, hop \(hop): max |diff| \(worst), relative \(worstRelative) against TFLite over \(blocks.count) steps")
+        #expect(worst <= 1e-4 && worstRelative <= 1e-5, "max |diff| \(worst), relative \(worstRelative)")
+        // The scores move from window to window.
+        #expect(Set(stride(from: 0, to: expected.count, by: 6522).map { expected[$0] }).count == blocks.count)
+    }
+
     @Test("A window stream fed in random chunks gives the scores of the whole file; batched streams give each its own; a state restored mid-stream goes on as if uninterrupted")
     func invariants() async throws {
         let (audio, window, expected) = try Self.golden(hop: 7800)
