@@ -1,4 +1,5 @@
 import EarshotGraph
+import EarshotJSON
 import EarshotModel
 import EarshotONNX
 import Foundation
@@ -130,10 +131,10 @@ public enum OpenWakeWordImporter {
     /// (a JSON object of class index to name); none when the name is not such an object.
     static func classNames(_ path: String, count: Int) -> [Int: String] {
         guard let model = try? OnnxModel.read(path: path, maxNodes: GraphSpec.maxNodes), let name = model.graph.outputs.first?.name,
-              let object = try? JSONSerialization.jsonObject(with: Data(name.utf8)) as? [String: Any] else { return [:] }
+              let object = (try? JSONValue.parse(Array(name.utf8)))?.object else { return [:] }
         var names: [Int: String] = [:]
         for (key, value) in object {
-            if let index = Int(key), (0..<count).contains(index), let label = value as? String, !label.isEmpty { names[index] = label }
+            if let index = Int(key), (0..<count).contains(index), let label = value.string, !label.isEmpty { names[index] = label }
         }
         return names
     }
