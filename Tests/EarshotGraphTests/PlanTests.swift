@@ -400,6 +400,24 @@ struct PlanTests {
         }
     }
 
+    @Test("An STFT's Conv that a Log reads through a large gain (Silero VAD v4's log(1 + 2^20 |STFT|)) runs as the product, equal to the reference kernels; a small gain keeps the FFT",
+          arguments: [Float(1 << 20), 100])
+    func amplifiedSpectrum(gain: Float) throws {
+        let constants = ["w": dftFilters(size: 16), "gain": GraphTensor(scalar: gain), "one": GraphTensor(scalar: Float(1))]
+        let nodes = [GraphNode(op: .conv, name: "stft", inputs: ["x", "w"], outputs: ["c"], attributes: ["strides": .ints([4])]),
+                     GraphNode(op: .abs, name: "abs", inputs: ["c"], outputs: ["a"]),
+                     GraphNode(op: .mul, name: "gain", inputs: ["a", "gain"], outputs: ["g"]),
+                     GraphNode(op: .add, name: "plus", inputs: ["one", "g"], outputs: ["p"]),
+                     GraphNode(op: .log, name: "log", inputs: ["p"], outputs: ["y"])]
+        let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", [1, 1, 40])], outputs: ["y"], opset: 17)
+        #expect(plan.kernels["stft"] == (gain > 1000 ? "packed product" : "FFT"))
+        let expected = try reference(nodes, constants, shape: [1, 1, 40], seed: 71, output: "y")
+        let got = try runStreams(plan, 1, seed: 71)[0]
+        #expect(expected.count == 18 * 7 && got.count == expected.count)
+        let worst = zip(expected, got).map { abs($0 - $1) }.max() ?? 1
+        #expect(worst <= (gain > 1000 ? 1e-5 : 1e-3), "\(worst)")
+    }
+
     @Test("Convs in a row (the first writes channels last for the second): equal to the reference kernels; a batch equals each stream alone",
           arguments: [false, true])
     func convChain(secondReaderOfFirst: Bool) throws {

@@ -33,6 +33,9 @@ struct Builder {
     /// Tensors held as codes, as floats for the steps that read floats (converted once, where the
     /// first such step reads them).
     var decoded: [String: Ref] = [:]
+    /// Conv outputs whose rounding a log of a large gain magnifies (`amplifiedByLog`): computed as
+    /// the product, never an FFT.
+    var directProducts = Set<String>()
 
     init(constants: [String: GraphTensor], opset: Int, codes: Set<String> = []) {
         self.constants = constants
@@ -103,6 +106,7 @@ struct Builder {
         var asCondition: [String: Int] = [:]
         for node in nodes where node.op == .where && !node.inputs.isEmpty { asCondition[node.inputs[0], default: 0] += 1 }
         conditionsOnly = Set(asCondition.filter { readers[$0.key] == $0.value }.keys)
+        directProducts = Self.amplifiedByLog(nodes, constants: constants)
         let releases = GraphNode.releases(nodes, keeping: Set(outputs))
         for input in inputs {
             guard values[input.name] == nil, input.shape.allSatisfy({ $0 >= 0 }) else {

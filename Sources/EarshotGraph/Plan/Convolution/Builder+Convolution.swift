@@ -2,7 +2,7 @@ import CEarshotKernels
 
 extension Builder {
     /// Conv with constant filters (and bias), 1-D or 2-D: an FFT per position when the filters are a
-    /// windowed DFT, Winograd's tiles for three taps along one axis, else the receptive fields
+    /// windowed DFT (unless a log of a large gain reads it: `amplifiedByLog`), Winograd's tiles for three taps along one axis, else the receptive fields
     /// (gathered, runs of the input channels-last, or position-major blocks read in place) and the
     /// packed product. Nil when the filters depend on the inputs.
     mutating func conv(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
@@ -23,7 +23,7 @@ extension Builder {
         guard depth > 0, positions > 0, groupOut > 0, items > 0, groupIn * height * width < Int(Int32.max) else { return nil }
         // One item's and group's receptive fields [positions][depth], from its first input plane.
         let fields = field.channelsFirstMap(channels: groupIn)
-        if group == 1, groupIn == 1, kh == 1, field.dw == 1,
+        if group == 1, groupIn == 1, kh == 1, field.dw == 1, !directProducts.contains(g.outputs[0]),
            let compiled = fftConv(g, x: xRef, output: outputs[0], items: items, plane: height * width, fields: fields, size: kw, filters: w, bias: bias) {
             return compiled
         }

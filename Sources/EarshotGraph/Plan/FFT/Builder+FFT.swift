@@ -65,4 +65,37 @@ extension Builder {
         }
         return FFTConvStep.Basis(window: window, sign: Float(sign), part: part)
     }
+
+    /// The Conv outputs that reach a Log through a Mul by a constant of at least 2^10 (and only
+    /// moves and element-wise ops), as Silero VAD v4's log(1 + 2^20 |STFT|): its quiet bins carry
+    /// the rounding of the loud ones times that gain, and an FFT's rounding is not the product's
+    /// (onnxruntime's: v4's scores differ from its by up to 6e-4 with the FFT, 5e-5 with the product),
+    /// so such a Conv runs as the product.
+    static func amplifiedByLog(_ nodes: [GraphNode], constants: [String: GraphTensor]) -> Set<String> {
+        var readers: [String: [GraphNode]] = [:]
+        for node in nodes { for name in Set(node.inputs) where !name.isEmpty { readers[name, default: []].append(node) } }
+        let passing: Set<GraphOp> = [.identity, .reshape, .squeeze, .unsqueeze, .transpose, .slice, .gather, .concat, .split,
+                                     .abs, .neg, .sqrt, .pow, .add, .sub, .mul, .div, .max, .min, .clip]
+        func largeGain(_ node: GraphNode) -> Bool {
+            node.op == .mul && node.inputs.contains { name in
+                guard let c = constants[name], c.dtype == .float32, !c.floats.isEmpty else { return false }
+                return c.floats.allSatisfy { abs($0) >= 1024 && $0.isFinite }
+            }
+        }
+        var found = Set<String>()
+        for conv in nodes where conv.op == .conv && !conv.outputs.isEmpty {
+            // Tensors reached from the output, with whether a large gain is on the way; a bounded walk.
+            var queue = [(conv.outputs[0], false)], seen = Set<String>()
+            while let item = queue.popLast(), seen.count < 256 {
+                let (name, gained) = item
+                guard seen.insert(name + (gained ? "+" : "")).inserted else { continue }
+                for node in readers[name] ?? [] {
+                    if node.op == .log && gained { found.insert(conv.outputs[0]) }
+                    guard passing.contains(node.op) else { continue }
+                    for out in node.outputs where !out.isEmpty { queue.append((out, gained || largeGain(node))) }
+                }
+            }
+        }
+        return found
+    }
 }
