@@ -534,9 +534,11 @@ struct ServeTests {
         #expect(f.sendsFail())
 
         // Through all of it, a good client is served.
-        let good = try WyomingTestClient(port: port)
+        // (Its expected answers are computed before it connects: a client silent for longer than
+        // this server's 1.5 s idle timeout would be closed, as the next case shows.)
         let audio = Array(Serving.wakeWords[0..<64000])
         let expected = try await Serving.expected(audio, rate: 16000, models: [Fixtures.model])
+        let good = try WyomingTestClient(port: port)
         #expect(Serving.split(try Serving.stream(good, pcm16(audio), rate: 16000)).voice == expected.voice)
         // The idle timeout closes a client that says nothing.
         let idle = try WyomingTestClient(port: port)
