@@ -275,7 +275,6 @@ final class ServeLoop<Session: ServeSession>: @unchecked Sendable {
             let n = readBuffer.withUnsafeMutableBytes { read(c.readFD, $0.baseAddress, $0.count) }
             if n > 0 {
                 total += n
-                c.lastReceived = .now
                 received(n, from: c)
                 guard connections[c.token] != nil else { return }
                 // A short read took all there was: epoll (level-triggered) reports the socket
@@ -300,13 +299,10 @@ final class ServeLoop<Session: ServeSession>: @unchecked Sendable {
         guard let completed else { return }
         // The event timeout runs from the first bytes of the event still incomplete: a client
         // whose reads end inside events but which completes them keeps going.
-        if !c.session.isMidEvent {
-            c.eventStarted = nil
-        } else if completed > 0 || c.eventStarted == nil {
-            c.eventStarted = .now
-        }
+        c.clocks.received(at: .now, midEvent: c.session.isMidEvent, completed: completed > 0)
         if let s = c.stream, Double(s.inbox.count) > options.maxBufferSeconds * Double(s.rate), !c.paused, c.pollable {
             c.paused = true
+            c.clocks.pause()
             group(c.token).modify(c.readFD, events: c.waitingToWrite ? Epoll.writable : 0, token: c.token)
             paused.append(c)
         }
@@ -392,8 +388,10 @@ final class ServeLoop<Session: ServeSession>: @unchecked Sendable {
             summary.ticks += 1
             summary.tickTimes.add(time)
         }
+        let now = ContinuousClock.now
         for c in paused where connections[c.token] != nil {
             c.paused = false
+            c.clocks.resume(at: now)
             group(c.token).modify(c.readFD, events: Epoll.readable | (c.waitingToWrite ? Epoll.writable : 0), token: c.token)
         }
         paused.removeAll()
@@ -493,9 +491,10 @@ final class ServeLoop<Session: ServeSession>: @unchecked Sendable {
 
     private func housekeeping(_ now: ContinuousClock.Instant) {
         for c in Array(connections.values) {
-            if let started = c.eventStarted, now - started > .seconds(options.eventTimeout) {
+            let expired = c.clocks.expired(at: now, eventTimeout: options.eventTimeout, idleTimeout: options.idleTimeout)
+            if expired == .event {
                 fail(c, "an event began \(Int(options.eventTimeout)) s ago and is still incomplete (limit --event-timeout)", code: "timeout")
-            } else if now - c.lastReceived > .seconds(options.idleTimeout), !c.closing {
+            } else if expired == .idle, !c.closing {
                 fail(c, "nothing received for \(Int(options.idleTimeout)) s (limit --idle-timeout)", code: "timeout")
             } else if c.closing, let deadline = c.closingDeadline, now >= deadline {
                 closeConnection(c, reason: "its last events were not taken in time")

@@ -48,8 +48,8 @@ final class ServeConnection<Session: ServeSession> {
     var closing = false
     /// Whether epoll can watch it (not for a regular file on standard input).
     var pollable = true
-    var lastReceived: ContinuousClock.Instant
-    var eventStarted: ContinuousClock.Instant?
+    /// Its event and idle timeouts' clocks.
+    var clocks: ClientClocks
     /// Its stream, from the protocol's start to its stop.
     var stream: ServeStream<Session.StreamState>?
     /// When a closing connection is closed even if its last events are not all taken.
@@ -61,7 +61,47 @@ final class ServeConnection<Session: ServeSession> {
         self.writeFD = writeFD
         self.peer = peer
         self.session = session
+        clocks = ClientClocks(lastReceived: now)
+    }
+}
+
+/// The clocks of a client's two timeouts: since it last sent anything (--idle-timeout) and since
+/// the event it is still sending began (--event-timeout). While the server does not read a
+/// client (its audio is ahead of the model), neither runs against it: they restart when it is
+/// read again, so a client the server holds back is never timed out for it.
+struct ClientClocks: Equatable {
+    var lastReceived: ContinuousClock.Instant
+    var eventStarted: ContinuousClock.Instant?
+    private(set) var paused = false
+
+    enum Expired: Equatable { case event, idle }
+
+    /// Bytes came at `now`: `midEvent` if they end inside an event, `completed` whether they
+    /// finished at least one (the event clock then restarts with the next event).
+    mutating func received(at now: ContinuousClock.Instant, midEvent: Bool, completed: Bool) {
         lastReceived = now
+        if !midEvent {
+            eventStarted = nil
+        } else if completed || eventStarted == nil {
+            eventStarted = now
+        }
+    }
+
+    mutating func pause() { paused = true }
+
+    mutating func resume(at now: ContinuousClock.Instant) {
+        guard paused else { return }
+        paused = false
+        lastReceived = now
+        if eventStarted != nil { eventStarted = now }
+    }
+
+    /// The timeout the client has passed at `now`, if any (none while paused).
+    func expired(at now: ContinuousClock.Instant, eventTimeout: Double, idleTimeout: Double) -> Expired? {
+        if paused { return nil }
+        if let eventStarted, now - eventStarted > .seconds(eventTimeout) { return .event }
+        if now - lastReceived > .seconds(idleTimeout) { return .idle }
+        return nil
     }
 }
 
