@@ -63,6 +63,11 @@ struct BirdNETTests {
         #expect((manifest["outputs"] as? [String: Any])?["labelForm"] as? String == "scientific_common")
         let audio = manifest["audio"] as? [String: Any] ?? [:]
         #expect(audio["sampleRate"] as? Int == 48000 && audio["chunkSamples"] as? Int == 144_000 && audio["contextSamples"] as? Int == 0)
+        let inspected = try runEarshot(["inspect", package])
+        #expect(inspected.status == 0 && inspected.out.contains("decides:   events: a label is in a window when at least 0.25; every window its own event; "
+                + "scores are logits, confidences BirdNET's sigmoid at sensitivity 1.0 (--sensitivity); windows from the start, each reported whole; "
+                + "the last windows run while they hold 1.5 s of audio; --lat, --lon, --week keep the labels its filter model scores 0.03 or more"),
+                "\(inspected.out)")
         let location = try Reference.json(package + "/label-filter/model.json")
         #expect((location["outputs"] as? [String: Any])?["labels"] as? [String] == (manifest["outputs"] as? [String: Any])?["labels"] as? [String])
     }
