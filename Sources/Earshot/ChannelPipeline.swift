@@ -104,6 +104,16 @@ struct ChannelPipeline {
         if partial > 0 {
             pending += [Float](repeating: 0, count: model.chunkSamples - partial)
         }
+        // Windows that hold enough audio go on over zeros (BirdNET's last windows of a file).
+        if let least = options.events?.minWindowAudioSeconds {
+            let n = chunkSamples, window = options.events?.windowSamples ?? model.manifest.audio.contextSamples + n
+            let leastSamples = Int((least * Double(model.sampleRate)).rounded(.up))
+            var blocks = steps + readyBlocks
+            while modelSamples - ((blocks + 1) * n - window) >= leastSamples {
+                pending += [Float](repeating: 0, count: n)
+                blocks += 1
+            }
+        }
         inputEnded = true
     }
 
@@ -159,7 +169,9 @@ struct ChannelPipeline {
     mutating func setState(_ newState: ModelState) { state = newState }
 
     /// Scores of the next step (its block taken with takeBlock) into events.
-    mutating func consume(_ scores: [Float]) -> [ClassifierEvent] {
+    mutating func consume(_ raw: [Float]) -> [ClassifierEvent] {
+        var scores = raw
+        options.events?.confidences(&scores)
         let step = steps
         steps += 1
         var events: [ClassifierEvent] = []

@@ -39,6 +39,9 @@ struct EventTracker: Sendable {
     /// In samples; nil: every window is an event of its own.
     let mergeGap: Double?
     let minDuration: Double
+    /// Windows cut from the start and reported whole; the least audio a window holds (samples).
+    let aligned: Bool
+    let minWindowAudio: Int?
 
     private var step = 0
     /// Open events by label order.
@@ -60,24 +63,36 @@ struct EventTracker: Sendable {
             }
             thresholds[i] = v
         }
-        eventLabels = labels.indices.filter { labels[$0] != background }
-        for i in labels.indices where labels[i] == background { thresholds[i] = .infinity }
+        let only = rule.onlyLabels
+        func never(_ label: String) -> Bool { label == background || only.map { !$0.contains(label) } ?? false }
+        eventLabels = labels.indices.filter { !never(labels[$0]) }
+        for i in labels.indices where never(labels[i]) { thresholds[i] = .infinity }
         self.thresholds = thresholds
         topK = rule.topK
         mergeGap = rule.mergeGapSeconds.map { $0 * Double(sampleRate) }
         minDuration = rule.minDurationSeconds * Double(sampleRate)
+        aligned = rule.alignedWindows
+        minWindowAudio = rule.minWindowAudioSeconds.map { Int(($0 * Double(sampleRate)).rounded(.up)) }
     }
 
     /// The start of step `k`'s window.
     private func windowStart(_ k: Int) -> Int { max(0, (k + 1) * stepSamples - windowSamples) }
 
-    /// Adds the next step's scores, whose window ends at `end`; returns the events that began,
-    /// then those that became final: each in order of start, then label.
-    mutating func add(_ scores: [Float], end: Int) -> [Output] {
+    /// Adds the next step's scores, whose window's audio ends at `end` (before any zeros after
+    /// the audio's end); returns the events that began, then those that became final: each in
+    /// order of start, then label.
+    mutating func add(_ scores: [Float], end audioEnd: Int) -> [Output] {
         let k = step
         step += 1
         let start = windowStart(k)
+        // A window that reaches before the start (aligned) or holds too little audio is none.
+        let reachesBefore = aligned && (k + 1) * stepSamples < windowSamples
+        let end = aligned ? start + windowSamples : audioEnd
         ranked.removeAll(keepingCapacity: true)
+        if reachesBefore || minWindowAudio.map({ audioEnd - start < $0 }) ?? false {
+            let next = windowStart(k + 1), gap = mergeGap
+            return close { o in gap.map { Double(next - o.end) > $0 } ?? true }
+        }
         if let topK, topK < eventLabels.count {
             TopLabels.best(topK, of: scores, among: eventLabels, into: &ranked)
             ranked.sort()
@@ -131,6 +146,7 @@ struct EventTracker: Sendable {
     private init(settingsOf o: EventTracker) {
         stepSamples = o.stepSamples; windowSamples = o.windowSamples; thresholds = o.thresholds
         eventLabels = o.eventLabels; topK = o.topK; mergeGap = o.mergeGap; minDuration = o.minDuration
+        aligned = o.aligned; minWindowAudio = o.minWindowAudio
     }
 
     // MARK: Snapshots

@@ -23,6 +23,17 @@ extension LabelOptions {
         /// The audio a window's scores describe, ending where its step ends; nil: the step's
         /// block (the model's context and chunk).
         public var windowSamples: Int?
+        /// Set: the scores are logits, a window's confidences BirdNET's sigmoid of them
+        /// (`ModelManifest.EventRule.sensitivity`), 0.5...1.5.
+        public var sensitivity: Double?
+        /// Windows cut from the stream's start and reported whole (`ModelManifest.EventRule.alignedWindows`).
+        public var alignedWindows = false
+        /// At the end, windows go on over zeros while they hold at least this much audio, and
+        /// one with less is not one (seconds; `ModelManifest.EventRule.minWindowAudioSeconds`).
+        public var minWindowAudioSeconds: Double?
+        /// Only these labels can be events (a species list, or what a label filter model keeps);
+        /// nil: every label.
+        public var onlyLabels: Set<String>?
 
         /// The defaults: every label at or above the threshold, consecutive windows joined.
         public init() {}
@@ -34,13 +45,17 @@ extension LabelOptions {
             mergeGapSeconds = rule.merge == false ? nil : rule.mergeGapSeconds ?? 0
             minDurationSeconds = rule.minDurationSeconds ?? 0
             windowSamples = rule.windowSamples
+            sensitivity = rule.sensitivity
+            alignedWindows = rule.alignedWindows ?? false
+            minWindowAudioSeconds = rule.minWindowAudioSeconds
         }
 
         /// The rule as a manifest says it.
         public var rule: ModelManifest.EventRule {
             ModelManifest.EventRule(topK: topK, labelThresholds: labelThresholds.isEmpty ? nil : labelThresholds,
                                     mergeGapSeconds: mergeGapSeconds ?? 0, merge: mergeGapSeconds == nil ? false : nil,
-                                    minDurationSeconds: minDurationSeconds, windowSamples: windowSamples)
+                                    minDurationSeconds: minDurationSeconds, windowSamples: windowSamples, sensitivity: sensitivity,
+                                    alignedWindows: alignedWindows ? true : nil, minWindowAudioSeconds: minWindowAudioSeconds)
         }
 
         /// Checks every setting against its range (the manifest's).
@@ -51,6 +66,70 @@ extension LabelOptions {
                 throw .invalidOption(name: "events.labelThresholds[\(bad.key)]", value: "\(bad.value)", expected: "0...1")
             }
         }
+
+        /// A step's scores as confidences, in place: BirdNET's sigmoid of logits when
+        /// `sensitivity` is set, computed in Float as birdnetlib's numpy does
+        /// (ref: birdnetlib analyzer.flat_sigmoid: 1 / (1 + exp(-s * clip(x, -15, 15)))).
+        public func confidences(_ scores: inout [Float]) {
+            guard let sensitivity else { return }
+            let slope = Float(2 - sensitivity)
+            for i in scores.indices { scores[i] = 1 / (1 + exp(-slope * min(max(scores[i], -15), 15))) }
+        }
+    }
+}
+
+// MARK: Labels from a file or a filter model
+
+extension LabelOptions.Events {
+    /// The labels a file lists (`--species-list`: BirdNET's species list, a label a line as the
+    /// model names it, "Scientific name_Common name"); blank lines and lines starting with '#'
+    /// are skipped.
+    /// - Throws: `StreamError.data` naming the file and the line: a label none of `labels` (with
+    ///   the nearest), a file that cannot be read, is larger than `maxThresholdsFileBytes`, or
+    ///   lists no label.
+    public static func labelList(file path: String, labels: [String]) throws(StreamError) -> Set<String> {
+        let lines = try readLines(path)
+        let known = Set(labels)
+        var out: Set<String> = []
+        for (n, raw) in lines.enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            guard !line.isEmpty, !line.hasPrefix("#") else { continue }
+            guard known.contains(line) else {
+                let guess = Spelling.closest(line, in: labels).map { " (did you mean '\($0)'?)" } ?? ""
+                throw .data(path: path, reason: "line \(n + 1): '\(line)' is not a label of the model\(guess)")
+            }
+            out.insert(line)
+        }
+        guard !out.isEmpty else { throw .data(path: path, reason: "no labels (one a line, as the model names them)") }
+        return out
+    }
+
+    /// The lines of a small text file (at most `maxThresholdsFileBytes`).
+    static func readLines(_ path: String) throws(StreamError) -> [Substring] {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw .data(path: path, reason: "cannot read the file (no such file, or not allowed)") }
+        defer { try? handle.close() }
+        let bytes: Data
+        do { bytes = try handle.read(upToCount: maxThresholdsFileBytes + 1) ?? Data() } catch {
+            throw .data(path: path, reason: "cannot read the file: \(error.localizedDescription)")
+        }
+        guard bytes.count <= maxThresholdsFileBytes else { throw .data(path: path, reason: "larger than \(maxThresholdsFileBytes >> 20) MiB") }
+        // "\r\n" is one Character: lines end at any line break.
+        return String(decoding: bytes, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+    }
+
+    /// The labels a label filter model keeps: `filter` run once on `values` (its inputs in
+    /// order), each of `labels` whose score is at least `threshold` (ref: birdnetlib
+    /// species.SpeciesList.return_list, BirdNET's location/week model).
+    /// - Throws: `StreamError.invalidOption` when the filter's scores are not one per label;
+    ///   `StreamError.model` when it fails.
+    public static func filtered(labels: [String], by filter: Model, values: [Float], threshold: Double) throws(StreamError) -> Set<String> {
+        var state = filter.makeState()
+        let scores: [Float]
+        do { scores = try filter.prediction(from: values, using: &state) } catch { throw .model(error) }
+        guard scores.count == labels.count else {
+            throw .invalidOption(name: "label filter \(filter.path)", value: "\(scores.count) scores", expected: "one per label (\(labels.count))")
+        }
+        return Set(labels.indices.filter { Double(scores[$0]) >= threshold }.map { labels[$0] })
     }
 }
 
@@ -69,17 +148,9 @@ extension LabelOptions.Events {
     ///   (with the nearest), a value outside 0...1, a line without a value, a file that cannot be
     ///   read or is larger than `maxThresholdsFileBytes`.
     public static func thresholds(file path: String, labels: [String]) throws(StreamError) -> [String: Double] {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw .data(path: path, reason: "cannot read the file (no such file, or not allowed)") }
-        defer { try? handle.close() }
-        let bytes: Data
-        do { bytes = try handle.read(upToCount: maxThresholdsFileBytes + 1) ?? Data() } catch {
-            throw .data(path: path, reason: "cannot read the file: \(error.localizedDescription)")
-        }
-        guard bytes.count <= maxThresholdsFileBytes else { throw .data(path: path, reason: "larger than \(maxThresholdsFileBytes >> 20) MiB") }
         let known = Set(labels)
         var out: [String: Double] = [:]
-        // "\r\n" is one Character: lines end at any line break.
-        let lines = String(decoding: bytes, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        let lines = try readLines(path)
         var first = true
         for (n, line) in lines.enumerated() {
             guard !line.allSatisfy(\.isWhitespace), !line.hasPrefix("#") else { continue }
@@ -110,17 +181,26 @@ extension LabelOptions.Events {
 
 extension LabelOptions.Events {
     /// The rule in a snapshot (format 2): top k, the label thresholds in label order, the gap,
-    /// the minimum duration and the window.
-    func save(to w: inout SnapshotWriter) {
+    /// the minimum duration and the window; from format 3 on, the sensitivity, aligned windows,
+    /// the least audio of a window, and the labels kept.
+    func save(to w: inout SnapshotWriter, version: UInt32) {
         w.optionalInt(topK)
         w.int(labelThresholds.count)
         for (label, v) in labelThresholds.sorted(by: { $0.key < $1.key }) { w.string(label); w.double(v) }
         w.optionalDouble(mergeGapSeconds)
         w.double(minDurationSeconds)
         w.optionalInt(windowSamples)
+        guard version >= 3 else { return }
+        w.optionalDouble(sensitivity)
+        w.bool(alignedWindows)
+        w.optionalDouble(minWindowAudioSeconds)
+        w.bool(onlyLabels != nil)
+        let only = (onlyLabels ?? []).sorted()
+        w.int(only.count)
+        for label in only { w.string(label) }
     }
 
-    init(from r: inout SnapshotReader) throws(StreamError) {
+    init(from r: inout SnapshotReader, version: UInt32) throws(StreamError) {
         self.init()
         topK = try r.optionalInt(in: ModelManifest.EventRule.topKRange, "top k")
         for _ in 0..<(try r.int(in: 0...(1 << 20), "label thresholds")) {
@@ -130,5 +210,13 @@ extension LabelOptions.Events {
         mergeGapSeconds = try r.optionalDouble("merge gap")
         minDurationSeconds = try r.double("minimum duration")
         windowSamples = try r.optionalInt(in: ModelManifest.EventRule.windowRange, "window samples")
+        guard version >= 3 else { return }
+        sensitivity = try r.optionalDouble("sensitivity")
+        alignedWindows = try r.bool()
+        minWindowAudioSeconds = try r.optionalDouble("least window audio")
+        let hasOnly = try r.bool()
+        var only: Set<String> = []
+        for _ in 0..<(try r.int(in: 0...(1 << 20), "labels kept")) { only.insert(try r.string()) }
+        onlyLabels = hasOnly ? only : nil
     }
 }

@@ -13,8 +13,9 @@ import EarshotModel
 ///     let resumed = try StreamClassifier(model: model, restoring: StreamSnapshot(serialized: saved))
 public struct StreamSnapshot: Sendable, Equatable {
     /// The serialized format's version: 2 adds many-label event rules and trackers (and keeps
-    /// score sums only for segments); version 1 snapshots are still read.
-    public static let formatVersion: UInt32 = 2
+    /// score sums only for segments), 3 their sensitivity, aligned windows and labels kept;
+    /// older snapshots are still read.
+    public static let formatVersion: UInt32 = 3
     /// The most samples a restored count may hold (a stream of 2^52 samples at 384 kHz is 370
     /// years), so that sums and products of counts never overflow; steps are held to the steps
     /// such samples make (`maxSteps(of:)`).
@@ -184,7 +185,7 @@ extension LabelOptions {
         w.bool(includeScores); w.optionalInt(detectionWindow); w.double(refractoryMs)
         guard version >= 2 else { return }
         w.bool(events != nil)
-        events?.save(to: &w)
+        events?.save(to: &w, version: version)
     }
 
     init(from r: inout SnapshotReader, version: UInt32 = StreamSnapshot.formatVersion) throws(StreamError) {
@@ -198,7 +199,7 @@ extension LabelOptions {
         backgroundLabel = hasBackground ? background : nil
         includeScores = try r.bool(); detectionWindow = try r.optionalInt(in: 1...1_000_000, "detection window")
         refractoryMs = try r.double("refractoryMs")
-        if version >= 2, try r.bool() { events = try Events(from: &r) }
+        if version >= 2, try r.bool() { events = try Events(from: &r, version: version) }
         do { try validate() } catch { throw .snapshot(reason: "label options: \(error)") }
     }
 }

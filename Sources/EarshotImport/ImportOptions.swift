@@ -1,4 +1,5 @@
 import EarshotModel
+import Foundation
 
 /// How a model is imported, by every importer (ONNX, TFLite, openWakeWord): which inputs are
 /// audio, state and settings, the step's size, the front end, and what the package says of
@@ -35,8 +36,21 @@ public struct ImportOptions: Sendable {
     /// from the scores, a source naming the file.
     public var metadata = ModelManifest.Metadata()
 
+    /// The file the labels come from (`--labels-file`), named when their count is wrong.
+    public var labelsFile: String?
+
     /// The defaults.
     public init() {}
+
+    /// Checks that the labels are one per score: a labels file of another count is named.
+    func checkLabels(_ labels: [String], scores: Int, path: String) throws(ImportError) {
+        guard labels.count != scores else { return }
+        if let file = labelsFile {
+            throw .labelsFile(path: file, reason: "\(labels.count) labels, but \(URL(fileURLWithPath: path).lastPathComponent) gives \(scores) scores",
+                              hint: "give the labels file of this model: one label per score, in the scores' order")
+        }
+        throw .interface(path: path, reason: "\(labels.count) labels for \(scores) scores", hint: "give --labels or --labels-file with \(scores) names")
+    }
 
     /// Whether the model is imported as a fixed-window stream (`--window` or `--hop` given).
     public var windowed: Bool { windowSamples != nil || hopSamples != nil }

@@ -227,9 +227,7 @@ public struct OnnxImporter {
         for (name, count) in zip(scoreNames, counts) { named += count == 1 ? [name] : (0..<count).map { "\(name)[\($0)]" } }
         let numbered: [String] = scoreCount == 1 ? ["score"] : (0..<scoreCount).map { "class\($0)" }
         let labels = options.labels ?? (scoreNames.count > 1 ? named : numbered)
-        guard labels.count == scoreCount else {
-            throw interface("\(labels.count) labels for \(scoreCount) scores", "give --labels or --labels-file with \(scoreCount) names")
-        }
+        try options.checkLabels(labels, scores: scoreCount, path: path)
         var manifest = options.manifest(
             source: "earshot import \(URL(fileURLWithPath: path).lastPathComponent) (\(model.producerName) \(model.producerVersion), opset \(opset))",
             audio: .init(sampleRate: options.sampleRate, chunkSamples: chunk, contextSamples: context),

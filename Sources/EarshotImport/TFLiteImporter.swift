@@ -170,7 +170,7 @@ public struct TFLiteImporter {
         let spec = builder.spec(opset: 13, audioInput: audioName, audioShape: audioShape, scoreOutput: score.name, states: states)
         let count = score.tensor.count
         let labels = options.labels ?? (count == 1 ? [options.name] : (0..<count).map { "class\($0)" })
-        guard labels.count == count else { throw interface("\(labels.count) labels for \(count) scores", "give --labels or --labels-file with \(count) names") }
+        try options.checkLabels(labels, scores: count, path: path)
         let block = shape.reduce(1, *)
         var context = microFrontend ? MicroFrontend.windowSamples - MicroFrontend.stepSamples : resized ? options.contextSamples : 0
         var chunk = microFrontend ? audioShape[1] - context : block - context

@@ -65,9 +65,12 @@ public final class Model: Sendable {
     ///   - folder: the package folder.
     ///   - precision: the arithmetic of the graph's products (nil: the manifest's `precision`,
     ///     else fp32).
+    ///   - stepSamples: new samples per step, for a model of samples (a window stream's hop, per
+    ///     run): its block (context and chunk) stays, the chunk becomes this many samples, 1 up
+    ///     to the block. Nil: the package's.
     /// - Throws: `ModelError` naming the file and the field, tensor or layer that is missing,
     ///   damaged or inconsistent (`.notFound`, `.cannotRead`, `.manifest`, `.safetensors`, `.tensorShape`, ...).
-    public convenience init(contentsOf folder: URL, precision: Precision? = nil) throws(ModelError) {
+    public convenience init(contentsOf folder: URL, precision: Precision? = nil, stepSamples: Int? = nil) throws(ModelError) {
         let manifestPath = folder.appendingPathComponent("model.json").path
         let weightsPath = folder.appendingPathComponent("weights.safetensors").path
         // A folder that is not a package is a missing input, said as such (not an I/O error).
@@ -82,11 +85,19 @@ public final class Model: Sendable {
         } catch {
             throw .cannotRead(path: manifestPath, reason: error.localizedDescription)
         }
-        let manifest: ModelManifest
+        var manifest: ModelManifest
         do {
             manifest = try JSONDecoder().decode(ModelManifest.self, from: data)
         } catch {
             throw .manifest(path: manifestPath, reason: Self.describe(error))
+        }
+        if let step = stepSamples {
+            let block = manifest.audio.contextSamples + manifest.audio.chunkSamples
+            guard manifest.frontEnd.type == .samples, manifest.graph != nil, (1...block).contains(step) else {
+                throw .manifest(path: manifestPath, reason: "a step of \(step) samples: only a graph of samples takes its step per run, 1 to its block of \(block)")
+            }
+            manifest.audio.chunkSamples = step
+            manifest.audio.contextSamples = block - step
         }
         let weights = try SafeTensors.map(path: weightsPath)
         try self.init(manifest: manifest, tensors: try SafeTensors.parse(weights, path: weightsPath), path: folder.path,

@@ -20,17 +20,65 @@ extension ModelManifest {
         /// The audio a window's scores describe, ending where its step ends (default the step's
         /// block: context and chunk).
         public var windowSamples: Int?
+        /// Set: the model's scores are logits, and a window's confidence in a label is
+        /// 1 / (1 + exp(-(2 - sensitivity) * clip(x, -15, 15))), BirdNET's sigmoid (a sensitivity
+        /// above 1 raises low confidences); 0.5...1.5. Nil: the scores are confidences.
+        public var sensitivity: Double?
+        /// true: windows are cut from the stream's start as BirdNET-Analyzer cuts a file: the
+        /// first starts at 0 (a window that would reach before the start is not one), each is
+        /// reported whole (its end a window after its start, past the audio's end at the end).
+        public var alignedWindows: Bool?
+        /// At the end of the audio, windows go on over zeros while they hold at least this much
+        /// audio (seconds; BirdNET: 1.5), and one with less is not one. Nil: the last window is
+        /// the one holding the last samples.
+        public var minWindowAudioSeconds: Double?
+        /// Labels a model of their own says may occur (BirdNET's location/week model): run once
+        /// per stream on the run's values, it keeps the labels it scores at least `threshold`.
+        public var labelFilter: LabelFilter?
 
         /// A rule (nil: the defaults).
         public init(topK: Int? = nil, labelThresholds: [String: Double]? = nil, mergeGapSeconds: Double? = nil, merge: Bool? = nil,
-                    minDurationSeconds: Double? = nil, windowSamples: Int? = nil) {
+                    minDurationSeconds: Double? = nil, windowSamples: Int? = nil, sensitivity: Double? = nil, alignedWindows: Bool? = nil,
+                    minWindowAudioSeconds: Double? = nil, labelFilter: LabelFilter? = nil) {
             self.topK = topK
             self.labelThresholds = labelThresholds
             self.mergeGapSeconds = mergeGapSeconds
             self.merge = merge
             self.minDurationSeconds = minDurationSeconds
             self.windowSamples = windowSamples
+            self.sensitivity = sensitivity
+            self.alignedWindows = alignedWindows
+            self.minWindowAudioSeconds = minWindowAudioSeconds
+            self.labelFilter = labelFilter
         }
+
+        /// A model in the package (a folder in it) that tells which labels may occur: its input
+        /// is the run's values named by `inputs` (e.g. latitude, longitude and week of the year),
+        /// its scores one per label of the main model.
+        public struct LabelFilter: Codable, Sendable, Equatable {
+            /// The filter model's folder, inside the package (default "label-filter").
+            public var model: String?
+            /// The values its input takes, in order: "lat" (degrees north, -90...90), "lon"
+            /// (degrees east, -180...180), "week" (of a 48-week year, 1...48; -1 the whole year).
+            public var inputs: [String]
+            /// A label scored at least this may occur.
+            public var threshold: Double
+
+            /// A filter.
+            public init(model: String? = nil, inputs: [String], threshold: Double) {
+                self.model = model
+                self.inputs = inputs
+                self.threshold = threshold
+            }
+
+            /// The folder a package's filter model is imported to when the rule names none.
+            public static let defaultFolder = "label-filter"
+            /// The values a filter's input may name.
+            public static let knownInputs = ["lat", "lon", "week"]
+        }
+
+        /// BirdNET's sensitivities.
+        public static let sensitivityRange: ClosedRange<Double> = 0.5...1.5
 
         /// Labels a window may hold.
         public static let topKRange: ClosedRange<Int> = 1...100_000
@@ -51,6 +99,19 @@ extension ModelManifest {
             }
             if let w = windowSamples, !Self.windowRange.contains(w) {
                 return ("events.windowSamples", "\(w)", "\(Self.windowRange.lowerBound)...\(Self.windowRange.upperBound)")
+            }
+            if let v = sensitivity, !Self.sensitivityRange.contains(v) { return ("events.sensitivity", "\(v)", "0.5...1.5") }
+            if let v = minWindowAudioSeconds, !(v > 0 && v <= Self.secondsRange.upperBound) {
+                return ("events.minWindowAudioSeconds", "\(v)", "above 0, up to \(Int(Self.secondsRange.upperBound)) s")
+            }
+            if let f = labelFilter {
+                if !Decision.scoreRange.contains(f.threshold) { return ("events.labelFilter.threshold", "\(f.threshold)", "0...1") }
+                if let bad = f.inputs.first(where: { !LabelFilter.knownInputs.contains($0) }) {
+                    return ("events.labelFilter.inputs", bad, LabelFilter.knownInputs.joined(separator: ", "))
+                }
+                if let m = f.model, m.isEmpty || m.hasPrefix("/") || m.split(separator: "/").contains("..") {
+                    return ("events.labelFilter.model", m, "a folder inside the package")
+                }
             }
             return nil
         }

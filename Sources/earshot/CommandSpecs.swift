@@ -30,12 +30,26 @@ enum Specs {
               + "most S seconds after the event's end; none: every window its own event"),
         .double("min-duration", "S", 0...86_400, defaultText: "the model's (0)", "sound events: shorter events are dropped"),
         PrecisionOption.spec,
+        .double("min-confidence", "X", 0...1, defaultText: "the model's threshold", "sound events: the least confidence that puts a label in "
+                + "a window, as BirdNET's min_conf (the same as --threshold X)"),
+        .double("sensitivity", "X", 0.5...1.5, defaultText: "the model's", "sound events of a model of logits (BirdNET): its sigmoid's "
+                + "sensitivity, 1/(1+exp(-(2-X)*clip(logit,-15,15))); above 1 raises low confidences"),
+        .double("overlap", "S", 0...86_400, defaultText: "0", "sound events of a window stream: consecutive windows share S seconds "
+                + "(the hop is the window less S; BirdNET: 0...2.9)"),
+        .text("species-list", "FILE", "sound events: only the labels FILE lists can be events, one a line as the model names them "
+              + "(BirdNET: Scientific name_Common name)"),
+        .double("lat", "DEG", -90...90, "sound events of a model with a label filter (BirdNET's location model): the recording's latitude; with --lon"),
+        .double("lon", "DEG", -180...180, "the recording's longitude (with --lat)"),
+        .int("week", "W", -1...48, default: -1, "the recording's week of a 48-week year (4 a month), 1...48; -1: the whole year (with --lat, --lon)"),
     ]
     static let json = OptionSpec.flag("json", "one JSON line instead of text")
     /// The options of a sound-events model's rule (many labels at once).
-    static let eventRules = ["thresholds", "top-k", "merge-gap", "min-duration"]
+    static let eventRules = ["thresholds", "top-k", "merge-gap", "min-duration", "min-confidence", "sensitivity", "overlap", "species-list",
+                             "lat", "lon", "week"]
     /// The decision rules alone (the commands that run models but label no files: serve, worker).
-    static let decisionRules = labelling.filter { ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech", "precision"].contains($0.name) || eventRules.contains($0.name) }
+    static let decisionRules = labelling.filter {
+        ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech", "precision"].contains($0.name) || eventRules.contains($0.name) && $0.name != "overlap"
+    }
 
     static let label = CommandSpec(
         name: "label", operands: "FILE|FOLDER|-...",
@@ -424,6 +438,13 @@ enum Specs {
             .text("license", "TEXT", "its licence"),
             .text("source", "TEXT", "where it comes from"),
             .double("threshold", "X", 0...1, defaultText: "0.5", "the decision's threshold"),
+            .text("events", "JSON", "a many-label events rule (sound events, birds): a JSON object of topK, labelThresholds, "
+                  + "mergeGapSeconds, merge, minDurationSeconds, windowSamples, sensitivity (scores are logits: BirdNET's sigmoid), "
+                  + "alignedWindows, minWindowAudioSeconds, labelFilter {inputs: [lat, lon, week], threshold}; {} the defaults"),
+            .choice("label-form", ModelManifest.LabelForm.allCases.map(\.rawValue), default: "plain",
+                    "how the labels are written: scientific_common (BirdNET's 'Scientific name_Common name') gives formats both names"),
+            .text("label-filter", "FILE", "a model of the same labels whose scores say which may occur (BirdNET's location/week "
+                  + "model), imported into the package for --lat/--lon/--week; with --events' labelFilter"),
         ] + labelling.filter { ["min-speech", "min-silence", "pad", "max-speech"].contains($0.name) },
         examples: ["earshot import silero_vad.onnx --set sr=16000 --context 64 --chunk 512 -o Models/my-vad",
                    "earshot import okay_nabu.tflite -o Models/okay-nabu",

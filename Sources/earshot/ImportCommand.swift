@@ -73,7 +73,10 @@ enum ImportCommand {
             throw UsageError("--labels and --labels-file both name the scores", hint: "give one of them")
         }
         if let labels = args.string("labels") { metadata.labels = labels.split(separator: ",").map(String.init) }
-        if let file = args.string("labels-file") { metadata.labels = try LabelsFile.read(path: file) }
+        if let file = args.string("labels-file") {
+            metadata.labels = try LabelsFile.read(path: file)
+            options.labelsFile = file
+        }
         metadata.name = args.string("name") ?? metadata.name ?? URL(fileURLWithPath: output).lastPathComponent
         metadata.description = args.string("description") ?? metadata.description
         metadata.author = args.string("author") ?? metadata.author
@@ -85,7 +88,16 @@ enum ImportCommand {
         if let v = args.optionalDouble("min-silence") { decision.minSilenceMs = v }
         if let v = args.optionalDouble("pad") { decision.padMs = v }
         if let v = args.optionalDouble("max-speech") { decision.maxSegmentSeconds = v }
+        if let text = args.string("events") { decision.events = try ImportSidecar.eventRule(text) }
         metadata.decision = decision == ModelManifest.Decision() ? nil : decision
+        let labelFilter = args.string("label-filter")
+        if labelFilter != nil && decision.events?.labelFilter == nil {
+            throw UsageError("--label-filter needs the events rule's labelFilter: its inputs and threshold",
+                             hint: "e.g. --events '{\"labelFilter\": {\"inputs\": [\"lat\", \"lon\", \"week\"], \"threshold\": 0.03}}'")
+        }
+        if let filter = decision.events?.labelFilter, labelFilter == nil, filter.model == nil {
+            throw UsageError("--events: a labelFilter names its model folder, or --label-filter FILE gives it")
+        }
 
         let tflite = source.lowercased().hasSuffix(".tflite")
         if tflite, let config = TFLiteImporter.MicroWakeWordConfig(beside: source) {
@@ -105,14 +117,46 @@ enum ImportCommand {
             if args.string("front-end") == nil { options.frontEnd = "microfrontend" }
         }
         options.metadata = metadata
-        let (manifest, tensors) = frontEnd == "openwakeword"
+        var (manifest, tensors) = frontEnd == "openwakeword"
             ? try OpenWakeWordImporter.importModel(head: source, melspectrogram: args.string("melspectrogram"), embedding: args.string("embedding"),
                                                    options: options)
             : tflite ? try TFLiteImporter.importModel(path: source, options: options)
             : try OnnxImporter.importModel(path: source, options: options)
+        if let form = args.string("label-form") { manifest.outputs.labelForm = ModelManifest.LabelForm(rawValue: form) }
+        // The label filter model (BirdNET's location model): a package in the package, of the same labels.
+        var filterPackage: (folder: String, manifest: ModelManifest, tensors: [String: Tensor])?
+        if let file = labelFilter, let rule = manifest.decision?.events?.labelFilter {
+            var filterOptions = ImportOptions()
+            filterOptions.metadata.name = "\(manifest.name)-label-filter"
+            filterOptions.metadata.labels = manifest.outputs.labels
+            filterOptions.metadata.license = manifest.license
+            filterOptions.metadata.author = manifest.author
+            let folder = rule.model ?? ModelManifest.EventRule.LabelFilter.defaultFolder
+            let (m, t) = file.lowercased().hasSuffix(".tflite") ? try TFLiteImporter.importModel(path: file, options: filterOptions)
+                : try OnnxImporter.importModel(path: file, options: filterOptions)
+            let filter = try Model(manifest: m, tensors: t, name: file)
+            guard filter.labels.count == manifest.outputs.labels.count else {
+                throw UsageError("--label-filter \(file): \(filter.labels.count) scores for \(manifest.outputs.labels.count) labels")
+            }
+            let inputs = manifest.decision?.events?.labelFilter?.inputs.count ?? 0
+            guard filter.manifest.frontEnd.type == .features, filter.chunkSamples == inputs else {
+                throw UsageError("--label-filter \(file): its input takes \(filter.chunkSamples) values; the rule's labelFilter names \(inputs)")
+            }
+            manifest.decision?.events?.labelFilter?.model = folder
+            filterPackage = (folder, m, t)
+        }
         // Loaded as any package is (every check of a package on disk) before it is written.
         let model = try Model(manifest: manifest, tensors: tensors, name: output)
         try Model.write(manifest: manifest, tensors: tensors, to: URL(fileURLWithPath: output), replacing: args.flag("force"))
+        if let filterPackage {
+            do {
+                try Model.write(manifest: filterPackage.manifest, tensors: filterPackage.tensors,
+                                to: URL(fileURLWithPath: output).appendingPathComponent(filterPackage.folder))
+            } catch {
+                try? FileManager.default.removeItem(atPath: output)  // nothing half-made
+                throw error
+            }
+        }
         let graph = manifest.graph
         return ("\(manifest.name): \(graph?.nodes.count ?? 0) nodes (\(Set(graph?.nodes.map(\.op) ?? []).sorted().joined(separator: " "))), "
                 + (options.windowed ? "a window of \(manifest.audio.contextSamples + manifest.audio.chunkSamples) samples, "
@@ -125,6 +169,24 @@ enum ImportCommand {
 /// `--manifest FILE.json`: what the package says of itself. Unknown keys are refused, so a
 /// misspelt one is not silently dropped.
 enum ImportSidecar {
+    /// `--events JSON`: a many-label events rule (`ModelManifest.EventRule`; `{}` the defaults),
+    /// its keys checked as the sidecar's are, its values against their ranges.
+    static func eventRule(_ text: String) throws -> ModelManifest.EventRule {
+        guard let object = (try? JSONValue.parse(Array(text.utf8)))?.object else {
+            throw UsageError("--events \(text): not a JSON object", hint: "e.g. --events '{\"topK\": 3, \"merge\": false}'")
+        }
+        let known = Set(Mirror(reflecting: ModelManifest.EventRule()).children.compactMap(\.label))
+        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+            throw UsageError("--events: unknown key '\(unknown)'", hint: "known keys: \(known.sorted().joined(separator: ", "))")
+        }
+        let rule: ModelManifest.EventRule
+        do { rule = try JSONDecoder().decode(ModelManifest.EventRule.self, from: Data(text.utf8)) } catch {
+            throw UsageError("--events: \(error)")
+        }
+        if let bad = rule.firstInvalid() { throw UsageError("--events: \(bad.field) \(bad.value): expected \(bad.expected)") }
+        return rule
+    }
+
     static func read(path: String) throws -> ModelManifest.Metadata {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw UsageError("--manifest \(path): cannot read the file")

@@ -42,8 +42,13 @@ enum InspectCommand {
                 let among = events.topK.map { "among its \($0) best and " } ?? ""
                 let join = events.mergeGapSeconds.map { "windows of a label joined while the next starts within \($0) s of the event's end" }
                     ?? "every window its own event"
+                let rule = model.manifest.decision?.events
                 return "decides:   events: a label is in a window when \(among)at least \(options.threshold)\(own); \(join)"
                     + (events.minDurationSeconds > 0 ? "; events shorter than \(events.minDurationSeconds) s dropped" : "")
+                    + (events.sensitivity.map { "; scores are logits, confidences BirdNET's sigmoid at sensitivity \($0) (--sensitivity)" } ?? "")
+                    + (events.alignedWindows ? "; windows from the start, each reported whole" : "")
+                    + (events.minWindowAudioSeconds.map { "; the last windows run while they hold \($0) s of audio" } ?? "")
+                    + (rule?.labelFilter.map { "; --\($0.inputs.joined(separator: ", --")) keep the labels its filter model scores \($0.threshold) or more" } ?? "")
             },
             model.manifest.decision?.detectionWindow.map { window in
                 let options = LabelOptions(model: model)

