@@ -55,7 +55,7 @@ let package = Package(
         // Trains classifiers made of runtime layers, with the runtime's own features and products.
         // Optimized in debug builds too: the tests train real models, which unoptimized loops
         // would make ten times slower.
-        .target(name: "EarshotTraining", dependencies: ["Earshot", "EarshotImport", "EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph"],
+        .target(name: "EarshotTraining", dependencies: ["Earshot", "EarshotImport", "EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph", "EarshotJSON"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
         // ONNX files read in Swift: the protobuf wire format and ONNX's messages (onnx.proto).
         .target(name: "EarshotONNX"),
