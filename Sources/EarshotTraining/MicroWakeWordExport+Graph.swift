@@ -27,6 +27,8 @@ extension MicroWakeWordExport {
         var index: [String: Int] = [:]
         /// State input name → its VAR_HANDLE's resource tensor.
         var resources: [String: Int] = [:]
+        /// The int32 constants written, by shape and value.
+        var shared: [Shared: Int] = [:]
 
         func fail(_ reason: String) -> TrainingError {
             .model(reason: "\(manifest.name): \(reason); --format microwakeword takes a microWakeWord model (imported from its .tflite, or trained as one)")
@@ -208,9 +210,20 @@ extension MicroWakeWordExport {
             return try tensor(name)
         }
 
-        /// An int32 constant.
+        /// An int32 constant; one of the same shape and values is written once and shared (as
+        /// TFLite's converter shares them), since each tensor costs the device arena a record.
         mutating func int32s(_ name: String, _ values: [Int], shape: [Int]? = nil) -> Int {
-            main.add(.init(name: name, shape: shape ?? [values.count], type: .int32, data: Self.littleEndian(values.map { Int32(truncatingIfNeeded: $0) })))
+            let shape = shape ?? [values.count]
+            let data = Self.littleEndian(values.map { Int32(truncatingIfNeeded: $0) })
+            if let i = shared[Shared(shape: shape, data: data)] { return i }
+            let i = main.add(.init(name: name, shape: shape, type: .int32, data: data))
+            shared[Shared(shape: shape, data: data)] = i
+            return i
+        }
+
+        struct Shared: Hashable {
+            var shape: [Int]
+            var data: [UInt8]
         }
 
         static func littleEndian(_ v: [Int32]) -> [UInt8] {
