@@ -35,7 +35,7 @@ extension MicroWakeWordExport.Writer {
             let axis = (int("axis") ?? 0) < 0 ? (int("axis") ?? 0) + rank : (int("axis") ?? 0)
             let out = try output(node.outputs[0])
             main.operators.append(.init(code: Code.concatenation, version: 2, inputs: inputs, outputs: [out],
-                                        options: (10, .init([(0, .i32(Int32(axis))), (1, .i8(0))]))))
+                                        options: (10, .init([(0, .i32(Int32(clamping: axis))), (1, .i8(0))]))))
         case "Slice":
             guard let shape = values[node.inputs[0]]?.shape else { throw fail("node '\(node.name)' has no input") }
             let starts = try constant(1).integers, ends = try constant(2).integers
@@ -138,15 +138,15 @@ extension MicroWakeWordExport.Writer {
         if pads.allSatisfy({ $0 == 0 }) { padding = 1 } else if pads == [top, left, bottom, right] { padding = 0 } else {
             throw fail("node '\(node.name)' pads \(pads), neither VALID nor SAME")
         }
-        let s: [(Int, FlatBufferWriter.Field?)] = [(0, .i8(padding)), (1, .i32(Int32(strides[1]))), (2, .i32(Int32(strides[0])))]
+        let s: [(Int, FlatBufferWriter.Field?)] = [(0, .i8(padding)), (1, .i32(Int32(clamping: strides[1]))), (2, .i32(Int32(clamping: strides[0])))]
         if depthwise {
             let multiplier = int("depth_multiplier") ?? 1
             main.operators.append(.init(code: Code.depthwiseConv2D, version: 3, inputs: inputs, outputs: [out],
-                                        options: (2, .init(s + [(3, .i32(Int32(multiplier))), (4, .i8(Int8(activation))),
-                                                                (5, .i32(Int32(dilations[1]))), (6, .i32(Int32(dilations[0])))]))))
+                                        options: (2, .init(s + [(3, .i32(Int32(clamping: multiplier))), (4, .i8(Int8(activation))),
+                                                                (5, .i32(Int32(clamping: dilations[1]))), (6, .i32(Int32(clamping: dilations[0])))]))))
         } else {
             main.operators.append(.init(code: Code.conv2D, version: 3, inputs: inputs, outputs: [out],
-                                        options: (1, .init(s + [(3, .i8(Int8(activation))), (4, .i32(Int32(dilations[1]))), (5, .i32(Int32(dilations[0])))]))))
+                                        options: (1, .init(s + [(3, .i8(Int8(activation))), (4, .i32(Int32(clamping: dilations[1]))), (5, .i32(Int32(clamping: dilations[0])))]))))
         }
     }
 }
