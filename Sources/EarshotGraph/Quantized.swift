@@ -75,6 +75,18 @@ public enum Quantized {
         return roundingDivide(doublingHighMultiply(x &* (1 << Int32(left)), multiplier), byPowerOfTwo: right)
     }
 
+    /// Per output channel, TFLite's multiplier and shift for input × filter / output scales
+    /// (one filter scale: one of each), in the double precision TFLite prepares them in.
+    public static func multipliers(input: Float, filter: [Float], output: Float) -> (multipliers: [Int64], shifts: [Int64]) {
+        var m: [Int64] = [], s: [Int64] = []
+        for scale in filter {
+            let (multiplier, shift) = quantizeMultiplier(Double(input) * Double(scale) / Double(output))
+            m.append(Int64(multiplier))
+            s.append(Int64(shift))
+        }
+        return (m, s)
+    }
+
     /// A real multiplier as a Q31 fixed-point number and a power of two, as TFLite's
     /// QuantizeMultiplier: multiplier * 2^(shift - 31) = value.
     public static func quantizeMultiplier(_ value: Double) -> (multiplier: Int32, shift: Int) {

@@ -495,12 +495,7 @@ public struct TFLiteImporter {
         guard filter.count == 1 || filter.count == channels, filter.allSatisfy({ $0 > 0 && $0.isFinite }) else {
             throw fail("\(filter.count) filter scales for \(channels) channels", "the filter must be quantized per tensor or per output channel")
         }
-        var m: [Int64] = [], s: [Int64] = []
-        for scale in filter {
-            let (multiplier, shift) = Quantized.quantizeMultiplier(Double(input) * Double(scale) / Double(output))
-            m.append(Int64(multiplier))
-            s.append(Int64(shift))
-        }
+        let (m, s) = Quantized.multipliers(input: input, filter: filter, output: output)
         return ["multipliers": .ints(m), "shifts": .ints(s)]
     }
 
