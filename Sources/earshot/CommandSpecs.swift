@@ -330,7 +330,7 @@ enum Specs {
             .text("background", "LABEL", "the label that is no event; without it a label '\(Trainer.syntheticBackground)' of generated noise "
                   + "and near-silence is added (said on stderr)"),
             .text("architecture", "SPEC", default: "\(Trainer.defaultArchitecture); \(Trainer.headArchitecture) with --embedding",
-                  "layers: conv:CHANNELSxTAPS and gru:COUNTxHIDDEN parts (a head: conv parts only)"),
+                  "layers: conv:CHANNELSxTAPS, mix:CHANNELSxTAPS (microWakeWord's block: a depthwise convolution over TAPS frames, then a pointwise layer to CHANNELS) and gru:COUNTxHIDDEN parts (a head: conv parts only)"),
             .text("embedding", "NAME", "train a head on a frozen embedding: openwakeword (its melspectrogram and embedding models, "
                   + "from --embedding-models); the package runs both. The embedding fixes the features, rate and step: "
                   + "--features, --sample-rate, --decision-seconds and --context-seconds do not apply"),
