@@ -55,7 +55,7 @@ let package = Package(
         // Trains classifiers made of runtime layers, with the runtime's own features and products.
         // Optimized in debug builds too: the tests train real models, which unoptimized loops
         // would make ten times slower.
-        .target(name: "EarshotTraining", dependencies: ["Earshot", "EarshotImport", "EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph"],
+        .target(name: "EarshotTraining", dependencies: ["Earshot", "EarshotImport", "EarshotAudio", "EarshotFeatures", "EarshotModel", "EarshotGraph", "EarshotJSON"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
         // ONNX files read in Swift: the protobuf wire format and ONNX's messages (onnx.proto).
         .target(name: "EarshotONNX"),
@@ -87,7 +87,7 @@ let package = Package(
         .testTarget(name: "EarshotONNXTests", dependencies: ["EarshotONNX", "EarshotTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "EarshotImportTests", dependencies: ["EarshotImport", "EarshotModel"]),
         .testTarget(name: "EarshotGraphTests", dependencies: ["EarshotGraph", "EarshotTestSupport"], exclude: ["Goldens"]),
-        .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotGraph", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWyomingTests", dependencies: ["EarshotWyoming", "EarshotTestSupport"], exclude: ["Goldens"]),
         .testTarget(name: "EarshotFetchTests", dependencies: ["EarshotFetch", "EarshotTestSupport"]),
         .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotServe", "EarshotImport", "EarshotGraph", "EarshotTraining", "earshot",

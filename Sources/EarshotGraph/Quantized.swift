@@ -19,7 +19,17 @@ import CEarshotKernels
 ///   TFLite computes once for 8-bit LOGISTIC, TANH and QUANTIZE.
 /// - `Quantize` (x): round(x / scale + zero_point) in double precision, halves to even,
 ///   clamped to [min, max]: how pymicro-wakeword quantizes features for a model's input.
+///
+/// The products and lookups also keep the scales the importer computed them from (`scales`,
+/// below), unused by the kernels, so that `earshot export` can write the model back as TFLite
+/// with the tensors' own quantization (a multiplier alone does not give the scales back).
 public enum Quantized {
+    /// The attributes that record a product's or lookup's TFLite source, unused by the kernels:
+    /// input_scale, output_scale, filter_scales (one per output channel, or one), and for a
+    /// lookup function (LOGISTIC, TANH, QUANTIZE), input_zero_point, output_zero_point,
+    /// output_type (int8, uint8).
+    public static let scales: Set<String> = ["input_scale", "output_scale", "filter_scales", "function", "input_zero_point", "output_zero_point", "output_type"]
+
     /// The instruction paths the int8 products (convolutions, fully connected layers) run on;
     /// every path gives the same values, the sums wrapping as TFLite's int32 accumulators.
     public enum Path: Int32, CaseIterable, Sendable {
@@ -63,6 +73,18 @@ public enum Quantized {
     public static func multiply(_ x: Int32, _ multiplier: Int32, _ shift: Int) -> Int32 {
         let left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift
         return roundingDivide(doublingHighMultiply(x &* (1 << Int32(left)), multiplier), byPowerOfTwo: right)
+    }
+
+    /// Per output channel, TFLite's multiplier and shift for input × filter / output scales
+    /// (one filter scale: one of each), in the double precision TFLite prepares them in.
+    public static func multipliers(input: Float, filter: [Float], output: Float) -> (multipliers: [Int64], shifts: [Int64]) {
+        var m: [Int64] = [], s: [Int64] = []
+        for scale in filter {
+            let (multiplier, shift) = quantizeMultiplier(Double(input) * Double(scale) / Double(output))
+            m.append(Int64(multiplier))
+            s.append(Int64(shift))
+        }
+        return (m, s)
     }
 
     /// A real multiplier as a Q31 fixed-point number and a power of two, as TFLite's
@@ -155,7 +177,7 @@ public enum Quantized {
         let depthwise = n.op == .tfliteDepthwiseConv2D
         try n.expect(inputs: ["x", "filter", "bias"], required: 2,
                      attributes: Set(["strides", "dilations", "pads", "input_offset", "output_offset", "multipliers", "shifts", "activation"]
-                        + (depthwise ? ["depth_multiplier"] : [])))
+                        + (depthwise ? ["depth_multiplier"] : [])).union(scales))
         let x = try n.input(0, "x", [.float32]), f = try n.input(1, "filter", [.float32])
         guard x.rank == 4, f.rank == 4 else { throw n.error("x \(x.shape) and filter \(f.shape) must be 4-D (NHWC and \(depthwise ? "1HWO" : "OHWI"))") }
         let (batch, height, width, channels) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
@@ -222,7 +244,7 @@ public enum Quantized {
 
     static func fullyConnected(_ n: Node) throws(GraphError) -> [GraphTensor] {
         try n.expect(inputs: ["x", "weights", "bias"], required: 2,
-                     attributes: ["input_offset", "weights_offset", "output_offset", "multipliers", "shifts", "activation"])
+                     attributes: Set(["input_offset", "weights_offset", "output_offset", "multipliers", "shifts", "activation"]).union(scales))
         let x = try n.input(0, "x", [.float32]), w = try n.input(1, "weights", [.float32])
         guard w.rank == 2, w.shape[1] >= 1, x.count % w.shape[1] == 0 else {
             throw n.error("weights \(w.shape) must be [outputs, inputs] with inputs dividing x's \(x.count) values")
@@ -249,7 +271,7 @@ public enum Quantized {
     }
 
     static func lookup(_ n: Node) throws(GraphError) -> [GraphTensor] {
-        try n.expect(inputs: ["x"], required: 1, attributes: ["table", "low"])
+        try n.expect(inputs: ["x"], required: 1, attributes: Set(["table", "low"]).union(scales))
         let x = try n.input(0, "x", [.float32])
         guard let table = try n.ints("table"), table.count == 256, let low = try n.int("low"), Requantization.bound.contains(low) else {
             throw n.error("attributes 'table' (256 values) and 'low' are needed")

@@ -398,6 +398,7 @@ public struct TFLiteImporter {
             attributes["weights_offset"] = .int(-weightsZero)
             attributes["output_offset"] = .int(Int64(outQ.zero))
             attributes["activation"] = .ints(try activationRange(activation, out, outQ, fail))
+            attributes.merge(scales(inQ, outQ, filter: wQ.scales)) { $1 }
             let wName = builder.weight(unique: "\(w.name)", GraphTensor(shape: w.shape, floats: weights.map(Float.init)))
             var names = [x.name, wName], inputs: [GraphTensor?] = [x.tensor, GraphTensor(shape: w.shape, floats: weights.map(Float.init))]
             if op.inputs.count > 2, op.inputs[2] >= 0 {
@@ -409,8 +410,17 @@ public struct TFLiteImporter {
             try emit("TFLiteFullyConnected", inputs: names, values: inputs, attributes: attributes)
         case "LOGISTIC", "TANH", "QUANTIZE":
             let x = try value(0)
-            let table = try lookupTable(op.name, try tensor(0), try outputTensor(), fail)
-            try emit("TFLiteLookup", inputs: [x.name], values: [x.tensor], attributes: ["table": .ints(table.values), "low": .int(table.low)])
+            let out = try outputTensor()
+            let table = try lookupTable(op.name, try tensor(0), out, fail)
+            let (inQ, outQ) = try quantization(try tensor(0), out, fail)
+            var attributes = scales(inQ, outQ, filter: nil)
+            attributes["table"] = .ints(table.values)
+            attributes["low"] = .int(table.low)
+            attributes["function"] = .string(op.name)
+            attributes["input_zero_point"] = .int(Int64(inQ.zero))
+            attributes["output_zero_point"] = .int(Int64(outQ.zero))
+            attributes["output_type"] = .string(out.type == .uint8 ? "uint8" : "int8")
+            try emit("TFLiteLookup", inputs: [x.name], values: [x.tensor], attributes: attributes)
         default:
             throw .unsupportedOp(path: path, node: "operator \(index) '\(label)'", op: op.name, format: "TFLite",
                                  reason: "the importer takes CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, LOGISTIC, TANH, QUANTIZE, RESHAPE, "
@@ -473,31 +483,42 @@ public struct TFLiteImporter {
         return (try one(input), try one(output))
     }
 
+    /// The scales an integer op's multipliers come from, kept on its node for `earshot export`.
+    private func scales(_ input: Affine, _ output: Affine, filter: [Float]?) -> [String: GraphSpec.AttributeValue] {
+        var attributes: [String: GraphSpec.AttributeValue] = ["input_scale": .float(Double(input.scale)), "output_scale": .float(Double(output.scale))]
+        if let filter { attributes["filter_scales"] = .floats(filter.map(Double.init)) }
+        return attributes
+    }
+
     /// Per output channel, TFLite's multiplier and shift for input * filter / output scales.
     private func multipliers(input: Float, filter: [Float], output: Float, channels: Int, _ fail: (String, String) -> ImportError) throws(ImportError) -> [String: GraphSpec.AttributeValue] {
         guard filter.count == 1 || filter.count == channels, filter.allSatisfy({ $0 > 0 && $0.isFinite }) else {
             throw fail("\(filter.count) filter scales for \(channels) channels", "the filter must be quantized per tensor or per output channel")
         }
-        var m: [Int64] = [], s: [Int64] = []
-        for scale in filter {
-            let (multiplier, shift) = Quantized.quantizeMultiplier(Double(input) * Double(scale) / Double(output))
-            m.append(Int64(multiplier))
-            s.append(Int64(shift))
-        }
+        let (m, s) = Quantized.multipliers(input: input, filter: filter, output: output)
         return ["multipliers": .ints(m), "shifts": .ints(s)]
     }
 
     /// TFLite's CalculateActivationRangeQuantized.
     private func activationRange(_ activation: Int, _ t: TFLiteTensor, _ q: Affine, _ fail: (String, String) -> ImportError) throws(ImportError) -> [Int64] {
-        let (qmin, qmax) = t.type == .int8 ? (-128, 127) : (0, 255)
+        guard let range = Self.activationRange(activation, unsigned: t.type != .int8, scale: q.scale, zero: q.zero) else {
+            throw fail("fused activation \(activation)", "the importer takes none, RELU, RELU_N1_TO_1 and RELU6")
+        }
+        return range
+    }
+
+    /// TFLite's CalculateActivationRangeQuantized: the codes [min, max] a fused activation
+    /// (0 none, 1 RELU, 2 RELU_N1_TO_1, 3 RELU6) leaves of an 8-bit output; nil for another.
+    public static func activationRange(_ activation: Int, unsigned: Bool, scale: Float, zero: Int) -> [Int64]? {
+        let (qmin, qmax) = unsigned ? (0, 255) : (-128, 127)
         // Beyond int32 the bound is outside [qmin, qmax] either way: held there, not converted.
-        func quantize(_ f: Float) -> Int { q.zero + Int(max(-4e9, min(4e9, (f / q.scale).rounded(.toNearestOrAwayFromZero)))) }
+        func quantize(_ f: Float) -> Int { zero + Int(max(-4e9, min(4e9, (f / scale).rounded(.toNearestOrAwayFromZero)))) }
         switch activation {
         case 0: return [Int64(qmin), Int64(qmax)]
         case 1: return [Int64(max(qmin, quantize(0))), Int64(qmax)]
         case 2: return [Int64(max(qmin, quantize(-1))), Int64(min(qmax, quantize(1)))]
         case 3: return [Int64(max(qmin, quantize(0))), Int64(min(qmax, quantize(6)))]
-        default: throw fail("fused activation \(activation)", "the importer takes none, RELU, RELU_N1_TO_1 and RELU6")
+        default: return nil
         }
     }
 
@@ -533,6 +554,7 @@ public struct TFLiteImporter {
         attributes["input_offset"] = .int(Int64(-inQ.zero))
         attributes["output_offset"] = .int(Int64(outQ.zero))
         attributes["activation"] = .ints(try activationRange(activation, out, outQ, fail))
+        attributes.merge(scales(inQ, outQ, filter: fQ.scales)) { $1 }
         if depthwise {
             let c = x.tensor.shape[3]
             guard c > 0, channels % c == 0 else { throw fail("\(channels) output channels for \(c) input channels", "the file is damaged") }

@@ -34,7 +34,7 @@ package enum SafeTensors {
         }
     }
 
-    static func read(path: String) throws(ModelError) -> [String: Tensor] {
+    package static func read(path: String) throws(ModelError) -> [String: Tensor] {
         try parse(try map(path: path), path: path)
     }
 

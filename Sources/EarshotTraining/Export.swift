@@ -18,16 +18,7 @@ extension Trainer {
             case let .conv(i, o, k):
                 convs += 1
                 let n = "conv\(convs)"
-                var spec = LayerSpec(type: "conv1d", name: n, weight: "\(n).weight", bias: "\(n).bias")
-                spec.inChannels = i
-                spec.outChannels = o
-                spec.kernelSize = k
-                spec.stride = 1
-                spec.padding = 0
-                spec.dilation = 1
-                spec.groups = 1
-                spec.causal = true
-                specs.append(spec)
+                specs.append(causalConv(n, inputs: i, outputs: o, taps: k, groups: 1))
                 // Trained as [out][tap][in]; stored as PyTorch's [out][in][tap].
                 var w = [Float](repeating: 0, count: o * i * k)
                 for oc in 0..<o { for tap in 0..<k { for c in 0..<i { w[(oc * i + c) * k + tap] = parameters[p][(oc * k + tap) * i + c] } } }
@@ -35,6 +26,13 @@ extension Trainer {
                 tensors["\(n).bias"] = Tensor(shape: [o], values: parameters[p + 1])
             case .relu:
                 specs.append(LayerSpec(type: "relu"))
+            case let .depthwise(c, k):
+                convs += 1
+                let n = "conv\(convs)"
+                specs.append(causalConv(n, inputs: c, outputs: c, taps: k, groups: c))
+                // Trained as [channel][tap]: PyTorch's [out][in / groups = 1][tap] as it is.
+                tensors["\(n).weight"] = Tensor(shape: [c, 1, k], values: parameters[p])
+                tensors["\(n).bias"] = Tensor(shape: [c], values: parameters[p + 1])
             case let .gru(i, h):
                 grus += 1
                 let n = "gru\(grus)"
@@ -66,5 +64,19 @@ extension Trainer {
         // Checked as any package is when it loads.
         do { _ = try Model(manifest: manifest, tensors: tensors) } catch { throw .model(reason: "the trained model does not load: \(error)") }
         return (manifest, tensors)
+    }
+
+    /// The runtime's causal conv1d (stride and dilation 1) named `n`, its tensors n.weight and n.bias.
+    private static func causalConv(_ n: String, inputs: Int, outputs: Int, taps: Int, groups: Int) -> LayerSpec {
+        var spec = LayerSpec(type: "conv1d", name: n, weight: "\(n).weight", bias: "\(n).bias")
+        spec.inChannels = inputs
+        spec.outChannels = outputs
+        spec.kernelSize = taps
+        spec.stride = 1
+        spec.padding = 0
+        spec.dilation = 1
+        spec.groups = groups
+        spec.causal = true
+        return spec
     }
 }

@@ -374,11 +374,15 @@ public enum Trainer {
             let pieces = part.split(separator: ":")
             let numbers = pieces.count == 2 ? pieces[1].split(separator: "x").compactMap { Int($0) } : []
             guard pieces.count == 2, numbers.count == 2, numbers.allSatisfy({ (1...4096).contains($0) }) else {
-                throw .option(name: "architecture", value: text, expected: "parts like conv:CHANNELSxTAPS and gru:COUNTxHIDDEN, comma-separated")
+                throw .option(name: "architecture", value: text, expected: "parts like conv:CHANNELSxTAPS, mix:CHANNELSxTAPS and gru:COUNTxHIDDEN, comma-separated")
             }
             switch pieces[0] {
             case "conv":
                 layers += [.conv(inputs: channels, outputs: numbers[0], taps: numbers[1]), .relu]
+                channels = numbers[0]
+            case "mix":
+                // microWakeWord's block: a depthwise convolution over time, then a pointwise layer.
+                layers += [.depthwise(channels: channels, taps: numbers[1]), .conv(inputs: channels, outputs: numbers[0], taps: 1), .relu]
                 channels = numbers[0]
             case "gru":
                 for _ in 0..<numbers[0] {
@@ -386,7 +390,7 @@ public enum Trainer {
                     channels = numbers[1]
                 }
             default:
-                throw .option(name: "architecture", value: text, expected: "conv:CHANNELSxTAPS or gru:COUNTxHIDDEN parts, not '\(pieces[0])'")
+                throw .option(name: "architecture", value: text, expected: "conv:CHANNELSxTAPS, mix:CHANNELSxTAPS or gru:COUNTxHIDDEN parts, not '\(pieces[0])'")
             }
         }
         layers.append(.conv(inputs: channels, outputs: classes, taps: 1))

@@ -12,12 +12,18 @@ enum TrainingLayer: Sendable, Equatable {
     case relu
     /// torch.nn.GRU, gates r, z, n. Parameters: W_ih [3H][I], W_hh [3H][H], b_ih [3H], b_hh [3H].
     case gru(inputs: Int, hidden: Int)
+    /// Depthwise causal 1-D convolution over time: each channel its own `taps` taps (tap 0 the
+    /// oldest frame), as microWakeWord's blocks convolve over time before a pointwise layer; the
+    /// runtime's causal conv1d with groups = channels. Parameters: weight [channels][taps], bias
+    /// [channels].
+    case depthwise(channels: Int, taps: Int)
 
     var parameterShapes: [[Int]] {
         switch self {
         case let .conv(i, o, k): return [[o, k, i], [o]]
         case .relu: return []
         case let .gru(i, h): return [[3 * h, i], [3 * h, h], [3 * h], [3 * h]]
+        case let .depthwise(c, k): return [[c, k], [c]]
         }
     }
 
@@ -26,6 +32,7 @@ enum TrainingLayer: Sendable, Equatable {
         case let .conv(_, o, _): return o
         case .relu: return input
         case let .gru(_, h): return h
+        case let .depthwise(c, _): return c
         }
     }
 
@@ -36,6 +43,9 @@ enum TrainingLayer: Sendable, Equatable {
             let bound = 1 / Float(i * k).squareRoot()
             return [random.uniform(count: o * k * i, bound: bound), random.uniform(count: o, bound: bound)]
         case .relu: return []
+        case let .depthwise(c, k):
+            let bound = 1 / Float(k).squareRoot()
+            return [random.uniform(count: c * k, bound: bound), random.uniform(count: c, bound: bound)]
         case let .gru(i, h):
             let bound = 1 / Float(h).squareRoot()
             return [random.uniform(count: 3 * h * i, bound: bound), random.uniform(count: 3 * h * h, bound: bound),
@@ -49,6 +59,7 @@ enum LayerCache {
     case conv(fields: [Float])
     case relu(input: [Float])
     case gru(GRUCache)
+    case depthwise(input: [Float])
 }
 
 struct GRUCache {
@@ -68,6 +79,25 @@ extension TrainingLayer {
             return (Frames(batch: x.batch, time: x.time, channels: x.channels, values: x.values.map { max($0, 0) }), .relu(input: x.values))
         case let .gru(i, h):
             return gruForward(x, inputs: i, hidden: h, p)
+        case let .depthwise(c, k):
+            // Channel by channel, its receptive fields times its taps: the product the
+            // runtime's grouped conv1d runs for each group (the same sums in the same order).
+            let w = p[p.startIndex], bias = p[p.startIndex + 1]
+            var y = [Float](repeating: 0, count: x.values.count)
+            var fields = [Float](repeating: 0, count: x.rows * k)
+            for ch in 0..<c {
+                for b in 0..<x.batch {
+                    for t in 0..<x.time {
+                        for tap in 0..<k {
+                            let source = t - (k - 1) + tap
+                            fields[(b * x.time + t) * k + tap] = source >= 0 ? x.values[(b * x.time + source) * c + ch] : 0
+                        }
+                    }
+                }
+                let out = product(PackedMatrix(Array(w[(ch * k)..<((ch + 1) * k)]), rows: 1, k: k), fields, n: x.rows, bias: [bias[ch]])
+                for r in 0..<x.rows { y[r * c + ch] = out[r] }
+            }
+            return (Frames(batch: x.batch, time: x.time, channels: c, values: y), .depthwise(input: x.values))
         }
     }
 
@@ -99,6 +129,24 @@ extension TrainingLayer {
             return (dx, [])
         case let (.gru(i, h), .gru(c)):
             return gruBackward(dy, c, inputs: i, hidden: h, p)
+        case let (.depthwise(c, k), .depthwise(input)):
+            let w = p[p.startIndex]
+            var dw = [Float](repeating: 0, count: c * k), db = [Float](repeating: 0, count: c)
+            var dx = Frames(batch: dy.batch, time: dy.time, channels: c)
+            for b in 0..<dy.batch {
+                for t in 0..<dy.time {
+                    for ch in 0..<c {
+                        let g = dy.values[(b * dy.time + t) * c + ch]
+                        db[ch] += g
+                        for tap in 0..<k where t - (k - 1) + tap >= 0 {
+                            let source = (b * dy.time + t - (k - 1) + tap) * c + ch
+                            dw[ch * k + tap] += g * input[source]
+                            dx.values[source] += g * w[ch * k + tap]
+                        }
+                    }
+                }
+            }
+            return (dx, [dw, db])
         default:
             preconditionFailure("a layer's cache comes from its own forward pass")
         }

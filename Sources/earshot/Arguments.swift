@@ -333,6 +333,7 @@ enum ExitCode {
         case let e as ModelError: return of(e)
         // A model to import: missing or unreadable 66, damaged or unsupported 65.
         case let e as ImportError: return e.isMissingInput ? noInput : dataError
+        case is ExportRefused: return dataError
         case is RedisUnavailable: return unavailable
         case let e as RedisError: return of(e)
         case let e as ClusterError: return of(e)

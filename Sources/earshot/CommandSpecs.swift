@@ -347,7 +347,7 @@ enum Specs {
             .text("background", "LABEL", "the label that is no event; without it a label '\(Trainer.syntheticBackground)' of generated noise "
                   + "and near-silence is added (said on stderr)"),
             .text("architecture", "SPEC", default: "\(Trainer.defaultArchitecture); \(Trainer.headArchitecture) with --embedding",
-                  "layers: conv:CHANNELSxTAPS and gru:COUNTxHIDDEN parts (a head: conv parts only)"),
+                  "layers: conv:CHANNELSxTAPS, mix:CHANNELSxTAPS (microWakeWord's block: a depthwise convolution over TAPS frames, then a pointwise layer to CHANNELS) and gru:COUNTxHIDDEN parts (a head: conv parts only)"),
             .text("embedding", "NAME", "train a head on a frozen embedding: openwakeword (its melspectrogram and embedding models, "
                   + "from --embedding-models); the package runs both. The embedding fixes the features, rate and step: "
                   + "--features, --sample-rate, --decision-seconds and --context-seconds do not apply"),
@@ -450,6 +450,25 @@ enum Specs {
                    "earshot import okay_nabu.tflite -o Models/okay-nabu",
                    "earshot import classifier.onnx --window 15600 --hop 7800 --labels-file classes.csv -o Models/my-classifier"])
 
+    static let export = CommandSpec(
+        name: "export", operands: "MODEL",
+        summary: "A package as the files another runtime loads. --format microwakeword: a microWakeWord model (imported from its "
+            + ".tflite, or trained as one) as NAME.tflite, an int8 streaming model whose ring buffers are resource variables (a "
+            + "CALL_ONCE init graph, VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE) over TFLite Micro's audio front end, on which "
+            + "TFLite's reference kernels give the package's scores bit for bit, and NAME.json beside it, the manifest ESPHome's "
+            + "micro_wake_word and pymicro-wakeword load (version 2: wake word, author, website, languages, probability cutoff and "
+            + "sliding window from the package's decision, feature step 10 ms, and the tensor arena TFLite Micro needs: its "
+            + "planned tensors laid out as its greedy memory planner does, plus the variables' buffers and the interpreter's records). "
+            + "Both files are written whole before either replaces what was there. MODEL is a package folder or a name found on "
+            + "the model search path (earshot help models).",
+        options: [
+            modelsFolder,
+            .text("output", short: "o", "NAME.tflite", "the model to write (required); NAME.json is written beside it"),
+            .choice("format", ["microwakeword"], default: "microwakeword", "the files to write"),
+        ],
+        examples: ["earshot export okay-nabu --format microwakeword -o okay_nabu.tflite",
+                   "earshot export Models/hey-computer --format microwakeword -o hey_computer.tflite"])
+
     static let plot = CommandSpec(
         name: "plot", operands: "FILE",
         summary: "A picture of a file and what the models make of it, as a self-contained SVG (or PNG through rsvg-convert): "
@@ -478,7 +497,7 @@ enum Specs {
         examples: ["earshot man > /usr/local/share/man/man1/earshot.1"])
 
     static let all: [CommandSpec] = [label, listen, serve, worker, publish, events, plot, features, inspect, models, modelsInfo, modelsFetch, devices, benchFeatures, benchModel, benchStreams,
-                                     benchPeak, benchOffline, benchServe, benchCluster, train, evaluate, importModel, completions, manPage]
+                                     benchPeak, benchOffline, benchServe, benchCluster, train, evaluate, importModel, export, completions, manPage]
 
     /// The subjects of `earshot bench`.
     static var benchSubjects: [String] { all.compactMap { $0.name.hasPrefix("bench ") ? String($0.name.dropFirst(6)) : nil } }

@@ -77,6 +77,7 @@ enum EarshotCommand {
             case "train": try TrainCommand.run(words)
             case "evaluate": code = try await EvaluateCommand.run(words)
             case "import": try ImportCommand.run(words)
+            case "export": try ExportCommand.run(words)
             case "serve": try await ServeCommand.run(words)
             case "worker": try ClusterCommands.worker(words)
             case "publish": try await ClusterCommands.publish(words)

@@ -66,6 +66,9 @@ struct GradientTests {
     @Test("Causal convolution, 1 tap (linear)")
     func linear() { check(.conv(inputs: 5, outputs: 3, taps: 1), inputs: 5, seed: 2) }
 
+    @Test("Depthwise causal convolution, 4 taps over 5 frames")
+    func depthwise() { check(.depthwise(channels: 3, taps: 4), inputs: 3, seed: 6) }
+
     @Test("ReLU")
     func relu() { check(.relu, inputs: 4, seed: 3) }
 

@@ -6,9 +6,9 @@ import Testing
 
 @Suite("Training a classifier")
 struct TrainerTests {
-    static func options(epochs: Int = 6) -> TrainingOptions {
+    static func options(epochs: Int = 6, architecture: String = "conv:8x3,gru:1x8") -> TrainingOptions {
         var o = TrainingOptions()
-        o.architecture = "conv:8x3,gru:1x8"
+        o.architecture = architecture
         o.features = "log-mel:16"
         o.epochs = epochs
         o.batchSize = 4
@@ -18,16 +18,17 @@ struct TrainerTests {
         return o
     }
 
-    static func train(_ root: String, epochs: Int = 6) throws -> TrainedClassifier {
+    static func train(_ root: String, epochs: Int = 6, architecture: String = "conv:8x3,gru:1x8") throws -> TrainedClassifier {
         let (training, validation) = try Dataset.load(root, groupBy: "^(s[0-9]+)_").split(validationFraction: 0.25, seed: 3)
-        return try Trainer.train(name: "tones", training: training, validation: validation, options: options(epochs: epochs))
+        return try Trainer.train(name: "tones", training: training, validation: validation, options: options(epochs: epochs, architecture: architecture))
     }
 
-    @Test("The trained model, written and loaded by the runtime, gives the trainer's own outputs at every step, bit for bit")
-    func runtimeEqualsTrainer() throws {
+    @Test("The trained model, written and loaded by the runtime, gives the trainer's own outputs at every step, bit for bit",
+          arguments: ["conv:8x3,gru:1x8", "conv:8x3,mix:8x5"])
+    func runtimeEqualsTrainer(architecture: String) throws {
         let root = try toneFolder()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let trained = try Self.train(root, epochs: 2)
+        let trained = try Self.train(root, epochs: 2, architecture: architecture)
         let folder = URL(fileURLWithPath: root + "/model")
         try Model.write(manifest: trained.manifest, tensors: trained.tensors, to: folder)
         let model = try Model(contentsOf: folder)
