@@ -508,6 +508,50 @@ struct PlanTests {
         #expect(try products("forward, two steps, batch 2") == 2 * 2 * 16 * 5 + 2 * 2 * 16 * 4)
     }
 
+    @Test("An If's branch (the steps only a Where's X reads) runs only for streams whose condition takes it; a batch of both sides equals the reference kernels, each stream as alone")
+    func branchRunsWhenTaken() throws {
+        // y = x0 > 0 ? sigmoid(W x1 + b) : x0, as an openWakeWord head's If on its score.
+        let constants = ["w": weights([8, 6]), "b": weights([8], seed: 3), "zero": GraphTensor(scalar: Float(0))]
+        let nodes = [GraphNode(op: .greater, name: "compare", inputs: ["x0", "zero"], outputs: ["c"]),
+                     GraphNode(op: .gemm, name: "dense", inputs: ["x1", "w", "b"], outputs: ["d"], attributes: ["transB": .int(1)]),
+                     GraphNode(op: .sigmoid, name: "sigmoid", inputs: ["d"], outputs: ["s"]),
+                     GraphNode(op: .where, name: "choose", inputs: ["c", "s", "x0"], outputs: ["y"])]
+        let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x0", [1, 1]), ("x1", [1, 6])], outputs: ["y"], opset: 17)
+        #expect(plan.conditionalSteps == 2)
+        // Stream s's x0: positive for even streams (the branch), negative for odd ones.
+        func given(_ s: Int, _ i: Int, _ count: Int) -> [Float] {
+            i == 0 ? [s % 2 == 0 ? 0.5 : -0.25 - Float(s)] : EarshotGraphTests.values(count, seed: 40 + s)
+        }
+        func run(_ streams: Int) throws -> [[Float]] {
+            var ws = GraphWorkspace()
+            var got = [[Float]](repeating: [], count: streams)
+            try plan.run(streams: streams, workspace: &ws, load: { s, i, buffer in
+                let v = given(s, i, buffer.count)
+                for k in 0..<buffer.count { buffer[k] = v[k] }
+            }, store: { s, _, v in got[s] = Array(v) })
+            return got
+        }
+        let batch = try run(4)
+        for s in 0..<4 {
+            var values = constants
+            values["x0"] = GraphTensor(shape: [1, 1], floats: given(s, 0, 1))
+            values["x1"] = GraphTensor(shape: [1, 6], floats: given(s, 1, 6))
+            for node in nodes {
+                values[node.outputs[0]] = try GraphOps.run(node.op, node: node.name, inputs: node.inputs.map { values[$0] },
+                                                           attributes: node.attributes, opset: 17, outputCount: 1)[0]
+            }
+            // [1, 8]: the branch's 8 values, or x0 broadcast.
+            let expected = try #require(values["y"]).floats
+            #expect(expected == (s % 2 == 0 ? values["s"]?.floats : [Float](repeating: -0.25 - Float(s), count: 8)))
+            #expect(batch[s].count == 8)
+            let worst = zip(expected, batch[s]).map { abs($0 - $1) }.max() ?? 1
+            #expect(worst <= 2e-6, "stream \(s): \(batch[s]) against \(expected)")
+        }
+        // A batch of two, one stream on each side.
+        #expect(try run(2)[1] == [Float](repeating: -1.25, count: 8))
+        #expect(try run(1)[0] == batch[0])
+    }
+
     @Test("An RFFT whose only reader is its real parts (TFLite's CAST of a complex value) writes them in the copy's place, as the reference computes them")
     func rfftRealParts() throws {
         let nodes = [GraphNode(op: .rfft, name: "rfft", inputs: ["x"], outputs: ["spectrum"], attributes: ["length": .int(16)]),
