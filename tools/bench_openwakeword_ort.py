@@ -8,7 +8,9 @@ window). Earshot runs `earshot bench model` on packages imported from the same f
 
 Needs scripts/fetch-test-models.sh (the models) and `swift build -c release`.
 
-    tools/.venv/bin/python tools/bench_openwakeword_ort.py [--earshot .build/release/earshot] [--rounds 5]
+    tools/.venv/bin/python tools/bench_openwakeword_ort.py [--earshot .build/release/earshot] [--rounds 5] [--precision fp32,bf16]
+
+--precision P,P: Earshot runs each precision (`earshot bench model --precision P`) in every round.
 """
 import argparse
 import json
@@ -49,9 +51,20 @@ def ort_us(name, input_name, shape, calls=2000):
     return (time.perf_counter() - start) / calls * 1e6
 
 
-def earshot_us(binary, package):
-    out = subprocess.run([binary, "bench", "model", "--model", package], capture_output=True, text=True, check=True).stdout
+def earshot_us(binary, package, precision="fp32"):
+    out = subprocess.run([binary, "bench", "model", "--model", package, "--precision", precision], capture_output=True, text=True,
+                         check=True).stdout
     return float(re.search(r"([0-9.]+) us per", out).group(1))
+
+
+def alternate(peer, binary, package, precisions, rounds):
+    """`rounds` rounds of the peer's time (`peer()`), then Earshot's at each precision; the medians."""
+    times, ours = [], {q: [] for q in precisions}
+    for _ in range(rounds):
+        times.append(peer())
+        for q in precisions:
+            ours[q].append(earshot_us(binary, package, q))
+    return statistics.median(times), {q: statistics.median(v) for q, v in ours.items()}
 
 
 def main():
@@ -59,7 +72,9 @@ def main():
     parser.add_argument("--earshot", default=os.path.join(ROOT, ".build/release/earshot"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--precision", default="fp32", help="Earshot's precisions, comma-separated (fp32, bf16)")
     args = parser.parse_args()
+    precisions = args.precision.split(",")
     work = tempfile.mkdtemp()
     results = {"version": ort.__version__, "rounds": args.rounds}
     if not args.json:
@@ -68,14 +83,12 @@ def main():
         package = os.path.join(work, name)
         subprocess.run([args.earshot, "import", os.path.join(MODELS, name + ".onnx"), "--output", package] + flags,
                        check=True, capture_output=True)
-        peer, ours = [], []
-        for _ in range(args.rounds):
-            peer.append(ort_us(name, input_name, shape))
-            ours.append(earshot_us(args.earshot, package))
-        p, e = statistics.median(peer), statistics.median(ours)
-        results[name] = {"onnxruntime_us_median": p, "earshot_us_median": e, "ratio_onnxruntime_over_earshot": p / e}
-        if not args.json:
-            print(f"{name:16s} onnxruntime {p:8.1f} us   earshot {e:8.1f} us   earshot {p / e:.2f}x faster")
+        p, medians = alternate(lambda: ort_us(name, input_name, shape), args.earshot, package, precisions, args.rounds)
+        for q, e in medians.items():
+            key = name if q == "fp32" else f"{name} {q}"
+            results[key] = {"onnxruntime_us_median": p, "earshot_us_median": e, "ratio_onnxruntime_over_earshot": p / e}
+            if not args.json:
+                print(f"{name:16s} onnxruntime {p:8.1f} us   earshot {q} {e:8.1f} us   earshot {p / e:.2f}x faster")
     if args.json:
         print(json.dumps(results))
 

@@ -13,13 +13,14 @@ and their ratio are printed.
 
 Needs scripts/fetch-test-models.sh (the models) and `swift build -c release`.
 
-    tools/.venv/bin/python tools/bench_tflite.py [--earshot .build/release/earshot] [--rounds 5] [--json]
+    tools/.venv/bin/python tools/bench_tflite.py [--earshot .build/release/earshot] [--rounds 5] [--json] [--precision fp32,bf16]
+
+--precision P,P: Earshot runs each precision (`earshot bench model --precision P`) in every round.
 """
 import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,7 +30,7 @@ import numpy as np
 from ai_edge_litert import interpreter as litert
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_openwakeword_ort import earshot_us  # noqa: E402
+from bench_openwakeword_ort import alternate  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OWW = os.path.join(ROOT, "Tests/.models/openwakeword-tflite")
@@ -77,21 +78,22 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--pipelines", action="store_true", help="only openWakeWord's whole step")
+    parser.add_argument("--precision", default="fp32", help="Earshot's precisions, comma-separated (fp32, bf16)")
+    parser.add_argument("--only", help="only the cases whose name contains this")
     args = parser.parse_args()
+    precisions = args.precision.split(",")
     work = tempfile.mkdtemp()
     results = {"reference": "ai-edge-litert Interpreter, XNNPACK, one thread", "rounds": args.rounds}
     if not args.json:
         print(f"TFLite (ai-edge-litert, XNNPACK) one thread; earshot one stream, one thread; {args.rounds} alternating rounds")
 
     def compare(name, calls, package):
-        peer, ours = [], []
-        for _ in range(args.rounds):
-            peer.append(tflite_us(calls))
-            ours.append(earshot_us(args.earshot, package))
-        p, e = statistics.median(peer), statistics.median(ours)
-        results[name] = {"tflite_us_median": p, "earshot_us_median": e, "ratio_tflite_over_earshot": p / e}
-        if not args.json:
-            print(f"{name:28s} TFLite {p:9.1f} us   earshot {e:9.1f} us   earshot {p / e:.2f}x faster")
+        p, medians = alternate(lambda: tflite_us(calls), args.earshot, package, precisions, args.rounds)
+        for q, e in medians.items():
+            key = name if q == "fp32" else f"{name} {q}"
+            results[key] = {"tflite_us_median": p, "earshot_us_median": e, "ratio_tflite_over_earshot": p / e}
+            if not args.json:
+                print(f"{name:28s} TFLite {p:9.1f} us   earshot {q} {e:9.1f} us   earshot {p / e:.2f}x faster")
 
     def imported(name, source, flags):
         package = os.path.join(work, re.sub(r"[^a-z0-9]+", "-", name.lower()))
@@ -99,7 +101,13 @@ def main():
         return package
 
     for name, path, shape, flags in [] if args.pipelines else CASES:
+        if args.only and args.only not in name:
+            continue
         compare(name, [interpreter(path, shape)], imported(name, path, flags))
+    if args.only:
+        if args.json:
+            print(json.dumps(results))
+        return
     # openWakeWord's step: 1760 samples to 8 frames, the embedding of 76 frames, the head.
     step = [interpreter(os.path.join(OWW, "melspectrogram.tflite"), [1, 1760]), interpreter(os.path.join(OWW, "embedding_model.tflite"), [1, 76, 32, 1]),
             interpreter(os.path.join(OWW, "alexa_v0.1.tflite"), [1, 16, 96])]

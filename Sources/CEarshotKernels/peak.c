@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "earshot_kernels.h"
+#include "amx.h"
 
 static double seconds_now(void) {
     struct timespec t;
@@ -74,11 +75,6 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static double bf16_avx512
 // C[16][16] += A[16][32 pairs] B[16 pairs][16] is 16 * 16 * 32 multiply-adds (bf16) or
 // 16 * 16 * 64 (int8). Four accumulators (tiles 0-3, blocked 2 x 2 over A in tiles 4-5 and B in
 // tiles 6-7), so that no product waits for the one before it on the same tile.
-struct amx_config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-};
 
 __attribute__((target("amx-tile,amx-bf16,amx-int8"))) static double amx_loop(int int8, double seconds) {
     TIMED(int8 ? 4 * 16 * 16 * 64 : 4 * 16 * 16 * 32, seconds, {
@@ -97,15 +93,8 @@ __attribute__((target("amx-tile,amx-bf16,amx-int8"))) static double amx_loop(int
 }
 
 __attribute__((target("amx-tile,amx-bf16,amx-int8"))) static double amx(int int8, double seconds) {
-    struct amx_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++) {
-        cfg.colsb[t] = 64;
-        cfg.rows[t] = 16;
-    }
     static uint8_t zeros[16 * 64] __attribute__((aligned(64)));
-    __builtin_ia32_tile_loadconfig(&cfg);
+    amx_configure_tiles();
     __builtin_ia32_tilezero(0);
     __builtin_ia32_tilezero(1);
     __builtin_ia32_tilezero(2);

@@ -41,7 +41,7 @@ struct GraphProgram: Sendable {
     let carryCount: Int
     let codeCount: Int
 
-    init(spec: GraphSpec, tensors: [String: Tensor], path: String, blockSamples: Int) throws(ModelError) {
+    init(spec: GraphSpec, tensors: [String: Tensor], path: String, blockSamples: Int, precision: Precision = .fp32) throws(ModelError) {
         self.spec = spec
         self.path = path
         func fail(_ reason: String) -> ModelError { .manifest(path: path, reason: "graph: \(reason)") }
@@ -152,9 +152,15 @@ struct GraphProgram: Sendable {
             // The int8 states go in and out of the plan as the codes a stream keeps.
             let codes = Set(spec.states.indices.filter { coded[$0] }.flatMap { [spec.states[$0].input, spec.states[$0].output] })
                 .subtracting([spec.audioInput, spec.scoreOutput])
-            let plan = try GraphPlan(nodes: nodes, constants: constants,
-                                     inputs: [(spec.audioInput, spec.audioShape)] + spec.states.map { ($0.input, $0.shape) },
-                                     outputs: [spec.scoreOutput] + spec.states.map(\.output), opset: spec.opset, codes: codes)
+            let inputs = [(spec.audioInput, spec.audioShape)] + spec.states.map { ($0.input, $0.shape) }
+            let outputs = [spec.scoreOutput] + spec.states.map(\.output)
+            var plan = try GraphPlan(nodes: nodes, constants: constants, inputs: inputs, outputs: outputs, opset: spec.opset, codes: codes)
+            if precision != .fp32 {
+                // The fp32 plan, checked against the reference kernels, proves the lowering; the
+                // bf16 plan is the same lowering with other product kernels.
+                plan = try GraphPlan(nodes: nodes, constants: constants, inputs: inputs, outputs: outputs, opset: spec.opset, codes: codes,
+                                     precision: precision, verify: false)
+            }
             let counts = plan.outputShapes.map { $0.reduce(1, *) }
             if counts == [scores.count] + sizes {
                 self.plan = plan

@@ -29,6 +29,9 @@ public final class Model: Sendable {
     let padSource: [Int]
     /// How the front end's FFT is planned (`.estimate`: the same bits in every process).
     public let fftPlanning: FFTPlanning
+    /// The arithmetic its graph's products run in: the one asked for at load, else the
+    /// manifest's `precision`, else fp32. A chain of layers runs in fp32 whatever is asked.
+    public let precision: Precision
     /// Workspaces not in use, taken by one step at a time (`withWorkspace`).
     let workspaces = Locked<[WorkspaceBox]>([])
     /// Workspaces of graph tiles run ahead (`predictions(forConsecutive:)`), kept for the next.
@@ -58,10 +61,13 @@ public final class Model: Sendable {
     ///     var state = model.makeState()
     ///     let speech = try model.prediction(from: block, using: &state)[0]
     ///
-    /// - Parameter folder: the package folder.
+    /// - Parameters:
+    ///   - folder: the package folder.
+    ///   - precision: the arithmetic of the graph's products (nil: the manifest's `precision`,
+    ///     else fp32).
     /// - Throws: `ModelError` naming the file and the field, tensor or layer that is missing,
     ///   damaged or inconsistent (`.notFound`, `.cannotRead`, `.manifest`, `.safetensors`, `.tensorShape`, ...).
-    public convenience init(contentsOf folder: URL) throws(ModelError) {
+    public convenience init(contentsOf folder: URL, precision: Precision? = nil) throws(ModelError) {
         let manifestPath = folder.appendingPathComponent("model.json").path
         let weightsPath = folder.appendingPathComponent("weights.safetensors").path
         // A folder that is not a package is a missing input, said as such (not an I/O error).
@@ -84,15 +90,15 @@ public final class Model: Sendable {
         }
         let weights = try SafeTensors.map(path: weightsPath)
         try self.init(manifest: manifest, tensors: try SafeTensors.parse(weights, path: weightsPath), path: folder.path,
-                      contentHash: SafeTensors.contentHash(weights), weightsBytes: weights.count)
+                      contentHash: SafeTensors.contentHash(weights), weightsBytes: weights.count, precision: precision)
     }
 
     /// A model from a manifest and tensors in memory, checked as a package on disk is.
     public convenience init(manifest: ModelManifest, tensors: [String: Tensor], name path: String = "(in memory)",
-                            fftPlanning: FFTPlanning = .estimate) throws(ModelError) {
+                            fftPlanning: FFTPlanning = .estimate, precision: Precision? = nil) throws(ModelError) {
         let data = SafeTensors.serialize(tensors)
         try self.init(manifest: manifest, tensors: tensors, path: path, contentHash: SafeTensors.contentHash(data), weightsBytes: data.count,
-                      fftPlanning: fftPlanning)
+                      fftPlanning: fftPlanning, precision: precision)
     }
 
     /// Writes a package: `folder/model.json` and `folder/weights.safetensors` (F32). Loading it
@@ -135,8 +141,9 @@ public final class Model: Sendable {
     }
 
     init(manifest: ModelManifest, tensors: [String: Tensor], path: String, contentHash: String, weightsBytes: Int,
-         fftPlanning: FFTPlanning = .estimate) throws(ModelError) {
+         fftPlanning: FFTPlanning = .estimate, precision: Precision? = nil) throws(ModelError) {
         self.fftPlanning = fftPlanning
+        self.precision = manifest.graph == nil ? .fp32 : precision ?? manifest.precision ?? .fp32
         guard manifest.format == ModelManifest.format, manifest.formatVersion == ModelManifest.formatVersion else {
             throw .unsupportedFormat(path: path, found: "\(manifest.format) v\(manifest.formatVersion)",
                                      expected: "\(ModelManifest.format) v\(ModelManifest.formatVersion)")
@@ -169,7 +176,8 @@ public final class Model: Sendable {
             guard audio.chunkSamples <= 1 << 24, audio.contextSamples <= 1 << 24 else {
                 throw .manifest(path: path, reason: "audio sizes must lie in 0...\(1 << 24) samples")
             }
-            let program = try GraphProgram(spec: spec, tensors: tensors, path: path, blockSamples: audio.contextSamples + audio.chunkSamples)
+            let program = try GraphProgram(spec: spec, tensors: tensors, path: path, blockSamples: audio.contextSamples + audio.chunkSamples,
+                                           precision: self.precision)
             guard program.scoreCount == manifest.outputs.labels.count else {
                 throw .manifest(path: path, reason: "the graph gives \(program.scoreCount) scores for \(manifest.outputs.labels.count) labels")
             }

@@ -1,3 +1,5 @@
+import EarshotGraph
+
 /// What a model takes, gives and costs: for people (`earshot inspect`) and for programs.
 public struct ModelDescription: Sendable, Codable, Equatable {
     /// One layer or node: its shapes and costs.
@@ -71,6 +73,11 @@ public struct ModelDescription: Sendable, Codable, Equatable {
     /// What a stream's state tensors start from, where the package says ("NAME: words"), in
     /// the states' order.
     public var stateStarts: [String]? = nil
+    /// The arithmetic of the products (`Model.precision`: "fp32" or "bf16").
+    public var precision: String = "fp32"
+    /// For a compiled graph in bf16: the multiply-adds of `productMultiplyAddsPerStep` that run
+    /// in bf16 (the others, where a log magnifies the rounding, in fp32).
+    public var bf16MultiplyAddsPerStep: Int? = nil
 }
 
 extension Model {
@@ -87,6 +94,8 @@ extension Model {
             if let plan = graph.plan {
                 let slow = graph.nodes.filter { plan.kernels[$0.name] == "reference" }.map(\.op.rawValue)
                 execution = "compiled" + (slow.isEmpty ? "" : "; \(slow.count) nodes on the reference kernels (\(Set(slow).sorted().joined(separator: ", ")))")
+                    + (plan.precision == .bf16 ? "; products in bf16: \(plan.bf16MultiplyAdds) of \(plan.productMultiplyAdds) multiply-adds a step"
+                        + " (\(Precision.path.name) path), the rest in fp32" : "")
             } else {
                 execution = "node by node on the reference kernels: \(graph.interpreted ?? "")"
             }
@@ -103,7 +112,8 @@ extension Model {
                 parameterCount: graph.parameterCount, storageBytes: weightsBytes,
                 layerCounts: Dictionary(infos.map { ($0.type, 1) }, uniquingKeysWith: +),
                 multiplyAddsPerStep: infos.reduce(0) { $0 + $1.multiplyAdds }, contentHash: contentHash, layers: infos,
-                productMultiplyAddsPerStep: graph.plan?.productMultiplyAdds, stateStarts: starts.isEmpty ? nil : starts)
+                productMultiplyAddsPerStep: graph.plan?.productMultiplyAdds, stateStarts: starts.isEmpty ? nil : starts,
+                precision: precision.rawValue, bf16MultiplyAddsPerStep: precision == .bf16 ? graph.plan?.bf16MultiplyAdds : nil)
         }
         let infos = layers.enumerated().map { i, layer -> ModelDescription.LayerInfo in
             let (c, t) = shapes[i]

@@ -43,6 +43,9 @@ public struct ModelManifest: Codable, Sendable, Equatable {
     public var decision: Decision?
     /// How a trained classifier was made and how it decides on a whole clip.
     public var training: Training?
+    /// The arithmetic of a graph's products unless the caller chooses (`fp32` when absent):
+    /// `bf16` for a model checked to keep its results with it (`Precision`).
+    public var precision: Precision?
 
     /// A manifest.
     public init(format: String = ModelManifest.format, formatVersion: Int = ModelManifest.formatVersion, name: String,

@@ -134,7 +134,7 @@ enum BenchCommand {
     /// `prediction(from:using:into:)` in turn; the median over repeats of the mean time per block.
     static func model(_ words: [String]) throws {
         let args = try Arguments(words, spec: Specs.benchModel)
-        let model = try Model(contentsOf: try ModelLocator(args).find(args.string("model") ?? ModelLocator.defaultModel))
+        let model = try PrecisionOption.load(args, ModelLocator(args), args.string("model") ?? ModelLocator.defaultModel)
         let repeats = args.int("repeat")
         let path = args.string("audio") ?? bundledPath("AudioSamples/speech-noise-16k.wav")
         let (source, rate) = try AudioFile.readMono(path: path)
@@ -276,7 +276,7 @@ extension BenchCommand {
         guard let path = args.string("audio") else {
             throw UsageError("bench offline needs --audio FILE (tools/bench_offline.py makes an hour of audio)")
         }
-        let model = try Model(contentsOf: try ModelLocator(args).find(args.string("model") ?? ModelLocator.defaultModel))
+        let model = try PrecisionOption.load(args, ModelLocator(args), args.string("model") ?? ModelLocator.defaultModel)
         let repeats = args.int("repeat")
         let labeler = FileLabeler(model: model)
         var times: [Double] = []

@@ -43,7 +43,7 @@ enum BenchServeCommand {
         }
         for n in counts {
             let row = try measure(clients: n, seconds: seconds, chunkMs: chunkMs, rate: model.sampleRate, pcm: pcm, model: model.path,
-                                  serveOptions: ["tick-ms", "read-batch-ms", "shards"].flatMap { name in args.string(name).map { ["--\(name)", $0] } ?? [] },
+                                  serveOptions: ["tick-ms", "read-batch-ms", "shards", "precision"].flatMap { name in args.string(name).map { ["--\(name)", $0] } ?? [] },
                                   unix: transport == "unix")
             rows.append(row)
             if !args.flag("json") {

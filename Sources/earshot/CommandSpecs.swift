@@ -29,12 +29,13 @@ enum Specs {
         .text("merge-gap", "S|none", default: "the model's (0)", "sound events: a label's next window joins its event when it starts at "
               + "most S seconds after the event's end; none: every window its own event"),
         .double("min-duration", "S", 0...86_400, defaultText: "the model's (0)", "sound events: shorter events are dropped"),
+        PrecisionOption.spec,
     ]
     static let json = OptionSpec.flag("json", "one JSON line instead of text")
     /// The options of a sound-events model's rule (many labels at once).
     static let eventRules = ["thresholds", "top-k", "merge-gap", "min-duration"]
     /// The decision rules alone (the commands that run models but label no files: serve, worker).
-    static let decisionRules = labelling.filter { ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech"].contains($0.name) || eventRules.contains($0.name) }
+    static let decisionRules = labelling.filter { ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech", "precision"].contains($0.name) || eventRules.contains($0.name) }
 
     static let label = CommandSpec(
         name: "label", operands: "FILE|FOLDER|-...",
@@ -208,7 +209,8 @@ enum Specs {
         name: "inspect", operands: "MODEL",
         summary: "What a model takes, gives and costs: state size, parameters, per-layer shapes and multiply-adds. MODEL is a "
             + "package folder or a name found on the model search path (earshot help models).",
-        options: [modelsFolder, json], examples: ["earshot inspect silero-vad", "earshot inspect okay-nabu --json"])
+        options: [modelsFolder, PrecisionOption.spec, json],
+        examples: ["earshot inspect silero-vad", "earshot inspect okay-nabu --json", "earshot inspect silero-vad --precision bf16"])
 
     static let models = CommandSpec(
         name: "models", operands: "",
@@ -264,12 +266,12 @@ enum Specs {
 
     static let benchModel = CommandSpec(
         name: "bench model", operands: "", summary: "Microseconds per step for one stream on one thread.",
-        options: [model, modelsFolder, audio, .int("repeat", "N", 1...1000, default: 5, "timed passes"), json],
+        options: [model, modelsFolder, PrecisionOption.spec, audio, .int("repeat", "N", 1...1000, default: 5, "timed passes"), json],
         examples: ["earshot bench model -m okay-nabu"])
 
     static let benchStreams = CommandSpec(
         name: "bench streams", operands: "", summary: "Streams at real-time pace over all cores: the largest count that keeps up.",
-        options: [model, modelsFolder, audio, .text("counts", "N,N,...", default: "100,500,1000,2000,3000,4000,5000,6000", "stream counts to try"),
+        options: [model, modelsFolder, PrecisionOption.spec, audio, .text("counts", "N,N,...", default: "100,500,1000,2000,3000,4000,5000,6000", "stream counts to try"),
                   .int("ticks", "N", 10...100_000, default: 200, "ticks per count"), json],
         examples: ["earshot bench streams --counts 1000,3000"])
 
@@ -283,7 +285,7 @@ enum Specs {
 
     static let benchOffline = CommandSpec(
         name: "bench offline", operands: "", summary: "earshot label end to end on FILE, in process.",
-        options: [model, modelsFolder, .text("audio", "FILE", "the audio (required; tools/bench_offline.py makes an hour)"),
+        options: [model, modelsFolder, PrecisionOption.spec, .text("audio", "FILE", "the audio (required; tools/bench_offline.py makes an hour)"),
                   .int("repeat", "N", 1...100, default: 3, "timed runs"), json],
         examples: ["earshot bench offline --audio hour.wav"])
 
@@ -297,6 +299,7 @@ enum Specs {
                   .double("tick-ms", "MS", 0.1...1000, defaultText: "the server's", "passed to earshot serve"),
                   .double("read-batch-ms", "MS", 0...1000, defaultText: "the server's", "passed to earshot serve"),
                   .int("shards", "N", 1...256, defaultText: "the server's", "passed to earshot serve"),
+                  PrecisionOption.spec,
                   .choice("transport", ["tcp", "unix"], default: "tcp", "loopback TCP (as Home Assistant connects) or a unix socket"), json],
         examples: ["earshot bench serve --clients 500,1000 --seconds 30"])
 

@@ -60,6 +60,7 @@ enum EarshotCommand {
         words.removeFirst()
         var code: Int32 = 0
         do {
+            try PrecisionOption.choosePath()
             if command == "--version" || command == "-V" || command == "version" {
                 try out("earshot \(version)")
                 try OutputFile.standardOutput.flush()

@@ -8,7 +8,7 @@ enum InspectCommand {
         guard args.positionals.count == 1, let name = args.positionals.first else {
             throw UsageError("inspect takes one model name or folder", hint: "earshot inspect silero-vad")
         }
-        let model = try Model(contentsOf: try ModelLocator(args).find(name))
+        let model = try PrecisionOption.load(args, ModelLocator(args), name)
         try out(args.flag("json") ? try json(model).serialized : text(model))
     }
 

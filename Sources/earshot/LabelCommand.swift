@@ -64,7 +64,7 @@ enum LabelCommand {
         let showGate = gateName.map { names.contains($0) } ?? true
         if let gateName, !names.contains(gateName) { names.append(gateName) }
         let locator = ModelLocator(args)
-        let models = try names.map { try Model(contentsOf: try locator.find($0)) }
+        let models = try names.map { try PrecisionOption.load(args, locator, $0) }
         try checkModelNames(args, given: names, models: models)
         try checkEventOptions(args, models: models)
         return (names, models, gateName.flatMap { names.firstIndex(of: $0) }, showGate)
@@ -87,7 +87,7 @@ enum LabelCommand {
     }
 
     /// The options that take a value per model (`--threshold okay-nabu=0.9,alexa=0.95`).
-    static let perModelOptions = ["threshold", "window", "refractory", "top-k"]
+    static let perModelOptions = ["threshold", "window", "refractory", "top-k", "precision"]
 
     /// Every MODEL of a per-model option's MODEL=X pairs names one of the models given (as given
     /// to --model or --gate, or by the package's own name): another is a usage error naming it,

@@ -219,3 +219,28 @@ double earshot_peak(int path, double seconds);
 enum { EARSHOT_AMX_READY = 0, EARSHOT_AMX_NO_CPU = 1, EARSHOT_AMX_NO_PERMISSION = 2 };
 int earshot_amx_state(void);
 #endif
+
+#ifndef EARSHOT_KERNELS_BF16
+#define EARSHOT_KERNELS_BF16
+// Products in bf16 with fp32 sums (bf16.c). earshot_bf16(x): x rounded to bf16 (nearest, ties to
+// even; NaN stays NaN; a subnormal is read as a zero of its sign, as the hardware paths read it),
+// the upper 16 bits of the float it stands for.
+unsigned short earshot_bf16(float x);
+// uint16 values of w [rows][k] packed for earshot_gemm_bf16 (rows rounded up to 16, k to 32).
+long earshot_bf16_packed_count(long rows, long k);
+// Packs w [rows][k], each weight rounded by earshot_bf16.
+void earshot_bf16_pack(const float *w, long rows, long k, unsigned short *packed);
+// earshot_gemm_packed's product in bf16: y[t * ldy + r] = sum_i w[r][i] * bf16(x[t * ldx + i])
+// (+ bias[r]), each product of two bf16 values, every sum in fp32. Each output gets what it gets
+// alone, whatever n is.
+void earshot_gemm_bf16(const unsigned short *packed, long rows, long k, const float *x, long ldx, long n, const float *bias,
+                       float *y, long ldy);
+// The paths of earshot_gemm_bf16: 0 portable (fp32 multiply-adds of the bf16 values), 1 AVX-512
+// BF16 (vdpbf16ps, the same values as 0), 2 AMX tiles (the same products, summed in the tiles'
+// order). earshot_bf16_paths() is how many this CPU (and kernel, for AMX) allows; the best is the
+// default. earshot_bf16_path(p) chooses p for the process (beyond the best, or negative: the
+// best) and returns the path chosen; earshot_bf16_path_chosen() the one in use.
+int earshot_bf16_paths(void);
+int earshot_bf16_path(int path);
+int earshot_bf16_path_chosen(void);
+#endif

@@ -37,11 +37,18 @@ struct Builder {
     /// the product, never an FFT.
     var directProducts = Set<String>()
 
-    init(constants: [String: GraphTensor], opset: Int, codes: Set<String> = []) {
+    /// The products' arithmetic (`Precision`).
+    let precision: Precision
+
+    init(constants: [String: GraphTensor], opset: Int, codes: Set<String> = [], precision: Precision = .fp32) {
         self.constants = constants
         self.opset = opset
         self.codes = codes
+        self.precision = precision
     }
+
+    /// How a product step is described (`GraphPlan.kernels`): `kind`, and in bf16 when it is.
+    func described(_ kind: String, _ precision: Precision) -> String { precision == .bf16 ? kind + ", bf16" : kind }
 
     mutating func allocate(_ count: Int) -> Ref {
         let ref = Ref(shared: false, offset: arenaSize, count: count)

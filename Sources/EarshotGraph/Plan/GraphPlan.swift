@@ -71,6 +71,10 @@ public struct GraphPlan: Sendable {
     /// outputs they compute; rows padded to whole panels not counted): fewer than the graph's own
     /// count where a Conv runs as Winograd's tiles or an FFT.
     public var productMultiplyAdds: Int { steps.reduce(0) { $0 + $1.products } }
+    /// Those of them that run in bf16 (`precision` bf16).
+    public var bf16MultiplyAdds: Int { steps.reduce(0) { $0 + $1.bf16Products } }
+    /// The products' arithmetic the plan was built for.
+    public let precision: Precision
     /// Whether a run always completes: no step runs a reference kernel (the only steps that can
     /// throw), so a run never stops between storing one stream's outputs and the next's.
     public let cannotFail: Bool
@@ -94,9 +98,13 @@ public struct GraphPlan: Sendable {
     ///   - outputs: the float tensors read after every run.
     ///   - codes: inputs and outputs given and read as int8 codes (`inputCoded`, `outputCoded`)
     ///     instead of floats: tensors that only ever hold int8 values, as TFLite's int8 states do.
+    ///   - precision: the products' arithmetic (`Precision`).
+    ///   - verify: check the plan against the reference kernels on random inputs. A bf16 plan
+    ///     differs from them by bf16's rounding: build it after an fp32 plan of the same graph
+    ///     that was checked (the same lowering but for the products' kernels), as `Model` does.
     public init(nodes: [GraphNode], constants: [String: GraphTensor], inputs: [(name: String, shape: [Int])],
-                outputs: [String], opset: Int, codes: Set<String> = [], verify: Bool = true) throws(GraphError) {
-        var builder = Builder(constants: constants, opset: opset, codes: codes)
+                outputs: [String], opset: Int, codes: Set<String> = [], precision: Precision = .fp32, verify: Bool = true) throws(GraphError) {
+        var builder = Builder(constants: constants, opset: opset, codes: codes, precision: precision)
         try builder.build(nodes: nodes, inputs: inputs, outputs: outputs)
         inputNames = inputs.map(\.name)
         inputShapes = inputs.map(\.shape)
@@ -117,6 +125,7 @@ public struct GraphPlan: Sendable {
         scratchSize = builder.scratchSize
         shared = builder.shared
         self.opset = opset
+        self.precision = precision
         if verify { try check(nodes: nodes, constants: constants) }
     }
 

@@ -8,6 +8,8 @@ protocol Step: Sendable {
     var writes: [GraphPlan.Ref] { get }
     /// The multiply-adds the step's product kernels run for one stream.
     var products: Int { get }
+    /// Those of them that run in bf16.
+    var bf16Products: Int { get }
 }
 
 extension Step {
@@ -16,6 +18,7 @@ extension Step {
     /// padded to whole panels not counted; 0 for a step that runs no product (moves, element-wise
     /// ops, FFTs, the reference kernels).
     var products: Int { 0 }
+    var bf16Products: Int { 0 }
 }
 
 /// A step in a class: a call through a class reference borrows it, where a call on a struct

@@ -27,7 +27,10 @@ extension Builder {
            let compiled = fftConv(g, x: xRef, output: outputs[0], items: items, plane: height * width, fields: fields, size: kw, filters: w, bias: bias) {
             return compiled
         }
-        if group == 1, items == 1, let winograd = Self.winograd(fields: fields, taps: kh * kw, alongRows: kh == 3, oh: oh, ow: ow, channels: channels,
+        // In bf16 the product itself runs in bf16 (Winograd's transformed values would be rounded
+        // instead of the weights and activations), except where a log magnifies its rounding.
+        let precision: Precision = directProducts.contains(g.outputs[0]) ? .fp32 : precision
+        if group == 1, items == 1, precision == .fp32, let winograd = Self.winograd(fields: fields, taps: kh * kw, alongRows: kh == 3, oh: oh, ow: ow, channels: channels,
                                                                 outChannels: outChannels, weights: w.floats, bias: bias?.floats) {
             let y = allocate(outputs[0].count)
             refs[g.outputs[0]] = y
@@ -64,7 +67,7 @@ extension Builder {
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
         var positionMajor: ConvStep.PositionMajor?
-        if group == 1, positions >= 64, earshot_packed_count(positions, depth) < 1 << 28 {
+        if group == 1, positions >= 64, precision == .fp32, earshot_packed_count(positions, depth) < 1 << 28 {
             // The fields packed as the product packs a matrix: panel q, depth i, lane l holds
             // position 16 q + l's value i.
             let panels = (positions + 15) / 16
@@ -108,7 +111,7 @@ extension Builder {
         }
         // The packed filters serve the other paths; the position-major one reads them unpacked.
         let packed = positionMajor != nil ? [] : (0..<group).map { gi in
-            PackedMatrix(Array(filters[(gi * groupOut * depth)..<((gi + 1) * groupOut * depth)]), rows: groupOut, k: depth)
+            PackedMatrix(Array(filters[(gi * groupOut * depth)..<((gi + 1) * groupOut * depth)]), rows: groupOut, k: depth, precision: precision)
         }
         let step = ConvStep(x: xRef, y: y, items: items, channels: channels, outChannels: outChannels, plane: height * width,
                             groups: group, groupIn: groupIn, groupOut: groupOut, depth: depth, positions: positions,
@@ -116,7 +119,7 @@ extension Builder {
                             bias: biases, positionMajor: positionMajor)
         scratchSize = max(scratchSize, step.scratch)
         steps.append(step)
-        return "packed product"
+        return described("packed product", precision)
     }
 
     /// Fuses an element-wise op into the Conv step just before it, when that Conv's output (or

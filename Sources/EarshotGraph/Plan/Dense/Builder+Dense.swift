@@ -46,8 +46,8 @@ extension Builder {
         guard k > 0, columns > 0, outputs[0].count == rows * columns else { return nil }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
-        steps.append(DenseStep(x: aRef, y: y, rows: rows, packed: PackedMatrix(weight, rows: columns, k: k), bias: bias))
-        return "packed product"
+        steps.append(DenseStep(x: aRef, y: y, rows: rows, packed: PackedMatrix(weight, rows: columns, k: k, precision: precision), bias: bias))
+        return described("packed product", precision)
     }
 
     private func transposed(_ m: [Float], rows: Int, columns: Int) -> [Float] {

@@ -7,6 +7,7 @@ struct DenseStep: Step {
     let bias: [Float]?
 
     var products: Int { rows * packed.rows * packed.k }
+    var bf16Products: Int { packed.precision == .bf16 ? products : 0 }
 
     func run(_ c: Context) {
         if rows == 1 {

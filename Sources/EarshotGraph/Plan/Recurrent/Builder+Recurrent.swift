@@ -31,7 +31,7 @@ extension Builder {
         if given(6) { guard let ref = ref(g.inputs[6]) else { return nil }; c0 = ref }
         // The input products of every step and batch row, [steps][batch][4 * hidden].
         let products = allocate(steps * batch * 4 * hidden)
-        self.steps.append(DenseStep(x: xRef, y: products, rows: steps * batch, packed: PackedMatrix(input, rows: 4 * hidden, k: inputSize),
+        self.steps.append(DenseStep(x: xRef, y: products, rows: steps * batch, packed: PackedMatrix(input, rows: 4 * hidden, k: inputSize, precision: precision),
                                     bias: bias))
         var outs: [Ref?] = []
         for (j, name) in g.outputs.enumerated() {
@@ -42,9 +42,9 @@ extension Builder {
         }
         while outs.count < 3 { outs.append(nil) }
         let step = LSTMStep(inputProducts: products, h0: h0, c0: c0, y: outs[0], yh: outs[1], yc: outs[2], steps: steps, batch: batch,
-                            hidden: hidden, recurrent: PackedMatrix(recurrent, rows: 4 * hidden, k: hidden))
+                            hidden: hidden, recurrent: PackedMatrix(recurrent, rows: 4 * hidden, k: hidden, precision: precision))
         scratchSize = max(scratchSize, batch * (4 * hidden + 2 * hidden))
         self.steps.append(step)
-        return "LSTM cell"
+        return described("LSTM cell", precision)
     }
 }

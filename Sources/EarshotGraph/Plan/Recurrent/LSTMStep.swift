@@ -17,6 +17,7 @@ struct LSTMStep: Step {
     let recurrent: PackedMatrix
 
     var products: Int { steps * batch * recurrent.rows * recurrent.k }
+    var bf16Products: Int { recurrent.precision == .bf16 ? products : 0 }
 
     func run(_ c: Context) {
         let rows = c.streams * batch, H = hidden, G = 4 * H

@@ -1,0 +1,326 @@
+// Products in bf16 with fp32 sums (`--precision bf16`): the weights rounded to bf16 once, when
+// they are packed; each product's activations rounded to bf16 as it reads them; every sum in
+// fp32. Three paths, chosen once per process by CPUID:
+//   2  AMX tiles (tdpbf16ps), where the CPU has AMX-TILE and -BF16 and the kernel grants the
+//      process the tile state (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA));
+//   1  AVX-512 BF16 (vdpbf16ps), 32 multiply-adds an instruction;
+//   0  portable: the same bf16 operands through fp32 multiply-adds (a product of two bf16 values
+//      is exact in fp32), in vdpbf16ps's order, so it gives path 1's values.
+// Paths 0 and 1 sum each output in blocks of 128 terms as the fp32 product does; AMX sums in its
+// own order. Every path gives each output what it gives that output alone (batches equal single
+// streams); paths differ from one another only by the order of the sums.
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "earshot_kernels.h"
+#include "clones.h"
+#include "amx.h"
+
+// Round to nearest even; NaN stays a (quiet) NaN; a subnormal (exponent bits 0) is read as a
+// zero of its sign, as vdpbf16ps and the tiles read their inputs, so that every path multiplies
+// the same values.
+static inline uint16_t to_bf16(uint32_t u) {
+    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+unsigned short earshot_bf16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return to_bf16(u);
+}
+
+// Values a row of the packed matrix and of the rounded activations holds: k rounded up to a
+// multiple of 32 (one tile's depth), zeros past k.
+static inline long padded_depth(long k) { return (k + 31) / 32 * 32; }
+
+long earshot_bf16_packed_count(long rows, long k) { return (rows + 15) / 16 * 16 * padded_depth(k); }
+
+// Panels of 16 rows; in panel p, pair q (terms 2q and 2q + 1) is 32 values: lane l's two terms
+// side by side, packed[((p * pairs + q) * 16 + l) * 2 + e] = w[16 p + l][2 q + e] (zero past the
+// rows or k). This is vdpbf16ps's operand and an AMX B tile's row (16 pairs of a panel are one
+// tile, 64 bytes a row).
+void earshot_bf16_pack(const float *w, long rows, long k, unsigned short *packed) {
+    long panels = (rows + 15) / 16, pairs = padded_depth(k) / 2;
+    for (long p = 0; p < panels; p++)
+        for (long q = 0; q < pairs; q++)
+            for (long l = 0; l < 16; l++)
+                for (long e = 0; e < 2; e++) {
+                    long r = p * 16 + l, i = 2 * q + e;
+                    packed[((p * pairs + q) * 16 + l) * 2 + e] = r < rows && i < k ? earshot_bf16(w[r * k + i]) : 0;
+                }
+}
+
+// n columns of x (ldx apart, k values each) rounded to bf16, rows of `depth` values (zeros past
+// k), then `extra` rows of zeros.
+CLONES
+static void round_columns(const float *x, long ldx, long n, long k, long depth, long extra, uint16_t *out) {
+    for (long t = 0; t < n; t++) {
+        const uint32_t *from = (const uint32_t *)(x + t * ldx);
+        uint16_t *to = out + t * depth;
+        for (long i = 0; i < k; i++) {
+            uint32_t u = from[i];
+            uint16_t nan = (uint16_t)((u >> 16) | 0x0040u), zero = (uint16_t)((u >> 16) & 0x8000u);
+            uint16_t rounded = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+            to[i] = (u & 0x7f800000u) == 0 ? zero : ((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+        }
+        for (long i = k; i < depth; i++) to[i] = 0;
+    }
+    memset(out + n * depth, 0, (size_t)(extra * depth) * sizeof(uint16_t));
+}
+
+// The rounded activations live in a buffer per thread, grown as needed, freed when the thread ends.
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static __thread uint16_t *scratch_values;
+static __thread long scratch_capacity;
+
+static void make_scratch_key(void) { pthread_key_create(&scratch_key, free); }
+
+static uint16_t *scratch(long count) {
+    if (count <= scratch_capacity) return scratch_values;
+    pthread_once(&scratch_once, make_scratch_key);
+    long capacity = count + count / 2 + 64;
+    uint16_t *grown = aligned_alloc(64, (size_t)((capacity * 2 + 63) / 64 * 64));
+    if (!grown) return 0;
+    free(scratch_values);
+    scratch_values = grown;
+    scratch_capacity = capacity;
+    pthread_setspecific(scratch_key, grown);
+    return grown;
+}
+
+typedef float f16v __attribute__((vector_size(64), aligned(4)));
+typedef unsigned int u16v __attribute__((vector_size(64), aligned(4)));
+typedef __bf16 b32v __attribute__((vector_size(64), aligned(4)));
+
+// Blocks of this many pairs (128 terms), each block's sum added to the output's total, as the
+// fp32 product sums.
+#define PAIR_BLOCK 64
+
+// Stores a tile's totals (plus the bias) to y: column c of panel p at y + c * ldy + 16 p.
+#define STORE_TILE(total, NP, NC) do {                                                            \
+        for (int p = 0; p < NP; p++) {                                                             \
+            long r = r0 + p * 16;                                                                  \
+            for (int c = 0; c < NC; c++) {                                                         \
+                float *yc = y + c * ldy + r;                                                       \
+                for (long l = 0; r + l < rows && l < 16; l++) yc[l] = total[p][c][l] + (bias ? bias[r + l] : 0.0f); \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+// A tile of NP panels by NC columns: per block of PAIR_BLOCK pairs, acc from zero through
+// LOAD_W (the panels' values of pair q into w[p]) and the step given last (pair q of column c into acc[p][c]),
+// then added to the total; then the totals stored.
+#define PAIR_TILE(W_TYPE, LOAD_W, ...) do {                                                             \
+        f16v acc[4][6], total[4][6];                                                                  \
+        for (int p = 0; p < NP; p++)                                                                  \
+            for (int c = 0; c < NC; c++) total[p][c] = (f16v){0};                                     \
+        for (long q0 = 0; q0 < pairs; q0 += PAIR_BLOCK) {                                             \
+            long q1 = pairs - q0 > PAIR_BLOCK ? q0 + PAIR_BLOCK : pairs;                              \
+            for (int p = 0; p < NP; p++)                                                              \
+                for (int c = 0; c < NC; c++) acc[p][c] = (f16v){0};                                   \
+            for (long q = q0; q < q1; q++) {                                                          \
+                W_TYPE w[4];                                                                          \
+                for (int p = 0; p < NP; p++) LOAD_W;                                                  \
+                for (int c = 0; c < NC; c++) {                                                        \
+                    uint32_t pair;                                                                    \
+                    memcpy(&pair, xb + c * depth + 2 * q, 4);                                         \
+                    __VA_ARGS__                                                                       \
+                }                                                                                     \
+            }                                                                                         \
+            for (int p = 0; p < NP; p++)                                                              \
+                for (int c = 0; c < NC; c++) total[p][c] = q0 == 0 ? acc[p][c] : total[p][c] + acc[p][c]; \
+        }                                                                                             \
+        STORE_TILE(total, NP, NC);                                                                    \
+    } while (0)
+
+// Path 0: per pair, acc + w_odd * x_odd, then + w_even * x_even (vdpbf16ps's order); each
+// product of bf16 values exact in fp32, so contraction into a multiply-add changes nothing.
+// w[p] holds the pair's 16 lanes as 32-bit words: the odd term in the high half, the even in the low.
+static inline __attribute__((always_inline)) void portable_tile(const uint16_t *wp, long pairs, const uint16_t *xb, long depth,
+                                                              long r0, long rows, const float *bias, float *y, long ldy,
+                                                              const int NP, const int NC) {
+    PAIR_TILE(u16v, w[p] = *(const u16v *)(wp + (p * pairs + q) * 32), {
+        uint32_t ue = pair << 16, uo = pair & 0xffff0000u;
+        float xe, xo;
+        memcpy(&xe, &ue, 4);
+        memcpy(&xo, &uo, 4);
+        for (int p = 0; p < NP; p++) {
+            acc[p][c] = acc[p][c] + (f16v)(w[p] & 0xffff0000u) * xo;
+            acc[p][c] = acc[p][c] + (f16v)(w[p] << 16) * xe;
+        }
+    });
+}
+
+#define SWITCH_TILES(TILE, NP, nc) do {                                                                  \
+        switch (nc) {                                                                                     \
+        case 1: TILE(wp, pairs, xt, depth, r0, rows, bias, yt, ldy, NP, 1); break;                        \
+        case 2: TILE(wp, pairs, xt, depth, r0, rows, bias, yt, ldy, NP, 2); break;                        \
+        case 3: TILE(wp, pairs, xt, depth, r0, rows, bias, yt, ldy, NP, 3); break;                        \
+        case 4: TILE(wp, pairs, xt, depth, r0, rows, bias, yt, ldy, NP, 4); break;                        \
+        case 5: TILE(wp, pairs, xt, depth, r0, rows, bias, yt, ldy, NP, 5); break;                        \
+        default: TILE(wp, pairs, xt, depth, r0, rows, bias, yt, ldy, NP, 6); break;                       \
+        }                                                                                                 \
+    } while (0)
+
+// Tiles of up to four panels by six columns over the whole product.
+#define TILED(TILE) do {                                                                                 \
+        long panels = (rows + 15) / 16, pairs = depth / 2;                                                \
+        for (long p0 = 0; p0 < panels; p0 += 4) {                                                         \
+            const uint16_t *wp = packed + p0 * pairs * 32;                                                \
+            long r0 = p0 * 16, np = panels - p0 < 4 ? panels - p0 : 4;                                    \
+            for (long t = 0; t < n; t += 6) {                                                             \
+                long nc = n - t < 6 ? n - t : 6;                                                          \
+                const uint16_t *xt = xb + t * depth;                                                      \
+                float *yt = y + t * ldy;                                                                  \
+                switch (np) {                                                                             \
+                case 1: SWITCH_TILES(TILE, 1, nc); break;                                                 \
+                case 2: SWITCH_TILES(TILE, 2, nc); break;                                                 \
+                case 3: SWITCH_TILES(TILE, 3, nc); break;                                                 \
+                default: SWITCH_TILES(TILE, 4, nc); break;                                                \
+                }                                                                                         \
+            }                                                                                             \
+        }                                                                                                 \
+    } while (0)
+
+CLONES
+static void gemm_portable(const uint16_t *packed, long rows, long depth, const uint16_t *xb, long n, const float *bias, float *y,
+                          long ldy) {
+    TILED(portable_tile);
+}
+
+// Path 1: vdpbf16ps, the pair of activations broadcast to every lane.
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static inline __attribute__((always_inline)) void
+avx512_tile(const uint16_t *wp, long pairs, const uint16_t *xb, long depth, long r0, long rows, const float *bias, float *y, long ldy,
+            const int NP, const int NC) {
+    PAIR_TILE(b32v, w[p] = *(const b32v *)(wp + (p * pairs + q) * 32), {
+        b32v xv = (b32v)((u16v){0} + pair);
+        for (int p = 0; p < NP; p++) acc[p][c] = __builtin_ia32_dpbf16ps_512(acc[p][c], w[p], xv);
+    });
+}
+
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void gemm_avx512(const uint16_t *packed, long rows, long depth,
+                                                                                const uint16_t *xb, long n, const float *bias,
+                                                                                float *y, long ldy) {
+    TILED(avx512_tile);
+}
+
+// Path 2: AMX. Tiles 0-3 accumulate C [16 columns][16 rows of a panel] for two blocks of 16
+// columns (A tiles 4, 5: the rounded activations, 32 terms a row) by two panels (B tiles 6, 7: 16
+// pairs of a panel, 64 bytes a row, as packed). The activations come with zero rows up to a
+// multiple of 16 columns.
+__attribute__((target("amx-tile,amx-bf16,avx512f"))) static void gemm_amx(const uint16_t *packed, long rows, long depth,
+                                                                        const uint16_t *xb, long n, const float *bias, float *y,
+                                                                        long ldy) {
+    amx_configure_tiles();
+    float c[4][16][16] __attribute__((aligned(64)));
+    long panels = (rows + 15) / 16, pairs = depth / 2, blocks = (n + 15) / 16, stride = depth * 2;
+    for (long b0 = 0; b0 < blocks; b0 += 2) {
+        int two_blocks = b0 + 1 < blocks;
+        const uint16_t *a0 = xb + b0 * 16 * depth, *a1 = a0 + 16 * depth;
+        for (long p0 = 0; p0 < panels; p0 += 2) {
+            int two_panels = p0 + 1 < panels;
+            const uint16_t *w0 = packed + p0 * pairs * 32, *w1 = w0 + pairs * 32;
+            __builtin_ia32_tilezero(0);
+            __builtin_ia32_tilezero(1);
+            __builtin_ia32_tilezero(2);
+            __builtin_ia32_tilezero(3);
+            for (long q = 0; q < pairs; q += 16) {
+                __builtin_ia32_tileloadd64(4, a0 + 2 * q, stride);
+                __builtin_ia32_tileloadd64(6, w0 + q * 32, 64);
+                __builtin_ia32_tdpbf16ps(0, 4, 6);
+                if (two_panels) {
+                    __builtin_ia32_tileloadd64(7, w1 + q * 32, 64);
+                    __builtin_ia32_tdpbf16ps(1, 4, 7);
+                }
+                if (two_blocks) {
+                    __builtin_ia32_tileloadd64(5, a1 + 2 * q, stride);
+                    __builtin_ia32_tdpbf16ps(2, 5, 6);
+                    if (two_panels) __builtin_ia32_tdpbf16ps(3, 5, 7);
+                }
+            }
+            __builtin_ia32_tilestored64(0, c[0], 64);
+            __builtin_ia32_tilestored64(1, c[1], 64);
+            __builtin_ia32_tilestored64(2, c[2], 64);
+            __builtin_ia32_tilestored64(3, c[3], 64);
+            for (int bp = 0; bp < 2; bp++)
+                for (int pp = 0; pp < 2; pp++) {
+                    long r = (p0 + pp) * 16;
+                    if (r >= rows) continue;
+                    for (long m = 0; m < 16; m++) {
+                        long t = (b0 + bp) * 16 + m;
+                        if (t >= n) break;
+                        float *yc = y + t * ldy + r;
+                        const float *from = c[bp * 2 + pp][m];
+                        for (long l = 0; r + l < rows && l < 16; l++) yc[l] = from[l] + (bias ? bias[r + l] : 0.0f);
+                    }
+                }
+        }
+    }
+    __builtin_ia32_tilerelease();
+}
+
+static int bf16_best = -1;
+static int bf16_chosen = -1;
+
+static int best_bf16_path(void) {
+    int best = __atomic_load_n(&bf16_best, __ATOMIC_RELAXED);
+    if (best >= 0) return best;
+    __builtin_cpu_init();
+    best = 0;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16")) {
+        best = 1;
+        if (earshot_amx_state() == EARSHOT_AMX_READY) best = 2;
+    }
+    __atomic_store_n(&bf16_best, best, __ATOMIC_RELAXED);
+    return best;
+}
+
+int earshot_bf16_paths(void) { return best_bf16_path() + 1; }
+
+int earshot_bf16_path(int path) {
+    int best = best_bf16_path();
+    __atomic_store_n(&bf16_chosen, path < 0 || path > best ? best : path, __ATOMIC_RELAXED);
+    return __atomic_load_n(&bf16_chosen, __ATOMIC_RELAXED);
+}
+
+int earshot_bf16_path_chosen(void) {
+    int path = __atomic_load_n(&bf16_chosen, __ATOMIC_RELAXED);
+    return path < 0 ? earshot_bf16_path(-1) : path;
+}
+
+void earshot_gemm_bf16(const unsigned short *packed, long rows, long k, const float *x, long ldx, long n, const float *bias, float *y,
+                       long ldy) {
+    if (n <= 0 || rows <= 0) return;
+    int path = earshot_bf16_path_chosen();
+    long depth = padded_depth(k), extra = path == 2 ? (n + 15) / 16 * 16 - n : 0;
+    uint16_t *xb = scratch((n + extra) * depth);
+    if (!xb) {
+        // No memory for the rounded activations: a column at a time, in a buffer on the stack
+        // (AMX: 16 rows), with the values each column gets in a batch; a product too deep for it
+        // gives NaN (never values that look right).
+        enum { STACK = 16 * 1024 };
+        uint16_t one[STACK] __attribute__((aligned(64)));
+        long rowsNeeded = path == 2 ? 16 : 1;
+        if (rowsNeeded * depth > STACK) {
+            for (long t = 0; t < n; t++)
+                for (long r = 0; r < rows; r++) y[t * ldy + r] = __builtin_nanf("");
+            return;
+        }
+        for (long t = 0; t < n; t++) {
+            round_columns(x + t * ldx, ldx, 1, k, depth, rowsNeeded - 1, one);
+            if (path == 2) gemm_amx(packed, rows, depth, one, 1, bias, y + t * ldy, ldy);
+            else if (path == 1) gemm_avx512(packed, rows, depth, one, 1, bias, y + t * ldy, ldy);
+            else gemm_portable(packed, rows, depth, one, 1, bias, y + t * ldy, ldy);
+        }
+        return;
+    }
+    round_columns(x, ldx, n, k, depth, extra, xb);
+    if (path == 2) gemm_amx(packed, rows, depth, xb, n, bias, y, ldy);
+    else if (path == 1) gemm_avx512(packed, rows, depth, xb, n, bias, y, ldy);
+    else gemm_portable(packed, rows, depth, xb, n, bias, y, ldy);
+}

@@ -1,0 +1,131 @@
+import EarshotGraph
+import Foundation
+import Testing
+
+/// Products in bf16 (`Precision.bf16`) on every path this machine allows (AMX tiles, AVX-512 BF16,
+/// portable), against a reference computed here: the same bf16 operands, summed in double.
+@Suite("bf16 products", .serialized)
+struct BF16Tests {
+    /// Deterministic values in -1...1.
+    static func values(_ count: Int, seed: UInt64) -> [Float] {
+        var s = seed &* 0x9E37_79B9_7F4A_7C15 &+ 1
+        return (0..<count).map { _ in
+            s = s &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Float(Int64(bitPattern: s >> 11) % 20001) / 10000 - 1
+        }
+    }
+
+    /// Runs `body` on each bf16 path there is, then goes back to the best.
+    static func onEachPath(_ body: (Precision.Path) throws -> Void) rethrows {
+        defer { Precision.use(nil) }
+        for path in Precision.paths {
+            #expect(Precision.use(path) == path)
+            try body(path)
+        }
+    }
+
+    @Test("Rounding to bf16: to nearest, ties to even; NaN stays NaN; subnormals are zeros of their sign; past the largest, infinity")
+    func rounding() {
+        #expect(Precision.bf16(1) == 1)
+        #expect(Precision.bf16(1 + 0x1p-8) == 1, "a tie goes to the even neighbour")
+        #expect(Precision.bf16(1 + 3 * 0x1p-8) == 1 + 0x1p-6, "a tie goes to the even neighbour")
+        #expect(Precision.bf16(1 + 0x1p-8 + 0x1p-20) == 1 + 0x1p-7, "above the tie: up")
+        #expect(Precision.bf16(-1.00390625) == -1)
+        #expect(Precision.bf16(3.14159274) == 3.140625)
+        #expect(Precision.bf16(Float.leastNormalMagnitude / 2) == 0 && Precision.bf16(-Float.leastNormalMagnitude / 2).sign == .minus)
+        #expect(Precision.bf16(Float.leastNormalMagnitude) == Float.leastNormalMagnitude)
+        #expect(Precision.bf16(.greatestFiniteMagnitude) == .infinity && Precision.bf16(-.infinity) == -.infinity)
+        #expect(Precision.bf16(.nan).isNaN)
+    }
+
+    @Test("W x in bf16 on every path: the reference's value within fp32's rounding of the sum; each column as alone; AVX-512 BF16 and portable bit for bit",
+          arguments: [(37, 300, 45), (128, 64, 1), (64, 1536, 2), (200, 33, 70)])
+    func products(rows: Int, k: Int, columns: Int) throws {
+        let w = Self.values(rows * k, seed: 3), x = Self.values(columns * k, seed: 5), bias = Self.values(rows, seed: 7)
+        let packed = PackedMatrix(w, rows: rows, k: k, precision: .bf16)
+        let (wb, xb) = (w.map(Precision.bf16), x.map(Precision.bf16))
+        var expected = [Double](repeating: 0, count: columns * rows), magnitude = expected
+        for t in 0..<columns {
+            for r in 0..<rows {
+                var sum = Double(bias[r]), size = abs(Double(bias[r]))
+                for i in 0..<k {
+                    sum += Double(wb[r * k + i]) * Double(xb[t * k + i])
+                    size += abs(Double(wb[r * k + i]) * Double(xb[t * k + i]))
+                }
+                expected[t * rows + r] = sum
+                magnitude[t * rows + r] = size
+            }
+        }
+        func run(_ m: PackedMatrix, columns n: Int, from x: [Float]) -> [Float] {
+            var y = [Float](repeating: .nan, count: n * m.rows)
+            x.withUnsafeBufferPointer { xp in y.withUnsafeMutableBufferPointer { m.product(xp.baseAddress!, columns: n, bias: bias, into: $0.baseAddress!) } }
+            return y
+        }
+        var byPath: [Precision.Path: [Float]] = [:]
+        Self.onEachPath { path in
+            let y = run(packed, columns: columns, from: x)
+            let worst = zip(y, zip(expected, magnitude)).map { abs(Double($0) - $1.0) / max($1.1, 1e-30) }.max() ?? .infinity
+            print("bf16 \(path.name) \(rows)x\(k) by \(columns): worst |y - reference| / sum |terms| = \(worst)")
+            #expect(worst <= 1e-6, "\(path.name): \(worst)")
+            // Each column alone gives what it gets in the batch.
+            for t in [0, columns / 2, columns - 1] {
+                let alone = run(packed, columns: 1, from: Array(x[(t * k)..<((t + 1) * k)]))
+                #expect(alone == Array(y[(t * rows)..<((t + 1) * rows)]), "\(path.name): column \(t) alone")
+            }
+            byPath[path] = y
+        }
+        if let a = byPath[.portable], let b = byPath[.avx512BF16] { #expect(a == b, "the portable path gives vdpbf16ps's values") }
+        // The products do round: fp32 weights and activations are further from the bf16 reference.
+        let fp32 = run(PackedMatrix(w, rows: rows, k: k), columns: columns, from: x)
+        let fp32Worst = zip(fp32, zip(expected, magnitude)).map { abs(Double($0) - $1.0) / max($1.1, 1e-30) }.max() ?? 0
+        #expect(fp32Worst > 1e-4, "fp32 is \(fp32Worst) from the bf16 reference")
+    }
+
+    /// A Conv or MatMul compiled in bf16 against the reference kernels given the bf16-rounded
+    /// input and weights, on every path; its kernel says bf16.
+    static func compiled(op: String, input: [Int], weight: [Int], attributes: [String: GraphAttribute], bias: Int? = nil) throws {
+        let w = GraphTensor(shape: weight, floats: Self.values(weight.reduce(1, *), seed: 11).map { $0 * 0.5 })
+        var constants = ["w": w]
+        var inputs = ["x", "w"]
+        if let bias {
+            constants["b"] = GraphTensor(shape: [bias], floats: Self.values(bias, seed: 13))
+            inputs.append("b")
+        }
+        let node = GraphNode(op: try GraphOp(named: op, node: "n"), name: "n", inputs: inputs, outputs: ["y"], attributes: attributes)
+        let plan = try GraphPlan(nodes: [node], constants: constants, inputs: [("x", input)], outputs: ["y"], opset: 17, precision: .bf16, verify: false)
+        #expect(plan.kernels["n"] == "packed product, bf16")
+        #expect(plan.bf16MultiplyAdds == plan.productMultiplyAdds && plan.productMultiplyAdds > 0)
+        let x = Self.values(input.reduce(1, *), seed: 17)
+        var rounded = constants
+        rounded["w"] = GraphTensor(shape: weight, floats: w.floats.map(Precision.bf16))
+        let expected = try GraphOps.run(node.op, node: "n", inputs: inputs.map { $0 == "x" ? GraphTensor(shape: input, floats: x.map(Precision.bf16)) : rounded[$0] },
+                                        attributes: attributes, opset: 17, outputCount: 1)[0].floats
+        try Self.onEachPath { path in
+            var ws = GraphWorkspace()
+            var got: [[Float]] = [[], []]
+            // Two streams in one batch, the second given the first's input: each gets the same.
+            try plan.run(streams: 2, workspace: &ws, load: { _, _, buffer in for i in 0..<buffer.count { buffer[i] = x[i] } },
+                         store: { s, _, v in got[s] = Array(v) })
+            let worst = zip(got[0], expected).map { abs($0 - $1) / max(1, abs($1)) }.max() ?? .infinity
+            print("bf16 \(path.name) \(op) \(input) * \(weight): worst relative difference \(worst)")
+            #expect(got[0].count == expected.count && worst <= 2e-5, "\(path.name): \(worst)")
+            #expect(got[0] == got[1])
+        }
+    }
+
+    @Test("A Conv that fp32 runs as Winograd's tiles runs as the bf16 product")
+    func winogradConv() throws {
+        try Self.compiled(op: "Conv", input: [1, 5, 10, 6], weight: [7, 5, 3, 1], attributes: ["pads": .ints([1, 0, 0, 0])], bias: 7)
+    }
+
+    @Test("A Conv of many positions (fp32: fields packed by position) and a grouped Conv run as bf16 products")
+    func manyPositions() throws {
+        try Self.compiled(op: "Conv", input: [2, 3, 12, 10], weight: [5, 3, 3, 3], attributes: ["pads": .ints([1, 1, 1, 1])], bias: 5)
+        try Self.compiled(op: "Conv", input: [2, 4, 7, 6], weight: [6, 2, 3, 3], attributes: ["group": .int(2), "auto_pad": .string("SAME_UPPER")])
+    }
+
+    @Test("MatMul by a constant matrix in bf16")
+    func matMul() throws {
+        try Self.compiled(op: "MatMul", input: [3, 200], weight: [200, 40], attributes: [:])
+    }
+}
