@@ -18,7 +18,7 @@ public enum FFTPlanning: String, Sendable {
 enum FFTPlanCache {
     /// Plans are immutable once made; the pointer values are only read after creation.
     private struct Plan: @unchecked Sendable { let pointer: OpaquePointer }
-    private struct Key: Hashable { let size: Int, planning: FFTPlanning }
+    private struct Key: Hashable { let size: Int, planning: FFTPlanning, double: Bool }
     private static let plans = Locked<[Key: Plan]>([:])
 
     /// The plan of `size` points, planned on FFTW's own aligned arrays (so its SIMD codelets
@@ -26,7 +26,7 @@ enum FFTPlanCache {
     /// cannot plan it.
     static func plan(size: Int, planning: FFTPlanning) -> OpaquePointer? {
         plans.withLock { plans -> OpaquePointer? in
-            let key = Key(size: size, planning: planning)
+            let key = Key(size: size, planning: planning, double: false)
             if let plan = plans[key] { return plan.pointer }
             // Plan with scratch arrays: FFTW_MEASURE overwrites them while it times candidates.
             guard let input = fftwf_alloc_real(size), let output = fftwf_alloc_complex(size / 2 + 1) else { return nil }
@@ -37,6 +37,23 @@ enum FFTPlanCache {
             if planning == .estimate { fftwf_forget_wisdom() }
             let flags = planning == .measure ? FFTW_MEASURE : FFTW_ESTIMATE
             guard let plan = fftwf_plan_dft_r2c_1d(Int32(size), input, output, UInt32(flags)) else { return nil }
+            plans[key] = Plan(pointer: plan)
+            return plan
+        }
+    }
+}
+
+extension FFTPlanCache {
+    /// The double-precision plan of `size` points, estimated (FFTW's double library has a planner
+    /// of its own, called under the same lock), on FFTW's aligned arrays as `plan(size:planning:)`.
+    static func doublePlan(size: Int) -> OpaquePointer? {
+        plans.withLock { plans -> OpaquePointer? in
+            let key = Key(size: size, planning: .estimate, double: true)
+            if let plan = plans[key] { return plan.pointer }
+            guard let input = fftw_alloc_real(size), let output = fftw_alloc_complex(size / 2 + 1) else { return nil }
+            defer { fftw_free(input); fftw_free(output) }
+            fftw_forget_wisdom()
+            guard let plan = fftw_plan_dft_r2c_1d(Int32(size), input, output, UInt32(FFTW_ESTIMATE)) else { return nil }
             plans[key] = Plan(pointer: plan)
             return plan
         }
@@ -118,5 +135,30 @@ package struct AlignedRealFFT: @unchecked Sendable {
     /// aligned; `input` is kept (an out-of-place real-to-complex transform preserves its input).
     package func execute(_ input: UnsafeMutablePointer<Float>, _ output: UnsafeMutablePointer<Float>) {
         output.withMemoryRebound(to: fftwf_complex.self, capacity: size / 2 + 1) { fftwf_execute_dft_r2c(plan, input, $0) }
+    }
+}
+
+/// A real FFT of one size in double precision for callers that keep their own buffers, which
+/// must start on 64-byte boundaries (FFTW's estimated plan: the same bits in every process).
+/// Sendable: the plan is immutable once made, and FFTW's new-array execute is thread-safe.
+package struct AlignedDoubleRealFFT: @unchecked Sendable {
+    package let size: Int
+    private let plan: OpaquePointer
+
+    /// The transform of `size` points (planned once per size, under the planner's lock).
+    package static func make(size: Int) -> AlignedDoubleRealFFT? {
+        guard size >= 2, size <= 1 << 24, let plan = FFTPlanCache.doublePlan(size: size) else { return nil }
+        return AlignedDoubleRealFFT(size: size, plan: plan)
+    }
+
+    private init(size: Int, plan: OpaquePointer) {
+        self.size = size
+        self.plan = plan
+    }
+
+    /// `input` [size] to `output` [size / 2 + 1] complex values as (re, im) pairs, both 64-byte
+    /// aligned; `input` is kept.
+    package func execute(_ input: UnsafeMutablePointer<Double>, _ output: UnsafeMutablePointer<Double>) {
+        output.withMemoryRebound(to: fftw_complex.self, capacity: size / 2 + 1) { fftw_execute_dft_r2c(plan, input, $0) }
     }
 }

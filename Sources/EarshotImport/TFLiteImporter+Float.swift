@@ -420,6 +420,12 @@ extension TFLiteImporter {
                 if kind == "ReduceSum" {
                     try set(0, try node(kind, label, [x, literal("\(label) axes", GraphTensor(shape: [list.count], integers: list))],
                                         attributes: ["keepdims": .int(keep ? 1 : 0)], op: name)[0])
+                } else if let twin = channelsFirst[x.name], rank == 4, axes.contains(1), axes.contains(2) {
+                    // Over the rows and columns of values whose twin is channels-first (a squeeze-and-excite
+                    // block's mean): the twin's axes, the same values in the same order, no Transpose.
+                    let mapped = axes.map { Int64([0, 2, 3, 1][$0]) }.sorted()
+                    let reduced = try node(kind, label, [twin], attributes: ["axes": .ints(mapped), "keepdims": .int(keep ? 1 : 0)], op: name)[0]
+                    try set(0, keep ? try fromNCHW(reduced, label, op: name) : reduced)
                 } else {
                     try set(0, try node(kind, label, [x], attributes: ["axes": .ints(list), "keepdims": .int(keep ? 1 : 0)], op: name)[0])
                 }

@@ -168,6 +168,7 @@ struct Builder {
             outputRefs.append(ref)
         }
         fuseSpectra()
+        fuseRealPart()
         linkChannelsLast()
     }
 
@@ -197,10 +198,12 @@ struct Builder {
         case .where: compiled = select(node, inputs, outputs)
         case .tfliteConv2D, .tfliteDepthwiseConv2D, .tfliteFullyConnected, .tfliteLookup, .quantize: compiled = try quantized(node, inputs, outputs)
         case .microFrontend: compiled = microFrontend(node, inputs, outputs)
+        case .rfft: compiled = try rfft(node, inputs, outputs)
+        case .batchNormalization: compiled = try batchNormalization(node, inputs, outputs)
         // No compiled step: the reference kernel. (A comparison that only Wheres read is compiled
         // into them: `condition`.)
         case .and, .or, .not, .equal, .greater, .greaterOrEqual, .less, .lessOrEqual, .softmax, .layerNormalization,
-             .batchNormalization, .gru, .constantOfShape, .range, .shape, .size, .rfft:
+             .gru, .constantOfShape, .range, .shape, .size:
             compiled = nil
         }
         if let compiled {

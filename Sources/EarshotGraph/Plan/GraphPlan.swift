@@ -78,6 +78,9 @@ public struct GraphPlan: Sendable {
     /// Whether a run always completes: no step runs a reference kernel (the only steps that can
     /// throw), so a run never stops between storing one stream's outputs and the next's.
     public let cannotFail: Bool
+    /// The steps that run only when an If's branch is taken (`BranchStep`): those a Where with a
+    /// condition of one value a stream reads as its X or Y alone.
+    public let conditionalSteps: Int
     /// Floats of one stream's arena (a multiple of 16, so each stream's arena stays aligned).
     let arenaSize: Int
     /// Floats of one stream's arena.
@@ -112,11 +115,12 @@ public struct GraphPlan: Sendable {
         outputRefs = builder.outputRefs
         inputCoded = builder.inputRefs.map(\.coded)
         outputCoded = builder.outputRefs.map(\.coded)
-        (chosen, steps) = Self.chooseOutputs(Self.pruneMoves(builder.steps, outputs: builder.outputRefs),
-                                             outputs: builder.outputRefs, inputs: builder.inputRefs)
+        let gathered = Self.gatherBranches(Self.pruneMoves(builder.steps, outputs: builder.outputRefs), outputs: builder.outputRefs)
+        (chosen, steps) = Self.chooseOutputs(gathered, outputs: builder.outputRefs, inputs: builder.inputRefs)
         runners = steps.map { $0.runner() }
         unretained = runners.map { Unmanaged.passUnretained($0) }
-        cannotFail = !steps.contains { $0 is ReferenceStep }
+        cannotFail = !steps.contains { $0 is ReferenceStep || ($0 as? BranchStep)?.canFail == true }
+        conditionalSteps = steps.reduce(0) { $0 + (($1 as? BranchStep)?.stepCount ?? 0) }
         arenaSize = builder.arenaSize
         scratchSize = builder.scratchSize
         shared = builder.shared

@@ -1,6 +1,18 @@
 extension Builder {
     /// MatMul by a constant 2-D matrix; Gemm with constant B, A not transposed, and a bias of one value per column.
     mutating func dense(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
+        // A constant matrix times a computed one (a DFT exported as C x; C's leading axes broadcast
+        // over one x, so they stack as rows): the product of x's columns.
+        if g.op == .matMul, inputs.count == 2, let c = inputs[0], let x = inputs[1], fixed.contains(g.inputs[0]), !fixed.contains(g.inputs[1]),
+           c.rank >= 2, x.rank == 2, c.dtype == .float32, x.dtype == .float32, c.shape[c.rank - 1] == x.shape[0], c.count > 0, x.count > 0,
+           outputs[0].count == c.count / x.shape[0] * x.shape[1], let xRef = ref(g.inputs[1]) {
+            let (rows, k, columns) = (c.count / x.shape[0], x.shape[0], x.shape[1])
+            let y = allocate(outputs[0].count)
+            refs[g.outputs[0]] = y
+            steps.append(TransposedDenseStep(x: xRef, y: y, packed: PackedMatrix(c.floats, rows: rows, k: k), columns: columns))
+            scratchSize = max(scratchSize, TransposedDenseStep.scratch(k: k, rows: rows, columns: columns))
+            return "packed product"
+        }
         guard inputs.count >= 2, let a = inputs[0], let b = inputs[1], fixed.contains(g.inputs[1]), b.rank == 2,
               b.dtype == .float32, let aRef = ref(g.inputs[0]), a.rank >= 1 else { return nil }
         let n = node(g, inputs)

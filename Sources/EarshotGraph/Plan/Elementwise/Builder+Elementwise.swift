@@ -42,6 +42,8 @@ extension Builder {
               a.dtype == .float32, b.dtype == .float32, outputs[0].dtype == .float32 else { return nil }
         let shape = outputs[0].shape
         if kind == .pow, fixed.contains(g.inputs[1]), b.scalarFloat == 2 { kind = .square }
+        // x * x (TFLite's square): the same kernel as Pow by 2, so an STFT's power fuses alike.
+        if kind == .mul, g.inputs[0] == g.inputs[1] { kind = .square }
         guard let aRef = ref(g.inputs[0]), let bRef = ref(g.inputs[1]) else { return nil }
         if let op: Int32 = kind == .max ? Int32(EARSHOT_MAX) : kind == .min ? Int32(EARSHOT_MIN) : nil, a.shape == shape,
            fixed.contains(g.inputs[1]), let value = b.scalarFloat,
