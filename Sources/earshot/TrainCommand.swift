@@ -35,16 +35,8 @@ enum TrainCommand {
         options.description = args.string("description")
         options.author = args.string("author")
         options.license = args.string("license")
-        if let kinds = args.string("augment") {
-            // Given: exactly these (none: no augmentation).
-            options.augment = []
-            for word in kinds.split(separator: ",") where word != "none" {
-                guard let kind = Augmentation(rawValue: String(word)) else {
-                    throw UsageError("--augment \(kinds): expected some of \(Augmentation.allCases.map(\.rawValue).joined(separator: ",")), or none")
-                }
-                options.augment.insert(kind)
-            }
-        }
+        // Given: exactly these (none: no augmentation).
+        if let kinds = args.string("augment") { options.augment = try augmentations(kinds) }
         options.command = "earshot train " + words.joined(separator: " ")
         // Refused before any training: a run of hours must not end on a folder it may not replace.
         if FileManager.default.fileExists(atPath: output) && !args.flag("force") {
@@ -103,6 +95,18 @@ enum TrainCommand {
         try out(String(format: "%@: validation accuracy %.2f%% after %d epochs, %@ of training; written to %@", name,
                      trained.validationAccuracy * 100, trained.reports.count, duration(Date().timeIntervalSince(started)), output)
                 + (tooFew ? " (\(fewNote))" : ""))
+    }
+
+    /// The augmentations of `--augment KINDS` (a comma-separated list, or none).
+    static func augmentations(_ kinds: String) throws -> Set<Augmentation> {
+        var set = Set<Augmentation>()
+        for word in kinds.split(separator: ",") where word != "none" {
+            guard let kind = Augmentation(rawValue: String(word)) else {
+                throw UsageError("--augment \(kinds): expected some of \(Augmentation.allCases.map(\.rawValue).joined(separator: ",")), or none")
+            }
+            set.insert(kind)
+        }
+        return set
     }
 
     /// The catalog's name of openWakeWord's front end files (`earshot models fetch oww-embedding`).
