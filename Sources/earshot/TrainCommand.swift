@@ -112,13 +112,16 @@ enum TrainCommand {
     /// The catalog's name of openWakeWord's front end files (`earshot models fetch oww-embedding`).
     static let embeddingModels = "oww-embedding"
 
+    /// Without --embedding-models: the folder `earshot models fetch oww-embedding` installs, on the model search path.
+    static func fetchedEmbedding() -> String? {
+        ModelLocator().folders.lazy.map { URL(fileURLWithPath: $0.path).appendingPathComponent(embeddingModels).path }
+            .first { FileManager.default.fileExists(atPath: $0 + "/melspectrogram.onnx") && FileManager.default.fileExists(atPath: $0 + "/embedding_model.onnx") }
+    }
+
     /// The frozen embedding `--embedding NAME` names, read from its models' folder.
     static func embeddingFrontEnd(_ name: String, models: String?) throws -> EmbeddingFrontEnd {
         guard name == "openwakeword" else { throw UsageError("--embedding \(name): expected openwakeword") }
-        // Without --embedding-models: the one `earshot models fetch oww-embedding` installs, on the model search path.
-        let fetched = ModelLocator().folders.lazy.map { URL(fileURLWithPath: $0.path).appendingPathComponent(embeddingModels).path }
-            .first { FileManager.default.fileExists(atPath: $0 + "/melspectrogram.onnx") && FileManager.default.fileExists(atPath: $0 + "/embedding_model.onnx") }
-        guard let folder = models ?? fetched else {
+        guard let folder = models ?? fetchedEmbedding() else {
             throw UsageError("--embedding openwakeword needs openWakeWord's melspectrogram.onnx and embedding_model.onnx: no \(embeddingModels) on the model search path",
                              hint: "earshot models fetch \(embeddingModels) --accept-license fetches them; or --embedding-models FOLDER names a folder holding them")
         }

@@ -31,9 +31,12 @@ enum TrainWakeCommand {
         if FileManager.default.fileExists(atPath: output) && !args.flag("force") {
             throw UsageError("--output \(output) exists: refusing to replace it", hint: "add --force to replace it whole, or choose another folder")
         }
-        let architecture: WakeArchitecture = args.string("embedding") == nil ? .logMel : .openWakeWord
-        // The embedding is found before any data is made: a run must not end on a missing file.
-        let embedding = try args.string("embedding").map { try TrainCommand.embeddingFrontEnd($0, models: args.string("embedding-models")) }
+        // The best model at hand: a head on openWakeWord's embedding when it was fetched (or named),
+        // else the log-mel classifier; --embedding none asks for the latter. The embedding is
+        // loaded before any data is made: a run must not end on a missing file.
+        let asked = args.string("embedding") ?? (args.string("embedding-models") != nil || TrainCommand.fetchedEmbedding() != nil ? "openwakeword" : "none")
+        let architecture: WakeArchitecture = asked == "none" ? .logMel : .openWakeWord
+        let embedding = architecture == .logMel ? nil : try TrainCommand.embeddingFrontEnd(asked, models: args.string("embedding-models"))
         let quiet = args.flag("quiet")
         func say(_ text: String) { if !quiet { printError("earshot train-wake: " + text) } }
 
@@ -84,7 +87,7 @@ enum TrainWakeCommand {
         let training = try Dataset.load(dataFolder + "/train"), validation = try Dataset.load(dataFolder + "/test")
         let name = URL(fileURLWithPath: output).lastPathComponent
         say("training \(architecture == .openWakeWord ? "a head on openWakeWord's embedding" : "a log-mel streaming classifier (from scratch)")"
-            + (architecture == .logMel ? "; --embedding openwakeword carries to real speakers better" : ""))
+            + (architecture == .logMel ? "; a head on openWakeWord's embedding carries to real speakers better (earshot models fetch \(TrainCommand.embeddingModels))" : ""))
         let trainingStarted = Date()
         let show: (EpochReport) -> Void = { r in
             say(String(format: "epoch %d/%d  loss %.4f  validation %.1f%%%@", r.epoch, r.epochs, r.loss, r.validationAccuracy * 100, r.best ? " best" : ""))
