@@ -3,6 +3,7 @@ import EarshotCluster
 import EarshotFetch
 import EarshotImport
 import EarshotRedis
+import EarshotTraining
 
 /// A usage error: shown with a hint, exit code 64 (EX_USAGE).
 struct UsageError: Error, CustomStringConvertible {
@@ -338,7 +339,19 @@ enum ExitCode {
         case let e as RedisError: return of(e)
         case let e as ClusterError: return of(e)
         case let e as FetchError: return of(e)
+        case let e as WakeDataError: return of(e)
         default: return failure
+        }
+    }
+
+    /// A wake phrase's data set: no voice or a voice that fails 69, a phrase 64, negatives
+    /// missing 66, a file not written 73.
+    static func of(_ e: WakeDataError) -> Int32 {
+        switch e {
+        case .noVoices, .synthesis: return unavailable
+        case .phrase: return usage
+        case .negatives: return noInput
+        case .cannotWrite: return cannotCreate
         }
     }
 

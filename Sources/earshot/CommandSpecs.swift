@@ -377,6 +377,39 @@ enum Specs {
         examples: ["earshot train --data clips/ --output Models/my-words --epochs 60",
                    "earshot train --data phrase/ --background other --embedding openwakeword --embedding-models oww/ --output Models/hey-earshot"])
 
+    static let trainWake = CommandSpec(
+        name: "train-wake", operands: "PHRASE",
+        summary: """
+            Trains a wake word from its text alone: PHRASE spoken by every text-to-speech voice found here (espeak-ng's English \
+            accents and variants, flite, festival, Piper; a missing one is skipped and named: --list-voices), negatives (near-rhymes, \
+            its words alone, other phrases and sentences in the same voices, real speech from --negatives, generated noise and music), \
+            augmented (room, noise, gain, speed, shift); every fifth voice is held out and the model is scored on it. \
+            The data set stays in --data for the next run.
+            """,
+        options: [
+            .text("output", short: "o", "FOLDER", "the package to write (required)"),
+            .flag("force", "replace an existing --output"),
+            .text("data", "FOLDER", default: "the output's name with .data", "where the data set is made (kept; reused when made the same way)"),
+            .text("embedding", "NAME", default: "openwakeword when its models are found, else none",
+                  "openwakeword: a head on openWakeWord's frozen embedding (far better on real speakers; earshot models fetch oww-embedding); none: a log-mel streaming classifier trained from scratch"),
+            .text("embedding-models", "FOLDER", default: "\(TrainCommand.embeddingModels) on the model search path",
+                  "the folder holding melspectrogram.onnx and embedding_model.onnx"),
+            .text("architecture", "SPEC", default: "as earshot train", "the layers, as in earshot train"),
+            .text("voices", "ENGINES", default: "every one found", "some of \(WakeEngine.allCases.map(\.rawValue).joined(separator: ","))"),
+            .int("espeak-variants", "N", 0...1000, default: 40, "espeak-ng voice variants per English accent (8 accents)"),
+            .text("piper-voice", "FILE", default: "piper/en_US-joe-medium.onnx on the model search path",
+                  "Piper's voice model (its .onnx.json beside it), spoken with the piper program"),
+            .text("negatives", "FOLDER[,FOLDER]", "real speech without the phrase (e.g. ../shared/data/speech-commands): every audio file below, except those whose folder or file name holds a word of the phrase"),
+            .text("augment", "KINDS", default: TrainWakeCommand.defaultAugment, "some of \(Augmentation.allCases.map(\.rawValue).joined(separator: ",")), or none"),
+            .int("epochs", "N", 1...100_000, defaultText: "as earshot train", "passes over the data at most"),
+            .int("seed", "S", 0...Int.max, default: 1, "the seed of every random choice (voices' prosody, distractors, training)"),
+            .flag("list-voices", "list the text-to-speech voices found here, and why any is missing, and exit"),
+            .flag("quiet", short: "q", "no progress on stderr"),
+        ],
+        examples: ["earshot train-wake \"hey computer\" --output Models/hey-computer",
+                   "earshot train-wake \"hey computer\" --embedding openwakeword --negatives ../shared/data/speech-commands -o Models/hey-computer",
+                   "earshot train-wake --list-voices"])
+
     static let evaluate = CommandSpec(
         name: "evaluate", operands: "",
         summary: "Accuracy, per-class precision/recall/F1 and the confusion matrix of a classifier on labelled clips; or, with "
@@ -497,7 +530,7 @@ enum Specs {
         examples: ["earshot man > /usr/local/share/man/man1/earshot.1"])
 
     static let all: [CommandSpec] = [label, listen, serve, worker, publish, events, plot, features, inspect, models, modelsInfo, modelsFetch, devices, benchFeatures, benchModel, benchStreams,
-                                     benchPeak, benchOffline, benchServe, benchCluster, train, evaluate, importModel, export, completions, manPage]
+                                     benchPeak, benchOffline, benchServe, benchCluster, train, trainWake, evaluate, importModel, export, completions, manPage]
 
     /// The subjects of `earshot bench`.
     static var benchSubjects: [String] { all.compactMap { $0.name.hasPrefix("bench ") ? String($0.name.dropFirst(6)) : nil } }

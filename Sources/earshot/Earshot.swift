@@ -75,6 +75,7 @@ enum EarshotCommand {
             case "listen": code = try await ListenCommand.run(words)
             case "devices": try DevicesCommand.run(words)
             case "train": try TrainCommand.run(words)
+            case "train-wake": try await TrainWakeCommand.run(words)
             case "evaluate": code = try await EvaluateCommand.run(words)
             case "import": try ImportCommand.run(words)
             case "export": try ExportCommand.run(words)

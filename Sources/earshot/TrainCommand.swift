@@ -35,16 +35,8 @@ enum TrainCommand {
         options.description = args.string("description")
         options.author = args.string("author")
         options.license = args.string("license")
-        if let kinds = args.string("augment") {
-            // Given: exactly these (none: no augmentation).
-            options.augment = []
-            for word in kinds.split(separator: ",") where word != "none" {
-                guard let kind = Augmentation(rawValue: String(word)) else {
-                    throw UsageError("--augment \(kinds): expected some of \(Augmentation.allCases.map(\.rawValue).joined(separator: ",")), or none")
-                }
-                options.augment.insert(kind)
-            }
-        }
+        // Given: exactly these (none: no augmentation).
+        if let kinds = args.string("augment") { options.augment = try augmentations(kinds) }
         options.command = "earshot train " + words.joined(separator: " ")
         // Refused before any training: a run of hours must not end on a folder it may not replace.
         if FileManager.default.fileExists(atPath: output) && !args.flag("force") {
@@ -105,16 +97,31 @@ enum TrainCommand {
                 + (tooFew ? " (\(fewNote))" : ""))
     }
 
+    /// The augmentations of `--augment KINDS` (a comma-separated list, or none).
+    static func augmentations(_ kinds: String) throws -> Set<Augmentation> {
+        var set = Set<Augmentation>()
+        for word in kinds.split(separator: ",") where word != "none" {
+            guard let kind = Augmentation(rawValue: String(word)) else {
+                throw UsageError("--augment \(kinds): expected some of \(Augmentation.allCases.map(\.rawValue).joined(separator: ",")), or none")
+            }
+            set.insert(kind)
+        }
+        return set
+    }
+
     /// The catalog's name of openWakeWord's front end files (`earshot models fetch oww-embedding`).
     static let embeddingModels = "oww-embedding"
+
+    /// Without --embedding-models: the folder `earshot models fetch oww-embedding` installs, on the model search path.
+    static func fetchedEmbedding() -> String? {
+        ModelLocator().folders.lazy.map { URL(fileURLWithPath: $0.path).appendingPathComponent(embeddingModels).path }
+            .first { FileManager.default.fileExists(atPath: $0 + "/melspectrogram.onnx") && FileManager.default.fileExists(atPath: $0 + "/embedding_model.onnx") }
+    }
 
     /// The frozen embedding `--embedding NAME` names, read from its models' folder.
     static func embeddingFrontEnd(_ name: String, models: String?) throws -> EmbeddingFrontEnd {
         guard name == "openwakeword" else { throw UsageError("--embedding \(name): expected openwakeword") }
-        // Without --embedding-models: the one `earshot models fetch oww-embedding` installs, on the model search path.
-        let fetched = ModelLocator().folders.lazy.map { URL(fileURLWithPath: $0.path).appendingPathComponent(embeddingModels).path }
-            .first { FileManager.default.fileExists(atPath: $0 + "/melspectrogram.onnx") && FileManager.default.fileExists(atPath: $0 + "/embedding_model.onnx") }
-        guard let folder = models ?? fetched else {
+        guard let folder = models ?? fetchedEmbedding() else {
             throw UsageError("--embedding openwakeword needs openWakeWord's melspectrogram.onnx and embedding_model.onnx: no \(embeddingModels) on the model search path",
                              hint: "earshot models fetch \(embeddingModels) --accept-license fetches them; or --embedding-models FOLDER names a folder holding them")
         }
