@@ -94,7 +94,7 @@ public enum OpenWakeWordImporter {
                 // A head of several classes (timer_v0.1: 7, class 0 the background) names them in
                 // its output's name, as JSON: {"1": "1_minute_timer", ...}; a class it does not name
                 // is "background" when it is class 0.
-                let names = Self.classNames(head, count: scoreCount)
+                let names = Self.classNames(headGraph.scoreOutput, count: scoreCount)
                 options.metadata.labels = (0..<scoreCount).map { names[$0] ?? ($0 == 0 ? "background" : "\(phrase) \($0)") }
                 if names[0] == nil, options.metadata.decision?.backgroundLabel == nil {
                     var decision = options.metadata.decision ?? .init(threshold: 0.5)
@@ -127,11 +127,11 @@ public enum OpenWakeWordImporter {
         return window
     }
 
-    /// The class names a head's output gives in its name, as openWakeWord's multi-class heads do
-    /// (a JSON object of class index to name); none when the name is not such an object.
-    static func classNames(_ path: String, count: Int) -> [Int: String] {
-        guard let model = try? OnnxModel.read(path: path, maxNodes: GraphSpec.maxNodes), let name = model.graph.outputs.first?.name,
-              let object = (try? JSONValue.parse(Array(name.utf8)))?.object else { return [:] }
+    /// The class names a head's output gives in its name (`scoreOutput`, as imported), as
+    /// openWakeWord's multi-class heads do (a JSON object of class index to name); none when
+    /// the name is not such an object.
+    static func classNames(_ outputName: String, count: Int) -> [Int: String] {
+        guard let object = (try? JSONValue.parse(Array(outputName.utf8)))?.object else { return [:] }
         var names: [Int: String] = [:]
         for (key, value) in object {
             if let index = Int(key), (0..<count).contains(index), let label = value.string, !label.isEmpty { names[index] = label }
