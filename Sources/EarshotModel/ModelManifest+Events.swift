@@ -35,11 +35,14 @@ extension ModelManifest {
         /// Labels a model of their own says may occur (BirdNET's location/week model): run once
         /// per stream on the run's values, it keeps the labels it scores at least `threshold`.
         public var labelFilter: LabelFilter?
+        /// The highest frequency the model hears (Hz; BirdNET: 15,000): a Raven table's selection
+        /// box stops there, or at the audio's Nyquist frequency when that is lower. Nil: the Nyquist.
+        public var highFrequency: Int?
 
         /// A rule (nil: the defaults).
         public init(topK: Int? = nil, labelThresholds: [String: Double]? = nil, mergeGapSeconds: Double? = nil, merge: Bool? = nil,
                     minDurationSeconds: Double? = nil, windowSamples: Int? = nil, sensitivity: Double? = nil, alignedWindows: Bool? = nil,
-                    minWindowAudioSeconds: Double? = nil, labelFilter: LabelFilter? = nil) {
+                    minWindowAudioSeconds: Double? = nil, labelFilter: LabelFilter? = nil, highFrequency: Int? = nil) {
             self.topK = topK
             self.labelThresholds = labelThresholds
             self.mergeGapSeconds = mergeGapSeconds
@@ -50,6 +53,7 @@ extension ModelManifest {
             self.alignedWindows = alignedWindows
             self.minWindowAudioSeconds = minWindowAudioSeconds
             self.labelFilter = labelFilter
+            self.highFrequency = highFrequency
         }
 
         /// A model in the package (a folder in it) that tells which labels may occur: its input
@@ -84,6 +88,8 @@ extension ModelManifest {
         public static let topKRange: ClosedRange<Int> = 1...100_000
         /// Gaps and durations in seconds: up to a day.
         public static let secondsRange: ClosedRange<Double> = 0...86_400
+        /// A selection box's top: up to 1 MHz.
+        public static let frequencyRange: ClosedRange<Int> = 1...1_000_000
         /// A window's samples: up to 2^30.
         public static let windowRange: ClosedRange<Int> = 1...(1 << 30)
 
@@ -96,6 +102,9 @@ extension ModelManifest {
             let seconds: [(String, Double?)] = [("events.mergeGapSeconds", mergeGapSeconds), ("events.minDurationSeconds", minDurationSeconds)]
             for case let (name, v?) in seconds where !Self.secondsRange.contains(v) {
                 return (name, "\(v)", "0...\(Int(Self.secondsRange.upperBound)) s")
+            }
+            if let f = highFrequency, !Self.frequencyRange.contains(f) {
+                return ("events.highFrequency", "\(f)", "\(Self.frequencyRange.lowerBound)...\(Self.frequencyRange.upperBound) Hz")
             }
             if let w = windowSamples, !Self.windowRange.contains(w) {
                 return ("events.windowSamples", "\(w)", "\(Self.windowRange.lowerBound)...\(Self.windowRange.upperBound)")

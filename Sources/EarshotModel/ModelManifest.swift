@@ -135,6 +135,9 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var labels: [String]
         /// How the labels are written (default plain): formats split "Scientific_Common" labels.
         public var labelForm: LabelForm?
+        /// Short codes of labels (BirdNET: eBird's species codes), which a Raven table writes as
+        /// the Species Code; a label without one is written whole.
+        public var labelCodes: [String: String]?
 
         /// The outputs.
         public init(activation: Activation, reduceTime: ReduceTime? = nil, labels: [String]) {

@@ -473,9 +473,12 @@ enum Specs {
             .double("threshold", "X", 0...1, defaultText: "0.5", "the decision's threshold"),
             .text("events", "JSON", "a many-label events rule (sound events, birds): a JSON object of topK, labelThresholds, "
                   + "mergeGapSeconds, merge, minDurationSeconds, windowSamples, sensitivity (scores are logits: BirdNET's sigmoid), "
-                  + "alignedWindows, minWindowAudioSeconds, labelFilter {inputs: [lat, lon, week], threshold}; {} the defaults"),
+                  + "alignedWindows, minWindowAudioSeconds, labelFilter {inputs: [lat, lon, week], threshold}, highFrequency (Hz: a Raven "
+                  + "table's box top); {} the defaults"),
             .choice("label-form", ModelManifest.LabelForm.allCases.map(\.rawValue), default: "plain",
                     "how the labels are written: scientific_common (BirdNET's 'Scientific name_Common name') gives formats both names"),
+            .text("label-codes", "FILE", "labels' short codes, a JSON object of label: code (BirdNET-Analyzer's eBird species codes): "
+                  + "a Raven table's Species Code"),
             .text("label-filter", "FILE", "a model of the same labels whose scores say which may occur (BirdNET's location/week "
                   + "model), imported into the package for --lat/--lon/--week; with --events' labelFilter"),
         ] + labelling.filter { ["min-speech", "min-silence", "pad", "max-speech"].contains($0.name) },

@@ -123,6 +123,7 @@ enum ImportCommand {
             : tflite ? try TFLiteImporter.importModel(path: source, options: options)
             : try OnnxImporter.importModel(path: source, options: options)
         if let form = args.string("label-form") { manifest.outputs.labelForm = ModelManifest.LabelForm(rawValue: form) }
+        if let file = args.string("label-codes") { manifest.outputs.labelCodes = try LabelCodes.read(path: file, labels: manifest.outputs.labels) }
         // The label filter model (BirdNET's location model): a package in the package, of the same labels.
         var filterPackage: (folder: String, manifest: ModelManifest, tensors: [String: Tensor])?
         if let file = labelFilter, let rule = manifest.decision?.events?.labelFilter {

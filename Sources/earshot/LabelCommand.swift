@@ -411,6 +411,7 @@ extension LabelCommand {
         private var lineContext: SegmentFormat.LineContext {
             var c = SegmentFormat.LineContext()
             c.labelForm = (eventModel?.model ?? model).manifest.outputs.labelForm ?? .plain
+            c.labelCodes = (eventModel?.model ?? model).manifest.outputs.labelCodes ?? [:]
             c.eventColumns = eventModel != nil
             c.channelColumn = channels == .each
             return c
@@ -454,7 +455,7 @@ extension LabelCommand {
                 if tagged { line.labelPrefix = "\(file):\(channel) " }
                 selection += 1
                 line.selection = selection
-                line.highFrequency = min(sampleRate, model.sampleRate) / 2
+                line.highFrequency = min(min(sampleRate, model.sampleRate) / 2, eventModel?.model.manifest.decision?.events?.highFrequency ?? .max)
                 return line
             }
             for event in events {

