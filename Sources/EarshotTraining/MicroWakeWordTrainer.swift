@@ -180,6 +180,9 @@ public enum MicroWakeWordTrainer {
         if let given = options.sampleRate, given != rate {
             throw .option(name: "sample-rate", value: "\(given)", expected: "\(rate) (TFLite Micro's front end)")
         }
+        if let stream = options.validationStream {
+            throw .option(name: "validation-stream", value: stream.audio, expected: "none with --architecture \(architectureName) (its epoch is kept by clip accuracy)")
+        }
         var labels = training.labels
         var trainAudio = try loadAudio(training.files, rate: rate)
         var validationAudio = try loadAudio(validation.files, rate: rate)
@@ -206,7 +209,7 @@ public enum MicroWakeWordTrainer {
         var adam = Adam(shapes: network.parameterShapes)
         let (epochs, _, schedule, _) = Trainer.plan(options, clips: trainAudio.count)
         let quantizedFrom = min(epochs, Int(Double(epochs) * floatShare) + 1)
-        // The kept epoch is a quantized one: the float epochs are offered below any of them.
+        // The kept epoch is a quantized one (the float epochs are not offered); no early stop.
         var stopping = EarlyStopping(patience: epochs + 1, from: epochs)
         let objective = Objective(classWeights: Trainer.balancedWeights(trainLabels, classes: 2), decisionFrames: decisionSteps)
         let noise = options.background.map { b in trainAudio.indices.filter { trainLabels[$0] == labels.firstIndex(of: b) }.map { trainAudio[$0] } } ?? []
@@ -232,8 +235,7 @@ public enum MicroWakeWordTrainer {
             let check = Trainer.validate(network, forwardParameters(network, parameters, quantized: quantized), validationFrames, validationLabels, objective)
             let report = stopping.close(epoch: epoch, epochs: epochs, loss: totalLoss / Double(max(1, (shuffled.count + options.batchSize - 1) / options.batchSize)),
                                         trainingAccuracy: Double(correct) / Double(max(1, shuffled.count)),
-                                        validation: quantized ? (check.accuracy, check.loss) : (-1, .infinity),
-                                        stream: nil, parameters: parameters, started: epochStart)
+                                        validation: (check.accuracy, check.loss), stream: nil, parameters: parameters, eligible: quantized, started: epochStart)
             progress(report)
         }
         let best = stopping.kept(or: parameters)

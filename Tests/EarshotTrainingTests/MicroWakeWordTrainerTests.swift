@@ -125,26 +125,9 @@ struct MicroWakeWordTrainerTests {
         #expect(Set(a).count > 5, "the scores move over the recording")
     }
 
-    /// tools/.venv/bin/python or $EARSHOT_PYTHON, when it has ai-edge-litert.
-    static let python: String? = {
-        let candidates = [ProcessInfo.processInfo.environment["EARSHOT_PYTHON"], Repo.path("tools/.venv/bin/python")].compactMap { $0 }
-        return candidates.first { path in
-            guard FileManager.default.isExecutableFile(atPath: path) else { return false }
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: path)
-            p.arguments = ["-c", "import ai_edge_litert.interpreter"]
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
-            guard (try? p.run()) != nil else { return false }
-            p.waitUntilExit()
-            return p.terminationStatus == 0
-        }
-    }()
-
     @Test("TFLite's reference kernels on the exported file give Earshot's outputs bit for bit at every step (skipped, saying so, where no Python has ai-edge-litert: tools/.venv or $EARSHOT_PYTHON)",
-          .enabled(if: python != nil, "no Python with ai-edge-litert (tools/.venv/bin/python or $EARSHOT_PYTHON)"))
+          .enabled(if: LiteRT.python != nil, Comment(rawValue: LiteRT.missing)))
     func tfliteReference() throws {
-        let python = try #require(Self.python)
         let root = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let trained = try Self.train(root, epochs: 4)
@@ -154,17 +137,7 @@ struct MicroWakeWordTrainerTests {
         // The int8 input codes the package's Quantize computes, step by step (from step 1).
         let x = try MicroWakeWordTrainer.features([audio])
         let codes = x.values.map { Int8(FakeQuant.code($0, MicroWakeWordTrainer.inputQuantization)) }
-        try Data(codes.map { UInt8(bitPattern: $0) }).write(to: URL(fileURLWithPath: root + "/features.int8"))
-        let p = Process(), out = Pipe()
-        p.executableURL = URL(fileURLWithPath: python)
-        p.arguments = [Repo.path("tools/microwakeword_tflite_outputs.py"), root + "/word.tflite", root + "/features.int8"]
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
-        let result = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        let reference = try #require(result["outputs"] as? [Int])
+        let reference = try LiteRT.microWakeWordOutputs(model: root + "/word.tflite", inputs: codes)
         let runtime = try Self.runtimeScores(try Model(manifest: trained.manifest, tensors: trained.tensors, name: "word"), audio)
         let earshot = runtime.dropFirst().map { Int(($0 * 256).rounded()) }
         #expect(reference.count == 79)
