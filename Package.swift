@@ -87,7 +87,7 @@ let package = Package(
         .testTarget(name: "EarshotONNXTests", dependencies: ["EarshotONNX", "EarshotTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "EarshotImportTests", dependencies: ["EarshotImport", "EarshotModel"]),
         .testTarget(name: "EarshotGraphTests", dependencies: ["EarshotGraph", "EarshotTestSupport"], exclude: ["Goldens"]),
-        .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotGraph", "EarshotTestSupport"]),
+        .testTarget(name: "EarshotTrainingTests", dependencies: ["EarshotTraining", "Earshot", "EarshotModel", "EarshotAudio", "EarshotGraph", "EarshotImport", "EarshotTestSupport"]),
         .testTarget(name: "EarshotWyomingTests", dependencies: ["EarshotWyoming", "EarshotTestSupport"], exclude: ["Goldens"]),
         .testTarget(name: "EarshotFetchTests", dependencies: ["EarshotFetch", "EarshotTestSupport"]),
         .testTarget(name: "EarshotTests", dependencies: ["Earshot", "EarshotServe", "EarshotImport", "EarshotGraph", "EarshotTraining", "earshot",

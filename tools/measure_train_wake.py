@@ -2,6 +2,7 @@
 """How well a wake word trained from its text alone finds real people saying it.
 
     swift build -c release && tools/.venv/bin/python tools/measure_train_wake.py [WORD] [--embedding-models DIR] [--log-mel]
+        [--microwakeword] [--no-embedding]
 
 WORD (default "left") is a word of Speech Commands (../shared/data/speech-commands, or
 $EARSHOT_DATA/speech-commands) that many real speakers say. Speakers whose id starts with 0-7 may
@@ -10,6 +11,9 @@ be trained on, those of 8-f never are:
 - text model: `earshot train-wake WORD --embedding openwakeword --negatives N` where N holds the
   words of speakers 0-7 except WORD, and _silence_ (real speech without the phrase);
   no recording of WORD at all.
+- with --microwakeword: `earshot train-wake WORD --architecture microwakeword --negatives N`
+  (microWakeWord's int8 network, quantization-aware), the same data; with --log-mel, the log-mel
+  classifier from scratch. --no-embedding leaves out the two openWakeWord models.
 - real model: `earshot train --embedding openwakeword` on the real takes of WORD by speakers 0-7
   against the same negatives (what a person recording the phrase would train).
 - the test stream: every take of WORD by speakers 8-f, one after every 8 negatives, spliced into
@@ -34,6 +38,8 @@ parser.add_argument("word", nargs="?", default="left")
 parser.add_argument("--embedding-models", default=str(root / "Tests/.models/openwakeword"))
 parser.add_argument("--earshot", default=str(root / ".build/release/earshot"))
 parser.add_argument("--log-mel", action="store_true", help="also the log-mel model from text (no embedding)")
+parser.add_argument("--microwakeword", action="store_true", help="also microWakeWord's int8 network from text")
+parser.add_argument("--no-embedding", action="store_true", help="leave out the openWakeWord models (text and real)")
 parser.add_argument("--thresholds", default="0.5,0.8,0.9,0.95,0.99")
 parser.add_argument("--every", type=int, default=8, help="negatives between two takes of the word")
 parser.add_argument("--retrain", action="store_true", help="train again even when a model is there")
@@ -142,8 +148,17 @@ models = {
     "real clips (openwakeword head)": [earshot, "train", "--data", str(real), "--background", "other", *emb, "--group-by", "([0-9a-f]{8})_nohash",
                                        "--validation-split", "0.15", "--force", "--output", str(work / "real-head")],
 }
+# The models from text share one data set (the first one's, made once).
+data_set = ["--data", str(work / "text.data")]
+models["text (openwakeword head)"] += data_set
+if args.no_embedding:
+    models = {}
 if args.log_mel:
-    models["text (log-mel, from scratch)"] = [earshot, "train-wake", word, "--negatives", str(negatives), "--force", "-o", str(work / "text-logmel")]
+    models["text (log-mel, from scratch)"] = [earshot, "train-wake", word, "--architecture", "log-mel", "--negatives", str(negatives), "--force",
+                                              "-o", str(work / "text-logmel"), *data_set]
+if args.microwakeword:
+    models["text (microwakeword, int8)"] = [earshot, "train-wake", word, "--architecture", "microwakeword", "--negatives", str(negatives), "--force",
+                                            "-o", str(work / "text-microwakeword"), *data_set] + args.extra.split()
 for name, cmd in models.items():
     out = pathlib.Path(cmd[cmd.index("-o") + 1] if "-o" in cmd else cmd[cmd.index("--output") + 1])
     entry = {"command": " ".join(cmd)}

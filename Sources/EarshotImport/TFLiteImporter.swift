@@ -577,7 +577,22 @@ public struct TFLiteImporter {
                              _ fail: (String, String) -> ImportError) throws(ImportError) -> (values: [Int64], low: Int64) {
         let (inQ, outQ) = try quantization(input, output, fail)
         let low = input.type == .int8 ? -128 : 0
-        let (qmin, qmax) = output.type == .int8 ? (-128, 127) : (0, 255)
+        if op == "LOGISTIC" || op == "TANH" {
+            guard outQ.scale == (op == "LOGISTIC" ? 1 / 256 : 1 / 128) else {
+                throw fail("output scale \(outQ.scale)", "TFLite requires \(op == "LOGISTIC" ? "1/256" : "1/128") for 8-bit \(op)")
+            }
+        }
+        let table = Self.lookupTable(op, input: (inQ.scale, inQ.zero), output: (outQ.scale, outQ.zero), low: low,
+                                     outputRange: output.type == .int8 ? (-128, 127) : (0, 255))
+        return (table, Int64(low))
+    }
+
+    /// TFLite's 8-bit QUANTIZE, LOGISTIC or TANH as a table of its 256 inputs from `low`
+    /// (value = scale × (code − zero)): the requantization's fixed-point multiplier, or the
+    /// function rounded to the output's codes, clamped to `outputRange`.
+    public static func lookupTable(_ op: String, input inQ: (scale: Float, zero: Int), output outQ: (scale: Float, zero: Int), low: Int,
+                                   outputRange: (Int, Int)) -> [Int64] {
+        let (qmin, qmax) = outputRange
         var table: [Int64] = []
         if op == "QUANTIZE" {
             let (multiplier, shift) = Quantized.quantizeMultiplier(Double(inQ.scale) / Double(outQ.scale))
@@ -585,12 +600,7 @@ public struct TFLiteImporter {
                 let q = Int(Quantized.multiply(Int32(v - inQ.zero), multiplier, shift)) + outQ.zero
                 table.append(Int64(min(max(q, qmin), qmax)))
             }
-            return (table, Int64(low))
-        }
-        if op == "LOGISTIC" || op == "TANH" {
-            guard outQ.scale == (op == "LOGISTIC" ? 1 / 256 : 1 / 128) else {
-                throw fail("output scale \(outQ.scale)", "TFLite requires \(op == "LOGISTIC" ? "1/256" : "1/128") for 8-bit \(op)")
-            }
+            return table
         }
         let inverse = 1 / outQ.scale
         for v in low..<(low + 256) {
@@ -599,6 +609,6 @@ public struct TFLiteImporter {
             let q = Int((y * inverse).rounded(.toNearestOrAwayFromZero)) + outQ.zero
             table.append(Int64(min(max(q, qmin), qmax)))
         }
-        return (table, Int64(low))
+        return table
     }
 }

@@ -84,14 +84,15 @@ struct EarlyStopping {
     /// Every epoch's report so far.
     private(set) var reports: [EpochReport] = []
 
-    /// Closes an epoch: its report, its parameters offered (kept when they are the best so far).
+    /// Closes an epoch: its report, its parameters offered (kept when they are the best so far;
+    /// never when not `eligible`).
     mutating func close(epoch: Int, epochs: Int, loss: Double, trainingAccuracy: Double, validation: (accuracy: Double, loss: Double),
-                        falseSteps: Double? = nil, stream: StreamScore?, parameters: [[Float]], started: Date) -> EpochReport {
+                        falseSteps: Double? = nil, stream: StreamScore?, parameters: [[Float]], eligible: Bool = true, started: Date) -> EpochReport {
         var report = EpochReport(epoch: epoch, epochs: epochs, loss: loss, trainingAccuracy: trainingAccuracy, validationLoss: validation.loss,
                                  validationAccuracy: validation.accuracy, seconds: 0, best: false)
         report.validationFalseSteps = falseSteps
         report.stream = stream
-        report.best = offer(epoch: epoch, accuracy: validation.accuracy, loss: validation.loss, stream: stream, parameters: parameters)
+        report.best = eligible && offer(epoch: epoch, accuracy: validation.accuracy, loss: validation.loss, stream: stream, parameters: parameters)
         report.seconds = Date().timeIntervalSince(started)
         reports.append(report)
         return report

@@ -255,7 +255,7 @@ extension Trainer {
             case .relu:
                 g.node("Relu", "\(x) relu", [x], ["\(x) relu"])
                 x = "\(x) relu"
-            case .gru, .depthwise:
+            case .gru, .depthwise, .fakeQuant, .pair:
                 preconditionFailure("trainHead admits convolutions and relu only")
             }
             p += trained.parameterShapes.count

@@ -33,6 +33,8 @@ extension Trainer {
                 // Trained as [channel][tap]: PyTorch's [out][in / groups = 1][tap] as it is.
                 tensors["\(n).weight"] = Tensor(shape: [c, 1, k], values: parameters[p])
                 tensors["\(n).bias"] = Tensor(shape: [c], values: parameters[p + 1])
+            case .fakeQuant, .pair:
+                preconditionFailure("microWakeWord's layers are written by MicroWakeWordTrainer's int8 graph")
             case let .gru(i, h):
                 grus += 1
                 let n = "gru\(grus)"

@@ -133,6 +133,9 @@ public enum Trainer {
     /// - Throws: `TrainingError` naming the option or file that stops it.
     public static func train(name: String, training: Dataset, validation: Dataset, options: TrainingOptions,
                              progress: (EpochReport) -> Void = { _ in }) throws(TrainingError) -> TrainedClassifier {
+        if options.architecture == MicroWakeWordTrainer.architectureName {
+            return try MicroWakeWordTrainer.train(name: name, training: training, validation: validation, options: options, progress: progress)
+        }
         let started = Date()
         try check(options, training: training, validation: validation)
         let rate: Int

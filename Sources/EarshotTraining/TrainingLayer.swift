@@ -17,6 +17,14 @@ enum TrainingLayer: Sendable, Equatable {
     /// runtime's causal conv1d with groups = channels. Parameters: weight [channels][taps], bias
     /// [channels].
     case depthwise(channels: Int, taps: Int)
+    /// Quantization-aware training's activation: each value rounded to its int8 code and back
+    /// (`FakeQuant.fake`), the gradient through where it lies in the codes' range. Parameters:
+    /// [scale, zero point], set from observed ranges, never by the optimizer (their gradient is
+    /// 0, so Adam leaves them); a scale of 0 passes values as they are (float training).
+    case fakeQuant(channels: Int)
+    /// One logit z as the two logits of a softmax, 0 for `background` and z for the other class:
+    /// softmax gives sigmoid(z), the single score microWakeWord's models output.
+    case pair(background: Int)
 
     var parameterShapes: [[Int]] {
         switch self {
@@ -24,6 +32,8 @@ enum TrainingLayer: Sendable, Equatable {
         case .relu: return []
         case let .gru(i, h): return [[3 * h, i], [3 * h, h], [3 * h], [3 * h]]
         case let .depthwise(c, k): return [[c, k], [c]]
+        case .fakeQuant: return [[2]]
+        case .pair: return []
         }
     }
 
@@ -33,6 +43,8 @@ enum TrainingLayer: Sendable, Equatable {
         case .relu: return input
         case let .gru(_, h): return h
         case let .depthwise(c, _): return c
+        case let .fakeQuant(c): return c
+        case .pair: return 2
         }
     }
 
@@ -42,7 +54,8 @@ enum TrainingLayer: Sendable, Equatable {
         case let .conv(i, o, k):
             let bound = 1 / Float(i * k).squareRoot()
             return [random.uniform(count: o * k * i, bound: bound), random.uniform(count: o, bound: bound)]
-        case .relu: return []
+        case .relu, .pair: return []
+        case .fakeQuant: return [[0, 0]]
         case let .depthwise(c, k):
             let bound = 1 / Float(k).squareRoot()
             return [random.uniform(count: c * k, bound: bound), random.uniform(count: c, bound: bound)]
@@ -60,6 +73,8 @@ enum LayerCache {
     case relu(input: [Float])
     case gru(GRUCache)
     case depthwise(input: [Float])
+    case fakeQuant(passes: [Bool])
+    case pair
 }
 
 struct GRUCache {
@@ -98,6 +113,17 @@ extension TrainingLayer {
                 for r in 0..<x.rows { y[r * c + ch] = out[r] }
             }
             return (Frames(batch: x.batch, time: x.time, channels: c, values: y), .depthwise(input: x.values))
+        case .fakeQuant:
+            let q = p[p.startIndex]
+            guard q[0] > 0 else { return (x, .fakeQuant(passes: [])) }
+            let affine = FakeQuant.Affine(scale: q[0], zero: Int(q[1]))
+            var y = x
+            for j in y.values.indices { y.values[j] = FakeQuant.fake(x.values[j], affine) }
+            return (y, .fakeQuant(passes: x.values.map { FakeQuant.passes($0, affine) }))
+        case let .pair(background):
+            var y = Frames(batch: x.batch, time: x.time, channels: 2)
+            for r in 0..<x.rows { y.values[r * 2 + 1 - background] = x.values[r] }
+            return (y, .pair)
         }
     }
 
@@ -147,6 +173,14 @@ extension TrainingLayer {
                 }
             }
             return (dx, [dw, db])
+        case let (.fakeQuant, .fakeQuant(passes)):
+            var dx = dy
+            if !passes.isEmpty { for j in dx.values.indices where !passes[j] { dx.values[j] = 0 } }
+            return (dx, [[0, 0]])
+        case let (.pair(background), .pair):
+            var dx = Frames(batch: dy.batch, time: dy.time, channels: 1)
+            for r in 0..<dy.rows { dx.values[r] = dy.values[r * 2 + 1 - background] - dy.values[r * 2 + background] }
+            return (dx, [])
         default:
             preconditionFailure("a layer's cache comes from its own forward pass")
         }

@@ -347,7 +347,8 @@ enum Specs {
             .text("background", "LABEL", "the label that is no event; without it a label '\(Trainer.syntheticBackground)' of generated noise "
                   + "and near-silence is added (said on stderr)"),
             .text("architecture", "SPEC", default: "\(Trainer.defaultArchitecture); \(Trainer.headArchitecture) with --embedding",
-                  "layers: conv:CHANNELSxTAPS, mix:CHANNELSxTAPS (microWakeWord's block: a depthwise convolution over TAPS frames, then a pointwise layer to CHANNELS) and gru:COUNTxHIDDEN parts (a head: conv parts only)"),
+                  "layers: conv:CHANNELSxTAPS, mix:CHANNELSxTAPS (microWakeWord's block: a depthwise convolution over TAPS frames, then a pointwise layer to CHANNELS) and gru:COUNTxHIDDEN parts (a head: conv parts only); "
+                  + "or microwakeword: microWakeWord's streaming int8 network over TFLite Micro's front end at 16 kHz, trained in float then with quantization-aware steps, for a phrase and --background (earshot export --format microwakeword)"),
             .text("embedding", "NAME", "train a head on a frozen embedding: openwakeword (its melspectrogram and embedding models, "
                   + "from --embedding-models); the package runs both. The embedding fixes the features, rate and step: "
                   + "--features, --sample-rate, --decision-seconds and --context-seconds do not apply"),
@@ -391,10 +392,12 @@ enum Specs {
             .flag("force", "replace an existing --output"),
             .text("data", "FOLDER", default: "the output's name with .data", "where the data set is made (kept; reused when made the same way)"),
             .text("embedding", "NAME", default: "openwakeword when its models are found, else none",
-                  "openwakeword: a head on openWakeWord's frozen embedding (far better on real speakers; earshot models fetch oww-embedding); none: a log-mel streaming classifier trained from scratch"),
+                  "openwakeword: a head on openWakeWord's frozen embedding (far better on real speakers; earshot models fetch oww-embedding); none: a model trained from scratch (--architecture)"),
             .text("embedding-models", "FOLDER", default: "\(TrainCommand.embeddingModels) on the model search path",
                   "the folder holding melspectrogram.onnx and embedding_model.onnx"),
-            .text("architecture", "SPEC", default: "as earshot train", "the layers, as in earshot train"),
+            .text("architecture", "NAME|SPEC", default: "openwakeword when its embedding is found (or --embedding openwakeword), else log-mel",
+                  "microwakeword: microWakeWord's streaming int8 network over TFLite Micro's front end, trained with quantization-aware steps (earshot export --format microwakeword writes it for ESPHome); "
+                  + "openwakeword: a head on openWakeWord's embedding; log-mel: earshot train's streaming log-mel classifier; or that one's layers, as in earshot train"),
             .text("voices", "ENGINES", default: "every one found", "some of \(WakeEngine.allCases.map(\.rawValue).joined(separator: ","))"),
             .int("espeak-variants", "N", 0...1000, default: 40, "espeak-ng voice variants per English accent (8 accents)"),
             .text("piper-voice", "FILE", default: "piper/en_US-joe-medium.onnx on the model search path",

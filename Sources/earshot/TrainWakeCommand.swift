@@ -10,6 +10,9 @@ import Foundation
 enum TrainWakeCommand {
     /// The model trained on the data set. Each is one `Trainer` entry point.
     enum WakeArchitecture: String, CaseIterable {
+        /// `MicroWakeWordTrainer`: microWakeWord's streaming int8 network over TFLite Micro's
+        /// front end, trained with quantization-aware steps (`earshot export --format microwakeword`).
+        case microWakeWord = "microwakeword"
         /// `Trainer.train`'s streaming log-mel classifier (conv, GRU), trained from scratch.
         case logMel = "log-mel"
         /// `Trainer.trainHead` on openWakeWord's frozen speech embedding.
@@ -34,9 +37,18 @@ enum TrainWakeCommand {
         // The best model at hand: a head on openWakeWord's embedding when it was fetched (or named),
         // else the log-mel classifier; --embedding none asks for the latter. The embedding is
         // loaded before any data is made: a run must not end on a missing file.
-        let asked = args.string("embedding") ?? (args.string("embedding-models") != nil || TrainCommand.fetchedEmbedding() != nil ? "openwakeword" : "none")
-        let architecture: WakeArchitecture = asked == "none" ? .logMel : .openWakeWord
-        let embedding = architecture == .logMel ? nil : try TrainCommand.embeddingFrontEnd(asked, models: args.string("embedding-models"))
+        // --architecture names one (microwakeword, openwakeword, log-mel) or gives the layers.
+        let named = args.string("architecture").flatMap(WakeArchitecture.init(rawValue:))
+        let asked = args.string("embedding") ?? (named == .openWakeWord || (named == nil && (args.string("embedding-models") != nil
+            || TrainCommand.fetchedEmbedding() != nil)) ? "openwakeword" : "none")
+        let architecture = named ?? (asked == "none" ? .logMel : .openWakeWord)
+        if architecture != .openWakeWord && asked != "none" {
+            throw UsageError("--architecture \(architecture.rawValue) takes no --embedding \(asked)", hint: "leave --embedding out, or use --architecture openwakeword")
+        }
+        if architecture == .openWakeWord && asked == "none" {
+            throw UsageError("--architecture openwakeword needs openWakeWord's embedding, not --embedding none")
+        }
+        let embedding = architecture == .openWakeWord ? try TrainCommand.embeddingFrontEnd(asked, models: args.string("embedding-models")) : nil
         let quiet = args.flag("quiet")
         func say(_ text: String) { if !quiet { printError("earshot train-wake: " + text) } }
 
@@ -81,26 +93,33 @@ enum TrainWakeCommand {
         options.background = "other"
         options.epochs = args.optionalInt("epochs")
         options.augment = try TrainCommand.augmentations(args.string("augment") ?? defaultAugment)
-        if let a = args.string("architecture") { options.architecture = a }
+        if architecture == .microWakeWord { options.architecture = MicroWakeWordTrainer.architectureName }
+        if let a = args.string("architecture"), named == nil { options.architecture = a }
         options.description = "Wake phrase \"\(phrase)\", trained from its text alone by earshot train-wake (\(architecture.rawValue))."
         options.command = "earshot train-wake " + words.joined(separator: " ")
         let training = try Dataset.load(dataFolder + "/train"), validation = try Dataset.load(dataFolder + "/test")
         let name = URL(fileURLWithPath: output).lastPathComponent
-        say("training \(architecture == .openWakeWord ? "a head on openWakeWord's embedding" : "a log-mel streaming classifier (from scratch)")"
-            + (architecture == .logMel ? "; a head on openWakeWord's embedding carries to real speakers better (earshot models fetch \(TrainCommand.embeddingModels))" : ""))
+        switch architecture {
+        case .microWakeWord: say("training microWakeWord's streaming int8 network (float, then quantization-aware steps; earshot export --format microwakeword writes it for ESPHome)")
+        case .openWakeWord: say("training a head on openWakeWord's embedding")
+        case .logMel: say("training a log-mel streaming classifier (from scratch); a head on openWakeWord's embedding carries to real speakers better (earshot models fetch \(TrainCommand.embeddingModels))")
+        }
         let trainingStarted = Date()
         let show: (EpochReport) -> Void = { r in
             say(String(format: "epoch %d/%d  loss %.4f  validation %.1f%%%@", r.epoch, r.epochs, r.loss, r.validationAccuracy * 100, r.best ? " best" : ""))
         }
-        let trained: TrainedClassifier
+        var trained: TrainedClassifier
         switch architecture {
         case .openWakeWord:
             guard let embedding else { throw UsageError("--embedding openwakeword: no embedding") }
             trained = try Trainer.trainHead(name: name, training: training, validation: validation, options: options, embedding: embedding, progress: show)
-        case .logMel:
+        case .logMel, .microWakeWord:
             trained = try Trainer.train(name: name, training: training, validation: validation, options: options, progress: show)
         }
         let trainingSeconds = Date().timeIntervalSince(trainingStarted)
+        // What ESPHome's manifest says of it (earshot export --format microwakeword).
+        trained.manifest.phrase = phrase
+        trained.manifest.languages = trained.manifest.languages ?? ["en"]
         try Model.write(manifest: trained.manifest, tensors: trained.tensors, to: URL(fileURLWithPath: output), replacing: args.flag("force"))
 
         // The held-out voices, as listen runs the model.

@@ -4,6 +4,9 @@ import Foundation
 import Testing
 
 @testable import Earshot
+import EarshotAudio
+import EarshotModel
+@testable import EarshotTraining
 
 @Suite("earshot train's defaults on a set a new user would make")
 struct TrainingRecipeTests {
@@ -126,5 +129,39 @@ struct TrainingRecipeTests {
         #expect(list.out.contains("piper: not found: no piper on PATH"), "\(list.out)")
         let none = try runEarshot(["train-wake", "hey", "-o", folder.appendingPathComponent("x").path], environment: ["PATH": "/nonexistent"])
         #expect(none.status == 69 && none.err.contains("no text-to-speech program found"), "\(none.err)")
+    }
+
+    /// The whole path a user takes to ESPHome, on a tiny configuration (16 espeak-ng voices, 4
+    /// epochs: seconds): `train-wake --architecture microwakeword`, `export --format
+    /// microwakeword`, and TFLite's reference kernels on the exported file over the held-out
+    /// voices' stream, step by step, against Earshot's package.
+    @Test("train-wake --architecture microwakeword, then export: TFLite's reference kernels on the .tflite give Earshot's outputs bit for bit (skipped, saying so, where no Python has ai-edge-litert)",
+          .enabled(if: LiteRT.python != nil, Comment(rawValue: LiteRT.missing)))
+    func trainWakeMicroWakeWord() throws {
+        try Self.requireTools()
+        let folder = try Repo.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let model = folder.appendingPathComponent("hey-computer").path
+        let train = try runEarshot(["train-wake", "hey computer", "--architecture", "microwakeword", "--voices", "espeak-ng", "--espeak-variants", "1",
+                                    "--epochs", "4", "--output", model])
+        #expect(train.status == 0, "\(train.err)")
+        #expect(train.out.hasPrefix("hey-computer: microwakeword, trained in") && train.out.contains("(4 epochs"), "\(train.out)")
+        #expect(train.err.contains("training microWakeWord's streaming int8 network"), "\(train.err)")
+        let tflite = folder.appendingPathComponent("hey_computer.tflite").path
+        let export = try runEarshot(["export", model, "--format", "microwakeword", "-o", tflite])
+        #expect(export.status == 0, "\(export.err)")
+        let json = try Reference.json(folder.appendingPathComponent("hey_computer.json").path)
+        #expect(json["wake_word"] as? String == "hey computer" && json["trained_languages"] as? [String] == ["en"])
+
+        let package = try Model(contentsOf: URL(fileURLWithPath: model))
+        let (audio, rate) = try AudioFile.readMono(path: model + ".data/stream.wav")
+        #expect(rate == 16000)
+        let samples = Array(audio.prefix(audio.count / 480 * 480))
+        var state = package.makeState()
+        let earshot = try stride(from: 0, to: samples.count, by: 480).map { try package.prediction(from: Array(samples[$0..<($0 + 480)]), using: &state)[0] }
+        let x = try MicroWakeWordTrainer.features([samples])
+        let reference = try LiteRT.microWakeWordOutputs(model: tflite, inputs: x.values.map { Int8(FakeQuant.code($0, MicroWakeWordTrainer.inputQuantization)) })
+        #expect(reference.count == earshot.count - 1 && reference.count > 300)
+        #expect(reference == earshot.dropFirst().map { Int(($0 * 256).rounded()) })
     }
 }
