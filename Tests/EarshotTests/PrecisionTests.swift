@@ -201,6 +201,21 @@ struct PrecisionTests {
         #expect(worst <= 0.01)
     }
 
+    @Test("bench cluster --precision bf16: its workers run the model in bf16 and keep up; a bad value is a usage error before anything starts",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/redis-server"), "no /usr/bin/redis-server (apt-get install redis-server)"))
+    func benchCluster() throws {
+        let run = try runEarshot(["bench", "cluster", "--sources", "20", "--workers", "1", "--seconds", "2", "--precision", "bf16", "--json"])
+        #expect(run.status == 0, "\(run.err)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any], "\(run.out)")
+        #expect(json["precision"] as? String == "bf16" && json["model"] as? String == "silero-vad", "\(run.out)")
+        let row = try #require((json["results"] as? [[String: Any]])?.first)
+        #expect((row["processedPerSecond"] as? Double ?? 0) >= 150 && row["keptUp"] as? Bool == true, "\(row)")
+        let text = try runEarshot(["bench", "cluster", "--sources", "5", "--workers", "1", "--seconds", "1", "--precision", "silero-vad=bf16"])
+        #expect(text.status == 0 && text.out.contains("earshot worker (silero-vad, bf16)"), "\(text.out) \(text.err)")
+        let bad = try runEarshot(["bench", "cluster", "--precision", "fp16"])
+        #expect(bad.status == 64 && bad.err.contains("'fp16' is not fp32 or bf16"), "\(bad.err)")
+    }
+
     @Test("The manifest's precision is the default; --precision overrides it, per model; inspect says which products run in bf16; bad values are usage errors")
     func options() throws {
         let folder = try Repo.temporaryFolder()
