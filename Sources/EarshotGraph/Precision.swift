@@ -5,7 +5,8 @@ import CEarshotKernels
 /// load (rounded to nearest, ties to even), each product's activations rounded to bf16 as it
 /// reads them, every sum in fp32; everything else (element-wise ops, the LSTM cell, FFTs, states)
 /// stays fp32. A product whose rounding a log of a large gain magnifies (Silero VAD v4's STFT
-/// Conv: `amplifiedByLog`) and Winograd's transformed products stay fp32.
+/// Conv: `amplifiedByLog`), the nodes a plan is told to keep (`GraphPlan.init`'s `fp32Nodes`) and
+/// Winograd's transformed products stay fp32.
 public enum Precision: String, CaseIterable, Sendable, Codable {
     case fp32, bf16
 

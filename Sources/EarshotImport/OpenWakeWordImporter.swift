@@ -244,7 +244,26 @@ public enum OpenWakeWordImporter {
                                             frontEnd: .init(type: .samples, nFFT: 0, hopLength: 0),
                                             labels: (0..<OpenWakeWordImporter.embeddingSize).map { "e\($0)" }, decision: nil)
             manifest.graph = spec
+            manifest.fp32Nodes = Self.fp32Products(of: spec)
             return (manifest, c.tensors)
+        }
+
+        /// The embedding's convolutions whose products run in bf16 when the package does, by their
+        /// place among its 20: measured one at a time on the wake-word corpus with every other
+        /// product in fp32, each of these moved hey_mycroft's, alexa's and hey_jarvis's scores by
+        /// 0.006 at most, the three together by 0.008. Every other product moved a score by more
+        /// than 0.01 alone or with them (the first convolution by 0.17, the melspectrogram's and
+        /// the head's by up to 0.03), so they stay fp32.
+        static let bf16EmbeddingConvs = [6, 14, 18]
+
+        /// The products of a package made of this front end kept in fp32 in bf16
+        /// (`ModelManifest.fp32Nodes`): all but `bf16EmbeddingConvs`, or all when the embedding
+        /// does not have openWakeWord's 20 convolutions.
+        static func fp32Products(of spec: GraphSpec) -> [String] {
+            let products = spec.nodes.filter { ["Conv", "MatMul", "Gemm"].contains($0.op) }.map(\.name)
+            let convs = spec.nodes.filter { $0.op == "Conv" && $0.name.hasPrefix("embedding/") }.map(\.name)
+            let bf16 = convs.count == 20 ? Set(bf16EmbeddingConvs.map { convs[$0] }) : []
+            return products.filter { !bf16.contains($0) }
         }
 
         /// The front end, the window of the latest embeddings (as many as `head` takes, [1, N, 96],
@@ -277,6 +296,7 @@ public enum OpenWakeWordImporter {
                 decision: options.metadata.decision ?? .init(threshold: 0.5))
             if manifest.decision?.detectionWindow == nil { manifest.decision?.detectionWindow = 1 }
             manifest.graph = spec
+            manifest.fp32Nodes = Self.fp32Products(of: spec)
             return (manifest, c.tensors)
         }
     }

@@ -41,7 +41,8 @@ struct GraphProgram: Sendable {
     let carryCount: Int
     let codeCount: Int
 
-    init(spec: GraphSpec, tensors: [String: Tensor], path: String, blockSamples: Int, precision: Precision = .fp32) throws(ModelError) {
+    init(spec: GraphSpec, tensors: [String: Tensor], path: String, blockSamples: Int, precision: Precision = .fp32,
+         fp32Nodes: [String] = []) throws(ModelError) {
         self.spec = spec
         self.path = path
         func fail(_ reason: String) -> ModelError { .manifest(path: path, reason: "graph: \(reason)") }
@@ -116,6 +117,10 @@ struct GraphProgram: Sendable {
         let unused = Set(tensors.keys).subtracting(used)
         guard unused.isEmpty else { throw .unusedTensors(path: path, names: unused.sorted()) }
         if let unknownOp { throw .layer(path: path, layer: unknownOp.node, reason: "\(unknownOp)") }
+        let names = Set(spec.nodes.map(\.name))
+        if let unknown = fp32Nodes.first(where: { !names.contains($0) }) {
+            throw .manifest(path: path, reason: "fp32Nodes: the graph has no node '\(unknown)'")
+        }
         self.initialState = initial
         self.constants = constants
         self.nodes = nodes
@@ -159,7 +164,7 @@ struct GraphProgram: Sendable {
                 // The fp32 plan, checked against the reference kernels, proves the lowering; the
                 // bf16 plan is the same lowering with other product kernels.
                 plan = try GraphPlan(nodes: nodes, constants: constants, inputs: inputs, outputs: outputs, opset: spec.opset, codes: codes,
-                                     precision: precision, verify: false)
+                                     precision: precision, fp32Nodes: Set(fp32Nodes), verify: false)
             }
             let counts = plan.outputShapes.map { $0.reduce(1, *) }
             if counts == [scores.count] + sizes {

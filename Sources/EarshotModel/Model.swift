@@ -197,7 +197,7 @@ public final class Model: Sendable {
                 throw .manifest(path: path, reason: "audio sizes must lie in 0...\(1 << 24) samples")
             }
             let program = try GraphProgram(spec: spec, tensors: tensors, path: path, blockSamples: audio.contextSamples + audio.chunkSamples,
-                                           precision: self.precision)
+                                           precision: self.precision, fp32Nodes: manifest.fp32Nodes ?? [])
             guard program.scoreCount == manifest.outputs.labels.count else {
                 throw .manifest(path: path, reason: "the graph gives \(program.scoreCount) scores for \(manifest.outputs.labels.count) labels")
             }

@@ -46,6 +46,9 @@ public struct ModelManifest: Codable, Sendable, Equatable {
     /// The arithmetic of a graph's products unless the caller chooses (`fp32` when absent):
     /// `bf16` for a model checked to keep its results with it (`Precision`).
     public var precision: Precision?
+    /// Nodes of the graph whose products stay fp32 when it runs in bf16: those whose rounding
+    /// the model's results do not tolerate (openWakeWord's front end and embedding).
+    public var fp32Nodes: [String]?
 
     /// A manifest.
     public init(format: String = ModelManifest.format, formatVersion: Int = ModelManifest.formatVersion, name: String,

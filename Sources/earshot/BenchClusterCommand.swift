@@ -23,7 +23,12 @@ enum BenchClusterCommand {
         let seconds = args.double("seconds")
         let modelName = args.string("model") ?? "silero-vad"
         // The workers are given the package's folder, found here on this command's search path.
-        let modelPath = try ModelLocator(args).find(modelName).path
+        let modelFolder = try ModelLocator(args).find(modelName)
+        let modelPath = modelFolder.path
+        // Checked here (a bad value is a usage error before anything starts), given to each worker.
+        let precision = try PrecisionOption.precision(args, name: modelName, folder: modelFolder)
+        // What the workers run: the precision given, else the package's.
+        let runs = try Model(contentsOf: modelFolder, precision: precision).precision
         let server = args.string("redis-server") ?? "/usr/bin/redis-server"
         guard FileManager.default.isExecutableFile(atPath: server) else {
             throw UsageError("--redis-server \(server): not found", hint: "apt-get install redis-server (scripts/install-packages.sh)")
@@ -31,14 +36,15 @@ enum BenchClusterCommand {
         let (audio, rate) = try AudioFile.readMono(path: args.string("audio") ?? bundledPath("AudioSamples/speech-noise-16k.wav"))
         let json = args.flag("json")
         if !json {
-            try out("earshot worker (\(modelName)) on Redis Streams: N sources at real-time pace in 100 ms entries, \(Int(seconds)) s measured per row "
+            try out("earshot worker (\(modelName), \(runs.rawValue)) on Redis Streams: N sources at real-time pace in 100 ms entries, \(Int(seconds)) s measured per row "
                     + "(\(ProcessInfo.processInfo.activeProcessorCount) cores shared by Redis, the workers and the publisher)")
             try out("sources  workers  entries/s in  entries/s done  latency p50    p99    max  workers CPU  Redis CPU  kept up")
         }
         var rows: [[String: Any]] = []
         for n in sourceCounts {
             for w in workerCounts {
-                let row = try measure(sources: n, workers: w, seconds: seconds, model: modelPath, server: server, audio: audio, rate: rate)
+                let row = try measure(sources: n, workers: w, seconds: seconds, model: modelPath, precision: precision, server: server,
+                                      audio: audio, rate: rate)
                 rows.append(row)
                 if !json {
                     try out(String(format: "%7d  %7d  %12.0f  %14.0f  %8.1f ms %6.1f %6.1f  %9.0f %%  %7.0f %%  %@",
@@ -50,12 +56,14 @@ enum BenchClusterCommand {
             }
         }
         if json {
-            try out(jsonLine(["runtime": "earshot", "benchmark": "cluster", "model": modelName, "seconds": seconds, "entryMs": 100,
+            try out(jsonLine(["runtime": "earshot", "benchmark": "cluster", "model": modelName,
+                              "precision": runs.rawValue, "seconds": seconds, "entryMs": 100,
                               "cores": ProcessInfo.processInfo.activeProcessorCount, "results": rows]))
         }
     }
 
-    static func measure(sources n: Int, workers w: Int, seconds: Double, model: String, server: String, audio: [Float], rate: Int) throws -> [String: Any] {
+    static func measure(sources n: Int, workers w: Int, seconds: Double, model: String, precision: Precision?, server: String,
+                        audio: [Float], rate: Int) throws -> [String: Any] {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-bench-cluster-\(getpid())-\(n)-\(w)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -70,6 +78,7 @@ enum BenchClusterCommand {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: me)
             p.arguments = ["worker", "--redis", "redis://127.0.0.1:\(port)", "--name", "bench-\(i)", "--model", model, "-q"]
+                + (precision.map { ["--precision", $0.rawValue] } ?? [])
             p.standardOutput = FileHandle.nullDevice
             try p.run()
             workers.append(p)

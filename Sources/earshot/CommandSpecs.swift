@@ -325,8 +325,8 @@ enum Specs {
                   .text("sources", "N,N,...", default: "100,300,600", "source counts to try"),
                   .text("workers", "N,N,...", default: "1,2,4", "worker counts to try"),
                   .double("seconds", "S", 1...3600, default: 20, "seconds measured per row (after 3 s of warm-up)"),
-                  .text("redis-server", "PATH", default: "/usr/bin/redis-server", "the server to start"), json],
-        examples: ["earshot bench cluster --sources 300 --workers 1,2,4 --seconds 10"])
+                  .text("redis-server", "PATH", default: "/usr/bin/redis-server", "the server to start"), PrecisionOption.spec, json],
+        examples: ["earshot bench cluster --sources 300 --workers 1,2,4 --seconds 10", "earshot bench cluster --sources 600 --workers 2 --precision bf16"])
 
     static let train = CommandSpec(
         name: "train", operands: "",

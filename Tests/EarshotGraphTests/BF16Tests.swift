@@ -83,10 +83,12 @@ struct BF16Tests {
 
     /// A Conv or MatMul compiled in bf16 against the reference kernels given the bf16-rounded
     /// input and weights, on every path; its kernel says bf16.
-    static func compiled(op: String, input: [Int], weight: [Int], attributes: [String: GraphAttribute], bias: Int? = nil) throws {
+    /// `weightFirst`: the constant is the node's first input (a constant matrix times a computed one).
+    static func compiled(op: String, input: [Int], weight: [Int], attributes: [String: GraphAttribute], bias: Int? = nil,
+                         weightFirst: Bool = false) throws {
         let w = GraphTensor(shape: weight, floats: Self.values(weight.reduce(1, *), seed: 11).map { $0 * 0.5 })
         var constants = ["w": w]
-        var inputs = ["x", "w"]
+        var inputs = weightFirst ? ["w", "x"] : ["x", "w"]
         if let bias {
             constants["b"] = GraphTensor(shape: [bias], floats: Self.values(bias, seed: 13))
             inputs.append("b")
@@ -127,5 +129,39 @@ struct BF16Tests {
     @Test("MatMul by a constant matrix in bf16")
     func matMul() throws {
         try Self.compiled(op: "MatMul", input: [3, 200], weight: [200, 40], attributes: [:])
+    }
+
+    @Test("A constant matrix times a computed one (a DFT as C x) in bf16")
+    func constantTimesComputed() throws {
+        try Self.compiled(op: "MatMul", input: [200, 3], weight: [40, 200], attributes: [:], weightFirst: true)
+    }
+
+    @Test("Nodes kept in fp32 in a bf16 plan: their products as the fp32 plan's, bit for bit; the others in bf16; the kernels say which")
+    func keptInFP32() throws {
+        let constants = ["w1": GraphTensor(shape: [64, 48], floats: Self.values(64 * 48, seed: 3)),
+                         "w2": GraphTensor(shape: [48, 32], floats: Self.values(48 * 32, seed: 5))]
+        let nodes = [GraphNode(op: .matMul, name: "first", inputs: ["x", "w1"], outputs: ["h"]),
+                     GraphNode(op: .matMul, name: "second", inputs: ["h", "w2"], outputs: ["y"])]
+        func plan(_ precision: Precision, fp32Nodes: Set<String> = []) throws -> GraphPlan {
+            try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", [2, 64])], outputs: ["h", "y"], opset: 17, precision: precision,
+                          fp32Nodes: fp32Nodes, verify: precision == .fp32)
+        }
+        let x = Self.values(128, seed: 7)
+        func run(_ p: GraphPlan) throws -> [[Float]] {
+            var ws = GraphWorkspace()
+            var got: [[Float]] = [[], []]
+            try p.run(streams: 1, workspace: &ws, load: { _, _, buffer in for i in 0..<buffer.count { buffer[i] = x[i] } },
+                      store: { _, o, v in got[o] = Array(v) })
+            return got
+        }
+        let (fp32, bf16, kept) = (try plan(.fp32), try plan(.bf16), try plan(.bf16, fp32Nodes: ["first"]))
+        #expect(kept.kernels["first"] == "packed product" && kept.kernels["second"] == "packed product, bf16")
+        #expect(bf16.kernels["first"] == "packed product, bf16")
+        #expect(kept.bf16MultiplyAdds == 2 * 48 * 32 && kept.productMultiplyAdds == 2 * 64 * 48 + 2 * 48 * 32)
+        try Self.onEachPath { path in
+            let (a, b, c) = (try run(fp32), try run(bf16), try run(kept))
+            #expect(c[0] == a[0], "\(path.name): the node kept in fp32 gives fp32's values")
+            #expect(b[0] != a[0] && c[1] != a[1], "\(path.name): the bf16 products round")
+        }
     }
 }

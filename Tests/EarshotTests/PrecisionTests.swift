@@ -127,11 +127,10 @@ struct PrecisionTests {
         #expect(moved.count <= 1 && moved.allSatisfy { $0.element.0.count == $0.element.1.count })
     }
 
-    /// The corpus's scores move by up to 0.15 (hey_mycroft; alexa 0.08, hey_jarvis 0.07), beyond
-    /// the 0.01 a bf16 default would need, though no detection changes: openWakeWord's packages
-    /// stay fp32 unless asked. Most of it comes from the embedding's convolutions (with them in
-    /// fp32 the worst is 0.03).
-    @Test("openWakeWord's heads in bf16: the same detections as fp32 over a corpus of wake phrases and negatives, on every path; scores within 0.2",
+    /// With every product in bf16 the corpus's scores moved by up to 0.15 (hey_mycroft; alexa
+    /// 0.08, hey_jarvis 0.07): the package keeps in fp32 all but the embedding's convolutions
+    /// that tolerate bf16 (`ModelManifest.fp32Nodes`), and the scores stay within 0.01.
+    @Test("openWakeWord's heads in bf16: the same detections as fp32 over a corpus of wake phrases and negatives, on every path; scores within 0.01",
           arguments: ["alexa_v0.1", "hey_mycroft_v0.1", "hey_jarvis_v0.1"])
     func openWakeWord(_ head: String) async throws {
         let path = OpenWakeWordImportTests.folder + "/\(head).onnx"
@@ -141,6 +140,13 @@ struct PrecisionTests {
         let (manifest, tensors) = try OpenWakeWordImporter.importModel(head: path, options: options)
         let fp32 = try Model(manifest: manifest, tensors: tensors, name: head)
         let bf16 = try Model(manifest: manifest, tensors: tensors, name: head, precision: .bf16)
+        // inspect's kernels: the first convolution of the embedding in fp32, its 15th in bf16.
+        let kernels = Dictionary(bf16.description.layers.map { ($0.name, $0.kernel ?? "") }, uniquingKeysWith: { a, _ in a })
+        #expect(kernels["embedding/model/conv2d/Conv2D"]?.hasSuffix("bf16") == false && kernels["embedding/model/conv2d_14/Conv2D"] == "packed product, bf16",
+                "\(kernels.filter { $0.key.hasPrefix("embedding/model/conv2d") })")
+        #expect(kernels["head/Gemm_1"]?.hasSuffix("bf16") == false)
+        let counts = (bf16.description.bf16MultiplyAddsPerStep ?? 0, bf16.description.productMultiplyAddsPerStep ?? 0)
+        #expect(counts.0 > 0 && counts.0 * 4 < counts.1, "\(counts)")
         let corpus = Repo.path("Tests/EarshotTests/Goldens/openwakeword-start")
         let files = try FileManager.default.contentsOfDirectory(atPath: corpus).sorted().map { corpus + "/" + $0 }
             + [Repo.path("Tests/EarshotTests/Goldens/microwakeword/wake-words.wav")]
@@ -161,7 +167,7 @@ struct PrecisionTests {
             let got = try await run(bf16)
             let worst = zip(got.scores, expected.scores).flatMap { zip($0, $1).map { abs($0 - $1) } }.max() ?? .infinity
             print("openWakeWord \(head) bf16 \(p.name): max |score - fp32's| \(worst) over \(files.count) files; \(got.detections.count) detections (fp32 \(expected.detections.count))")
-            #expect(worst <= 0.2, "\(p.name): \(worst)")
+            #expect(worst <= 0.01, "\(p.name): \(worst)")
             #expect(got.detections == expected.detections, "\(p.name): \(got.detections) against \(expected.detections)")
         }
     }
@@ -195,6 +201,21 @@ struct PrecisionTests {
         #expect(worst <= 0.01)
     }
 
+    @Test("bench cluster --precision bf16: its workers run the model in bf16 and keep up; a bad value is a usage error before anything starts",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/redis-server"), "no /usr/bin/redis-server (apt-get install redis-server)"))
+    func benchCluster() throws {
+        let run = try runEarshot(["bench", "cluster", "--sources", "20", "--workers", "1", "--seconds", "2", "--precision", "bf16", "--json"])
+        #expect(run.status == 0, "\(run.err)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any], "\(run.out)")
+        #expect(json["precision"] as? String == "bf16" && json["model"] as? String == "silero-vad", "\(run.out)")
+        let row = try #require((json["results"] as? [[String: Any]])?.first)
+        #expect((row["processedPerSecond"] as? Double ?? 0) >= 150 && row["keptUp"] as? Bool == true, "\(row)")
+        let text = try runEarshot(["bench", "cluster", "--sources", "5", "--workers", "1", "--seconds", "1", "--precision", "silero-vad=bf16"])
+        #expect(text.status == 0 && text.out.contains("earshot worker (silero-vad, bf16)"), "\(text.out) \(text.err)")
+        let bad = try runEarshot(["bench", "cluster", "--precision", "fp16"])
+        #expect(bad.status == 64 && bad.err.contains("'fp16' is not fp32 or bf16"), "\(bad.err)")
+    }
+
     @Test("The manifest's precision is the default; --precision overrides it, per model; inspect says which products run in bf16; bad values are usage errors")
     func options() throws {
         let folder = try Repo.temporaryFolder()
@@ -206,6 +227,18 @@ struct PrecisionTests {
         manifest.precision = .bf16
         try JSONEncoder().encode(manifest).write(to: manifestURL)
         #expect(try Model(contentsOf: copy).precision == .bf16)
+        // A node kept in fp32 that the graph does not have: the package is refused, naming it.
+        var kept = manifest
+        kept.fp32Nodes = ["no such node"]
+        let keptFolder = folder.appendingPathComponent("vad-kept")
+        try FileManager.default.copyItem(at: copy, to: keptFolder)
+        try JSONEncoder().encode(kept).write(to: keptFolder.appendingPathComponent("model.json"))
+        do {
+            _ = try Model(contentsOf: keptFolder)
+            Issue.record("a package keeping an unknown node in fp32 loaded")
+        } catch {
+            #expect("\(error)".contains("fp32Nodes: the graph has no node 'no such node'"), "\(error)")
+        }
         #expect(try Model(contentsOf: copy, precision: .fp32).precision == .fp32)
         let inspected = try runEarshot(["inspect", copy.path])
         #expect(inspected.status == 0 && inspected.out.contains("products in bf16:"), "\(inspected.out)")

@@ -39,12 +39,21 @@ struct Builder {
 
     /// The products' arithmetic (`Precision`).
     let precision: Precision
+    /// Nodes whose products stay fp32 when `precision` is bf16 (`GraphPlan.init`'s `fp32Nodes`).
+    let fp32Nodes: Set<String>
 
-    init(constants: [String: GraphTensor], opset: Int, codes: Set<String> = [], precision: Precision = .fp32) {
+    init(constants: [String: GraphTensor], opset: Int, codes: Set<String> = [], precision: Precision = .fp32, fp32Nodes: Set<String> = []) {
         self.constants = constants
         self.opset = opset
         self.codes = codes
         self.precision = precision
+        self.fp32Nodes = fp32Nodes
+    }
+
+    /// The arithmetic of `g`'s products: the plan's, except fp32 for a node kept in fp32
+    /// (`fp32Nodes`) and for a Conv whose rounding a log magnifies (`directProducts`).
+    func precision(of g: GraphNode) -> Precision {
+        fp32Nodes.contains(g.name) || g.outputs.contains(where: directProducts.contains) ? .fp32 : precision
     }
 
     /// How a product step is described (`GraphPlan.kernels`): `kind`, and in bf16 when it is.

@@ -99,12 +99,15 @@ public struct GraphPlan: Sendable {
     ///   - codes: inputs and outputs given and read as int8 codes (`inputCoded`, `outputCoded`)
     ///     instead of floats: tensors that only ever hold int8 values, as TFLite's int8 states do.
     ///   - precision: the products' arithmetic (`Precision`).
+    ///   - fp32Nodes: nodes (by name) whose products stay fp32 when `precision` is bf16: those
+    ///     whose rounding a model's results do not tolerate.
     ///   - verify: check the plan against the reference kernels on random inputs. A bf16 plan
     ///     differs from them by bf16's rounding: build it after an fp32 plan of the same graph
     ///     that was checked (the same lowering but for the products' kernels), as `Model` does.
     public init(nodes: [GraphNode], constants: [String: GraphTensor], inputs: [(name: String, shape: [Int])],
-                outputs: [String], opset: Int, codes: Set<String> = [], precision: Precision = .fp32, verify: Bool = true) throws(GraphError) {
-        var builder = Builder(constants: constants, opset: opset, codes: codes, precision: precision)
+                outputs: [String], opset: Int, codes: Set<String> = [], precision: Precision = .fp32, fp32Nodes: Set<String> = [],
+                verify: Bool = true) throws(GraphError) {
+        var builder = Builder(constants: constants, opset: opset, codes: codes, precision: precision, fp32Nodes: fp32Nodes)
         try builder.build(nodes: nodes, inputs: inputs, outputs: outputs)
         inputNames = inputs.map(\.name)
         inputShapes = inputs.map(\.shape)

@@ -28,8 +28,9 @@ extension Builder {
             return compiled
         }
         // In bf16 the product itself runs in bf16 (Winograd's transformed values would be rounded
-        // instead of the weights and activations), except where a log magnifies its rounding.
-        let precision: Precision = directProducts.contains(g.outputs[0]) ? .fp32 : precision
+        // instead of the weights and activations), except where a log magnifies its rounding or
+        // the node is kept in fp32.
+        let precision = self.precision(of: g)
         if group == 1, items == 1, precision == .fp32, let winograd = Self.winograd(fields: fields, taps: kh * kw, alongRows: kh == 3, oh: oh, ow: ow, channels: channels,
                                                                 outChannels: outChannels, weights: w.floats, bias: bias?.floats) {
             let y = allocate(outputs[0].count)

@@ -9,9 +9,10 @@ extension Builder {
             let (rows, k, columns) = (c.count / x.shape[0], x.shape[0], x.shape[1])
             let y = allocate(outputs[0].count)
             refs[g.outputs[0]] = y
-            steps.append(TransposedDenseStep(x: xRef, y: y, packed: PackedMatrix(c.floats, rows: rows, k: k), columns: columns))
+            let precision = self.precision(of: g)
+            steps.append(TransposedDenseStep(x: xRef, y: y, packed: PackedMatrix(c.floats, rows: rows, k: k, precision: precision), columns: columns))
             scratchSize = max(scratchSize, TransposedDenseStep.scratch(k: k, rows: rows, columns: columns))
-            return "packed product"
+            return described("packed product", precision)
         }
         guard inputs.count >= 2, let a = inputs[0], let b = inputs[1], fixed.contains(g.inputs[1]), b.rank == 2,
               b.dtype == .float32, let aRef = ref(g.inputs[0]), a.rank >= 1 else { return nil }
@@ -46,6 +47,7 @@ extension Builder {
         guard k > 0, columns > 0, outputs[0].count == rows * columns else { return nil }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
+        let precision = self.precision(of: g)
         steps.append(DenseStep(x: aRef, y: y, rows: rows, packed: PackedMatrix(weight, rows: columns, k: k, precision: precision), bias: bias))
         return described("packed product", precision)
     }

@@ -10,6 +10,7 @@ struct TransposedDenseStep: Step {
     let columns: Int
 
     var products: Int { columns * packed.rows * packed.k }
+    var bf16Products: Int { packed.precision == .bf16 ? products : 0 }
 
     /// The scratch the step needs, in floats.
     static func scratch(k: Int, rows: Int, columns: Int) -> Int { columns * (k + rows) }

@@ -29,6 +29,7 @@ extension Builder {
         var h0: Ref?, c0: Ref?
         if given(5) { guard let ref = ref(g.inputs[5]) else { return nil }; h0 = ref }
         if given(6) { guard let ref = ref(g.inputs[6]) else { return nil }; c0 = ref }
+        let precision = self.precision(of: g)
         // The input products of every step and batch row, [steps][batch][4 * hidden].
         let products = allocate(steps * batch * 4 * hidden)
         self.steps.append(DenseStep(x: xRef, y: products, rows: steps * batch, packed: PackedMatrix(input, rows: 4 * hidden, k: inputSize, precision: precision),
