@@ -111,18 +111,41 @@ final class RealFFT {
     }
 }
 
-/// A real FFT of one size for callers that keep their own buffers, which must start on 64-byte
-/// boundaries (the estimated plan of `FFTPlanCache`: the same bits in every process). Sendable:
-/// the plan is immutable once made, and FFTW's new-array execute is thread-safe.
-package struct AlignedRealFFT: @unchecked Sendable {
+/// The precisions FFTW transforms in: its single (`fftwf_*`) and double (`fftw_*`) libraries,
+/// each with a planner of its own, both called under `FFTPlanCache`'s one lock.
+package protocol FFTScalar: BinaryFloatingPoint {
+    /// The estimated plan of a real-to-complex transform of `size` points, planned on FFTW's own
+    /// aligned arrays, or nil when FFTW cannot plan it. Called under the planner's lock.
+    static func estimatedPlan(size: Int) -> OpaquePointer?
+    /// Executes `plan` on new arrays: `input` [size] to `output` [size / 2 + 1] (re, im) pairs.
+    static func execute(_ plan: OpaquePointer, _ input: UnsafeMutablePointer<Self>, _ output: UnsafeMutablePointer<Self>, bins: Int)
+}
+
+extension Float: FFTScalar {
+    package static func estimatedPlan(size: Int) -> OpaquePointer? { FFTPlanCache.plan(size: size, planning: .estimate) }
+    package static func execute(_ plan: OpaquePointer, _ input: UnsafeMutablePointer<Float>, _ output: UnsafeMutablePointer<Float>, bins: Int) {
+        output.withMemoryRebound(to: fftwf_complex.self, capacity: bins) { fftwf_execute_dft_r2c(plan, input, $0) }
+    }
+}
+
+extension Double: FFTScalar {
+    package static func estimatedPlan(size: Int) -> OpaquePointer? { FFTPlanCache.doublePlan(size: size) }
+    package static func execute(_ plan: OpaquePointer, _ input: UnsafeMutablePointer<Double>, _ output: UnsafeMutablePointer<Double>, bins: Int) {
+        output.withMemoryRebound(to: fftw_complex.self, capacity: bins) { fftw_execute_dft_r2c(plan, input, $0) }
+    }
+}
+
+/// A real FFT of one size, in float or double precision, for callers that keep their own
+/// buffers, which must start on 64-byte boundaries (the estimated plan of `FFTPlanCache`: the
+/// same bits in every process). Sendable: the plan is immutable once made, and FFTW's new-array
+/// execute is thread-safe.
+package struct AlignedRealFFT<Scalar: FFTScalar>: @unchecked Sendable {
     package let size: Int
     private let plan: OpaquePointer
-    /// The alignment, in floats, the arrays given to `execute` must have.
-    package static let alignment = 16
 
     /// The transform of `size` points (planned once per size, under the planner's lock).
     package static func make(size: Int) -> AlignedRealFFT? {
-        guard size >= 2, size <= 1 << 24, let plan = FFTPlanCache.plan(size: size, planning: .estimate) else { return nil }
+        guard size >= 2, size <= 1 << 24, let plan = Scalar.estimatedPlan(size: size) else { return nil }
         return AlignedRealFFT(size: size, plan: plan)
     }
 
@@ -133,32 +156,10 @@ package struct AlignedRealFFT: @unchecked Sendable {
 
     /// `input` [size] to `output` [size / 2 + 1] complex values as (re, im) pairs, both 64-byte
     /// aligned; `input` is kept (an out-of-place real-to-complex transform preserves its input).
-    package func execute(_ input: UnsafeMutablePointer<Float>, _ output: UnsafeMutablePointer<Float>) {
-        output.withMemoryRebound(to: fftwf_complex.self, capacity: size / 2 + 1) { fftwf_execute_dft_r2c(plan, input, $0) }
+    package func execute(_ input: UnsafeMutablePointer<Scalar>, _ output: UnsafeMutablePointer<Scalar>) {
+        Scalar.execute(plan, input, output, bins: size / 2 + 1)
     }
 }
 
-/// A real FFT of one size in double precision for callers that keep their own buffers, which
-/// must start on 64-byte boundaries (FFTW's estimated plan: the same bits in every process).
-/// Sendable: the plan is immutable once made, and FFTW's new-array execute is thread-safe.
-package struct AlignedDoubleRealFFT: @unchecked Sendable {
-    package let size: Int
-    private let plan: OpaquePointer
-
-    /// The transform of `size` points (planned once per size, under the planner's lock).
-    package static func make(size: Int) -> AlignedDoubleRealFFT? {
-        guard size >= 2, size <= 1 << 24, let plan = FFTPlanCache.doublePlan(size: size) else { return nil }
-        return AlignedDoubleRealFFT(size: size, plan: plan)
-    }
-
-    private init(size: Int, plan: OpaquePointer) {
-        self.size = size
-        self.plan = plan
-    }
-
-    /// `input` [size] to `output` [size / 2 + 1] complex values as (re, im) pairs, both 64-byte
-    /// aligned; `input` is kept.
-    package func execute(_ input: UnsafeMutablePointer<Double>, _ output: UnsafeMutablePointer<Double>) {
-        output.withMemoryRebound(to: fftw_complex.self, capacity: size / 2 + 1) { fftw_execute_dft_r2c(plan, input, $0) }
-    }
-}
+/// The alignment, in floats, of the arrays an `AlignedRealFFT` is given (64 bytes).
+package let fftAlignment = 16

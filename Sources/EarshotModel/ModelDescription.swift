@@ -18,7 +18,7 @@ public struct ModelDescription: Sendable, Codable, Equatable {
         public var multiplyAdds: Int
         /// State it carries per stream (floats).
         public var stateFloats: Int
-        /// How a graph's node runs: "packed product", "LSTM cell", "element-wise", "copy",
+        /// How a graph's node runs: "packed product", "depthwise", "LSTM cell", "element-wise", "copy",
         /// "alias" (no work: a view of its input), "folded" (computed at load) or "reference"
         /// (the reference kernel, on the node's values). nil for a layer network.
         public var kernel: String?

@@ -144,6 +144,7 @@ enum BenchCommand {
         let blocks: [[Float]] = stride(from: 0, to: samples.count, by: n).map { start in
             Array(samples[start..<min(start + n, samples.count)]) + [Float](repeating: 0, count: max(0, start + n - samples.count))
         }
+        if args.flag("profile") { return try profile(model, block: blocks[0], repeats: repeats, json: args.flag("json")) }
         var perBlock: [Double] = []
         let clock = ContinuousClock()
         for run in 0...repeats {
@@ -167,6 +168,39 @@ enum BenchCommand {
         } else {
             try out(String(format: "earshot %@, 1 thread: %.1f us per %d-sample chunk (median of %d), %.0fx real time, %d chunks",
                          model.name, us, n, repeats, realTime, blocks.count))
+        }
+    }
+}
+
+extension BenchCommand {
+    /// `bench model --profile`: each compiled step's median time on one block, the slowest first,
+    /// then the time by kind of step (a Conv's path, a copy, ...), each with its share of the whole.
+    static func profile(_ model: Model, block: [Float], repeats: Int, json: Bool) throws {
+        guard let steps = try model.profile(block: block, runs: repeats) else {
+            throw UsageError("--profile: \(model.name) is not a compiled graph (a chain of layers, or a graph on the reference kernels)",
+                             hint: "earshot inspect \(model.name) says how it runs")
+        }
+        let total = steps.reduce(0) { $0 + $1.seconds }
+        var byKind: [String: Double] = [:]
+        for step in steps { byKind[String(step.summary.prefix { $0 != ":" }), default: 0] += step.seconds }
+        let kinds = byKind.sorted { $0.value > $1.value }
+        if json {
+            try out(jsonLine([
+                "runtime": "earshot", "benchmark": "profile", "model": model.name, "threads": 1, "repeats": repeats,
+                "usTotal": total * 1e6,
+                "steps": steps.map { ["step": $0.summary, "us": $0.seconds * 1e6] as [String: Any] },
+                "kinds": kinds.map { ["kind": $0.key, "us": $0.value * 1e6] as [String: Any] },
+            ]))
+            return
+        }
+        try out(String(format: "earshot %@, 1 thread: %d steps, %.1f us of CPU time per step of the graph (the sum of the steps' medians of %d runs)",
+                       model.name, steps.count, total * 1e6, repeats))
+        let share = { (s: Double) in total > 0 ? 100 * s / total : 0 }
+        try out("by kind:")
+        for (kind, seconds) in kinds { try out(String(format: "%10.1f us %5.1f%%  %@", seconds * 1e6, share(seconds), kind)) }
+        try out("steps, slowest first (#: the step's place in the run):")
+        for (k, step) in steps.enumerated().sorted(by: { $0.element.seconds > $1.element.seconds }) {
+            try out(String(format: "%10.1f us %5.1f%%  #%d %@", step.seconds * 1e6, share(step.seconds), k, step.summary))
         }
     }
 }

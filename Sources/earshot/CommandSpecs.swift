@@ -280,8 +280,10 @@ enum Specs {
 
     static let benchModel = CommandSpec(
         name: "bench model", operands: "", summary: "Microseconds per step for one stream on one thread.",
-        options: [model, modelsFolder, PrecisionOption.spec, audio, .int("repeat", "N", 1...1000, default: 5, "timed passes"), json],
-        examples: ["earshot bench model -m okay-nabu"])
+        options: [model, modelsFolder, PrecisionOption.spec, audio, .int("repeat", "N", 1...1000, default: 5, "timed passes"),
+                  .flag("profile", "a graph's compiled steps timed one by one on the audio's first block (the thread's CPU time, the median of --repeat runs), slowest first, and the time by kind of step"),
+                  json],
+        examples: ["earshot bench model -m okay-nabu", "earshot bench model -m birdnet --profile"])
 
     static let benchStreams = CommandSpec(
         name: "bench streams", operands: "", summary: "Streams at real-time pace over all cores: the largest count that keeps up.",

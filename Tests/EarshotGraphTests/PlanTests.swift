@@ -93,7 +93,18 @@ private let planCases: [PlanCase] = [
     PlanCase(what: "2-D, groups 2, SAME_UPPER", op: "Conv", dynamic: [[2, 4, 7, 6]], constants: [weights([6, 2, 3, 3])],
              attributes: ["group": .int(2), "auto_pad": .string("SAME_UPPER")], kernel: "packed product"),
     PlanCase(what: "depthwise 2-D with stride", op: "Conv", dynamic: [[1, 3, 9, 9]], constants: [weights([3, 1, 3, 3]), weights([3])],
-             attributes: ["group": .int(3), "strides": .ints([2, 2]), "pads": .ints([1, 1, 1, 1])], kernel: "packed product"),
+             attributes: ["group": .int(3), "strides": .ints([2, 2]), "pads": .ints([1, 1, 1, 1])], kernel: "depthwise"),
+    PlanCase(what: "depthwise 1-D, two items, dilation 2, uneven pads, bias", op: "Conv", dynamic: [[2, 4, 15]],
+             constants: [weights([4, 1, 3]), weights([4], seed: 3)],
+             attributes: ["group": .int(4), "dilations": .ints([2]), "pads": .ints([2, 1])], kernel: "depthwise"),
+    PlanCase(what: "depthwise 2-D, 3x3 taps, stride 2 along the columns only, a pad after", op: "Conv", dynamic: [[1, 5, 4, 12]],
+             constants: [weights([5, 1, 3, 3])],
+             attributes: ["group": .int(5), "strides": .ints([1, 2]), "pads": .ints([1, 0, 1, 1])], kernel: "depthwise"),
+    PlanCase(what: "depthwise 2-D, 5x5 taps wider than the plane", op: "Conv", dynamic: [[1, 3, 3, 4]],
+             constants: [weights([3, 1, 5, 5]), weights([3], seed: 2)],
+             attributes: ["group": .int(3), "pads": .ints([2, 2, 2, 2])], kernel: "depthwise"),
+    PlanCase(what: "groups of one input channel and two outputs each: not depthwise", op: "Conv", dynamic: [[1, 3, 6, 6]],
+             constants: [weights([6, 1, 3, 3])], attributes: ["group": .int(3)], kernel: "packed product"),
     PlanCase(what: "2-D on many positions (fields packed by position), pads, bias", op: "Conv", dynamic: [[2, 3, 12, 10]],
              constants: [weights([5, 3, 3, 3]), weights([5], seed: 4)], attributes: ["pads": .ints([1, 1, 1, 1])], kernel: "packed product"),
     PlanCase(what: "1-D on many positions, stride 2", op: "Conv", dynamic: [[1, 4, 300]], constants: [weights([6, 4, 5])],
@@ -174,6 +185,13 @@ private let planCases: [PlanCase] = [
     PlanCase(what: "squared", op: "Pow", dynamic: [[5]], constants: [GraphTensor(scalar: Float(2))], kernel: "element-wise"),
     PlanCase(what: "by a tensor", op: "Pow", dynamic: [[4], [4]], kernel: "element-wise"),
     PlanCase(what: "of two", op: "Max", dynamic: [[3, 2], [2]], kernel: "element-wise"),
+    PlanCase(what: "by a constant row over many rows (a window over frames)", op: "Mul", dynamic: [[6, 40]], constants: [weights([40])],
+             kernel: "element-wise"),
+    PlanCase(what: "by a value per channel over planes (a squeeze-and-excitation's scale)", op: "Mul", dynamic: [[1, 3, 4, 8], [1, 3, 1, 1]],
+             kernel: "element-wise"),
+    PlanCase(what: "a value per row minus rows (the broadcast operand first)", op: "Sub", dynamic: [[4, 1], [4, 20]], kernel: "element-wise"),
+    PlanCase(what: "a batch of matrices divided by one matrix", op: "Div",
+             dynamic: [[2, 3, 20], [3, 20]], kernel: "element-wise"),
     PlanCase(what: "", op: "Sigmoid", dynamic: [[37]], kernel: "element-wise"),
     PlanCase(what: "", op: "Tanh", dynamic: [[19]], kernel: "element-wise"),
     PlanCase(what: "", op: "Relu", dynamic: [[9]], kernel: "element-wise"),
@@ -320,6 +338,33 @@ struct PlanTests {
                 #expect(alone.map(\.bitPattern) == batch[s].map(\.bitPattern))
             }
         }
+    }
+
+    @Test("x * Sigmoid(x) (swish) runs as one step in the Sigmoid's place, either operand order, with the bits of the Sigmoid then the Mul",
+          arguments: [true, false])
+    func fusesSwish(_ sigmoidFirst: Bool) throws {
+        let n = 2100  // past two blocks of 1024, and a tail
+        let sigmoid = GraphNode(op: .sigmoid, name: "sigmoid", inputs: ["x"], outputs: ["s"])
+        let mul = GraphNode(op: .mul, name: "mul", inputs: sigmoidFirst ? ["s", "x"] : ["x", "s"], outputs: ["y"])
+        func run(_ outputs: [String]) throws -> (GraphPlan, [Float]) {
+            let plan = try GraphPlan(nodes: [sigmoid, mul], constants: [:], inputs: [("x", [n])], outputs: outputs, opset: 17)
+            var ws = GraphWorkspace()
+            var y: [Float] = []
+            try plan.run(streams: 1, workspace: &ws, load: { _, _, buffer in
+                let v = EarshotGraphTests.values(buffer.count, seed: 3)
+                for k in 0..<buffer.count { buffer[k] = 8 * v[k] }
+            }, store: { _, j, v in if j == 0 { y = Array(v) } })
+            return (plan, y)
+        }
+        // The Sigmoid also an output: two steps. Alone: one, and no place of its own for the Mul's output.
+        let (apart, expected) = try run(["y", "s"])
+        let (fused, got) = try run(["y"])
+        #expect(fused.arenaFloats < apart.arenaFloats)
+        #expect(got.count == n)
+        #expect(got.map(\.bitPattern) == expected.map(\.bitPattern))
+        let x = EarshotGraphTests.values(n, seed: 3).map { 8 * $0 }
+        let worst = zip(x, got).map { abs($0 / (1 + exp(-$0)) - $1) }.max() ?? 1
+        #expect(worst <= 1e-5, "\(worst)")
     }
 
     @Test("LeakyRelu, then Max with a constant, after a Conv over many positions: both within the Conv's step, as the reference computes them")

@@ -38,6 +38,13 @@ typedef struct {
 void earshot_gemm_indirect(const int *blocks, const float *base, const float *edges, long rows, long k, const float *x,
                            long ldx, long n, const float *bias, float *y, long ldy, const earshot_epilogue *epilogue);
 
+// Depthwise convolution: x [channels][h][w], filters [channels][kh][kw], y [channels][oh][ow];
+// y[c][oy][ox] = sum over i < kh, j < kw (in that order) of filters[c][i][j] *
+// x[c][oy * sh - ph + i * dh][ox * sw - pw + j * dw] (zero outside the plane), then + bias[c]
+// (when bias is not NULL). Each output is computed the same way whatever the other outputs are.
+void earshot_depthwise(const float *x, long channels, long h, long w, const float *filters, long kh, long kw, long sh, long sw,
+                       long dh, long dw, long ph, long pw, long oh, long ow, const float *bias, float *y);
+
 // n little-endian 16-bit samples at `in` (any alignment) times `scale`, into out[0..<n].
 void earshot_pcm16_decode(const unsigned char *in, long n, float scale, float *out);
 

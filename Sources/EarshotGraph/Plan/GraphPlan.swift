@@ -44,7 +44,7 @@ public struct GraphPlan: Sendable {
     public let outputNames: [String]
     /// Their shapes for one stream.
     public let outputShapes: [[Int]]
-    /// Per node (by name), how it runs: "folded", "alias", "copy", "packed product", "LSTM cell",
+    /// Per node (by name), how it runs: "folded", "alias", "copy", "packed product", "depthwise", "LSTM cell",
     /// "element-wise" or "reference".
     public let kernels: [String: String]
 
@@ -308,7 +308,7 @@ public struct GraphPlan: Sendable {
 
     /// `body` with `count` arenas in `ws`: `arena(b, ref)` is ref's place in arena b (or in the
     /// constants), `context(first, n)` the context of arenas first..<first + n.
-    private func run(count: Int, workspace ws: inout GraphWorkspace,
+    func run(count: Int, workspace ws: inout GraphWorkspace,
                      _ body: (_ arena: (Int, Ref) -> UnsafeMutableRawBufferPointer, _ context: (Int, Int) -> Context) throws(GraphError) -> Void)
         throws(GraphError) {
         guard count > 0 else { return }

@@ -10,6 +10,8 @@ protocol Step: Sendable {
     var products: Int { get }
     /// Those of them that run in bf16.
     var bf16Products: Int { get }
+    /// What the step runs, for a profile (`GraphPlan.profile`).
+    var summary: String { get }
 }
 
 extension Step {

@@ -42,6 +42,17 @@ extension Builder {
             steps.append(step)
             return "Winograd product"
         }
+        // One filter per channel: each output plane from its input plane, no fields laid out.
+        if group == channels, outChannels == channels, precision == .fp32 {
+            let y = allocate(outputs[0].count)
+            refs[g.outputs[0]] = y
+            var step = ConvStep(x: xRef, y: y, items: items, channels: channels, outChannels: outChannels, plane: height * width, groups: group,
+                                groupIn: 1, groupOut: 1, depth: depth, positions: positions, fields: [], channelsLast: nil,
+                                packed: [], bias: [nil], positionMajor: nil)
+            step.depthwise = .init(field: field, filters: w.floats, bias: bias?.floats)
+            steps.append(step)
+            return "depthwise"
+        }
         // One group: the fields as runs of the input transposed to [plane][channels], when they
         // are long enough to beat a gather (filters then ordered [kernel row][kernel column][channel]).
         var channelsLast: [Run]?

@@ -87,6 +87,17 @@ struct ConvStep: Step {
 
     var winograd: Winograd? = nil
 
+    /// One filter per channel (groups = channels = output channels): each output plane straight
+    /// from its input plane, `earshot_depthwise`, with no fields laid out and no product.
+    struct Depthwise: Sendable {
+        let field: ReceptiveField
+        /// [channels][kh][kw].
+        let filters: [Float]
+        let bias: [Float]?
+    }
+
+    var depthwise: Depthwise? = nil
+
     /// Winograd: six products of every tile's channels against the output channels; otherwise
     /// every output's receptive field.
     var products: Int {
@@ -100,6 +111,7 @@ struct ConvStep: Step {
 
     /// Scratch floats per stream.
     var scratch: Int {
+        if depthwise != nil { return 0 }
         if let pm = positionMajor { return pm.spanStarts.count * 16 + pm.edges.count + 16 }
         if let w = winograd {
             return 6 * w.tiles * (channels + w.filters[0].rows) + outChannels + max(channels * plane, positions * outChannels)
@@ -131,7 +143,29 @@ struct ConvStep: Step {
         }
     }
 
+    /// `body(input, output)` for each stream's each item: its input [channels][plane] and its
+    /// output [outChannels][positions].
+    @inline(__always) func forEachItem(_ c: Context, _ body: (UnsafePointer<Float>, UnsafeMutablePointer<Float>) -> Void) {
+        for b in 0..<c.streams {
+            let input = c.read(x, b), out = c.write(y, b)
+            for item in 0..<items { body(input + item * channels * plane, out + item * outChannels * positions) }
+        }
+    }
+
     func run(_ c: Context) {
+        if let d = depthwise {
+            let f = d.field
+            d.filters.withUnsafeBufferPointer { w in
+                d.bias.withUnsafeBufferPointerOrNil { bias in
+                    forEachItem(c) { input, o in
+                        earshot_depthwise(input, channels, f.height, f.width, w.baseAddress!, f.kh, f.kw, f.sh, f.sw,
+                                          f.dh, f.dw, f.ph, f.pw, f.oh, f.ow, bias?.baseAddress, o)
+                        activate(o, outChannels * positions)
+                    }
+                }
+            }
+            return
+        }
         if let w = winograd {
             runWinograd(c, w)
             return
@@ -140,18 +174,13 @@ struct ConvStep: Step {
             let edges = c.scratch
             pm.blocks.withUnsafeBufferPointer { blocks in
                 pm.filters.withUnsafeBufferPointer { w in
-                    for b in 0..<c.streams {
-                        let input = c.read(x, b), out = c.write(y, b)
-                        for item in 0..<items {
-                            let itemInput = input + item * channels * plane
-                            earshot_masked_blocks(itemInput, pm.spanStarts, pm.spanMasks, pm.spanStarts.count, edges)
-                            gather(pm.edges, from: itemInput, to: edges + pm.spanStarts.count * 16)
-                            let o = out + item * outChannels * positions
-                            // The bias and the fused ops as each output is stored.
-                            withEpilogue(columnBias: pm.bias) { epilogue in
-                                earshot_gemm_indirect(blocks.baseAddress!, itemInput, edges, positions, depth, w.baseAddress!, depth,
-                                                      outChannels, nil, o, positions, epilogue)
-                            }
+                    forEachItem(c) { itemInput, o in
+                        earshot_masked_blocks(itemInput, pm.spanStarts, pm.spanMasks, pm.spanStarts.count, edges)
+                        gather(pm.edges, from: itemInput, to: edges + pm.spanStarts.count * 16)
+                        // The bias and the fused ops as each output is stored.
+                        withEpilogue(columnBias: pm.bias) { epilogue in
+                            earshot_gemm_indirect(blocks.baseAddress!, itemInput, edges, positions, depth, w.baseAddress!, depth,
+                                                  outChannels, nil, o, positions, epilogue)
                         }
                     }
                 }
@@ -202,7 +231,16 @@ struct ConvStep: Step {
     }
 }
 
-extension ConvStep { var writes: [GraphPlan.Ref] { [y] } }
+extension ConvStep {
+    var writes: [GraphPlan.Ref] { [y] }
+
+    /// Its path, its groups and fields, for a profile.
+    var summary: String {
+        let path = depthwise != nil ? "depthwise" : winograd != nil ? "Winograd" : positionMajor != nil ? "position-major" : channelsLast != nil ? "channels-last runs" : "gathered"
+        return "Conv (\(path)): \(items) x \(channels) x \(plane) -> \(outChannels) x \(positions), \(groups) groups, depth \(depth), "
+            + "\(products) multiply-adds" + (inputChannelsLast ? ", reads channels-last" : "") + (outputChannelsLast ? ", writes channels-last" : "")
+    }
+}
 
 /// y[e] = x[index[e]], or 0 where the index is -1.
 @inline(__always)

@@ -33,6 +33,36 @@ struct BinaryStep: Step {
     let mapA: [Int32]?
     let mapB: [Int32]?
 
+    /// A stretch of the output where the operand of the output's shape is read in place and the
+    /// broadcast one either repeats one value (`step` 0: a value per channel) or runs along with
+    /// it (`step` 1: a row repeated, as a window over frames).
+    struct Stretch: Sendable {
+        let start, count, other, step: Int32
+    }
+    /// When one operand has the output's shape and the other's map is such stretches of 16
+    /// values or more on average: the stretches, each one call of the vectorized kernel.
+    let stretches: [Stretch]?
+
+    init(kind: Kind, a: GraphPlan.Ref, b: GraphPlan.Ref, y: GraphPlan.Ref, mapA: [Int32]?, mapB: [Int32]?) {
+        (self.kind, self.a, self.b, self.y, self.mapA, self.mapB) = (kind, a, b, y, mapA, mapB)
+        stretches = kind != .square && (mapA == nil) != (mapB == nil) ? Self.stretches(mapA ?? mapB ?? []) : nil
+    }
+
+    /// A broadcast map cut into stretches of one value or of consecutive values; nil when they
+    /// average under 16 values.
+    static func stretches(_ map: [Int32]) -> [Stretch]? {
+        var stretches: [Stretch] = []
+        var i = 0
+        while i < map.count {
+            let step: Int32 = i + 1 < map.count && map[i + 1] == map[i] ? 0 : 1
+            var j = i + 1
+            while j < map.count, map[j] == map[i] + step * Int32(j - i) { j += 1 }
+            stretches.append(Stretch(start: Int32(i), count: Int32(j - i), other: map[i], step: step))
+            i = j
+        }
+        return stretches.count * 16 <= map.count ? stretches : nil
+    }
+
     /// nil when `shape` is the output's, else the broadcast index of every output element.
     static func map(_ shape: [Int], to out: [Int]) -> [Int32]? {
         shape == out ? nil : broadcastOffsets(from: shape, to: out).map { Int32($0) }
@@ -57,6 +87,24 @@ struct BinaryStep: Step {
         if let op = kernelOp, (mapA == nil || a.count == 1), (mapB == nil || b.count == 1) {
             for s in 0..<c.streams {
                 earshot_binary(op, c.read(a, s), mapA == nil ? 1 : 0, c.read(b, s), mapB == nil ? 1 : 0, c.write(y, s), y.count)
+            }
+            return
+        }
+        // One operand broadcast in stretches: the vectorized kernel on each.
+        if let op = kernelOp, let stretches {
+            let broadcastB = mapB != nil
+            stretches.withUnsafeBufferPointer { runs in
+                for s in 0..<c.streams {
+                    let pa = c.read(a, s), pb = c.read(b, s), out = c.write(y, s)
+                    for r in runs {
+                        let (start, count, other, step) = (Int(r.start), Int(r.count), Int(r.other), Int(r.step))
+                        if broadcastB {
+                            earshot_binary(op, pa + start, 1, pb + other, step, out + start, count)
+                        } else {
+                            earshot_binary(op, pa + other, step, pb + start, 1, out + start, count)
+                        }
+                    }
+                }
             }
             return
         }

@@ -50,10 +50,25 @@ extension Builder {
            fuse(.binary(op, value), reading: g.inputs[0], as: aRef, into: g.outputs[0]) {
             return "with the Conv"
         }
+        if kind == .mul, swish(g) { return "element-wise" }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
         steps.append(BinaryStep(kind: kind, a: aRef, b: bRef, y: y,
                                         mapA: BinaryStep.map(a.shape, to: shape), mapB: BinaryStep.map(b.shape, to: shape)))
         return "element-wise"
+    }
+}
+
+extension Builder {
+    /// x * Sigmoid(x) as one step (`UnaryStep.Kind.swish`): when the last step is the Sigmoid of
+    /// one of this Mul's operands, the other operand is its input, and this Mul is its only reader.
+    /// The Sigmoid's step becomes the swish, writing the Mul's output in the Sigmoid's place.
+    mutating func swish(_ g: GraphNode) -> Bool {
+        guard g.inputs.count == 2, let sigmoid = steps.last as? UnaryStep, sigmoid.kind == .sigmoid,
+              let k = g.inputs.firstIndex(where: { refs[$0] == sigmoid.y && readers[$0, default: 0] == 1 }),
+              g.inputs[1 - k] != g.inputs[k], refs[g.inputs[1 - k]] == sigmoid.x else { return false }
+        steps[steps.count - 1] = UnaryStep(kind: .swish, x: sigmoid.x, y: sigmoid.y, alpha: 0, beta: 0, low: nil, high: nil)
+        refs[g.outputs[0]] = sigmoid.y
+        return true
     }
 }

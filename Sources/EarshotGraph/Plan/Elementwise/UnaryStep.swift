@@ -5,6 +5,8 @@ import Foundation
 struct UnaryStep: Step {
     enum Kind: Sendable {
         case relu, sigmoid, tanh, sqrt, exp, log, neg, abs, erf, softplus, sin, leakyRelu, clip
+        /// x * Sigmoid(x) (swish, SiLU): a Sigmoid and the Mul of its input by it, its only reader.
+        case swish
 
         /// The kind of op `op`; nil for an op of another family.
         init?(_ op: GraphOp) {
@@ -46,6 +48,17 @@ struct UnaryStep: Step {
             case .sigmoid:
                 out.update(from: input, count: n)
                 earshot_sigmoid(out, n)
+            case .swish:
+                // In blocks that stay in cache, each as the Sigmoid then the Mul compute it (the
+                // sigmoid kernel gives a value the same bits wherever it lies in a block).
+                var start = 0
+                while start < n {
+                    let count = Swift.min(1024, n - start)
+                    (out + start).update(from: input + start, count: count)
+                    earshot_sigmoid(out + start, count)
+                    earshot_binary(Int32(EARSHOT_MUL), input + start, 1, out + start, 1, out + start, count)
+                    start += count
+                }
             case .tanh:
                 out.update(from: input, count: n)
                 earshot_tanh(out, n)

@@ -7,14 +7,14 @@ extension Builder {
     /// [positions][size] of one item. Nil when the filters are no such basis.
     mutating func fftConv(_ g: GraphNode, x xRef: Ref, output: GraphTensor, items: Int, plane: Int, fields: [Int32], size kw: Int,
                           filters w: GraphTensor, bias: GraphTensor?) -> String? {
-        guard let basis = Self.dftBasis(w.floats, size: kw, rows: w.shape[0]), let fft = AlignedRealFFT.make(size: kw) else { return nil }
+        guard let basis = Self.dftBasis(w.floats, size: kw, rows: w.shape[0]), let fft = AlignedRealFFT<Float>.make(size: kw) else { return nil }
         let positions = fields.count / kw
         let y = allocate(output.count)
         refs[g.outputs[0]] = y
         let starts = (0..<positions).map { p in fields[p * kw] }
         let inPlace = (0..<positions).allSatisfy { p in starts[p] >= 0 && (0..<kw).allSatisfy { fields[p * kw + $0] == starts[p] + Int32($0) } }
         steps.append(FFTConvStep(x: xRef, y: y, items: items, plane: plane, positions: positions, basis: basis, fields: fields, starts: inPlace ? starts.map { Int($0) } : nil, bias: bias?.floats, fft: fft))
-        scratchSize = max(scratchSize, positions * kw + 2 * kw + 4 + 2 * AlignedRealFFT.alignment + positions * (kw / 2 + 1))
+        scratchSize = max(scratchSize, positions * kw + 2 * kw + 4 + 2 * fftAlignment + positions * (kw / 2 + 1))
         return "FFT"
     }
 

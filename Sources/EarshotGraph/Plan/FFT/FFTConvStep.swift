@@ -31,7 +31,7 @@ struct FFTConvStep: Step {
     /// contiguous run of it (no padding): then the frames are read in place.
     let starts: [Int]?
     let bias: [Float]?
-    let fft: AlignedRealFFT
+    let fft: AlignedRealFFT<Float>
 
     func run(_ c: Context) {
         let size = fft.size, bins = size / 2 + 1
@@ -82,6 +82,6 @@ extension FFTConvStep {
 /// The first place at or after `p` that starts on a 64-byte boundary.
 @inline(__always)
 func aligned(_ p: UnsafeMutablePointer<Float>) -> UnsafeMutablePointer<Float> {
-    let bytes = AlignedRealFFT.alignment * MemoryLayout<Float>.size
+    let bytes = fftAlignment * MemoryLayout<Float>.size
     return p + (bytes - Int(bitPattern: p) % bytes) % bytes / MemoryLayout<Float>.size
 }

@@ -10,16 +10,16 @@ struct RFFTStep: Step {
     /// complex value), its only reader (`fuseRealPart`).
     var realOnly = false
     let rows, width: Int
-    let fft: AlignedDoubleRealFFT
+    let fft: AlignedRealFFT<Double>
 
     /// The scratch the step needs, in floats: the input and output rows in doubles, aligned.
-    static func scratch(size: Int) -> Int { 2 * (size + 2 * (size / 2 + 1)) + 4 * AlignedRealFFT.alignment }
+    static func scratch(size: Int) -> Int { 2 * (size + 2 * (size / 2 + 1)) + 4 * fftAlignment }
 
     func run(_ c: Context) {
         let size = fft.size, bins = size / 2 + 1, taken = min(width, size)
         let base = UnsafeMutableRawPointer(aligned(c.scratch))
         let frame = base.bindMemory(to: Double.self, capacity: size)
-        let spectrum = UnsafeMutableRawPointer(aligned(c.scratch + 2 * size + AlignedRealFFT.alignment))
+        let spectrum = UnsafeMutableRawPointer(aligned(c.scratch + 2 * size + fftAlignment))
             .bindMemory(to: Double.self, capacity: 2 * bins)
         for i in taken..<size { frame[i] = 0 }
         for b in 0..<c.streams {
@@ -49,7 +49,7 @@ extension Builder {
     /// RFFT as FFTW's double-precision real FFT (`RFFTStep`); nil when the size cannot be planned.
     mutating func rfft(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
         guard let x = inputs.first ?? nil, x.dtype == .float32, x.rank >= 1, let length = try node(g, inputs).int("length"),
-              let fft = AlignedDoubleRealFFT.make(size: length), let xRef = ref(g.inputs[0]) else { return nil }
+              let fft = AlignedRealFFT<Double>.make(size: length), let xRef = ref(g.inputs[0]) else { return nil }
         let width = x.shape[x.rank - 1], rows = width == 0 ? 0 : x.count / width
         guard outputs[0].count == rows * (length / 2 + 1) * 2 else { return nil }
         let y = allocate(outputs[0].count)
