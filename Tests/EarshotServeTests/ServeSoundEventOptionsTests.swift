@@ -37,7 +37,9 @@ struct ServeSoundEventOptionsTests {
     func overlap() throws {
         let package = "Tests/Fixtures/tone-events", wav = Repo.path("Tests/EarshotTests/Goldens/sound-events/tones.wav")
         let (samples, rate) = try AudioFile.readMono(path: wav)
-        let input = Self.conversation(samples, rate: rate)
+        // From a file: a server that refuses its options reads none of it.
+        let input = try Repo.temporaryFolder().appendingPathComponent("conversation").path
+        try Data(Self.conversation(samples, rate: rate)).write(to: URL(fileURLWithPath: input))
         var windows: [String: Int] = [:]
         for options in [["--overlap", "0.15"], []] {
             let label = try runEarshot(["label", "-m", package, "--format", "jsonl"] + options + [wav])
@@ -47,7 +49,7 @@ struct ServeSoundEventOptionsTests {
             }
             let out = try Repo.temporaryFolder().appendingPathComponent("answers").path
             _ = FileManager.default.createFile(atPath: out, contents: nil)
-            let run = try runEarshot(["serve", "--uri", "stdio://", "-m", package] + options, stdinPipe: Data(input), stdout: out)
+            let run = try runEarshot(["serve", "--uri", "stdio://", "-m", package] + options, stdin: input, stdout: out)
             #expect(run.status == 0, "\(options): \(run.err)")
             let events = try Self.soundEvents(out)
             #expect(events.count == expected.count && !expected.isEmpty, "\(options): \(events.map(\.data))\n\(label.out)")
@@ -88,7 +90,8 @@ struct ServeSoundEventOptionsTests {
             (["--lat", "-45", "--lon", "0"], south),
             (["--species-list", list.path], [labels[2], labels[7]]),
         ]
-        let input = Self.conversation(samples, rate: rate)
+        let input = try Repo.temporaryFolder().appendingPathComponent("conversation").path
+        try Data(Self.conversation(samples, rate: rate)).write(to: URL(fileURLWithPath: input))
         for (options, kept) in cases {
             let expected = try await ended(kept)
             #expect(!expected.isEmpty && expected.count < all.count && Set(expected.map(\.label)).isSubset(of: kept), "\(options): \(expected)")
@@ -96,7 +99,7 @@ struct ServeSoundEventOptionsTests {
             #expect(Set(all.filter { kept.contains($0.label) }.map(\.label)).isSubset(of: Set(expected.map(\.label))), "\(options)")
             let out = try Repo.temporaryFolder().appendingPathComponent("answers").path
             _ = FileManager.default.createFile(atPath: out, contents: nil)
-            let run = try runEarshot(["serve", "--uri", "stdio://", "-m", package] + options, stdinPipe: Data(input), stdout: out)
+            let run = try runEarshot(["serve", "--uri", "stdio://", "-m", package] + options, stdin: input, stdout: out)
             #expect(run.status == 0, "\(options): \(run.err)")
             let events = try Self.soundEvents(out)
             #expect(events.count == expected.count, "\(options): \(events.map(\.data))")
