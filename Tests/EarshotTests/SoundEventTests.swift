@@ -224,6 +224,38 @@ struct SoundEventTests {
         }
     }
 
+    @Test("LabelOptions.Events.labels(kept:by:) composes the run's choice: every label; a species list's; or those the package's label filter model keeps for a place and week; out-of-range places, a model without a filter and an unknown listed label are typed errors naming the value or the line")
+    func labelChoice() throws {
+        let model = try Model(contentsOf: URL(fileURLWithPath: try LocatedToneEvents.package()))
+        let labels = model.labels
+        #expect(try LabelOptions.Events.labels(kept: .all, by: model) == nil)
+        #expect(try LabelOptions.Events.labels(kept: .place(latitude: 45, longitude: 0, week: 10), by: model) == Set(labels[1...5]))
+        #expect(try LabelOptions.Events.labels(kept: .place(latitude: 45, longitude: 0, week: -1), by: model) == Set(labels[0...5]))
+        #expect(try LabelOptions.Events.labels(kept: .place(latitude: -45, longitude: 180, week: 48), by: model) == Set(labels[6...11]))
+        let list = try Repo.temporaryFolder().appendingPathComponent("list.txt")
+        try "\(labels[3])\n\n\(labels[9])\n".write(to: list, atomically: true, encoding: .utf8)
+        #expect(try LabelOptions.Events.labels(kept: .list(path: list.path), by: model) == [labels[3], labels[9]])
+        try "\(labels[3])\nSinus 250_Tone 250 Hz\n".write(to: list, atomically: true, encoding: .utf8)
+        #expect(throws: StreamError.data(path: list.path, reason: "line 2: 'Sinus 250_Tone 250 Hz' is not a label of the model (did you mean 'Sinus 200_Tone 200 Hz'?)")) {
+            try LabelOptions.Events.labels(kept: .list(path: list.path), by: model)
+        }
+        let bad: [(LabelOptions.Events.LabelChoice, String, String)] = [
+            (.place(latitude: 90.5, longitude: 0, week: 1), "lat", "90.5"),
+            (.place(latitude: .nan, longitude: 0, week: 1), "lat", "nan"),
+            (.place(latitude: 0, longitude: -180.5, week: 1), "lon", "-180.5"),
+            (.place(latitude: 0, longitude: 0, week: 0), "week", "0"),
+            (.place(latitude: 0, longitude: 0, week: 49), "week", "49"),
+        ]
+        for (choice, name, value) in bad {
+            let error = #expect(throws: StreamError.self) { try LabelOptions.Events.labels(kept: choice, by: model) }
+            guard case let .invalidOption(n, v, _) = error else { Issue.record("\(choice): \(String(describing: error))"); continue }
+            #expect(n == name && v == value, "\(choice): \(n) = \(v)")
+        }
+        let none = #expect(throws: StreamError.self) { try LabelOptions.Events.labels(kept: .place(latitude: 0, longitude: 0, week: 1), by: ToneEvents.model) }
+        guard case let .invalidOption(n, v, _) = none else { Issue.record("\(String(describing: none))"); return }
+        #expect(n == "labelFilter" && v == "none in tone-events")
+    }
+
     func run(_ samples: [Float], rate: Int, sizes: [Int], options: LabelOptions) async throws -> [ClassifierEvent] {
         let stream = try StreamClassifier(model: ToneEvents.model, sourceSampleRate: rate, options: options)
         var events: [ClassifierEvent] = []
