@@ -1,8 +1,10 @@
 #include "earshot_kernels.h"
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "clones.h"
+#include "amx.h"
 
 // TFLite's MultiplyByQuantizedMultiplier without branches, so that loops of it vectorize:
 // the left shift (wrapping as TFLite's int32 would), gemmlowp's SaturatingRoundingDoublingHighMul
@@ -216,15 +218,23 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static inline void quad_p
     if (blocks > 3) _mm512_mask_storeu_epi32(acc + 48, last, a3);
 }
 
-static const pair_products paths[] = {pair_products_baseline, pair_products_avx512, pair_products_vnni};
+// Path 3 (AMX tiles) runs the products over blocks of streams on tiles and everything else as
+// path 2 does.
+static const pair_products paths[] = {pair_products_baseline, pair_products_avx512, pair_products_vnni, pair_products_vnni};
 static int path_chosen = -1;  // the best the CPU has, unless a test chose one
+static int path_best = -1;
 
 static int best_int8_path(void) {
+    int best = __atomic_load_n(&path_best, __ATOMIC_RELAXED);
+    if (best >= 0) return best;
     __builtin_cpu_init();
+    best = 0;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
-        return __builtin_cpu_supports("avx512vnni") ? 2 : 1;
+        best = 1;
+        if (__builtin_cpu_supports("avx512vnni")) best = earshot_amx_state() == EARSHOT_AMX_READY ? 3 : 2;
     }
-    return 0;
+    __atomic_store_n(&path_best, best, __ATOMIC_RELAXED);
+    return best;
 }
 
 int earshot_int8_paths(void) { return best_int8_path() + 1; }
@@ -235,14 +245,16 @@ int earshot_int8_path(int path) {
     return __atomic_load_n(&path_chosen, __ATOMIC_RELAXED);
 }
 
-static pair_products chosen_path(void) {
+static int chosen_index(void) {
     int path = __atomic_load_n(&path_chosen, __ATOMIC_RELAXED);
     if (path < 0) {
         path = best_int8_path();
         __atomic_store_n(&path_chosen, path, __ATOMIC_RELAXED);
     }
-    return paths[path];
+    return path;
 }
+
+static pair_products chosen_path(void) { return paths[chosen_index()]; }
 
 // Sums of int16 products over k, wrapping as int32 (each product fits): the loop vectorizes to
 // multiply-adds of pairs along k, for layers of few outputs.
@@ -358,6 +370,157 @@ void earshot_qconv(const void *x, int x_codes, long count, const int *fields, lo
             field_outputs(products, in, pairs, (const char *)wg, stride, g, per_group, bias, multiplier, shift, output_offset, lo, hi, y,
                           y_codes, p * outputs, products != pair_products_baseline);
         }
+    }
+}
+
+// The products of one field for each of `S` streams (S <= 4, a constant where it is inlined):
+// sums[s][j] = first[j] + the sum over quads q of w[q][j][t] * (in[s][4q + t] + 128), for the
+// n <= 64 outputs j of a block, with AVX-512 VNNI. Each quad of weights is loaded once for the S
+// streams (the weights of a whole layer stay in registers for four streams' products), and each
+// stream's codes are read in place, made unsigned bytes as they are broadcast. The sums wrap as
+// int32, as quad_products_vnni's do: the same bits.
+#define STREAM_BLOCK 4
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static inline __attribute__((always_inline)) void
+stream_quads_vnni(const int S, const byte_quad *const *in, long quads, const signed char *w, long stride, long n, const int *first,
+                  int32_t sums[][64]) {
+    const long blocks = (n + 15) / 16;
+    const __mmask16 last = (__mmask16)(n % 16 == 0 ? 0xffff : (1U << (n % 16)) - 1);
+    const __m512i flip = _mm512_set1_epi32((int)0x80808080u);
+    __m512i a[STREAM_BLOCK][4];
+    for (int b = 0; b < 4; b++) {
+        __m512i f = b < blocks ? _mm512_maskz_loadu_epi32(b == blocks - 1 ? last : 0xffff, first + 16 * b) : _mm512_setzero_si512();
+        for (int s = 0; s < S; s++) a[s][b] = f;
+    }
+    for (long q = 0; q < quads; q++) {
+        const signed char *row = w + q * stride * 4;
+        __m512i w0 = _mm512_loadu_si512(row);
+        __m512i w1 = blocks > 1 ? _mm512_loadu_si512(row + 64) : _mm512_setzero_si512();
+        __m512i w2 = blocks > 2 ? _mm512_loadu_si512(row + 128) : _mm512_setzero_si512();
+        __m512i w3 = blocks > 3 ? _mm512_loadu_si512(row + 192) : _mm512_setzero_si512();
+        for (int s = 0; s < S; s++) {
+            __m512i x = _mm512_xor_si512(_mm512_set1_epi32(in[s][q]), flip);
+            a[s][0] = _mm512_dpbusd_epi32(a[s][0], x, w0);
+            if (blocks > 1) a[s][1] = _mm512_dpbusd_epi32(a[s][1], x, w1);
+            if (blocks > 2) a[s][2] = _mm512_dpbusd_epi32(a[s][2], x, w2);
+            if (blocks > 3) a[s][3] = _mm512_dpbusd_epi32(a[s][3], x, w3);
+        }
+    }
+    for (int s = 0; s < S; s++)
+        for (int b = 0; b < 4; b++) _mm512_storeu_si512((void *)(sums[s] + 16 * b), a[s][b]);
+}
+
+// earshot_qconv_streams on VNNI for one group read in place (fields NULL, k a multiple of 4): the
+// streams in blocks of STREAM_BLOCK, each block's outputs requantized stream by stream.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void qconv_streams_vnni(
+    long streams, const signed char *x, long x_stride, long positions, long k, const signed char *w4, long per_group, const int *base,
+    const int *multiplier, const int *shift, int output_offset, int lo, int hi, char *y, long y_stride, int y_codes) {
+    const long quads = k / 4, stride = (per_group + 15) / 16 * 16;
+    int32_t sums[STREAM_BLOCK][64];
+    for (long s0 = 0; s0 < streams; s0 += STREAM_BLOCK) {
+        const int S = streams - s0 < STREAM_BLOCK ? (int)(streams - s0) : STREAM_BLOCK;
+        for (long p = 0; p < positions; p++) {
+            const byte_quad *in[STREAM_BLOCK];
+            for (int s = 0; s < S; s++) in[s] = (const byte_quad *)(x + (s0 + s) * x_stride + p * k);
+            for (long j0 = 0; j0 < per_group; j0 += 64) {
+                const long n = per_group - j0 < 64 ? per_group - j0 : 64;
+                const signed char *wj = w4 + j0 * 4;
+                switch (S) {
+                case 4: stream_quads_vnni(4, in, quads, wj, stride, n, base + j0, sums); break;
+                case 3: stream_quads_vnni(3, in, quads, wj, stride, n, base + j0, sums); break;
+                case 2: stream_quads_vnni(2, in, quads, wj, stride, n, base + j0, sums); break;
+                default: stream_quads_vnni(1, in, quads, wj, stride, n, base + j0, sums); break;
+                }
+                for (int s = 0; s < S; s++) {
+                    store_requantized_avx512(sums[s], n, multiplier + j0, shift + j0, output_offset, lo, hi, y + (s0 + s) * y_stride, y_codes,
+                                             p * per_group + j0);
+                }
+            }
+        }
+    }
+}
+
+// earshot_qconv_streams on AMX tiles, 16 streams a block: A (tile 4) holds the block's fields,
+// 64 bytes (16 quads) of each stream's codes made unsigned bytes (codes + 128; zeros past k), a
+// row a stream; B (tiles 5, 6) is 16 quads of 16 outputs' weights read from w4 in place (w4 is
+// laid out with 15 rows of zeros past its last quad, so that the last B tile of a field reads
+// nothing outside it); C (tiles 0-3) sums 16 streams by 64 outputs. `tdpbusd` sums each output's
+// products in int32, wrapping, as the reference's accumulator: base added, the sums are
+// requantized stream by stream and equal what every other path gives.
+__attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl"))) static void qconv_streams_amx(
+    long streams, const signed char *x, long x_stride, long positions, long k, const signed char *w4, long per_group, const int *base,
+    const int *multiplier, const int *shift, int output_offset, int lo, int hi, char *y, long y_stride, int y_codes) {
+    const long stride = (per_group + 15) / 16 * 16, chunks = (k + 63) / 64;
+    unsigned char a[16][64] __attribute__((aligned(64)));
+    int32_t sums[16][64] __attribute__((aligned(64)));
+    memset(a, 0, sizeof a);
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    amx_configure_tiles();
+    for (long s0 = 0; s0 < streams; s0 += 16) {
+        const long S = streams - s0 < 16 ? streams - s0 : 16;
+        for (long p = 0; p < positions; p++) {
+            for (long j0 = 0; j0 < per_group; j0 += 64) {
+                const long n = per_group - j0 < 64 ? per_group - j0 : 64, panels = (n + 15) / 16;
+                __builtin_ia32_tilezero(0);
+                __builtin_ia32_tilezero(1);
+                __builtin_ia32_tilezero(2);
+                __builtin_ia32_tilezero(3);
+                for (long c = 0; c < chunks; c++) {
+                    const long left = k - 64 * c;
+                    const __mmask64 bytes = left >= 64 ? ~0ULL : (1ULL << left) - 1;
+                    for (long s = 0; s < S; s++) {
+                        __m512i v = _mm512_maskz_loadu_epi8(bytes, x + (s0 + s) * x_stride + p * k + 64 * c);
+                        _mm512_store_si512((void *)a[s], _mm512_maskz_mov_epi8(bytes, _mm512_xor_si512(v, flip)));
+                    }
+                    __builtin_ia32_tileloadd64(4, a, 64);
+                    const signed char *b = w4 + (16 * c * stride + j0) * 4;
+                    __builtin_ia32_tileloadd64(5, b, stride * 4);
+                    __builtin_ia32_tdpbusd(0, 4, 5);
+                    if (panels > 1) {
+                        __builtin_ia32_tileloadd64(6, b + 64, stride * 4);
+                        __builtin_ia32_tdpbusd(1, 4, 6);
+                    }
+                    if (panels > 2) {
+                        __builtin_ia32_tileloadd64(5, b + 128, stride * 4);
+                        __builtin_ia32_tdpbusd(2, 4, 5);
+                    }
+                    if (panels > 3) {
+                        __builtin_ia32_tileloadd64(6, b + 192, stride * 4);
+                        __builtin_ia32_tdpbusd(3, 4, 6);
+                    }
+                }
+                __builtin_ia32_tilestored64(0, sums[0], 256);
+                if (panels > 1) __builtin_ia32_tilestored64(1, sums[0] + 16, 256);
+                if (panels > 2) __builtin_ia32_tilestored64(2, sums[0] + 32, 256);
+                if (panels > 3) __builtin_ia32_tilestored64(3, sums[0] + 48, 256);
+                for (long s = 0; s < S; s++) {
+                    for (long j = 0; j < n; j++) sums[s][j] = (int32_t)((uint32_t)sums[s][j] + (uint32_t)base[j0 + j]);
+                    store_requantized_avx512(sums[s], n, multiplier + j0, shift + j0, output_offset, lo, hi, y + (s0 + s) * y_stride, y_codes,
+                                             p * per_group + j0);
+                }
+            }
+        }
+    }
+    __builtin_ia32_tilerelease();
+}
+
+void earshot_qconv_streams(long streams, const void *x, long x_stride, int x_codes, long count, const int *fields, long groups,
+                           long positions, long k, const short *w, long per_group, const int *bias, const int *multiplier, const int *shift,
+                           int input_offset, int output_offset, int lo, int hi, int *scratch, void *y, long y_stride, int y_codes,
+                           const signed char *w4, const int *base) {
+    if (chosen_path() == pair_products_vnni && w4 && base && x_codes && !fields && groups == 1 && k % 4 == 0 &&
+        per_group >= EARSHOT_QCONV_FEW) {
+        if (chosen_index() == 3 && streams >= 8) {
+            qconv_streams_amx(streams, (const signed char *)x, x_stride, positions, k, w4, per_group, base, multiplier, shift, output_offset,
+                              lo, hi, (char *)y, y_stride, y_codes);
+            return;
+        }
+        qconv_streams_vnni(streams, (const signed char *)x, x_stride, positions, k, w4, per_group, base, multiplier, shift, output_offset, lo,
+                           hi, (char *)y, y_stride, y_codes);
+        return;
+    }
+    for (long s = 0; s < streams; s++) {
+        earshot_qconv((const char *)x + s * x_stride, x_codes, count, fields, groups, positions, k, w, per_group, bias, multiplier, shift,
+                      input_offset, output_offset, lo, hi, scratch, (char *)y + s * y_stride, y_codes, w4, base);
     }
 }
 

@@ -33,7 +33,16 @@ public enum Quantized {
     /// The instruction paths the int8 products (convolutions, fully connected layers) run on;
     /// every path gives the same values, the sums wrapping as TFLite's int32 accumulators.
     public enum Path: Int32, CaseIterable, Sendable {
-        case baseline = 0, avx512, avx512VNNI
+        /// AMX: the products over a block of streams on int8 tiles, the rest as on VNNI.
+        case baseline = 0, avx512, avx512VNNI, amx
+
+        /// The names `EARSHOT_INT8_PATH` takes.
+        public var name: String { ["portable", "avx512", "vnni", "amx"][Int(rawValue)] }
+
+        public init?(name: String) {
+            guard let path = Path.allCases.first(where: { $0.name == name }) else { return nil }
+            self = path
+        }
     }
 
     /// Whether values clamped to low...high always fit an int8 code.

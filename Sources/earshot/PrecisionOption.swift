@@ -36,18 +36,32 @@ enum PrecisionOption {
         return try Model(contentsOf: folder, precision: try precision(args, name: name, folder: folder), stepSamples: stepSamples)
     }
 
-    /// Chooses the bf16 path of the process from `EARSHOT_BF16_PATH` (portable, avx512 or amx),
-    /// when it is set: a name not known, or a path this CPU (or kernel) does not allow, is a
-    /// usage error naming the paths there are.
+    /// Chooses the bf16 path of the process from `EARSHOT_BF16_PATH` (portable, avx512 or amx)
+    /// and the int8 path from `EARSHOT_INT8_PATH` (portable, avx512, vnni or amx), when they are
+    /// set: a name not known, or a path this CPU (or kernel) does not allow, is a usage error
+    /// naming the paths there are.
     static func choosePath(environment: [String: String] = ProcessInfo.processInfo.environment) throws(UsageError) {
-        guard let name = environment["EARSHOT_BF16_PATH"], !name.isEmpty else { return }
-        let here = Precision.paths.map(\.name).joined(separator: ", ")
-        guard let path = Precision.Path(name: name) else {
-            throw UsageError("EARSHOT_BF16_PATH=\(name): expected portable, avx512 or amx", hint: "this machine has \(here)")
+        if let path = try chosen("EARSHOT_BF16_PATH", environment, all: Precision.Path.allCases, here: Precision.paths, name: \.name) {
+            Precision.use(path)
         }
-        guard Precision.paths.contains(path) else {
-            throw UsageError("EARSHOT_BF16_PATH=\(name): this machine does not allow the \(name) path", hint: "it has \(here)")
+        if let path = try chosen("EARSHOT_INT8_PATH", environment, all: Quantized.Path.allCases, here: Quantized.paths, name: \.name) {
+            Quantized.use(path)
         }
-        Precision.use(path)
+    }
+
+    /// The path `variable` names among `all`, nil when it is not set.
+    private static func chosen<P: Equatable>(_ variable: String, _ environment: [String: String], all: [P], here: [P],
+                                             name: (P) -> String) throws(UsageError) -> P? {
+        guard let given = environment[variable], !given.isEmpty else { return nil }
+        let names = here.map(name).joined(separator: ", ")
+        guard let path = all.first(where: { name($0) == given }) else {
+            let known = all.map(name)
+            throw UsageError("\(variable)=\(given): expected \(known.dropLast().joined(separator: ", ")) or \(known.last ?? "")",
+                             hint: "this machine has \(names)")
+        }
+        guard here.contains(path) else {
+            throw UsageError("\(variable)=\(given): this machine does not allow the \(given) path", hint: "it has \(names)")
+        }
+        return path
     }
 }

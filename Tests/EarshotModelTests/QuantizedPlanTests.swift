@@ -81,6 +81,51 @@ struct QuantizedPlanTests {
         }
     }
 
+    @Test("The product over many streams (blocks of four sharing each load of the weights on VNNI) gives each stream what it gets alone on the plain C path: 1 to 23 streams (AMX tiles of 16 full and partial), fields of 64 and 200 taps, 16 to 80 outputs, one and two positions")
+    func streamsEqualAlone() {
+        var random = SeededRandom(seed: 57)
+        defer { Quantized.use(nil) }
+        for (k, perGroup, positions) in [(64, 64, 1), (200, 64, 1), (64, 16, 2), (8, 80, 1), (12, 20, 3)] {
+            let count = positions * k, outputs = positions * perGroup
+            let w = (0..<(perGroup * k)).map { _ in Int16.random(in: -128...127, using: &random) }
+            let bias = (0..<perGroup).map { _ in Int32.random(in: -20000...20000, using: &random) }
+            let multiplier = (0..<perGroup).map { _ in Int32.random(in: (1 << 30)...Int32.max, using: &random) }
+            let shift = (0..<perGroup).map { _ in Int32.random(in: -12...(-7), using: &random) }
+            let inputOffset: Int32 = 11, outputOffset: Int32 = -5
+            guard let quads = QuantizedProductStep.quadLayout(w, groups: 1, perGroup: perGroup, k: k, bias: bias, inputOffset: inputOffset) else {
+                Issue.record("no quad layout for k \(k), \(perGroup) outputs")
+                continue
+            }
+            let pairs = QuantizedProductStep.pairLayout(w, groups: 1, perGroup: perGroup, k: k)
+            // Each stream's input and output in an arena of its own, `arena` bytes apart.
+            let arena = count + outputs + 13
+            for streams in [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 23] {
+                var memory = (0..<(streams * arena)).map { _ in Int8.random(in: -128...127, using: &random) }
+                var scratch = [Int32](repeating: 0, count: count + k + 16)
+                Quantized.use(.baseline)
+                let alone = (0..<streams).map { s in
+                    var y = [Int8](repeating: 0, count: outputs)
+                    earshot_qconv(Array(memory[(s * arena)..<(s * arena + count)]), 1, count, nil, 1, positions, k, pairs, perGroup, bias,
+                                  multiplier, shift, inputOffset, outputOffset, -128, 127, &scratch, &y, 1, nil, nil)
+                    return y
+                }
+                #expect(Set(alone.joined()).count > 20, "the outputs vary")
+                for path in Quantized.paths {
+                    Quantized.use(path)
+                    memory.withUnsafeMutableBytes { m in
+                        earshot_qconv_streams(streams, m.baseAddress, arena, 1, count, nil, 1, positions, k, pairs, perGroup, bias, multiplier,
+                                              shift, inputOffset, outputOffset, -128, 127, &scratch, m.baseAddress! + count, arena, 1,
+                                              quads.quads, quads.base)
+                    }
+                    for s in 0..<streams {
+                        let got = Array(memory[(s * arena + count)..<(s * arena + count + outputs)])
+                        #expect(got == alone[s], "path \(path), k \(k), \(perGroup) outputs, \(positions) positions: stream \(s) of \(streams)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test("Every depthwise convolution has its weights in pairs of taps and its offset folded, so that on VNNI it runs two taps an instruction",
           arguments: models)
     func depthwiseInPairs(_ name: String) throws {

@@ -329,6 +329,21 @@ struct MicroWakeWordTests {
         #expect(bad.status == 64 && bad.err.contains("--window"))
     }
 
+    @Test("EARSHOT_INT8_PATH runs label on each int8 path the machine has, with the same detections; a path not known is a usage error")
+    func forcedPath() throws {
+        let wav = Repo.path("\(Self.goldens)/wake-words.wav")
+        for path in Quantized.paths {
+            let r = try runEarshot(["label", "--format", "csv", "--model", "okay-nabu", wav], environment: ["EARSHOT_INT8_PATH": path.name])
+            #expect(r.status == 0, "\(path.name): \(r.err)")
+            let times = r.out.split(separator: "\n").dropFirst().map { line in
+                let f = line.split(separator: ","); return "\(f[2])@\(f[3])"
+            }
+            #expect(times == ["Okay Nabu@1.530", "Okay Nabu@16.110"], "\(path.name)")
+        }
+        let bad = try runEarshot(["inspect", "okay-nabu"], environment: ["EARSHOT_INT8_PATH": "tiles"])
+        #expect(bad.status == 64 && bad.err.contains("EARSHOT_INT8_PATH=tiles: expected portable, avx512, vnni or amx"), "\(bad.err)")
+    }
+
     @Test("bench streams runs a wake word and a VAD together: a tick holds whole blocks of both")
     func benchTogether() throws {
         let r = try runEarshot(["bench", "streams", "--model", "okay-nabu,silero-vad", "--counts", "4", "--ticks", "10", "--json"])

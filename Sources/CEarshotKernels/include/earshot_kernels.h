@@ -159,6 +159,16 @@ enum { EARSHOT_QCONV_FEW = 4 };
 void earshot_qconv(const void *x, int x_codes, long count, const int *fields, long groups, long positions, long k, const short *w,
                    long per_group, const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo,
                    int hi, int *scratch, void *y, int y_codes, const signed char *w4, const int *base);
+// earshot_qconv for `streams` streams, stream s's input at x + s * x_stride and its output at
+// y + s * y_stride (strides in bytes), each stream's outputs exactly what earshot_qconv gives it
+// alone. On the VNNI path, one group read in place (fields NULL) with k a multiple of 4, codes and
+// w4 and base given, takes the streams four at a time, each quad of weights loaded once for the
+// four; on the AMX path (8 streams or more), 16 streams a tile, w4 then followed by 15 rows of
+// zeros (stride * 4 bytes each); otherwise stream by stream.
+void earshot_qconv_streams(long streams, const void *x, long x_stride, int x_codes, long count, const int *fields, long groups,
+                           long positions, long k, const short *w, long per_group, const int *bias, const int *multiplier, const int *shift,
+                           int input_offset, int output_offset, int lo, int hi, int *scratch, void *y, long y_stride, int y_codes,
+                           const signed char *w4, const int *base);
 // A depthwise convolution of multiplier 1 whose taps are the same for every channel: at position
 // p, tap i reads channel c at taps[p * k + i] + c (an index >= count is padding); the weights are
 // [k][channels]. Otherwise as earshot_qconv; `scratch` is room for count int16 values. On the
@@ -187,7 +197,9 @@ void earshot_codes_to_floats(const signed char *codes, long n, float *y);
 void earshot_floats_to_codes(const float *x, long n, signed char *codes);
 
 // The int8 products run on one of these paths: 0 plain C, 1 AVX-512 (pairwise multiply-adds),
-// 2 AVX-512 VNNI. earshot_int8_paths() is how many this CPU has (the best is the default);
+// 2 AVX-512 VNNI, 3 AMX tiles for products over many streams (earshot_qconv_streams) and VNNI
+// for the rest (where CPUID shows AMX-INT8 and the kernel grants the tile state).
+// earshot_int8_paths() is how many this CPU has (the best is the default);
 // earshot_int8_path(p) chooses p for the process (beyond the best, or negative: the best) and
 // returns the path chosen. Every path gives the same values (the sums wrap as int32).
 int earshot_int8_paths(void);

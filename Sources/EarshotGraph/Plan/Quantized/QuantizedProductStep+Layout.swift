@@ -1,16 +1,17 @@
 import CEarshotKernels
 
 extension QuantizedProductStep {
-    /// Weights [O][k] as `earshot_qconv` reads them in quads of taps, and the bias with the input
-    /// offset's products folded in (bias + (inputOffset - 128) × the sum of each output's weights,
-    /// wrapping as the kernel's sums do); nil unless every weight is int8, there are enough outputs
-    /// a group and the padding's byte (128 - inputOffset) is a byte.
+    /// Weights [O][k] as `earshot_qconv` reads them in quads of taps (then 15 rows of zeros, so that
+    /// an AMX tile of 16 quads from any quad reads nothing outside them), and the bias with the
+    /// input offset's products folded in (bias + (inputOffset - 128) × the sum of each output's
+    /// weights, wrapping as the kernel's sums do); nil unless every weight is int8, there are
+    /// enough outputs a group and the padding's byte (128 - inputOffset) is a byte.
     static func quadLayout(_ weights: [Int16], groups: Int, perGroup: Int, k: Int, bias: [Int32],
                            inputOffset: Int32) -> (quads: [Int8], base: [Int32])? {
         guard perGroup >= Int(EARSHOT_QCONV_FEW), (0...255).contains(128 - Int(inputOffset)),
               weights.allSatisfy({ (-128...127).contains($0) }), bias.count == groups * perGroup else { return nil }
         let quads = (k + 3) / 4, stride = (perGroup + 15) / 16 * 16
-        var laid = [Int8](repeating: 0, count: groups * quads * stride * 4)
+        var laid = [Int8](repeating: 0, count: (groups * quads + 15) * stride * 4)
         var base = bias
         for g in 0..<groups {
             for j in 0..<perGroup {

@@ -50,24 +50,26 @@ struct QuantizedProductStep: Step {
                     multipliers.withUnsafeBufferPointer { m in
                         shifts.withUnsafeBufferPointer { s in
                             let (xCodes, yCodes): (Int32, Int32) = (x.coded ? 1 : 0, y.coded ? 1 : 0)
-                            for stream in 0..<c.streams {
-                                if channelTaps {
-                                    depthPairs.withUnsafeBufferPointer { w2 in
-                                        depthBase.withUnsafeBufferPointer { base in
-                                            earshot_qdepthwise(c.bytes(x, stream), xCodes, x.count, f.baseAddress!, positions, k, groups, w.baseAddress!,
-                                                               b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
-                                                               scratch.assumingMemoryBound(to: Int16.self), c.bytes(y, stream), yCodes,
-                                                               w2.baseAddress, base.baseAddress)
-                                        }
+                            guard channelTaps else {
+                                // Every stream at once: on VNNI a block of streams shares each load of the weights.
+                                quads.withUnsafeBufferPointer { w4 in
+                                    base.withUnsafeBufferPointer { base in
+                                        earshot_qconv_streams(c.streams, c.bytes(x, 0), x.shared ? 0 : c.stride * 4, xCodes, x.count,
+                                                              contiguous ? nil : f.baseAddress, groups, positions, k, w.baseAddress!, perGroup,
+                                                              b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
+                                                              scratch.assumingMemoryBound(to: Int32.self), c.bytes(y, 0), c.stride * 4, yCodes,
+                                                              w4.baseAddress, base.baseAddress)
                                     }
-                                } else {
-                                    quads.withUnsafeBufferPointer { w4 in
-                                        base.withUnsafeBufferPointer { base in
-                                            earshot_qconv(c.bytes(x, stream), xCodes, x.count, contiguous ? nil : f.baseAddress, groups, positions, k,
-                                                          w.baseAddress!, perGroup, b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset,
-                                                          outputOffset, low, high, scratch.assumingMemoryBound(to: Int32.self), c.bytes(y, stream), yCodes,
-                                                          w4.baseAddress, base.baseAddress)
-                                        }
+                                }
+                                return
+                            }
+                            for stream in 0..<c.streams {
+                                depthPairs.withUnsafeBufferPointer { w2 in
+                                    depthBase.withUnsafeBufferPointer { base in
+                                        earshot_qdepthwise(c.bytes(x, stream), xCodes, x.count, f.baseAddress!, positions, k, groups, w.baseAddress!,
+                                                           b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
+                                                           scratch.assumingMemoryBound(to: Int16.self), c.bytes(y, stream), yCodes,
+                                                           w2.baseAddress, base.baseAddress)
                                     }
                                 }
                             }
