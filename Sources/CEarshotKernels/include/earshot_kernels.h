@@ -199,8 +199,9 @@ void earshot_floats_to_codes(const float *x, long n, signed char *codes);
 // The int8 products run on one of these paths: 0 plain C, 1 AVX-512 (pairwise multiply-adds),
 // 2 AVX-512 VNNI, 3 AMX tiles for products over many streams (earshot_qconv_streams) and VNNI
 // for the rest (where CPUID shows AMX-INT8 and the kernel grants the tile state).
-// earshot_int8_paths() is how many this CPU has (the best is the default);
-// earshot_int8_path(p) chooses p for the process (beyond the best, or negative: the best) and
+// earshot_int8_paths() is how many this CPU has (the best is the default, but VNNI where AMX is
+// there too: AMX only when chosen); earshot_int8_path(p) chooses p for the process (beyond the
+// best: the best; negative: the default) and
 // returns the path chosen. Every path gives the same values (the sums wrap as int32).
 int earshot_int8_paths(void);
 int earshot_int8_path(int path);
