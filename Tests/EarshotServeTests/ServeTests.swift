@@ -618,7 +618,7 @@ struct ServeTests {
     @Test("A client whose events always arrive split across reads, for longer than the event timeout, is served")
     func splitEventsAreNotSlowloris() async throws {
         var options = ServeOptions()
-        options.eventTimeout = 0.3
+        options.eventTimeout = 1
         let (server, port) = try Serving.start([Fixtures.model], options: options)
         let client = try WyomingTestClient(port: port)
         let audio = Array(Serving.wakeWords[0..<24000])
@@ -629,8 +629,10 @@ struct ServeTests {
             bytes += WyomingEvent(type: "audio-chunk", data: format, payload: Array(pcm[at..<min(at + 640, pcm.count)])).encoded
         }
         bytes += WyomingEvent(type: "audio-stop").encoded + WyomingEvent(type: "ping").encoded
-        // Sends that each end in the middle of an event, 20 ms apart: about 1 s in all.
-        let piece = bytes.count / 50 + 7
+        // Sends that each end in the middle of an event, 20 ms apart: about 3 s in all, three
+        // event timeouts, while an event takes a few sends (80 ms; a loaded machine may stall the
+        // sender for a while without reaching the timeout).
+        let piece = bytes.count / 150 + 7
         for at in stride(from: 0, to: bytes.count, by: piece) {
             client.send(Array(bytes[at..<min(at + piece, bytes.count)]))
             try await Task.sleep(for: .milliseconds(20))
