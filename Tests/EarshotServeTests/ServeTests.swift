@@ -635,7 +635,9 @@ struct ServeTests {
         let piece = bytes.count / 150 + 7
         for at in stride(from: 0, to: bytes.count, by: piece) {
             client.send(Array(bytes[at..<min(at + piece, bytes.count)]))
-            try await Task.sleep(for: .milliseconds(20))
+            // A blocking sleep: the sends keep their thread, so tests that hold the shared
+            // concurrency threads cannot delay a send past the timeout.
+            usleep(20_000)
         }
         let answers = try client.events(until: ["pong", "error"])
         let expected = try await Serving.expected(audio, rate: 16000, models: [Fixtures.model])
