@@ -310,13 +310,20 @@ extension Model {
     /// their activations stay in a core's cache.
     static let batchTile = 64
 
+    /// The most bytes of activations one pass of a batched step holds over its streams.
+    static let passArenaBytes = 64 << 20
+
     /// Streams per pass of a batched step: `batchTile`, or fewer when that many arenas of a graph
     /// would not stay in a core's cache and its weights are too few to be worth sharing that
-    /// widely (a small int8 wake-word model with a large arena of activations, say).
+    /// widely (a small int8 wake-word model with a large arena of activations, say), and never
+    /// more than `passArenaBytes` of arenas: a network whose activations are tens of MB a stream
+    /// (BirdNET's, 71 MB for a 3 s window) runs one stream a pass, as fast a window (its arena is
+    /// out of cache either way) and without a workspace that grows by an arena with every stream.
     public var streamsPerPass: Int {
         guard let plan = graph?.plan else { return Self.batchTile }
-        let arenaBytes = plan.arenaFloats * 4
-        guard arenaBytes * Self.batchTile > 2 << 20, weightsBytes < 1 << 20 else { return Self.batchTile }
-        return max(1, min(Self.batchTile, (2 << 20) / max(arenaBytes, 1)))
+        let arenaBytes = max(plan.arenaFloats * 4, 1)
+        let fit = min(Self.batchTile, max(1, Self.passArenaBytes / arenaBytes))
+        guard arenaBytes * Self.batchTile > 2 << 20, weightsBytes < 1 << 20 else { return fit }
+        return max(1, min(fit, (2 << 20) / arenaBytes))
     }
 }

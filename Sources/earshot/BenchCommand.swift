@@ -1,4 +1,5 @@
 import Earshot
+import EarshotTelemetry
 import CEarshotKernels
 import Foundation
 
@@ -212,7 +213,10 @@ extension BenchCommand {
     /// Many streams at real-time pace: every tick (one block of audio, 32 ms for Silero) each
     /// stream brings one block; the streams are split into parts of at most `partStreams`, each
     /// part one batched step, the parts taken by the cores as they come free.
-    /// A count keeps up when the p99 tick takes less than a block's duration.
+    /// A count keeps up when the p99 tick takes less than a block's duration. On a shared machine
+    /// the ticks' CPU time says more than their wall time: per count, the CPU time of one stream's
+    /// step and the streams that CPU time allows on every core. A window classifier (BirdNET)
+    /// takes `--overlap`: its tick is its hop.
     static func streams(_ words: [String]) async throws {
         let args = try Arguments(words, spec: Specs.benchStreams)
         // --model a,b: every stream runs every model; a tick is then the shortest stretch of
@@ -248,9 +252,16 @@ extension BenchCommand {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         var results: [[String: Any]] = []
         var best = 0
+        // Warm-up: the first steps of a new count make its workspaces.
+        let warmUp = min(5, ticks / 10)
+        let blocksPerTick = models.reduce(0) { $0 + tickSamples / $1.chunkSamples }
         // The audio cut into each model's blocks once: a stream's block arrives as it would from its buffer.
         let audioBlocks = models.map { m in
             (0..<(samples.count / m.chunkSamples)).map { Array(samples[($0 * m.chunkSamples)..<(($0 + 1) * m.chunkSamples)]) }
+        }
+        if !args.flag("json") {
+            try out(String(format: "%@ on %d cores: a tick is %.3f s of every stream's audio (%d samples at %d Hz), %d ticks a count, %d of them warm-up",
+                           models.map(\.name).joined(separator: ", "), cores, budget, tickSamples, model.sampleRate, ticks, warmUp))
         }
         for count in counts {
             // Stream s starts at a different place in the audio. Each part keeps its streams'
@@ -265,23 +276,32 @@ extension BenchCommand {
             var tickTimes = LatencyHistogram()
             let clock = ContinuousClock()
             var failure: Error?
+            var cpuStart = 0.0
             for tick in 0..<ticks {
+                if tick == warmUp { cpuStart = BenchServeCommand.processCPU() }
                 let start = clock.now
                 DispatchQueue.concurrentPerform(iterations: parts.count) { p in
                     parts[p].step(tick: tick, blocks: audioBlocks)
                 }
                 if let error = parts.lazy.compactMap(\.failure).first { failure = error }
                 let elapsed = clock.now - start
-                if tick >= 5 { tickTimes.add(elapsed) }  // warm-up: the first steps of a new count make its workspaces
+                if tick >= warmUp { tickTimes.add(elapsed) }
             }
             if let failure { throw failure }
+            // The CPU time of one stream's blocks of a tick, and how many streams that allows on all cores.
+            let cpuPerStream = (BenchServeCommand.processCPU() - cpuStart) / Double((ticks - warmUp) * count)
+            let cpuStreams = cpuPerStream > 0 ? Int(Double(cores) * budget / cpuPerStream) : 0
+            let residentMB = (ProcessStats.current().residentBytes ?? .nan) / 1_048_576  // with the count's states alive
+            withExtendedLifetime(parts) {}
             let p50 = tickTimes.milliseconds(0.5) ?? .nan, p99 = tickTimes.milliseconds(0.99) ?? .nan
             let keepsUp = p99 < budget * 1000
             if keepsUp { best = max(best, count) }
-            results.append(["streams": count, "tickP50Ms": p50, "tickP99Ms": p99, "keepsUp": keepsUp])
+            results.append(["streams": count, "tickP50Ms": p50, "tickP99Ms": p99, "keepsUp": keepsUp,
+                            "cpuMsPerStreamTick": cpuPerStream * 1000, "cpuMsPerBlock": cpuPerStream * 1000 / Double(blocksPerTick),
+                            "streamsByCpu": cpuStreams, "residentMb": residentMB])
             if !args.flag("json") {
-                try out(String(format: "%6d streams: tick p50 %7.2f ms, p99 %7.2f ms (budget %.0f ms) %@", count, p50, p99,
-                             budget * 1000, keepsUp ? "keeps up" : "falls behind"))
+                try out(String(format: "%6d streams: tick p50 %7.2f ms, p99 %7.2f ms (budget %.0f ms) %@; CPU %.2f ms a stream's tick (%d streams on %d cores by CPU time); resident %.1f MB",
+                               count, p50, p99, budget * 1000, keepsUp ? "keeps up" : "falls behind", cpuPerStream * 1000, cpuStreams, cores, residentMB))
             }
             if !keepsUp { break }
         }
@@ -291,6 +311,7 @@ extension BenchCommand {
         let stateBytes = models.reduce(0) { $0 + $1.makeState().byteCount }
         if args.flag("json") {
             try out(jsonLine(["runtime": "earshot", "benchmark": "streams", "model": models.map(\.name).joined(separator: ","), "cores": cores,
+                            "tickSeconds": budget, "warmUpTicks": warmUp,
                             "maxStreamsKeepingUp": best, "results": results, "stateBytesPerStream": stateBytes,
                             "peakRssMb": peakMB, "largestCountRun": results.last?["streams"] ?? 0,
                             "streamsPerPass": models.map(\.streamsPerPass)]))

@@ -34,9 +34,7 @@ enum Specs {
                 + "a window, as BirdNET's min_conf (the same as --threshold X)"),
         .double("sensitivity", "X", 0.5...1.5, defaultText: "the model's", "sound events of a model of logits (BirdNET): its sigmoid's "
                 + "sensitivity, 1/(1+exp(-(2-X)*clip(logit,-15,15))); above 1 raises low confidences"),
-        .double("overlap", "S", 0...86_400, defaultText: "the package's hop (BirdNET: 0)", "sound events of a window stream: consecutive "
-                + "windows share S seconds, from the stream's start (the hop is the window less S; BirdNET: 0...2.9); a stream's state "
-                + "holds its window, so the workers of a group take the same S"),
+        overlap,
         .text("species-list", "FILE", "sound events: only the labels FILE lists can be events, one a line as the model names them "
               + "(BirdNET: Scientific name_Common name)"),
         .double("lat", "DEG", LabelOptions.Events.LabelChoice.latitudes, "sound events of a model with a label filter (BirdNET's location model): the recording's latitude; with --lon"),
@@ -45,6 +43,9 @@ enum Specs {
              default: LabelOptions.Events.LabelChoice.wholeYear, "the recording's week of a 48-week year (4 a month), 1...48; -1: the whole year (with --lat, --lon)"),
     ]
     static let json = OptionSpec.flag("json", "one JSON line instead of text")
+    static let overlap = OptionSpec.double("overlap", "S", 0...86_400, defaultText: "the package's hop (BirdNET: 0)", "sound events of a window "
+        + "stream: consecutive windows share S seconds, from the stream's start (the hop is the window less S; BirdNET: 0...2.9); a stream's "
+        + "state holds its window, so the workers of a group take the same S")
     /// The options of a sound-events model's rule (many labels at once).
     static let eventRules = ["thresholds", "top-k", "merge-gap", "min-duration", "min-confidence", "sensitivity", "overlap", "species-list",
                              "lat", "lon", "week"]
@@ -288,10 +289,13 @@ enum Specs {
         examples: ["earshot bench model -m okay-nabu", "earshot bench model -m birdnet --profile"])
 
     static let benchStreams = CommandSpec(
-        name: "bench streams", operands: "", summary: "Streams at real-time pace over all cores: the largest count that keeps up.",
+        name: "bench streams", operands: "",
+        summary: "Streams at real-time pace over all cores: the largest count that keeps up (a tick, one step of audio of every "
+            + "stream, done within its duration at p99), and per count the CPU time a step of one stream took, the streams that CPU "
+            + "time allows on all cores, and the resident memory with the count's states.",
         options: [model, modelsFolder, PrecisionOption.spec, audio, .text("counts", "N,N,...", default: "100,500,1000,2000,3000,4000,5000,6000", "stream counts to try"),
-                  .int("ticks", "N", 10...100_000, default: 200, "ticks per count"), json],
-        examples: ["earshot bench streams --counts 1000,3000"])
+                  .int("ticks", "N", 10...100_000, default: 200, "ticks per count (the first tenth, at most 5, warm up)"), overlap, json],
+        examples: ["earshot bench streams --counts 1000,3000", "earshot bench streams -m birdnet --overlap 2 --counts 8,16,24 --ticks 20"])
 
     static let benchPeak = CommandSpec(
         name: "bench peak", operands: "",

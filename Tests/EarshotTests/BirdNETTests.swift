@@ -241,4 +241,24 @@ struct BirdNETTests {
             #expect(!FileManager.default.fileExists(atPath: out))
         }
     }
+
+    @Test("BirdNET's streams share its weights and each holds its window: a batched pass takes one stream (its activations are 71 MB a window; 64 streams a pass held one arena per stream), so 4 streams take the memory of 2 on 2 cores; at overlap 2 s a stream's state is its window's 2 s before the hop")
+    func streamsMemory() throws {
+        let package = try Self.package()
+        func bench(_ count: Int) throws -> (json: [String: Any], residentMB: Double) {
+            let r = try runEarshot(["bench", "streams", "-m", package, "--audio", Repo.path(Self.goldens + "/birds_10s.flac"), "--overlap", "2",
+                                    "--counts", "\(count)", "--ticks", "10", "--json"])
+            #expect(r.status == 0, "\(r.err)")
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+            let row = try #require((json["results"] as? [[String: Any]])?.first)
+            #expect(row["streams"] as? Int == count)
+            return (json, try #require(row["residentMb"] as? Double))
+        }
+        let two = try bench(2), four = try bench(4)
+        #expect(two.json["streamsPerPass"] as? [Int] == [1])
+        #expect(two.json["stateBytesPerStream"] as? Int == 96_000 * 4)
+        #expect(two.json["tickSeconds"] as? Double == 1)
+        // Two more streams add their states (0.4 MB each); they added two arenas (142 MB) when a pass took them all.
+        #expect(four.residentMB - two.residentMB < 40, "resident \(two.residentMB) MB with 2 streams, \(four.residentMB) MB with 4")
+    }
 }

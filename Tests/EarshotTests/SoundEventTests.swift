@@ -455,3 +455,56 @@ struct SoundEventManifestTests {
         #expect(ModelKind(windows.manifest) == .soundEvents)
     }
 }
+
+@Suite("Sound events: bench streams runs a window classifier at its hop, --overlap its own")
+struct SoundEventBenchTests {
+    static let fixture = "Tests/Fixtures/tone-events"
+
+    /// The JSON line of a run that succeeded.
+    func bench(_ arguments: [String]) throws -> [String: Any] {
+        let r = try runEarshot(["bench", "streams", "-m", Self.fixture, "--audio", ToneEvents.audio] + arguments + ["--json"])
+        #expect(r.status == 0, "\(r.err)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+    }
+
+    @Test("a tick is the hop (the window less --overlap); per count the CPU time of a stream's tick, the streams it allows and the resident memory; the state is the window")
+    func overlapTicks() throws {
+        // The fixture's window is 0.25 s at 8 kHz (2000 samples): --overlap 0.1875 leaves a hop of
+        // 500 samples (0.0625 s); --overlap 0, one of 2000; without it the package's hop, 1000.
+        for (overlap, hop) in [("0.1875", 500), ("0", 2000), (nil, 1000)] as [(String?, Int)] {
+            let json = try bench(["--counts", "3,5", "--ticks", "10"] + (overlap.map { ["--overlap", $0] } ?? []))
+            #expect(json["tickSeconds"] as? Double == Double(hop) / 8000, "--overlap \(overlap ?? "none")")
+            #expect(json["warmUpTicks"] as? Int == 1)
+            // A stream's state holds the window's samples before the hop: the whole window less the hop.
+            #expect(json["stateBytesPerStream"] as? Int == (2000 - hop) * 4, "--overlap \(overlap ?? "none"): \(json)")
+            let results = try #require(json["results"] as? [[String: Any]])
+            #expect(results.map { $0["streams"] as? Int } == [3, 5])
+            let cores = try #require(json["cores"] as? Int)
+            for row in results {
+                let cpuMs = try #require(row["cpuMsPerStreamTick"] as? Double)
+                #expect(cpuMs > 0 && cpuMs < 50, "\(row)")  // a 12-label network on 0.25 s
+                #expect(row["cpuMsPerBlock"] as? Double == cpuMs)  // one block a tick
+                // cores x the tick over the CPU time of a stream's tick (within one: the JSON's milliseconds are rounded back).
+                let byCpu = Int(Double(cores) * Double(hop) / 8000 / (cpuMs / 1000))
+                #expect(abs((row["streamsByCpu"] as? Int ?? -9) - byCpu) <= 1, "\(row)")
+                let resident = try #require(row["residentMb"] as? Double)
+                #expect(resident > 1 && resident < 4096, "\(row)")
+            }
+        }
+        let text = try runEarshot(["bench", "streams", "-m", Self.fixture, "--audio", ToneEvents.audio, "--overlap", "0.1875", "--counts", "2", "--ticks", "20"])
+        #expect(text.status == 0, "\(text.err)")
+        #expect(text.out.hasPrefix("tone-events on "), "\(text.out)")
+        #expect(text.out.contains("of every stream's audio (500 samples at 8000 Hz), 20 ticks a count, 2 of them warm-up"), "\(text.out)")
+        #expect(text.out.contains("     2 streams: tick p50"), "\(text.out)")
+    }
+
+    @Test("--overlap is refused when it leaves no hop, or for a model without a sound-events rule")
+    func overlapRefused() throws {
+        let whole = try runEarshot(["bench", "streams", "-m", Self.fixture, "--overlap", "0.25", "--counts", "2", "--ticks", "10"])
+        #expect(whole.status == 64 && whole.err.contains("--overlap 0.25: tone-events's windows are 0.25 s"), "\(whole.err)")
+        let vad = try runEarshot(["bench", "streams", "-m", "silero-vad", "--overlap", "1", "--counts", "2", "--ticks", "10"])
+        #expect(vad.status == 64 && vad.err.contains("--overlap: silero-vad has no sound-events rule"), "\(vad.err)")
+        let bad = try runEarshot(["bench", "streams", "-m", Self.fixture, "--overlap", "x"])
+        #expect(bad.status == 64 && bad.err.contains("--overlap"), "\(bad.err)")
+    }
+}
