@@ -87,8 +87,8 @@ extension MicroWakeWordTrainer {
                     outputs: channels, inQ: xQ, outQ: firstOut, relu: true, extra: conv.merging(["strides": .ints([Int64(stride), 1])]) { $1 })
         xQ = firstOut
         var layer = 4
-        for block in 1...blocks {
-            let dwQ = affine(layer + 1), pwQ = affine(layer + 4)
+        for (index, taps) in blockTaps.enumerated() {
+            let block = index + 1, dwQ = affine(layer + 1), pwQ = affine(layer + 4)
             let held = ring(x, rows: taps - 1, height: 1, channels: channels, q: xQ)
             x = product("TFLiteDepthwiseConv2D", "block_\(block)/depthwise", x: held, filter: used[offsets[layer]], filterShape: [1, taps, 1, channels],
                         bias: used[offsets[layer] + 1], outputs: channels, inQ: xQ, outQ: dwQ, relu: false,

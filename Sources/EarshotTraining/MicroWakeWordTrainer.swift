@@ -28,10 +28,17 @@ public enum MicroWakeWordTrainer {
     static let firstTaps = 6
     /// Channels of every layer after the features.
     static let channels = 32
-    /// Depthwise-and-pointwise blocks.
-    static let blocks = 2
-    /// Steps a block's depthwise convolution sees.
-    static let taps = 5
+    /// Steps each block's depthwise convolution sees (one block each).
+    static let blockTaps = [5, 9, 13, 21]
+    static var blocks: Int { blockTaps.count }
+    /// Steps a stream's score depends on: the first convolution's two and each block's taps.
+    static var receptiveSteps: Int { firstTaps / stride + blockTaps.reduce(0) { $0 + $1 - 1 } }
+    /// The last steps of a training window the loss and the validation accuracy look at.
+    static let decisionSteps = 3
+    /// Steps of audio before a training window that only the front end sees, so that its noise
+    /// estimate and gain control have settled as in a stream (microWakeWord computes the features
+    /// of a 3 s clip and trains on its end).
+    static let leadSteps = 34
     /// microWakeWord's input quantization: features 0 to 26, int8 (okay_nabu's, all its models').
     static let inputQuantization = FakeQuant.Affine(scale: Float(26.0 / 255.0), zero: -128)
     /// The share of the epochs trained in float before the quantization-aware ones.
@@ -42,7 +49,7 @@ public enum MicroWakeWordTrainer {
     static func network(background: Int) -> Network {
         let inputs = stride * MicroFrontend.channels, c = channels
         var layers: [TrainingLayer] = [.fakeQuant(channels: inputs), .conv(inputs: inputs, outputs: c, taps: firstTaps / stride), .relu, .fakeQuant(channels: c)]
-        for _ in 0..<blocks {
+        for taps in blockTaps {
             layers += [.depthwise(channels: c, taps: taps), .fakeQuant(channels: c), .conv(inputs: c, outputs: c, taps: 1), .relu, .fakeQuant(channels: c)]
         }
         layers += [.conv(inputs: c, outputs: 1, taps: 1), .fakeQuant(channels: 1), .pair(background: background)]
@@ -134,11 +141,12 @@ public enum MicroWakeWordTrainer {
 
     /// The features of clips (each a whole number of steps, 480 samples) as the package's front
     /// end computes them from stream start, three frames a step, from the second step on (the
-    /// front end's first step has no group of frames): [clips][steps - 1][120].
-    static func features(_ clips: [[Float]]) throws(TrainingError) -> Frames {
-        let results = parallelMap(clips.count) { i in Result { () throws(TrainingError) in try frontEnd(clips[i]) } }
-        let values = try results.map { (r) throws(TrainingError) in try r.get() }
+    /// front end's first step has no group of frames), less the first `lead` of them:
+    /// [clips][steps - 1 - lead][120].
+    static func features(_ clips: [[Float]], lead: Int = 0) throws(TrainingError) -> Frames {
         let width = stride * MicroFrontend.channels
+        let results = parallelMap(clips.count) { i in Result { () throws(TrainingError) in Array(try frontEnd(clips[i]).dropFirst(lead * width)) } }
+        let values = try results.map { (r) throws(TrainingError) in try r.get() }
         let time = values.first.map { $0.count / width } ?? 0
         return Frames(batch: clips.count, time: time, channels: width, values: values.flatMap { $0 })
     }
@@ -194,14 +202,22 @@ public enum MicroWakeWordTrainer {
                           expected: "a phrase and a background label (microWakeWord's models have one score), not \(labels.count) labels: \(labels.joined(separator: ", "))")
         }
 
-        // Clip length: whole steps, at least the decision span and one more than the front end's first.
-        let lengths = trainAudio.map(\.count).sorted()
-        let seconds = options.clipSeconds ?? Double(lengths[min(lengths.count - 1, lengths.count * 95 / 100)]) / Double(rate)
+        // The window: whole steps, the receptive field and the decision steps (or --clip-seconds),
+        // after the lead the front end alone sees. A phrase ends in the window's last `decisionSeconds`
+        // (at its end for validation): trained on the steps just after it is said, as microWakeWord
+        // trains on the last step of a window that ends after the phrase; other clips a random
+        // window of theirs (their end for validation).
         let stepSeconds = Double(stepSamples) / Double(rate)
-        let decisionSteps = max(1, Int((options.decisionSeconds / stepSeconds).rounded()))
-        let steps = max(decisionSteps, Int((seconds / stepSeconds).rounded(.up)), 4) + 1
-        let clip = Clip(samples: steps * stepSamples, hop: stepSamples)
-        let validationFrames = try features(validationAudio.map { clip.fitted($0) })
+        let steps = max(options.clipSeconds.map { Int(($0 / stepSeconds).rounded(.up)) } ?? 0, receptiveSteps + decisionSteps)
+        let clip = Clip(samples: (leadSteps + 1 + steps) * stepSamples, hop: stepSamples)
+        let jitter = Int(options.decisionSeconds * Double(rate))
+        func placement(_ label: Int, jitter: Int) -> Clip.Placement { label == background ? .anywhere : .end(jitter: jitter) }
+        let noise = options.background.map { b in trainAudio.indices.filter { trainLabels[$0] == labels.firstIndex(of: b) }.map { trainAudio[$0] } } ?? []
+        // Validation: placed (a phrase at the window's end) without augmentation, the same each epoch.
+        let placed = Augmenter(kinds: [], noise: noise, clip: clip, rate: rate)
+        let validationFrames = try features(validationAudio.indices.map { i in
+            placed.apply(validationAudio[i], seed: options.seed &+ 0xFA11, epoch: 0, clip: i, placement: placement(validationLabels[i], jitter: 0))
+        }, lead: leadSteps)
 
         let network = network(background: background)
         var parameters = network.initialParameters(seed: options.seed)
@@ -212,8 +228,8 @@ public enum MicroWakeWordTrainer {
         // The kept epoch is a quantized one (the float epochs are not offered); no early stop.
         var stopping = EarlyStopping(patience: epochs + 1, from: epochs)
         let objective = Objective(classWeights: Trainer.balancedWeights(trainLabels, classes: 2), decisionFrames: decisionSteps)
-        let noise = options.background.map { b in trainAudio.indices.filter { trainLabels[$0] == labels.firstIndex(of: b) }.map { trainAudio[$0] } } ?? []
-        let augmenter = Augmenter(kinds: options.augment.subtracting([.mask]), noise: noise, clip: clip, rate: rate)
+        // The placement replaces the shift; SpecAugment's masks are not microWakeWord's.
+        let augmenter = Augmenter(kinds: options.augment.subtracting([.mask, .shift]), noise: noise, clip: clip, rate: rate)
         for epoch in 1...epochs {
             let epochStart = Date()
             let quantized = epoch >= quantizedFrom
@@ -223,7 +239,7 @@ public enum MicroWakeWordTrainer {
             var totalLoss = 0.0, correct = 0
             for start in Swift.stride(from: 0, to: shuffled.count, by: options.batchSize) {
                 let members = Array(shuffled[start..<min(start + options.batchSize, shuffled.count)])
-                let x = try features(members.map { augmenter.apply(trainAudio[$0], seed: options.seed, epoch: epoch, clip: $0) })
+                let x = try features(members.map { augmenter.apply(trainAudio[$0], seed: options.seed, epoch: epoch, clip: $0, placement: placement(trainLabels[$0], jitter: jitter)) }, lead: leadSteps)
                 let batchLabels = members.map { trainLabels[$0] }
                 let used = forwardParameters(network, parameters, quantized: quantized)
                 let step = Trainer.gradients(network, used, x, batchLabels, [], objective, normalizer: objective.weight(labels: batchLabels, extra: []))
@@ -239,7 +255,7 @@ public enum MicroWakeWordTrainer {
             progress(report)
         }
         let best = stopping.kept(or: parameters)
-        var record = stopping.record(clipSeconds: Double(clip.samples) / Double(rate), decisionSeconds: Double(decisionSteps) * stepSeconds,
+        var record = stopping.record(clipSeconds: Double(steps) * stepSeconds, decisionSeconds: options.decisionSeconds,
                                      options: options, architecture: architectureName, features: "microfrontend:40", started: started)
         record.validationAccuracy = best.accuracy
         var (manifest, tensors) = try package(name: name, network: network, parameters: best.parameters, phrase: labels[1 - background], record: record)

@@ -468,6 +468,46 @@ struct Clip: Sendable {
     }
 }
 
+extension Clip {
+    /// Where a clip's audio lands in its window.
+    enum Placement: Sendable, Equatable {
+        /// From the window's start, moved by the `shift` augmentation.
+        case start
+        /// The sound's end (`soundEnd`) at the window's end, or up to `jitter` samples before it:
+        /// a phrase, trained at the steps just after it is said, as a stream decides.
+        case end(jitter: Int)
+        /// Audio longer than the window: a random window of it; shorter: its end at the window's end.
+        case anywhere
+    }
+
+    /// The offset (where audio[0] lands) that places `audio` as `placement` says.
+    func offset(of audio: [Float], _ placement: Placement, shift: Int, random: inout SplitMix64) -> Int {
+        switch placement {
+        case .start:
+            return shift
+        case let .end(jitter):
+            return samples - Self.soundEnd(audio) - (jitter > 0 ? Int.random(in: 0...jitter, using: &random) : 0)
+        case .anywhere:
+            return audio.count > samples ? -Int.random(in: 0...(audio.count - samples), using: &random) : samples - audio.count
+        }
+    }
+
+    /// Where the sound ends: after the last 10 ms piece whose peak is within 40 dB of the
+    /// audio's own (trailing silence and faint noise left out), the audio's length if it is silent.
+    static func soundEnd(_ audio: [Float]) -> Int {
+        let peak = audio.reduce(Float(0)) { max($0, abs($1)) }
+        guard peak > 0 else { return audio.count }
+        let piece = 160, floor = peak * 0.01
+        var end = audio.count
+        while end > 0 {
+            let start = max(0, end - piece)
+            if audio[start..<end].contains(where: { abs($0) > floor }) { return end }
+            end = start
+        }
+        return audio.count
+    }
+}
+
 /// The training clips' augmentation, drawn from (seed, epoch, clip) alone.
 struct Augmenter: Sendable {
     let kinds: Set<Augmentation>
@@ -475,16 +515,26 @@ struct Augmenter: Sendable {
     let clip: Clip
     let rate: Int
 
-    func apply(_ audio: [Float], seed: UInt64, epoch: Int, clip index: Int) -> [Float] {
+    func apply(_ audio: [Float], seed: UInt64, epoch: Int, clip index: Int, placement: Clip.Placement = .start) -> [Float] {
         var random = SplitMix64(seed: seed &+ 0x5EED, epoch, index)
         let shiftLimit = rate / 10
-        let offset = kinds.contains(.shift) ? Int.random(in: -shiftLimit...shiftLimit, using: &random) : 0
+        let shift = kinds.contains(.shift) ? Int.random(in: -shiftLimit...shiftLimit, using: &random) : 0
         var source = audio
         if kinds.contains(.speed) {
             // Played 0.9 to 1.1 times as fast: read at rate * factor, written at rate.
             source = Self.speed(audio, factor: Double.random(in: 0.9...1.1, using: &random), rate: rate)
         }
+        let offset = clip.offset(of: source, placement, shift: shift, random: &random)
         var out = clip.fitted(source, offset: offset)
+        if placement != .start, offset > 0, !noise.isEmpty {
+            // Before a placed clip, what a stream has before it: a stretch of a background clip
+            // (looped), not digital silence, which a network would learn to tell the phrase by.
+            let before = noise[Int.random(in: 0..<noise.count, using: &random)]
+            if !before.isEmpty {
+                let start = Int.random(in: 0..<before.count, using: &random)
+                for i in 0..<min(offset, clip.samples) { out[i] = before[(start + i) % before.count] }
+            }
+        }
         if kinds.contains(.gain) {
             let gain = Float(pow(10, Double.random(in: -6...6, using: &random) / 20))
             for i in out.indices { out[i] *= gain }

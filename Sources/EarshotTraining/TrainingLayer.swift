@@ -179,7 +179,8 @@ extension TrainingLayer {
             return (dx, [[0, 0]])
         case let (.pair(background), .pair):
             var dx = Frames(batch: dy.batch, time: dy.time, channels: 1)
-            for r in 0..<dy.rows { dx.values[r] = dy.values[r * 2 + 1 - background] - dy.values[r * 2 + background] }
+            // The background's logit is the constant 0: only the other one depends on z.
+            for r in 0..<dy.rows { dx.values[r] = dy.values[r * 2 + 1 - background] }
             return (dx, [])
         default:
             preconditionFailure("a layer's cache comes from its own forward pass")

@@ -21,6 +21,17 @@ struct GradientTests {
         (0..<count).map { _ in Float.random(in: -scale...scale, using: &random) }
     }
 
+    /// The central difference of `loss` at parameters[k][i], in Double.
+    static func difference(_ parameters: inout [[Float]], _ k: Int, _ i: Int, step: Float, _ loss: ([[Float]]) -> Double) -> Double {
+        let keep = parameters[k][i]
+        parameters[k][i] = keep + step
+        let plus = loss(parameters)
+        parameters[k][i] = keep - step
+        let minus = loss(parameters)
+        parameters[k][i] = keep
+        return (plus - minus) / (2 * Double(step))
+    }
+
     /// Checks every parameter and input gradient of `layer` on a random batch.
     func check(_ layer: TrainingLayer, inputs: Int, batch: Int = 2, time: Int = 5, seed: UInt64) {
         var random = SeededRandom(seed: seed)
@@ -72,6 +83,12 @@ struct GradientTests {
     @Test("ReLU")
     func relu() { check(.relu, inputs: 4, seed: 3) }
 
+    @Test("One logit as the softmax's pair [0, z] (the background's logit the constant 0), either way round")
+    func pair() {
+        check(.pair(background: 0), inputs: 1, seed: 7)
+        check(.pair(background: 1), inputs: 1, seed: 8)
+    }
+
     @Test("GRU over 5 steps, batch of 2")
     func gru() { check(.gru(inputs: 3, hidden: 4), inputs: 3, seed: 4) }
 
@@ -91,7 +108,7 @@ struct GradientTests {
         let extra: [Objective.Targets] = [[(0, 1), (1, 1)], [], [(2, 0)]]
         let normalizer = objective.weight(labels: labels, extra: extra)
         #expect(normalizer == 3 * 3.5 + 0.5 + 0.5 + 1)
-        func loss() -> Double { objective.evaluate(network.forward(x, parameters).logits, labels: labels, extra: extra, normalizer: normalizer).loss }
+        func loss(_ p: [[Float]]) -> Double { objective.evaluate(network.forward(x, p).logits, labels: labels, extra: extra, normalizer: normalizer).loss }
         let (logits, caches) = network.forward(x, parameters)
         let (_, dLogits, _) = objective.evaluate(logits, labels: labels, extra: extra, normalizer: normalizer)
         let grads = network.backward(dLogits, caches: caches, parameters).grads
@@ -102,13 +119,7 @@ struct GradientTests {
         var checked = 0
         for k in parameters.indices {
             for i in stride(from: 0, to: parameters[k].count, by: 3) {
-                let keep = parameters[k][i]
-                parameters[k][i] = keep + step
-                let plus = loss()
-                parameters[k][i] = keep - step
-                let minus = loss()
-                parameters[k][i] = keep
-                let numeric = (plus - minus) / (2 * Double(step))
+                let numeric = Self.difference(&parameters, k, i, step: step, loss)
                 #expect(abs(Double(grads[k][i]) - numeric) <= 1e-3 + 1e-2 * abs(numeric), "parameter \(k)[\(i)]")
                 checked += 1
             }
