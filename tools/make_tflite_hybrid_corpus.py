@@ -131,6 +131,15 @@ for name, padding, stride, dilation, per_channel, act in [
         return g, conv(g, x, rand(6, 3, 3, 4), out, act, padding, stride, dilation, per_channel)
     case(name)(fn)
 
+@case("conv-2d-per-tensor-three-taps")
+def _():
+    # Three taps along one axis, 8 channels in and out: a float Conv of this shape may run as
+    # Winograd's tiles, which would not keep the integer sums exact.
+    g = Graph()
+    x = g.input([1, 24, 1, 8])
+    return g, conv(g, x, rand(8, 3, 1, 8), [1, 24, 1, 8], per_channel=False)
+
+
 for name, padding, stride, dilation, multiplier, act in [
     ("depthwise-conv-2d-same", 0, 1, 1, 1, "none"), ("depthwise-conv-2d-valid-stride-2", 1, 2, 1, 1, "relu"),
     ("depthwise-conv-2d-same-dilated-relu6", 0, 1, 2, 1, "relu6"), ("depthwise-conv-2d-multiplier-2", 0, 1, 1, 2, "none"),

@@ -41,10 +41,10 @@ struct ConformanceTFLiteHybridTests {
         got.count == expected.count ? zip(got, expected).reduce(0) { max($0, abs($1.0 - $1.1)) } : .infinity
     }
 
-    @Test("every hybrid one-op graph imports and equals TFLite's reference kernels (max |diff| <= 1e-5; the integer sums exact)")
+    @Test("every hybrid one-op graph imports and equals TFLite's reference kernels (max |diff| <= 1e-5; bit-exact where TFLite's kernel rounds each operation)")
     func operators() throws {
         let runs = try Self.runs().filter { $0.name != "audio-classifier" }
-        #expect(runs.count == 23)
+        #expect(runs.count == 24 && runs.filter { $0.name.contains("-symmetric-") || $0.name.contains("conv-2d-per-tensor") || $0.name.contains("depthwise") }.count == 13)
         var failures: [String] = [], worstReference: Float = 0, worstXNNPACK: Float = 0, exact = 0
         for r in runs {
             do {
@@ -55,6 +55,14 @@ struct ConformanceTFLiteHybridTests {
                 let worst = Self.worst(got, r.reference)
                 worstReference = max(worstReference, worst)
                 if worst == 0 { exact += 1 } else { print("\(r.name): max |diff| \(worst)") }
+                // The integer sums are exact and the scales multiply in TFLite's order: bit-exact where
+                // TFLite's kernel rounds each operation (symmetric FULLY_CONNECTED, per-tensor CONV_2D,
+                // DEPTHWISE_CONV_2D); its asymmetric FULLY_CONNECTED and per-channel CONV_2D differ by a
+                // rounding or two (measured: <= 1.9e-6 on values up to 20), as if the last multiply and
+                // the bias were one fused operation there.
+                if r.name.contains("-symmetric-") || r.name.contains("conv-2d-per-tensor") || r.name.contains("depthwise") {
+                    #expect(worst == 0, "\(r.name): \(worst)")
+                }
                 if !r.name.contains("symmetric") || r.name.contains("asymmetric"), !r.name.contains("conv-2d-per-tensor") {
                     worstXNNPACK = max(worstXNNPACK, Self.worst(got, r.xnnpack))
                 }
@@ -68,7 +76,7 @@ struct ConformanceTFLiteHybridTests {
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
     }
 
-    @Test("a small hybrid audio classifier ([1, 16000] at 16 kHz: CONV_2D per channel and per tensor, DEPTHWISE_CONV_2D, FULLY_CONNECTED) equals TFLite's reference kernels on each 1 s window of real audio")
+    @Test("a small hybrid audio classifier ([1, 16000] at 16 kHz: CONV_2D per channel and per tensor, DEPTHWISE_CONV_2D, FULLY_CONNECTED) equals TFLite's reference kernels (within 1e-7) on each 1 s window of real audio")
     func audioClassifier() throws {
         let runs = try Self.runs().filter { $0.name == "audio-classifier" }
         #expect(runs.count == 4)
@@ -85,7 +93,9 @@ struct ConformanceTFLiteHybridTests {
             worstXNNPACK = max(worstXNNPACK, Self.worst(got, r.xnnpack))
         }
         print("hybrid audio classifier: 4 windows, max |diff| \(worst) against TFLite's reference kernels, \(worstXNNPACK) against XNNPACK")
-        #expect(worst <= 1e-5)
+        // Its per-channel CONV_2D and asymmetric FULLY_CONNECTED are within a rounding of TFLite's
+        // (see above); the scores are within 1e-7 of values below 1.
+        #expect(worst <= 1e-7)
     }
 
     @Test("a hybrid operator the importer does not take (BATCH_MATMUL with int8 weights) is refused naming the operator, its node and docs/models.md")
