@@ -25,17 +25,20 @@ without_hiredis() {
   fi
 }
 
+# One build folder for both: the second reuses the library the first built (the same targets
+# with the same flags), so the library is compiled once.
+build="$root/Examples/.build"
 expected=$(swift run -q earshot label -f csv AudioSamples/stereo-16k.wav --channels each | tail -n +2 | wc -l)
 for example in FileLabeller MultiChannel; do
-  (cd "Examples/$example" && without_hiredis swift build -q) || {
+  (cd "Examples/$example" && without_hiredis swift build -q --scratch-path "$build") || {
     echo "$example did not build without libhiredis-dev: does the product Earshot depend on EarshotRedis?"; exit 1; }
-  if ldd "Examples/$example/.build/debug/$example" | grep -q hiredis; then
+  if ldd "$build/debug/$example" | grep -q hiredis; then
     echo "$example links libhiredis: the product Earshot must not depend on EarshotRedis"; exit 1
   fi
 done
-labelled=$(Examples/FileLabeller/.build/debug/FileLabeller "$root/AudioSamples/speech-8k.wav" | wc -l)
+labelled=$("$build/debug/FileLabeller" "$root/AudioSamples/speech-8k.wav" | wc -l)
 want=$(swift run -q earshot label -f csv AudioSamples/speech-8k.wav | tail -n +2 | wc -l)
 [ "$labelled" = "$want" ] || { echo "FileLabeller: $labelled segments, earshot label: $want"; exit 1; }
-channels=$(Examples/MultiChannel/.build/debug/MultiChannel "$root/AudioSamples/stereo-16k.wav" | wc -l)
+channels=$("$build/debug/MultiChannel" "$root/AudioSamples/stereo-16k.wav" | wc -l)
 [ "$channels" = "$expected" ] || { echo "MultiChannel: $channels segments, earshot label --channels each: $expected"; exit 1; }
 echo "examples built without hiredis and run: FileLabeller $labelled segments, MultiChannel $channels segments (as earshot label)"

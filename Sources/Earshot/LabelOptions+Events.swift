@@ -92,6 +92,13 @@ extension LabelOptions.Events {
         /// and a week: latitude -90...90 (degrees north), longitude -180...180 (degrees east),
         /// week 1...48 of a 48-week year (4 a month), or -1 for the whole year.
         case place(latitude: Double, longitude: Double, week: Int)
+
+        /// A place's latitudes (degrees north), longitudes (degrees east) and weeks (of a 48-week
+        /// year, 4 a month; `wholeYear` for all of it): what `.place` takes and the CLI offers.
+        public static let latitudes: ClosedRange<Double> = -90...90
+        public static let longitudes: ClosedRange<Double> = -180...180
+        public static let weeks: ClosedRange<Int> = 1...48
+        public static let wholeYear = -1
     }
 
     /// The labels of `model` that `choice` keeps: nil for `.all`; a list's labels; or those the
@@ -108,10 +115,15 @@ extension LabelOptions.Events {
         case let .list(path):
             return try labelList(file: path, labels: model.labels)
         case let .place(latitude, longitude, week):
-            if !(latitude.isFinite && (-90...90).contains(latitude)) { throw .invalidOption(name: "lat", value: "\(latitude)", expected: "-90...90 (degrees north)") }
-            if !(longitude.isFinite && (-180...180).contains(longitude)) { throw .invalidOption(name: "lon", value: "\(longitude)", expected: "-180...180 (degrees east)") }
-            if week != -1 && !(1...48).contains(week) {
-                throw .invalidOption(name: "week", value: "\(week)", expected: "1...48 (a 48-week year, 4 a month), or -1 for the whole year")
+            if !LabelChoice.latitudes.contains(latitude) {
+                throw .invalidOption(name: "lat", value: "\(latitude)", expected: "\(degrees(LabelChoice.latitudes)) (degrees north)")
+            }
+            if !LabelChoice.longitudes.contains(longitude) {
+                throw .invalidOption(name: "lon", value: "\(longitude)", expected: "\(degrees(LabelChoice.longitudes)) (degrees east)")
+            }
+            if week != LabelChoice.wholeYear && !LabelChoice.weeks.contains(week) {
+                throw .invalidOption(name: "week", value: "\(week)",
+                                     expected: "\(LabelChoice.weeks) (a 48-week year, 4 a month), or \(LabelChoice.wholeYear) for the whole year")
             }
             guard let rule = model.manifest.decision?.events?.labelFilter else {
                 throw .invalidOption(name: "labelFilter", value: "none in \(model.name)",
@@ -124,6 +136,9 @@ extension LabelOptions.Events {
             return try filtered(labels: model.labels, by: filter, values: rule.inputs.map { Float(values[$0] ?? 0) }, threshold: rule.threshold)
         }
     }
+
+    /// A range of whole degrees as users type it ("-90...90").
+    private static func degrees(_ range: ClosedRange<Double>) -> String { "\(Int(range.lowerBound))...\(Int(range.upperBound))" }
 
     /// The labels a file lists (`--species-list`: BirdNET's species list, a label a line as the
     /// model names it, "Scientific name_Common name"); blank lines and lines starting with '#'

@@ -1,4 +1,5 @@
 import EarshotJSON
+import EarshotModel
 import Foundation
 
 /// A file of labels' short codes (`earshot import --label-codes`): a JSON object whose keys are
@@ -35,7 +36,7 @@ public enum LabelCodes {
         var codes: [String: String] = [:]
         for label in labels {
             guard let value = object[label] else { continue }
-            guard let code = value.string, !code.isEmpty, !code.contains(where: { $0.isNewline || $0 == "\t" }) else {
+            guard let code = value.string, ModelManifest.Outputs.isLabelCode(code) else {
                 throw .labelCodes(path: path, reason: "the code of '\(label)' is not a one-line string")
             }
             codes[label] = code

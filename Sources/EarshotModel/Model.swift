@@ -183,7 +183,7 @@ public final class Model: Sendable {
             if let unknown = codes.keys.sorted().first(where: { !labels.contains($0) }) {
                 throw .manifest(path: path, reason: "outputs.labelCodes: '\(unknown)' is not one of the model's labels")
             }
-            if let bad = codes.sorted(by: { $0.key < $1.key }).first(where: { $0.value.isEmpty || $0.value.contains { $0.isNewline || $0 == "\t" } }) {
+            if let bad = codes.sorted(by: { $0.key < $1.key }).first(where: { !ModelManifest.Outputs.isLabelCode($0.value) }) {
                 throw .manifest(path: path, reason: "outputs.labelCodes: the code of '\(bad.key)' is not a one-line string")
             }
         }

@@ -142,6 +142,12 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         /// the Species Code; a label without one is written whole.
         public var labelCodes: [String: String]?
 
+        /// Whether `code` can be a label's code: one line, not empty, no tab (a Raven table's
+        /// column).
+        public static func isLabelCode(_ code: String) -> Bool {
+            !code.isEmpty && !code.contains { $0.isNewline || $0 == "\t" }
+        }
+
         /// The outputs.
         public init(activation: Activation, reduceTime: ReduceTime? = nil, labels: [String]) {
             self.activation = activation

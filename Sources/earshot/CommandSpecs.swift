@@ -39,9 +39,10 @@ enum Specs {
                 + "holds its window, so the workers of a group take the same S"),
         .text("species-list", "FILE", "sound events: only the labels FILE lists can be events, one a line as the model names them "
               + "(BirdNET: Scientific name_Common name)"),
-        .double("lat", "DEG", -90...90, "sound events of a model with a label filter (BirdNET's location model): the recording's latitude; with --lon"),
-        .double("lon", "DEG", -180...180, "the recording's longitude (with --lat)"),
-        .int("week", "W", -1...48, default: -1, "the recording's week of a 48-week year (4 a month), 1...48; -1: the whole year (with --lat, --lon)"),
+        .double("lat", "DEG", LabelOptions.Events.LabelChoice.latitudes, "sound events of a model with a label filter (BirdNET's location model): the recording's latitude; with --lon"),
+        .double("lon", "DEG", LabelOptions.Events.LabelChoice.longitudes, "the recording's longitude (with --lat)"),
+        .int("week", "W", LabelOptions.Events.LabelChoice.wholeYear...LabelOptions.Events.LabelChoice.weeks.upperBound,
+             default: LabelOptions.Events.LabelChoice.wholeYear, "the recording's week of a 48-week year (4 a month), 1...48; -1: the whole year (with --lat, --lon)"),
     ]
     static let json = OptionSpec.flag("json", "one JSON line instead of text")
     /// The options of a sound-events model's rule (many labels at once).

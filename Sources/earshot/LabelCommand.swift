@@ -64,7 +64,7 @@ enum LabelCommand {
             choice = .list(path: file)
         } else if lat != nil || lon != nil || args.string("week") != nil {
             guard let lat, let lon else { throw UsageError("--lat, --lon and --week go together: give --lat and --lon (and --week, or the whole year)") }
-            choice = .place(latitude: lat, longitude: lon, week: args.int("week", default: -1))
+            choice = .place(latitude: lat, longitude: lon, week: args.int("week", default: LabelOptions.Events.LabelChoice.wholeYear))
         } else {
             choice = .all
         }
