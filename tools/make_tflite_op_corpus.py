@@ -91,11 +91,14 @@ def build(g, output):
         shp = int_vector(shape)
         q = None
         if quant is not None:
-            scales, zeros = quant
+            # (scales, zero points) or (scales, zero points, the quantized dimension of per-channel scales).
+            scales, zeros = quant[0], quant[1]
             sv, zv = vector(4, scales, b.PrependFloat32), vector(8, zeros, b.PrependInt64)
             tflite.QuantizationParametersStart(b)
             tflite.QuantizationParametersAddScale(b, sv)
             tflite.QuantizationParametersAddZeroPoint(b, zv)
+            if len(quant) > 2:
+                tflite.QuantizationParametersAddQuantizedDimension(b, quant[2])
             q = tflite.QuantizationParametersEnd(b)
         tflite.TensorStart(b)
         tflite.TensorAddShape(b, shp)

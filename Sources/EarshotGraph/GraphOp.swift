@@ -1,6 +1,6 @@
 /// The ops a graph is made of: ONNX's (of the default domain, with the semantics of the opsets in
-/// `GraphOps.supportedOpsets`) and Earshot's own, TFLite's integer kernels (Quantized.swift) and
-/// TFLite Micro's audio front end (MicroFrontendOp.swift) and TFLite's real FFT (`RFFT`, Spectral.swift),
+/// `GraphOps.supportedOpsets`) and Earshot's own, TFLite's integer kernels (Quantized.swift), the run-time quantization of
+/// TFLite's hybrid ops (HybridQuantize.swift) and TFLite Micro's audio front end (MicroFrontendOp.swift) and TFLite's real FFT (`RFFT`, Spectral.swift),
 /// which only `TFLiteImporter` emits.
 ///
 /// A package names an op by its raw value, ONNX's op type; the name is read into a `GraphOp` once,
@@ -21,7 +21,7 @@ public enum GraphOp: String, CaseIterable, Sendable, CustomStringConvertible {
     // Earshot's own.
     case quantize = "Quantize", tfliteConv2D = "TFLiteConv2D", tfliteDepthwiseConv2D = "TFLiteDepthwiseConv2D"
     case tfliteFullyConnected = "TFLiteFullyConnected", tfliteLookup = "TFLiteLookup", microFrontend = "MicroFrontend"
-    case rfft = "RFFT"
+    case rfft = "RFFT", tfliteHybridQuantize = "TFLiteHybridQuantize"
 
     /// The op's name, as a package (and ONNX) writes it.
     public var description: String { rawValue }
@@ -29,7 +29,8 @@ public enum GraphOp: String, CaseIterable, Sendable, CustomStringConvertible {
     /// Whether ONNX defines the op; the others are Earshot's own.
     public var isONNX: Bool {
         switch self {
-        case .quantize, .tfliteConv2D, .tfliteDepthwiseConv2D, .tfliteFullyConnected, .tfliteLookup, .microFrontend, .rfft: return false
+        case .quantize, .tfliteConv2D, .tfliteDepthwiseConv2D, .tfliteFullyConnected, .tfliteLookup, .microFrontend, .rfft, .tfliteHybridQuantize:
+            return false
         case .abs, .add, .and, .averagePool, .batchNormalization, .cast, .clip, .concat, .constantOfShape, .conv, .div, .equal, .erf,
              .exp, .expand, .flatten, .gru, .gather, .gemm, .greater, .greaterOrEqual, .identity, .lstm, .layerNormalization,
              .leakyRelu, .less, .lessOrEqual, .log, .matMul, .max, .maxPool, .min, .mul, .neg, .not, .or, .pad, .pow, .range,

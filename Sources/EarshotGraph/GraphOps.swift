@@ -121,6 +121,7 @@ public enum GraphOps {
         case .quantize: return try Quantized.quantize(n)
         case .microFrontend: return try MicroFrontendOp.run(n)
         case .rfft: return try Spectral.rfft(n)
+        case .tfliteHybridQuantize: return try HybridQuantize.run(n)
         }
     }
 }

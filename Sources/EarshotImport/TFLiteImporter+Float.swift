@@ -11,9 +11,10 @@ import EarshotTFLite
 /// (RFFT2D's) are held with a last axis of 2 (real, imaginary).
 extension TFLiteImporter {
     /// The TFLite operators read as float: every operator none of whose tensors is 8- or 16-bit
-    /// integers (those stay TFLite's integer kernels), and DEQUANTIZE.
+    /// integers (those stay TFLite's integer kernels), DEQUANTIZE and the hybrids (float input,
+    /// 8-bit weights: TFLiteImporter+Hybrid.swift).
     func isFloat(_ op: TFLiteOperator, _ graph: TFLiteSubgraph) -> Bool {
-        if op.name == "DEQUANTIZE" { return true }
+        if op.name == "DEQUANTIZE" || isHybrid(op, graph) { return true }
         if ["CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "QUANTIZE"].contains(op.name) { return false }
         return (op.inputs + op.outputs).allSatisfy { $0 < 0 || ![.int8, .uint8, .int16].contains(graph.tensors[$0].type) }
     }
@@ -178,6 +179,11 @@ extension TFLiteImporter {
         func shape(_ v: Value) -> [Int] { v.complex ? Array(v.tensor.shape.dropLast()) : v.tensor.shape }
         func ints64(_ values: [Int]) -> GraphTensor { GraphTensor(shape: [values.count], integers: values.map(Int64.init)) }
 
+        if isHybrid(op, graph) {
+            let bias = op.inputs.count > 2 && op.inputs[2] >= 0 ? try input(2) : nil
+            try set(0, try hybrid(op, x: try input(0), weights: try tensor(1), bias: bias, label: label, fail: fail))
+            return
+        }
         switch name {
         case "ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "POW", "SQUARED_DIFFERENCE":
             let a = try input(0), b = try input(1)
@@ -460,7 +466,7 @@ extension TFLiteImporter {
             let a = try adjoint(try input(0), adjX, "x"), b = try adjoint(try input(1), adjY, "y")
             try set(0, try node("MatMul", label, [a, b], op: name)[0])
         case "FULLY_CONNECTED":
-            guard case let .fullyConnected(activation, format, keepDims) = op.options, format == 0 else {
+            guard case let .fullyConnected(activation, format, keepDims, _) = op.options, format == 0 else {
                 throw fail("shuffled weights", "export the model with default weights")
             }
             let x = try input(0), w = try input(1)
@@ -538,7 +544,16 @@ extension TFLiteImporter {
     /// A float CONV_2D or DEPTHWISE_CONV_2D (NHWC input, OHWI or 1HWO filter) as a Conv on NCHW.
     mutating func floatConvolution(_ op: TFLiteOperator, x: Value, filter: Value, bias: Value?, label: String,
                                    fail: (String, String) -> ImportError) throws(ImportError) -> Value {
-        guard case let .convolution(padding, sh, sw, dh, dw, activation, _) = op.options else { throw fail("no options", "the file is damaged") }
+        guard case let .convolution(_, _, _, _, _, activation, _) = op.options else { throw fail("no options", "the file is damaged") }
+        let conv = try convolutionNCHW(op, x: x, filter: filter, bias: bias, label: label, fail: fail)
+        return try fromNCHW(try activated(conv, activation, label, op: op.name, fail: fail), label, op: op.name)
+    }
+
+    /// The Conv of a CONV_2D or DEPTHWISE_CONV_2D (NHWC input, OHWI or 1HWO filter), its output
+    /// channels-first ([N, C, H, W]) and without the fused activation.
+    mutating func convolutionNCHW(_ op: TFLiteOperator, x: Value, filter: Value, bias: Value?, label: String,
+                                  fail: (String, String) -> ImportError) throws(ImportError) -> Value {
+        guard case let .convolution(padding, sh, sw, dh, dw, _, _) = op.options else { throw fail("no options", "the file is damaged") }
         let depthwise = op.name == "DEPTHWISE_CONV_2D"
         let f = filter.tensor
         guard f.rank == 4, x.tensor.rank == 4, f.dtype == .float32, filter.constant else {
@@ -576,8 +591,7 @@ extension TFLiteImporter {
             "strides": .ints([Int64(sh), Int64(sw)]), "dilations": .ints([Int64(dh), Int64(dw)]), "pads": .ints([top, left, bottom, right].map(Int64.init)),
             "group": .int(Int64(c / inPerGroup)), "kernel_shape": .ints([Int64(kh), Int64(kw)]),
         ]
-        let conv = try node("Conv", label, inputs, attributes: attributes, op: op.name)[0]
-        return try fromNCHW(try activated(conv, activation, label, op: op.name, fail: fail), label, op: op.name)
+        return try node("Conv", label, inputs, attributes: attributes, op: op.name)[0]
     }
 
     /// IF: both branches' subgraphs read into the graph on the operator's inputs, and the

@@ -378,7 +378,7 @@ public struct TFLiteImporter {
             let c = try convolution(op, x: try value(0), graph: graph, fail: fail)
             try emit(c.op, inputs: c.names, values: c.inputs, attributes: c.attributes)
         case "FULLY_CONNECTED":
-            guard case let .fullyConnected(activation, format, _) = op.options, format == 0 else {
+            guard case let .fullyConnected(activation, format, _, _) = op.options, format == 0 else {
                 throw fail("shuffled weights", "export the model with default weights")
             }
             let x = try value(0), w = try tensor(1)

@@ -186,7 +186,10 @@ public enum TFLiteOptions: Sendable, Equatable {
     /// CONV_2D and DEPTHWISE_CONV_2D: padding (0 SAME, 1 VALID), strides, dilations, the fused
     /// activation (0 none, 1 relu, 2 relu_n1_to_1, 3 relu6) and, for depthwise, the multiplier.
     case convolution(padding: Int, strideH: Int, strideW: Int, dilationH: Int, dilationW: Int, activation: Int, depthMultiplier: Int)
-    case fullyConnected(activation: Int, weightsFormat: Int, keepNumDims: Bool)
+    /// FULLY_CONNECTED: the fused activation, the weights' format (0 default), whether the input's
+    /// leading axes are kept, and whether a hybrid op (int8 weights, float input) quantizes its
+    /// input rows asymmetrically.
+    case fullyConnected(activation: Int, weightsFormat: Int, keepNumDims: Bool, asymmetricInputs: Bool)
     case concatenation(axis: Int, activation: Int)
     case stridedSlice(beginMask: Int, endMask: Int, ellipsisMask: Int, newAxisMask: Int, shrinkAxisMask: Int, offset: Bool)
     case reshape(newShape: [Int])
@@ -315,7 +318,7 @@ public struct TFLiteSubgraph: Sendable, Equatable {
             return .convolution(padding: try byte(0), strideH: try int(2), strideW: try int(1), dilationH: try int(6, 1), dilationW: try int(5, 1),
                                 activation: try byte(4), depthMultiplier: try int(3))
         case 8:  // FullyConnectedOptions
-            return .fullyConnected(activation: try byte(0), weightsFormat: try byte(1), keepNumDims: try t.bool(2))
+            return .fullyConnected(activation: try byte(0), weightsFormat: try byte(1), keepNumDims: try t.bool(2), asymmetricInputs: try t.bool(3))
         case 10:  // ConcatenationOptions
             return .concatenation(axis: try int(0), activation: try byte(1))
         case 17:  // ReshapeOptions

@@ -444,7 +444,7 @@ enum Specs {
         name: "import", operands: "MODEL.onnx|MODEL.tflite",
         summary: "An ONNX or TFLite model as an Earshot package: fixed inputs folded, If branches chosen, states paired, every op run "
             + "once on silence before writing. An int8 .tflite runs bit for bit as TFLite's reference kernels, a float one (float16 "
-            + "weights too) as TFLite's float kernels; a model whose input is not audio takes its input's values as features. A .tflite beside a "
+            + "weights too) as TFLite's float kernels, a hybrid one (int8 weights, float activations) as TFLite's hybrid kernels, its input quantized each step; a model whose input is not audio takes its input's values as features. A .tflite beside a "
             + "microWakeWord JSON config (NAME.json) takes its wake word as the label, its probability cutoff and sliding window as "
             + "the detection rule, its author, and TFLite Micro's audio front end: the package takes 16 kHz audio. --front-end "
             + "openwakeword: an openWakeWord head (.onnx or .tflite) with the melspectrogram and embedding models of its form beside it (or named by "

@@ -12,7 +12,8 @@ struct GraphOpTests {
         #expect(GraphOp.tfliteDepthwiseConv2D.rawValue == "TFLiteDepthwiseConv2D")
         #expect(GraphOp.where.rawValue == "Where")
         #expect(GraphOps.supportedOps == Set(GraphOp.allCases.map(\.rawValue)))
-        #expect(GraphOps.integerOps == ["Quantize", "TFLiteConv2D", "TFLiteDepthwiseConv2D", "TFLiteFullyConnected", "TFLiteLookup", "MicroFrontend", "RFFT"])
+        #expect(GraphOps.integerOps == ["Quantize", "TFLiteConv2D", "TFLiteDepthwiseConv2D", "TFLiteFullyConnected", "TFLiteLookup", "MicroFrontend", "RFFT",
+                                        "TFLiteHybridQuantize"])
         #expect(GraphOps.onnxOps.count == 61 && GraphOps.onnxOps.isDisjoint(with: GraphOps.integerOps))
         #expect(GraphOps.onnxOps.union(GraphOps.integerOps) == GraphOps.supportedOps)
     }
@@ -41,5 +42,31 @@ struct GraphOpTests {
             try GraphOps.run(.maxPool, node: "m", inputs: [GraphTensor(shape: [1, 1, 2], floats: [1, 2])],
                              attributes: ["kernel_shape": .ints([1])], opset: 17, outputCount: 3)
         }
+    }
+}
+
+@Suite("TFLiteHybridQuantize: a hybrid op's input quantized as TFLite's kernels do")
+struct HybridQuantizeTests {
+    @Test("symmetric blocks round half away from zero (TfLiteRound), a block of zeros has scale 1, NaN gives 0, a bad axis is refused")
+    func symmetric() throws {
+        let x = GraphTensor(shape: [3, 4], floats: [127, 62.5, -62.5, 0, 0, 0, 0, 0, 2, .nan, -1, 0.5])
+        let out = try GraphOps.run(.tfliteHybridQuantize, node: "q", inputs: [x], attributes: ["axis": .int(1), "asymmetric": .int(0)], opset: 17)
+        #expect(out[0].shape == [3, 4] && out[1].shape == [3, 1])
+        // Half away from zero: 62.5 is 63, where half to even would give 62.
+        #expect(Array(out[0].floats[0..<8]) == [127, 63, -63, 0, 0, 0, 0, 0])
+        #expect(Array(out[0].floats[8...]) == [127, 0, -64, 32])
+        #expect(out[1].floats == [1, 1, Float(2) / 127])
+        #expect(throws: GraphError.self) {
+            try GraphOps.run(.tfliteHybridQuantize, node: "q", inputs: [x], attributes: ["axis": .int(3)], opset: 17)
+        }
+    }
+
+    @Test("asymmetric blocks take TFLite's nudged zero point over [min(x, 0), max(x, 0)]: the integers less it, and the scale")
+    func asymmetric() throws {
+        // rmin -0.5, rmax 1.5: scale 2/255, zero point -64; 0.5 * 127.5 - 64 = -0.25 is 0, less -64: 64.
+        let x = GraphTensor(shape: [1, 3], floats: [0.5, 1.5, -0.5])
+        let out = try GraphOps.run(.tfliteHybridQuantize, node: "q", inputs: [x], attributes: ["axis": .int(1), "asymmetric": .int(1)], opset: 17)
+        #expect(out[0].floats == [64, 191, -64])
+        #expect(out[1].floats == [Float(2.0 / 255.0)])
     }
 }

@@ -33,8 +33,8 @@ struct Builder {
     /// Tensors held as codes, as floats for the steps that read floats (converted once, where the
     /// first such step reads them).
     var decoded: [String: Ref] = [:]
-    /// Conv outputs whose rounding a log of a large gain magnifies (`amplifiedByLog`): computed as
-    /// the product, never an FFT.
+    /// Conv outputs whose rounding a log of a large gain magnifies (`amplifiedByLog`) and products
+    /// of a hybrid op's integers (`integerProducts`): computed as the product, never an FFT.
     var directProducts = Set<String>()
 
     /// The products' arithmetic (`Precision`).
@@ -122,7 +122,7 @@ struct Builder {
         var asCondition: [String: Int] = [:]
         for node in nodes where node.op == .where && !node.inputs.isEmpty { asCondition[node.inputs[0], default: 0] += 1 }
         conditionsOnly = Set(asCondition.filter { readers[$0.key] == $0.value }.keys)
-        directProducts = Self.amplifiedByLog(nodes, constants: constants)
+        directProducts = Self.amplifiedByLog(nodes, constants: constants).union(Self.integerProducts(nodes))
         let releases = GraphNode.releases(nodes, keeping: Set(outputs))
         for input in inputs {
             guard values[input.name] == nil, input.shape.allSatisfy({ $0 >= 0 }) else {
@@ -208,6 +208,7 @@ struct Builder {
         case .tfliteConv2D, .tfliteDepthwiseConv2D, .tfliteFullyConnected, .tfliteLookup, .quantize: compiled = try quantized(node, inputs, outputs)
         case .microFrontend: compiled = microFrontend(node, inputs, outputs)
         case .rfft: compiled = try rfft(node, inputs, outputs)
+        case .tfliteHybridQuantize: compiled = try hybridQuantize(node, inputs, outputs)
         case .batchNormalization: compiled = try batchNormalization(node, inputs, outputs)
         // No compiled step: the reference kernel. (A comparison that only Wheres read is compiled
         // into them: `condition`.)

@@ -31,7 +31,7 @@ extension Builder {
         // instead of the weights and activations), except where a log magnifies its rounding or
         // the node is kept in fp32.
         let precision = self.precision(of: g)
-        if group == 1, items == 1, precision == .fp32, let winograd = Self.winograd(fields: fields, taps: kh * kw, alongRows: kh == 3, oh: oh, ow: ow, channels: channels,
+        if group == 1, items == 1, precision == .fp32, !directProducts.contains(g.outputs[0]), let winograd = Self.winograd(fields: fields, taps: kh * kw, alongRows: kh == 3, oh: oh, ow: ow, channels: channels,
                                                                 outChannels: outChannels, weights: w.floats, bias: bias?.floats) {
             let y = allocate(outputs[0].count)
             refs[g.outputs[0]] = y
