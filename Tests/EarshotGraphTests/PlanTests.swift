@@ -661,6 +661,32 @@ struct PlanTests {
         }
     }
 
+    @Test("A MatMul by a mel filter bank (each output's weights a band of the terms) multiplies each panel's band only, as the reference computes it; a batch equals each stream alone")
+    func bandedProduct() throws {
+        // [k = 200][40]: triangles over widening bands of terms, as a mel filter bank's over FFT bins;
+        // one output all zeros.
+        let (k, outputs, rows) = (200, 40, 7)
+        var w = [Float](repeating: 0, count: k * outputs)
+        for o in 0..<outputs where o != 30 {
+            let lo = o * 4, width = 6 + o / 4
+            for i in lo..<min(k, lo + width) { w[i * outputs + o] = 1 - abs(Float(i - lo) - Float(width) / 2) / Float(width) }
+        }
+        let constants = ["w": GraphTensor(shape: [k, outputs], floats: w), "b": weights([outputs], seed: 9)]
+        let nodes = [GraphNode(op: .gemm, name: "mel", inputs: ["x", "w", "b"], outputs: ["y"])]
+        let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", [rows, k])], outputs: ["y"], opset: 17)
+        #expect(plan.kernels["mel"] == "packed product, banded")
+        // Each panel of 16 outputs over its band's terms only: far fewer than rows x k x outputs.
+        #expect(plan.productMultiplyAdds * 2 < rows * k * outputs)
+        let batch = try runStreams(plan, 3, seed: 40)
+        for s in 0..<3 {
+            let expected = try reference(nodes, constants, shape: [rows, k], seed: 40 + s, output: "y")
+            #expect(expected.count == rows * outputs && batch[s].count == expected.count)
+            let worst = zip(expected, batch[s]).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 1
+            #expect(worst <= 2e-6, "stream \(s): \(worst)")
+            #expect(try runStreams(plan, 1, seed: 40 + s)[0].map(\.bitPattern) == batch[s].map(\.bitPattern))
+        }
+    }
+
     @Test("Nodes that do not depend on the inputs are computed once, at build")
     func folds() throws {
         let nodes = [GraphNode(op: .mul, name: "scale", inputs: ["k", "k"], outputs: ["k2"]),
