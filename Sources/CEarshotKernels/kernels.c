@@ -49,6 +49,27 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
 #define MAX_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((p) > (q) ? (p) : (q)))
 #define MIN_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((p) < (q) ? (p) : (q)))
 
+// exp(x) for |x| <= 88: x = n ln2 + r, |r| <= ln2 / 2, e^r by its Taylor series to r^7
+// (relative error below 2e-8), scaled by 2^n through the exponent bits.
+#define EXP8(x, out) do {                                                              \
+        v8 _x = (x);                                                                   \
+        _x = __builtin_elementwise_min(__builtin_elementwise_max(_x, (v8){0} - 87.0f), (v8){0} + 88.0f); \
+        v8 _n = __builtin_elementwise_round(_x * 1.44269504f);                         \
+        v8 _r = _x - _n * 0.693145752f - _n * 1.42860677e-6f;                          \
+        v8 _p = 1.0f / 5040 + _r * 0.0f;                                               \
+        _p = _p * _r + 1.0f / 720;                                                     \
+        _p = _p * _r + 1.0f / 120;                                                     \
+        _p = _p * _r + 1.0f / 24;                                                      \
+        _p = _p * _r + 1.0f / 6;                                                       \
+        _p = _p * _r + 0.5f;                                                           \
+        _p = _p * _r + 1.0f;                                                           \
+        _p = _p * _r + 1.0f;                                                           \
+        typedef int i8 __attribute__((vector_size(32)));                               \
+        i8 _e = (__builtin_convertvector(_n, i8) + 127) << 23;                         \
+        (out) = _p * (v8)_e;                                                           \
+    } while (0)
+
+#define SIGMOID8(x, out) do { v8 _s; EXP8(-(x), _s); (out) = 1.0f / (1.0f + _s); } while (0)
 typedef int vi16 __attribute__((vector_size(64), aligned(4)));
 #define SELECT16(m, a, b) ((v16)(((vi16)(a) & (m)) | ((vi16)(b) & ~(m))))
 
@@ -81,6 +102,17 @@ typedef int vi16 __attribute__((vector_size(64), aligned(4)));
                 case EARSHOT_SQRT:                                                                 \
                     for (int l_ = 0; l_ < 16; l_++) out[l_] = __builtin_sqrtf(out[l_]);            \
                     break;                                                                         \
+                case EARSHOT_SIGMOID:                                                              \
+                case EARSHOT_SWISH: {                                                              \
+                    /* Two halves of 8 lanes, each as earshot_unary computes it. */                \
+                    v8 lo_ = __builtin_shufflevector(out, out, 0, 1, 2, 3, 4, 5, 6, 7), slo_;      \
+                    v8 hi_ = __builtin_shufflevector(out, out, 8, 9, 10, 11, 12, 13, 14, 15), shi_; \
+                    SIGMOID8(lo_, slo_);                                                           \
+                    SIGMOID8(hi_, shi_);                                                           \
+                    if ((ep)->kinds[o_] == EARSHOT_SWISH) { slo_ = lo_ * slo_; shi_ = hi_ * shi_; } \
+                    out = __builtin_shufflevector(slo_, shi_, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); \
+                    break;                                                                         \
+                }                                                                                  \
                 default: break;                                                                    \
                 }                                                                                  \
             }                                                                                      \
@@ -259,27 +291,6 @@ long earshot_first_nonfinite(const float *x, long n) {
     return -1;
 }
 
-// exp(x) for |x| <= 88: x = n ln2 + r, |r| <= ln2 / 2, e^r by its Taylor series to r^7
-// (relative error below 2e-8), scaled by 2^n through the exponent bits.
-#define EXP8(x, out) do {                                                              \
-        v8 _x = (x);                                                                   \
-        _x = __builtin_elementwise_min(__builtin_elementwise_max(_x, (v8){0} - 87.0f), (v8){0} + 88.0f); \
-        v8 _n = __builtin_elementwise_round(_x * 1.44269504f);                         \
-        v8 _r = _x - _n * 0.693145752f - _n * 1.42860677e-6f;                          \
-        v8 _p = 1.0f / 5040 + _r * 0.0f;                                               \
-        _p = _p * _r + 1.0f / 720;                                                     \
-        _p = _p * _r + 1.0f / 120;                                                     \
-        _p = _p * _r + 1.0f / 24;                                                      \
-        _p = _p * _r + 1.0f / 6;                                                       \
-        _p = _p * _r + 0.5f;                                                           \
-        _p = _p * _r + 1.0f;                                                           \
-        _p = _p * _r + 1.0f;                                                           \
-        typedef int i8 __attribute__((vector_size(32)));                               \
-        i8 _e = (__builtin_convertvector(_n, i8) + 127) << 23;                         \
-        (out) = _p * (v8)_e;                                                           \
-    } while (0)
-
-#define SIGMOID8(x, out) do { v8 _s; EXP8(-(x), _s); (out) = 1.0f / (1.0f + _s); } while (0)
 #define TANH8(x, out) do { v8 _t; SIGMOID8((x) * 2.0f, _t); (out) = 2.0f * _t - 1.0f; } while (0)
 
 // One value through the 8-lane code. Always inlined, so that inside each clone it is compiled
@@ -324,16 +335,23 @@ void earshot_relu(float *x, long n) {
     for (long i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0.0f;
 }
 
-CLONES
-void earshot_sigmoid(float *x, long n) {
+// y = sigmoid(x), or x * sigmoid(x) (swish), 8 lanes at a time; a tail value through the same
+// 8-lane code (sigmoid1), so a value gets the same bits wherever it lies. y may be x itself.
+static inline __attribute__((always_inline)) void sigmoids(const float *x, float *y, long n, int swish) {
     long i = 0;
     for (; i + 8 <= n; i += 8) {
-        v8 s;
-        SIGMOID8(load8(x + i), s);
-        *(v8 *)(x + i) = s;
+        v8 v = load8(x + i), s;
+        SIGMOID8(v, s);
+        *(v8 *)(y + i) = swish ? v * s : s;
     }
-    for (; i < n; i++) x[i] = sigmoid1(x[i]);
+    for (; i < n; i++) {
+        float v = x[i], s = sigmoid1(v);
+        y[i] = swish ? v * s : s;
+    }
 }
+
+CLONES
+void earshot_sigmoid(float *x, long n) { sigmoids(x, x, n, 0); }
 
 CLONES
 void earshot_tanh(float *x, long n) {
@@ -479,6 +497,10 @@ void earshot_unary(int op, float alpha, const float *x, float *y, long n) {
         break;
     case EARSHOT_ABS:
         SAFE for (long i = 0; i < n; i++) y[i] = __builtin_fabsf(x[i]);
+        break;
+    case EARSHOT_SIGMOID:
+    case EARSHOT_SWISH:
+        sigmoids(x, y, n, op == EARSHOT_SWISH);
         break;
     default:
         break;

@@ -422,6 +422,53 @@ struct PlanTests {
         #expect(a.map(\.bitPattern) == b.map(\.bitPattern))
     }
 
+    /// A Conv, then x * Sigmoid(x) of its output (swish) or a Sigmoid alone, over the Conv's paths:
+    /// position-major (many positions), depthwise, channels-last runs (few positions), one position.
+    static let swishConvs: [(name: String, weights: [Int], group: Int, input: [Int], pads: [Int])] = [
+        ("position-major", [24, 3, 1, 3], 1, [1, 3, 9, 32], [0, 1, 0, 1]),
+        ("depthwise", [6, 1, 3, 3], 6, [1, 6, 7, 9], [1, 1, 1, 1]),
+        ("channels-last", [20, 4, 3, 3], 1, [1, 4, 5, 6], [1, 1, 1, 1]),
+        ("one position", [12, 8, 1, 1], 1, [1, 8, 1, 1], [0, 0, 0, 0]),
+    ]
+
+    @Test("x * Sigmoid(x), or a Sigmoid alone, after a Conv runs within the Conv's step, with the bits of the Conv, the Sigmoid and the Mul alone, and within 2e-6 of the reference kernels",
+          arguments: swishConvs.indices, [true, false])
+    func fusesSwishIntoConv(_ index: Int, _ swish: Bool) throws {
+        let c = Self.swishConvs[index]
+        let constants = ["w": weights(c.weights), "b": weights([c.weights[0]], seed: 5)]
+        var nodes = [GraphNode(op: .conv, name: "conv", inputs: ["x", "w", "b"], outputs: ["c"],
+                               attributes: ["pads": .ints(c.pads.map(Int64.init)), "group": .int(Int64(c.group))]),
+                     GraphNode(op: .sigmoid, name: "sigmoid", inputs: ["c"], outputs: [swish ? "s" : "y"])]
+        if swish { nodes.append(GraphNode(op: .mul, name: "mul", inputs: ["c", "s"], outputs: ["y"])) }
+        let fused = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", c.input)], outputs: ["y"], opset: 17)
+        // With the Conv's output also a graph output, the Sigmoid and the Mul run as steps of their own.
+        let apart = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", c.input)], outputs: ["y", "c"], opset: 17)
+        #expect(fused.kernels["sigmoid"] == "with the Conv" && apart.kernels["sigmoid"] == "element-wise")
+        if swish { #expect(fused.kernels["mul"] == "with the Conv" && apart.kernels["mul"] == "element-wise") }
+        func run(_ plan: GraphPlan) throws -> [Float] {
+            var ws = GraphWorkspace()
+            var y: [Float] = []
+            try plan.run(streams: 1, workspace: &ws, load: { _, _, buffer in
+                let v = EarshotGraphTests.values(buffer.count, seed: 71)
+                for k in 0..<buffer.count { buffer[k] = 4 * v[k] }
+            }, store: { _, j, v in if j == 0 { y = Array(v) } })
+            return y
+        }
+        let (a, b) = (try run(fused), try run(apart))
+        #expect(a.map(\.bitPattern) == b.map(\.bitPattern))
+        var values = constants
+        values["x"] = GraphTensor(shape: c.input, floats: EarshotGraphTests.values(c.input.reduce(1, *), seed: 71).map { 4 * $0 })
+        for node in nodes {
+            values[node.outputs[0]] = try GraphOps.run(node.op, node: node.name, inputs: node.inputs.map { values[$0] },
+                                                       attributes: node.attributes, opset: 17, outputCount: 1)[0]
+        }
+        let expected = try #require(values["y"]).floats
+        // Negative and positive values both (swish's minimum is about -0.28; a sigmoid lies in (0, 1)).
+        #expect(expected.contains { $0 < -0.01 } == swish && expected.contains { $0 > 0.5 } && expected.contains { $0 < 0.5 })
+        let worst = zip(expected, a).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 1
+        #expect(expected.count == a.count && worst <= 2e-6, "\(c.name): \(worst)")
+    }
+
     @Test("An STFT's power (Pow, Pow, Add) or magnitude (and Sqrt) is computed by the FFT step, written channels-last when a Conv reads it: as the reference computes them",
           arguments: [(false, false), (true, false), (false, true), (true, true)])
     func fusesSpectrum(magnitude: Bool, convAfter: Bool) throws {
@@ -611,6 +658,32 @@ struct PlanTests {
             #expect(got[s].count == 3 * 9)
             let worst = zip(expected, got[s]).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 1
             #expect(worst <= 1.2e-7, "stream \(s): \(worst)")
+        }
+    }
+
+    @Test("A MatMul by a mel filter bank (each output's weights a band of the terms) multiplies each panel's band only, as the reference computes it; a batch equals each stream alone")
+    func bandedProduct() throws {
+        // [k = 200][40]: triangles over widening bands of terms, as a mel filter bank's over FFT bins;
+        // one output all zeros.
+        let (k, outputs, rows) = (200, 40, 7)
+        var w = [Float](repeating: 0, count: k * outputs)
+        for o in 0..<outputs where o != 30 {
+            let lo = o * 4, width = 6 + o / 4
+            for i in lo..<min(k, lo + width) { w[i * outputs + o] = 1 - abs(Float(i - lo) - Float(width) / 2) / Float(width) }
+        }
+        let constants = ["w": GraphTensor(shape: [k, outputs], floats: w), "b": weights([outputs], seed: 9)]
+        let nodes = [GraphNode(op: .gemm, name: "mel", inputs: ["x", "w", "b"], outputs: ["y"])]
+        let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", [rows, k])], outputs: ["y"], opset: 17)
+        #expect(plan.kernels["mel"] == "packed product, banded")
+        // Each panel of 16 outputs over its band's terms only: far fewer than rows x k x outputs.
+        #expect(plan.productMultiplyAdds * 2 < rows * k * outputs)
+        let batch = try runStreams(plan, 3, seed: 40)
+        for s in 0..<3 {
+            let expected = try reference(nodes, constants, shape: [rows, k], seed: 40 + s, output: "y")
+            #expect(expected.count == rows * outputs && batch[s].count == expected.count)
+            let worst = zip(expected, batch[s]).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 1
+            #expect(worst <= 2e-6, "stream \(s): \(worst)")
+            #expect(try runStreams(plan, 1, seed: 40 + s)[0].map(\.bitPattern) == batch[s].map(\.bitPattern))
         }
     }
 

@@ -157,10 +157,16 @@ struct ConvStep: Step {
             let f = d.field
             d.filters.withUnsafeBufferPointer { w in
                 d.bias.withUnsafeBufferPointerOrNil { bias in
+                    // In runs of channels whose output planes stay in cache, the fused ops applied to
+                    // each run as soon as it is computed (each output is computed on its own).
+                    let run = Swift.max(1, 4096 / positions)
                     forEachItem(c) { input, o in
-                        earshot_depthwise(input, channels, f.height, f.width, w.baseAddress!, f.kh, f.kw, f.sh, f.sw,
-                                          f.dh, f.dw, f.ph, f.pw, f.oh, f.ow, bias?.baseAddress, o)
-                        activate(o, outChannels * positions)
+                        for first in stride(from: 0, to: channels, by: run) {
+                            let n = Swift.min(run, channels - first)
+                            earshot_depthwise(input + first * plane, n, f.height, f.width, w.baseAddress! + first * f.kh * f.kw, f.kh, f.kw,
+                                              f.sh, f.sw, f.dh, f.dw, f.ph, f.pw, f.oh, f.ow, bias.map { $0.baseAddress! + first }, o + first * positions)
+                            activate(o + first * positions, n * positions)
+                        }
                     }
                 }
             }

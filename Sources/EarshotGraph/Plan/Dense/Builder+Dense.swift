@@ -48,8 +48,44 @@ extension Builder {
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
         let precision = self.precision(of: g)
-        steps.append(DenseStep(x: aRef, y: y, rows: rows, packed: PackedMatrix(weight, rows: columns, k: k, precision: precision), bias: bias))
+        var step = DenseStep(x: aRef, y: y, rows: rows, packed: PackedMatrix(weight, rows: columns, k: k, precision: precision), bias: bias)
+        if precision == .fp32, rows > 1, let bands = Self.bands(weight, outputs: columns, k: k, bias: bias) {
+            step.bands = bands
+            steps.append(step)
+            return "packed product, banded"
+        }
+        steps.append(step)
         return described("packed product", precision)
+    }
+
+    /// The bands of `weight` [outputs][k], per panel of 16 outputs the terms from its first nonzero
+    /// weight to its last, when together they span at most half of the terms (a mel filter bank);
+    /// otherwise nil. Only zero weights are left out, so each output is the same sum of the same
+    /// products, in blocks that start at its band.
+    static func bands(_ weight: [Float], outputs: Int, k: Int, bias: [Float]?) -> [DenseStep.Band]? {
+        var bands: [(first: Int, count: Int, start: Int, end: Int)] = []
+        for first in stride(from: 0, to: outputs, by: 16) {
+            let count = min(16, outputs - first)
+            var start = k, end = 0
+            for o in first..<(first + count) {
+                let row = weight[(o * k)..<(o * k + k)]
+                if let lo = row.firstIndex(where: { $0 != 0 }), let hi = row.lastIndex(where: { $0 != 0 }) {
+                    start = min(start, lo - o * k)
+                    end = max(end, hi - o * k + 1)
+                }
+            }
+            if start >= end { (start, end) = (0, 1) }  // all zeros: one term, to keep the product's shape
+            bands.append((first, count, start, end))
+        }
+        guard bands.reduce(0, { $0 + $1.end - $1.start }) * 2 <= bands.count * k else { return nil }
+        return bands.map { band in
+            var w = [Float](repeating: 0, count: band.count * (band.end - band.start))
+            for o in 0..<band.count {
+                for i in band.start..<band.end { w[o * (band.end - band.start) + i - band.start] = weight[(band.first + o) * k + i] }
+            }
+            return DenseStep.Band(first: band.first, start: band.start, packed: PackedMatrix(w, rows: band.count, k: band.end - band.start),
+                                  bias: bias.map { Array($0[band.first..<(band.first + band.count)]) })
+        }
     }
 
     private func transposed(_ m: [Float], rows: Int, columns: Int) -> [Float] {

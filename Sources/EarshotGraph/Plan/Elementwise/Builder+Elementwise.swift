@@ -10,6 +10,9 @@ extension Builder {
         if kind == .relu, fuse(.unary(Int32(EARSHOT_RELU), alpha: 0), reading: g.inputs[0], as: xRef, into: g.outputs[0]) {
             return "with the Conv"
         }
+        if kind == .sigmoid, fuse(.unary(Int32(EARSHOT_SIGMOID), alpha: 0), reading: g.inputs[0], as: xRef, into: g.outputs[0]) {
+            return "with the Conv"
+        }
         if kind == .leakyRelu, case let .float(a) = g.attributes["alpha"] ?? .float(0.01),
            fuse(.unary(Int32(EARSHOT_LEAKY_RELU), alpha: a), reading: g.inputs[0], as: xRef, into: g.outputs[0]) {
             return "with the Conv"
@@ -50,7 +53,7 @@ extension Builder {
            fuse(.binary(op, value), reading: g.inputs[0], as: aRef, into: g.outputs[0]) {
             return "with the Conv"
         }
-        if kind == .mul, swish(g) { return "element-wise" }
+        if kind == .mul, let compiled = swish(g) { return compiled }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
         steps.append(BinaryStep(kind: kind, a: aRef, b: bRef, y: y,
@@ -62,13 +65,25 @@ extension Builder {
 extension Builder {
     /// x * Sigmoid(x) as one step (`UnaryStep.Kind.swish`): when the last step is the Sigmoid of
     /// one of this Mul's operands, the other operand is its input, and this Mul is its only reader.
-    /// The Sigmoid's step becomes the swish, writing the Mul's output in the Sigmoid's place.
-    mutating func swish(_ g: GraphNode) -> Bool {
+    /// The Sigmoid's step becomes the swish, writing the Mul's output in the Sigmoid's place; and
+    /// when x is a Conv's output that only the Sigmoid and this Mul read, the swish goes into the
+    /// Conv's step instead, in place, as its last fused op.
+    mutating func swish(_ g: GraphNode) -> String? {
         guard g.inputs.count == 2, let sigmoid = steps.last as? UnaryStep, sigmoid.kind == .sigmoid,
               let k = g.inputs.firstIndex(where: { refs[$0] == sigmoid.y && readers[$0, default: 0] == 1 }),
-              g.inputs[1 - k] != g.inputs[k], refs[g.inputs[1 - k]] == sigmoid.x else { return false }
+              g.inputs[1 - k] != g.inputs[k], refs[g.inputs[1 - k]] == sigmoid.x else { return nil }
+        // Only the Sigmoid and this Mul read the Conv's output, under any name (a view of it too).
+        if steps.count >= 2, var conv = steps[steps.count - 2] as? ConvStep, conv.y == sigmoid.x,
+           refs.filter({ $0.value.overlaps(conv.y) }).reduce(0, { $0 + readers[$1.key, default: 0] }) == 2 {
+            conv.fuse(.unary(Int32(EARSHOT_SWISH), alpha: 0))
+            steps.removeLast()
+            steps[steps.count - 1] = conv
+            refs[g.outputs[0]] = conv.y
+            if let node = producers[g.inputs[k]] { kernels[node] = "with the Conv" }
+            return "with the Conv"
+        }
         steps[steps.count - 1] = UnaryStep(kind: .swish, x: sigmoid.x, y: sigmoid.y, alpha: 0, beta: 0, low: nil, high: nil)
         refs[g.outputs[0]] = sigmoid.y
-        return true
+        return "element-wise"
     }
 }

@@ -45,20 +45,9 @@ struct UnaryStep: Step {
             let input = c.read(x, b), out = c.write(y, b)
             switch kind {
             case .relu: earshot_unary(Int32(EARSHOT_RELU), 0, input, out, n)
-            case .sigmoid:
-                out.update(from: input, count: n)
-                earshot_sigmoid(out, n)
-            case .swish:
-                // In blocks that stay in cache, each as the Sigmoid then the Mul compute it (the
-                // sigmoid kernel gives a value the same bits wherever it lies in a block).
-                var start = 0
-                while start < n {
-                    let count = Swift.min(1024, n - start)
-                    (out + start).update(from: input + start, count: count)
-                    earshot_sigmoid(out + start, count)
-                    earshot_binary(Int32(EARSHOT_MUL), input + start, 1, out + start, 1, out + start, count)
-                    start += count
-                }
+            case .sigmoid: earshot_unary(Int32(EARSHOT_SIGMOID), 0, input, out, n)
+            // x * Sigmoid(x) in one pass: the Sigmoid's value as it gives it, then the Mul's.
+            case .swish: earshot_unary(Int32(EARSHOT_SWISH), 0, input, out, n)
             case .tanh:
                 out.update(from: input, count: n)
                 earshot_tanh(out, n)
