@@ -93,6 +93,11 @@ struct RobustnessTests {
         case "RFFT":
             return [Call(name: "rfft", inputs: [GraphTensor(shape: [2, 12], floats: (0..<24).map { _ in Float.random(in: -1...1, using: &random) })],
                          attributes: ["length": .int(16)])]
+        case "TFLiteHybridQuantize":
+            let x = GraphTensor(shape: [2, 3, 4], floats: (0..<24).map { _ in Float.random(in: -2...3, using: &random) })
+            return [0, 1].map { asymmetric in
+                Call(name: "hybrid input", inputs: [x], attributes: ["axis": .int(1), "asymmetric": .int(Int64(asymmetric))], outputCount: 2)
+            }
         default:
             return []
         }
