@@ -8,7 +8,8 @@ struct DenseStep: Step {
 
     /// A matrix whose outputs are zero outside a band of its terms (a mel filter bank, each band a
     /// few FFT bins): per panel of 16 outputs, the product of the terms its band spans, from
-    /// `start` (the zeros around it not multiplied). Then `packed` is not used.
+    /// `start` (the zeros around it not multiplied). Then `packed` gives only the strides (its `k`
+    /// terms an input row, its `rows` outputs an output row).
     struct Band: Sendable {
         /// The band's first output and first term.
         let first, start: Int
