@@ -8,7 +8,8 @@ enum HybridQuantize {
     /// `axis` on (FULLY_CONNECTED: a row, `axis` = rank - 1; a convolution: a batch item, `axis` = 1).
     /// `asymmetric` 0: values * 127 / max |x| rounded (half away from zero) into -127...127, the
     /// block's scale max |x| / 127 (1 for a block of zeros); 1: TFLite's nudged zero point over
-    /// [min(x, 0), max(x, 0)] into -128...127, the scale and zero point computed in double.
+    /// [min(x, 0), max(x, 0)] into -128...127, the range max - min in float, the scale and zero
+    /// point from it in double.
     /// Gives Q (X's shape: the integers minus the block's zero point, as floats) and Scale
     /// (X.shape[..<axis] followed by ones, so that it broadcasts over the block).
     static func run(_ n: Node) throws(GraphError) -> [GraphTensor] {
@@ -55,7 +56,9 @@ enum HybridQuantize {
             for i in q.indices { q[i] = 0 }
             return 1
         }
-        let scale = (rmax - rmin) / 255
+        // The range is a float difference, divided in double (as TFLite's x86 and Arm kernels
+        // do: their min and max are floats; a double difference moves the scale by an ulp).
+        let scale = Double(max(0, high) - min(0, low)) / 255
         let fromMin = -128 - rmin / scale, fromMax = 127 - rmax / scale
         let zero = 128 + abs(rmin / scale) < 127 + abs(rmax / scale) ? fromMin : fromMax
         let offset: Float = zero <= -128 ? -128 : (zero >= 127 ? 127 : Float(zero.rounded(.toNearestOrAwayFromZero)))

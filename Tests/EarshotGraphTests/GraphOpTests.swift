@@ -69,4 +69,13 @@ struct HybridQuantizeTests {
         #expect(out[0].floats == [64, 191, -64])
         #expect(out[1].floats == [Float(2.0 / 255.0)])
     }
+
+    @Test("the asymmetric range is max - min in float, divided in double, as TFLite's kernels take it: [2.5, -1.596, 0.7] has scale 0.016062744, not the double range's 0.016062746")
+    func asymmetricFloatRange() throws {
+        let x = GraphTensor(shape: [1, 3], floats: [2.5, -1.596, 0.7])
+        let out = try GraphOps.run(.tfliteHybridQuantize, node: "q", inputs: [x], attributes: ["axis": .int(1), "asymmetric": .int(1)], opset: 17)
+        #expect(out[1].floats == [0.016062744])
+        #expect(out[1].floats != [0.016062746])
+        #expect(out[0].floats == [156, -99, 44])
+    }
 }

@@ -41,37 +41,29 @@ struct ConformanceTFLiteHybridTests {
         got.count == expected.count ? zip(got, expected).reduce(0) { max($0, abs($1.0 - $1.1)) } : .infinity
     }
 
-    @Test("every hybrid one-op graph imports and equals TFLite's reference kernels (max |diff| <= 1e-5; bit-exact where TFLite's kernel rounds each operation)")
+    @Test("every hybrid one-op graph imports and equals TFLite's reference kernels bit for bit")
     func operators() throws {
         let runs = try Self.runs().filter { $0.name != "audio-classifier" }
-        #expect(runs.count == 24 && runs.filter { $0.name.contains("-symmetric-") || $0.name.contains("conv-2d-per-tensor") || $0.name.contains("depthwise") }.count == 13)
-        var failures: [String] = [], worstReference: Float = 0, worstXNNPACK: Float = 0, exact = 0
+        #expect(runs.count == 24)
+        var failures: [String] = [], worstXNNPACK: Float = 0, exact = 0
         for r in runs {
             do {
                 let model = try Self.imported(r.file)
                 #expect(model.description.execution == "compiled", "\(r.name)")
                 var state = model.makeState()
                 let got = try model.prediction(from: r.input, using: &state)
+                // The integer sums are exact, the input's scale is TFLite's (its asymmetric range a
+                // float difference) and the scales multiply in TFLite's order: every value equal.
                 let worst = Self.worst(got, r.reference)
-                worstReference = max(worstReference, worst)
-                if worst == 0 { exact += 1 } else { print("\(r.name): max |diff| \(worst)") }
-                // The integer sums are exact and the scales multiply in TFLite's order: bit-exact where
-                // TFLite's kernel rounds each operation (symmetric FULLY_CONNECTED, per-tensor CONV_2D,
-                // DEPTHWISE_CONV_2D); its asymmetric FULLY_CONNECTED and per-channel CONV_2D differ by a
-                // rounding or two (measured: <= 1.9e-6 on values up to 20), as if the last multiply and
-                // the bias were one fused operation there.
-                if r.name.contains("-symmetric-") || r.name.contains("conv-2d-per-tensor") || r.name.contains("depthwise") {
-                    #expect(worst == 0, "\(r.name): \(worst)")
-                }
+                if worst == 0 { exact += 1 } else { failures.append("\(r.name): worst \(worst) of \(got.count) values (\(r.reference.count) expected)") }
                 if !r.name.contains("symmetric") || r.name.contains("asymmetric"), !r.name.contains("conv-2d-per-tensor") {
                     worstXNNPACK = max(worstXNNPACK, Self.worst(got, r.xnnpack))
                 }
-                if !(worst <= 1e-5) { failures.append("\(r.name): worst \(worst) of \(got.count) values (\(r.reference.count) expected)") }
             } catch {
                 failures.append("\(r.name): \(error)")
             }
         }
-        print("hybrid one-op graphs: \(runs.count), \(exact) bit-exact, max |diff| \(worstReference) against TFLite's reference kernels, "
+        print("hybrid one-op graphs: \(runs.count), \(exact) bit-exact against TFLite's reference kernels, "
               + "\(worstXNNPACK) against XNNPACK where it quantizes as the file says (asymmetric input)")
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
     }
