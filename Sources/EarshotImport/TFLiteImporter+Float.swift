@@ -466,9 +466,7 @@ extension TFLiteImporter {
             let a = try adjoint(try input(0), adjX, "x"), b = try adjoint(try input(1), adjY, "y")
             try set(0, try node("MatMul", label, [a, b], op: name)[0])
         case "FULLY_CONNECTED":
-            guard case let .fullyConnected(activation, format, keepDims, _) = op.options, format == 0 else {
-                throw fail("shuffled weights", "export the model with default weights")
-            }
+            let (activation, keepDims, _) = try Self.fullyConnectedOptions(op, fail)
             let x = try input(0), w = try input(1)
             guard w.tensor.rank == 2, w.tensor.dtype == .float32 else { throw fail("weights of shape \(w.tensor.shape)", "FULLY_CONNECTED takes [outputs, inputs] float weights") }
             let (outputs, depth) = (w.tensor.shape[0], w.tensor.shape[1])

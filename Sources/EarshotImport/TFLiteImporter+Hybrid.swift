@@ -37,9 +37,7 @@ extension TFLiteImporter {
         let scales = q.scales
         switch name {
         case "FULLY_CONNECTED":
-            guard case let .fullyConnected(activation, format, keepDims, asymmetric) = op.options, format == 0 else {
-                throw fail("shuffled weights", "export the model with default weights")
-            }
+            let (activation, keepDims, asymmetric) = try Self.fullyConnectedOptions(op, fail)
             guard t.shape.count == 2, scales.count == 1 || scales.count == t.shape[0] else {
                 throw fail("weights of shape \(t.shape) with \(scales.count) scales", "FULLY_CONNECTED takes [outputs, inputs] weights, a scale per tensor or per output")
             }

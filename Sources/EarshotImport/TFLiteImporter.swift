@@ -378,9 +378,7 @@ public struct TFLiteImporter {
             let c = try convolution(op, x: try value(0), graph: graph, fail: fail)
             try emit(c.op, inputs: c.names, values: c.inputs, attributes: c.attributes)
         case "FULLY_CONNECTED":
-            guard case let .fullyConnected(activation, format, _, _) = op.options, format == 0 else {
-                throw fail("shuffled weights", "export the model with default weights")
-            }
+            let activation = try Self.fullyConnectedOptions(op, fail).activation
             let x = try value(0), w = try tensor(1)
             let out = try outputTensor()
             let (inQ, outQ) = try quantization(try tensor(0), out, fail)
@@ -432,6 +430,16 @@ public struct TFLiteImporter {
     static func operand(_ op: TFLiteOperator, _ i: Int, _ graph: TFLiteSubgraph, _ fail: (String, String) -> ImportError) throws(ImportError) -> TFLiteTensor {
         guard i < op.inputs.count, op.inputs[i] >= 0 else { throw fail("input \(i) is missing", "the file is damaged") }
         return graph.tensors[op.inputs[i]]
+    }
+
+    /// FULLY_CONNECTED's options (int8, float and hybrid alike); shuffled weights (a layout for
+    /// some Arm kernels) are refused.
+    static func fullyConnectedOptions(_ op: TFLiteOperator, _ fail: (String, String) -> ImportError)
+        throws(ImportError) -> (activation: Int, keepDims: Bool, asymmetric: Bool) {
+        guard case let .fullyConnected(activation, format, keepDims, asymmetric) = op.options, format == 0 else {
+            throw fail("shuffled weights", "export the model with default weights")
+        }
+        return (activation, keepDims, asymmetric)
     }
 
     private func zeros(_ shape: [Int]) -> GraphTensor { GraphTensor(shape: shape, floats: [Float](repeating: 0, count: shape.reduce(1, *))) }
