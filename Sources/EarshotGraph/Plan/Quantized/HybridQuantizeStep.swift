@@ -1,4 +1,7 @@
-/// `TFLiteHybridQuantize`: a hybrid op's float input quantized block by block (`HybridQuantize`).
+import CEarshotKernels
+
+/// `TFLiteHybridQuantize`: a hybrid op's float input quantized block by block, on AVX-512 where the
+/// CPU has it (`earshot_hybrid_quantize`: the values `HybridQuantize.quantize` gives, bit for bit).
 struct HybridQuantizeStep: Step {
     let x: GraphPlan.Ref
     /// The integers minus each block's zero point, as floats; X's count.
@@ -16,8 +19,7 @@ struct HybridQuantizeStep: Step {
         for b in 0..<c.streams {
             let xs = c.read(x, b), qs = c.write(q, b), ss = c.write(scales, b)
             for k in 0..<scales.count {
-                ss[k] = HybridQuantize.quantize(UnsafeBufferPointer(start: xs + k * block, count: block),
-                                                UnsafeMutableBufferPointer(start: qs + k * block, count: block), asymmetric: asymmetric)
+                ss[k] = earshot_hybrid_quantize(xs + k * block, block, asymmetric ? 1 : 0, -1, qs + k * block)
             }
         }
     }
