@@ -39,6 +39,15 @@ struct ReceptiveField {
         (ph, pw, eh, ew) = (pads[0], pads[1], pads[2], pads[3])
     }
 
+    /// A plane of one column (unpadded, a kernel of one column) read as one row: the same values
+    /// in the same memory and the taps in the same order, so that a kernel whose vector lanes run
+    /// along a row runs along the plane's long axis (a depthwise convolution over time: 100 x 1
+    /// planes). Any other field as it is.
+    var oneRow: ReceptiveField {
+        guard width == 1, kw == 1, ow == 1, pw == 0, ew == 0, height > 1 else { return self }
+        return ReceptiveField(height: 1, width: height, kernel: (1, kh), output: (1, oh), strides: [1, sh], dilations: [1, dh], pads: [0, ph, 0, eh])
+    }
+
     /// The input row and column that tap (i, j) of output (oy, ox) reads; outside the plane, it
     /// reads the padding.
     @inline(__always)

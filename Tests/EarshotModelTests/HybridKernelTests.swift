@@ -58,3 +58,26 @@ struct HybridKernelTests {
         #expect(Self.kernel([2.5, -1.596, 0.7], asymmetric: true, path: -1) == ([156, -99, 44], 0.016062744))
     }
 }
+
+@Suite("Depthwise convolution over one column")
+struct DepthwiseColumnTests {
+    @Test("a plane of one column read as one row (the plan's layout for 100 x 1 planes) gives the same bits as read as a column, strides, dilations and pads included")
+    func columnAsRow() {
+        var random = SeededRandom(seed: 47)
+        for (h, k, stride, dilation, pad) in [(100, 5, 1, 1, 2), (100, 5, 2, 1, 0), (37, 3, 1, 2, 1), (16, 7, 3, 1, 3), (5, 9, 1, 1, 4)] {
+            let channels = 16, oh = (h + 2 * pad - dilation * (k - 1) - 1) / stride + 1
+            let x = (0..<(channels * h)).map { _ in Float.random(in: -2...2, using: &random) }
+            let w = (0..<(channels * k)).map { _ in Float.random(in: -1...1, using: &random) }
+            let bias = (0..<channels).map { _ in Float.random(in: -1...1, using: &random) }
+            var column = [Float](repeating: .nan, count: channels * oh), row = column
+            // [channels][h][1] with a kernel [k][1], then the same memory as [channels][1][h] with a kernel [1][k].
+            earshot_depthwise(x, channels, h, 1, w, k, 1, stride, 1, dilation, 1, pad, 0, oh, 1, bias, &column)
+            earshot_depthwise(x, channels, 1, h, w, 1, k, 1, stride, 1, dilation, 0, pad, 1, oh, bias, &row)
+            #expect(row.map(\.bitPattern) == column.map(\.bitPattern), "h \(h), k \(k), stride \(stride), dilation \(dilation), pad \(pad)")
+            // And the values: output 0 of channel 0 by hand (in double; the kernel may fuse its multiply-adds).
+            var sum = Double(bias[0])
+            for i in 0..<k where i * dilation - pad >= 0 && i * dilation - pad < h { sum += Double(w[i]) * Double(x[i * dilation - pad]) }
+            #expect(abs(Double(row[0]) - sum) <= 1e-5, "h \(h), k \(k): \(row[0]) vs \(sum)")
+        }
+    }
+}
