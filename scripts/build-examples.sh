@@ -5,7 +5,9 @@
 # Both depend on the product Earshot alone, which must build and run on a machine without
 # libhiredis-dev (only EarshotCluster links hiredis). As root, each is built with hiredis's
 # headers hidden (an empty folder over /usr/include/hiredis, in a mount namespace of its own):
-# a graph that held CHiredis fails there. Everywhere, no example may link libhiredis.
+# what it compiles there (all of a graph that held CHiredis, on a fresh checkout) fails. Everywhere,
+# no example may link libhiredis: that fails a graph holding CHiredis whose modules the checkout's
+# build compiled already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -25,9 +27,12 @@ without_hiredis() {
   fi
 }
 
-# One build folder for both: the second reuses the library the first built (the same targets
-# with the same flags), so the library is compiled once.
-build="$root/Examples/.build"
+# The checkout's own build folder for both: the library's modules are the ones `swift build` (or
+# `swift test`) compiled there (the same targets with the same flags), so an example compiles its
+# own sources only, and the second reuses what the first built. On a fresh checkout the first
+# example compiles the library, with hiredis's headers hidden. Either way, an example that linked
+# hiredis fails the ldd check below.
+build="$root/.build"
 expected=$(swift run -q earshot label -f csv AudioSamples/stereo-16k.wav --channels each | tail -n +2 | wc -l)
 for example in FileLabeller MultiChannel; do
   (cd "Examples/$example" && without_hiredis swift build -q --scratch-path "$build") || {

@@ -132,7 +132,8 @@ struct ConformanceTFLiteTests {
 
     @Test("BirdNET V2.4's FP32 classifier ([1, 144000] at 48 kHz to 6522 scores, RFFT2D within) equals TFLite on each 3 s window of real audio")
     func birdnet() throws {
-        let model = try Self.imported([try Self.model("birdnet", "BirdNET_GLOBAL_6K_V2.4_Model_FP32.tflite"), "--rate", "48000"], "birdnet")
+        // The catalog's package (earshot import of the .tflite with --rate 48000 --hop 144000), fetched once for the tests.
+        let model = try Model(contentsOf: URL(fileURLWithPath: try BirdNETTests.package()))
         let expected = try Self.floats("Tests/EarshotTests/Goldens/conformance/birdnet/scores.f32")
         let (audio, rate) = try AudioFile.readMono(path: Repo.path("Tests/EarshotTests/Goldens/conformance/birdnet/audio-48k.wav"))
         #expect(rate == 48000 && model.chunkSamples == 144_000 && expected.count == 3 * 6522)

@@ -150,14 +150,17 @@ struct PrecisionTests {
         let corpus = Repo.path("Tests/EarshotTests/Goldens/openwakeword-start")
         let files = try FileManager.default.contentsOfDirectory(atPath: corpus).sorted().map { corpus + "/" + $0 }
             + [Repo.path("Tests/EarshotTests/Goldens/microwakeword/wake-words.wav")]
-        // Each file a stream of its own: its detections and every step's score.
+        // Each file a stream of its own: its detections and every step's score, from one run.
         func run(_ m: Model) async throws -> (detections: [String], scores: [[Float]]) {
+            var options = LabelOptions(model: m)
+            options.includeScores = true
             var detections: [String] = [], scores: [[Float]] = []
             for file in files {
-                let events = try await FileLabeler(model: m).label(path: file).events
-                detections += events.compactMap { if case let .detected(d) = $0 { "\(URL(fileURLWithPath: file).lastPathComponent) \(d.sample)" } else { nil } }
-                let (audio, _) = try AudioFile.readMono(path: file)
-                scores.append(try OpenWakeWordPipelineTests.scores(m, Array(audio.prefix(audio.count / 1280 * 1280))))
+                let result = try await FileLabeler(model: m, options: options).label(path: file)
+                detections += result.events.compactMap { if case let .detected(d) = $0 { "\(URL(fileURLWithPath: file).lastPathComponent) \(d.sample)" } else { nil } }
+                let steps = EarshotCommandTestSupport.scores(result.events)
+                #expect(result.sampleRate == 16000 && steps.count >= result.frames / 1280 && steps.allSatisfy { $0.scores.count == 1 }, "\(file): \(steps.count) steps")
+                scores.append(steps.flatMap(\.scores))
             }
             return (detections, scores)
         }
@@ -174,13 +177,8 @@ struct PrecisionTests {
 
     @Test("BirdNET V2.4 FP32 (a float TFLite classifier) in bf16: every 3 s window's confidences within 0.01 of fp32's, the same labels at 0.1 or more")
     func birdnet() throws {
-        let tflite = try ConformanceTFLiteTests.model("birdnet", "BirdNET_GLOBAL_6K_V2.4_Model_FP32.tflite")
-        let labels = try ConformanceTFLiteTests.model("birdnet", "BirdNET_GLOBAL_6K_V2.4_Labels.txt")
-        let folder = try Repo.temporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let package = folder.appendingPathComponent("birdnet")
-        let run = try runEarshot(["import", tflite, "--rate", "48000", "--hop", "144000", "--labels-file", labels, "-o", package.path])
-        #expect(run.status == 0, "\(run.err)")
+        // The catalog's package (its import: --rate 48000 --hop 144000 and the labels file), fetched once for the tests.
+        let package = URL(fileURLWithPath: try BirdNETTests.package())
         let fp32 = try Model(contentsOf: package), bf16 = try Model(contentsOf: package, precision: .bf16)
         #expect((bf16.description.bf16MultiplyAddsPerStep ?? 0) * 10 >= (bf16.description.productMultiplyAddsPerStep ?? 0) * 9,
                 "most of BirdNET's products run in bf16")
