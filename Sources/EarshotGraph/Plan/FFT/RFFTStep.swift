@@ -3,8 +3,8 @@ import EarshotFeatures
 /// `RFFT` (TFLite's RFFT2D of one row): each row of X [rows][width], cropped or padded with zeros
 /// to the transform's size, one real FFT in double precision (FFTW), the size / 2 + 1 bins
 /// rounded to float as (re, im) pairs [rows][bins][2], as the reference kernel computes them.
-struct RFFTStep: Step {
-    let x: GraphPlan.Ref
+struct RFFTStep: InputOutputStep {
+    var x: GraphPlan.Ref
     var y: GraphPlan.Ref
     /// Only the real parts, [rows][bins], for the slice that reads only them (TFLite's CAST of a
     /// complex value), its only reader (`fuseRealPart`).
