@@ -184,6 +184,7 @@ struct Builder {
             outputRefs.append(ref)
         }
         fuseSpectra()
+        fuseFraming()
         fuseRealPart()
         linkChannelsLast()
     }
