@@ -316,9 +316,10 @@ extension Model {
     /// Streams per pass of a batched step: `batchTile`, or fewer when that many arenas of a graph
     /// would not stay in a core's cache and its weights are too few to be worth sharing that
     /// widely (a small int8 wake-word model with a large arena of activations, say), and never
-    /// more than `passArenaBytes` of arenas: a network whose activations are tens of MB a stream
-    /// (BirdNET's, 71 MB for a 3 s window) runs one stream a pass, as fast a window (its arena is
-    /// out of cache either way) and without a workspace that grows by an arena with every stream.
+    /// more than `passArenaBytes` of arenas: a network whose activations are many MB a stream
+    /// runs fewer streams a pass (BirdNET's arena, laid out by liveness, is 3.4-3.6 MB for a 3 s
+    /// window: 18 streams; it was 71 MB, one stream), without a workspace that grows by an arena
+    /// with every stream.
     public var streamsPerPass: Int {
         guard let plan = graph?.plan else { return Self.batchTile }
         let arenaBytes = max(plan.arenaFloats * 4, 1)

@@ -664,6 +664,31 @@ struct PlanTests {
         }
     }
 
+    @Test("An RFFT of frames copied out of its input (a Gather) and windowed (a Mul by a constant row, either operand order) reads each frame where it lies and windows it as it takes it: the bits of the copy, the Mul and the RFFT apart, and as the reference computes them",
+          arguments: [false, true])
+    func rfftOfWindowedFrames(windowFirst: Bool) throws {
+        let (rows, width, hop) = (5, 16, 6)
+        let index = GraphTensor(shape: [rows, width], integers: (0..<rows).flatMap { r in (0..<width).map { Int64(r * hop + $0) } })
+        let window = GraphTensor(shape: [width], floats: (0..<width).map { 0.5 - 0.5 * cos(2 * Float.pi * Float($0) / Float(width)) })
+        let nodes = [GraphNode(op: .gather, name: "frames", inputs: ["x", "index"], outputs: ["f"]),
+                     GraphNode(op: .mul, name: "window", inputs: windowFirst ? ["w", "f"] : ["f", "w"], outputs: ["wf"]),
+                     GraphNode(op: .rfft, name: "rfft", inputs: ["wf"], outputs: ["y"], attributes: ["length": .int(16)])]
+        let constants = ["index": index, "w": window]
+        let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", [40])], outputs: ["y"], opset: 17)
+        #expect(plan.kernels["frames"] == "with the FFT" && plan.kernels["window"] == "with the FFT")
+        // The windowed frames read elsewhere (an output): written, and the RFFT reads them.
+        let apart = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", [40])], outputs: ["y", "wf"], opset: 17)
+        #expect(apart.kernels["frames"] == "copy" && apart.kernels["window"] == "element-wise")
+        let (fused, unfused) = (try runStreams(plan, 2, seed: 11), try runStreams(apart, 2, seed: 11))
+        for s in 0..<2 {
+            let expected = try reference(nodes, constants, shape: [40], seed: 11 + s, output: "y")
+            #expect(expected.count == rows * 9 * 2 && fused[s].count == expected.count)
+            #expect(fused[s].map(\.bitPattern) == unfused[s].map(\.bitPattern), "stream \(s)")
+            let worst = zip(expected, fused[s]).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 1
+            #expect(worst <= 1.2e-7, "stream \(s): \(worst)")
+        }
+    }
+
     @Test("A MatMul by a mel filter bank (each output's weights a band of the terms) multiplies each panel's band only, as the reference computes it; a batch equals each stream alone")
     func bandedProduct() throws {
         // [k = 200][40]: triangles over widening bands of terms, as a mel filter bank's over FFT bins;

@@ -15,6 +15,8 @@ struct Builder {
     var refs: [String: Ref] = [:]
     var shared: [Float] = []
     var arenaSize = 0
+    /// Each place `allocate` gave, in floats, in order: they tile the arena (`GraphPlan.Layout`).
+    var blocks: [Range<Int>] = []
     var scratchSize = 0
     var steps: [any Step] = []
     var kernels: [String: String] = [:]
@@ -61,7 +63,7 @@ struct Builder {
 
     mutating func allocate(_ count: Int) -> Ref {
         let ref = Ref(shared: false, offset: arenaSize, count: count)
-        arenaSize += (count + 15) / 16 * 16
+        block((count + 15) / 16 * 16)
         return ref
     }
 
@@ -69,8 +71,13 @@ struct Builder {
     mutating func allocateCodes(_ count: Int) -> Ref {
         let floats = (count + 3) / 4
         let ref = Ref(shared: false, offset: arenaSize * 4, count: count, coded: true)
-        arenaSize += (floats + 15) / 16 * 16
+        block((floats + 15) / 16 * 16)
         return ref
+    }
+
+    private mutating func block(_ floats: Int) {
+        blocks.append(arenaSize..<(arenaSize + floats))
+        arenaSize += floats
     }
 
     /// Where a float tensor is read from by a step that reads floats: its place in the arena (a
@@ -177,6 +184,7 @@ struct Builder {
             outputRefs.append(ref)
         }
         fuseSpectra()
+        fuseFraming()
         fuseRealPart()
         linkChannelsLast()
     }

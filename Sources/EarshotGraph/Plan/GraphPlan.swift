@@ -83,6 +83,10 @@ public struct GraphPlan: Sendable {
     public let conditionalSteps: Int
     /// Floats of one stream's arena (a multiple of 16, so each stream's arena stays aligned).
     let arenaSize: Int
+    /// The arena laid out by liveness (`Layout`); nil: every tensor in a place of its own.
+    let layout: Layout?
+    /// The consecutive split the arena was laid out for (`consecutive(carrying:)`).
+    let laidOutSplit: Consecutive
     /// Floats of one stream's arena.
     public var arenaFloats: Int { arenaSize }
     /// Scratch floats per stream the steps need at most.
@@ -101,12 +105,14 @@ public struct GraphPlan: Sendable {
     ///   - precision: the products' arithmetic (`Precision`).
     ///   - fp32Nodes: nodes (by name) whose products stay fp32 when `precision` is bf16: those
     ///     whose rounding a model's results do not tolerate.
+    ///   - layOut: lay the arena out by liveness (`Layout`); false: every tensor in a place of
+    ///     its own (as a plan to compare with).
     ///   - verify: check the plan against the reference kernels on random inputs. A bf16 plan
     ///     differs from them by bf16's rounding: build it after an fp32 plan of the same graph
     ///     that was checked (the same lowering but for the products' kernels), as `Model` does.
     public init(nodes: [GraphNode], constants: [String: GraphTensor], inputs: [(name: String, shape: [Int])],
                 outputs: [String], opset: Int, codes: Set<String> = [], precision: Precision = .fp32, fp32Nodes: Set<String> = [],
-                verify: Bool = true) throws(GraphError) {
+                verify: Bool = true, layOut: Bool = true) throws(GraphError) {
         var builder = Builder(constants: constants, opset: opset, codes: codes, precision: precision, fp32Nodes: fp32Nodes)
         try builder.build(nodes: nodes, inputs: inputs, outputs: outputs)
         inputNames = inputs.map(\.name)
@@ -114,17 +120,35 @@ public struct GraphPlan: Sendable {
         outputNames = outputs
         outputShapes = outputs.map { builder.values[$0]?.shape ?? [] }
         kernels = builder.kernels
-        inputRefs = builder.inputRefs
-        outputRefs = builder.outputRefs
         inputCoded = builder.inputRefs.map(\.coded)
         outputCoded = builder.outputRefs.map(\.coded)
         let gathered = Self.gatherBranches(Self.pruneMoves(builder.steps, outputs: builder.outputRefs), outputs: builder.outputRefs)
-        (chosen, steps) = Self.chooseOutputs(gathered, outputs: builder.outputRefs, inputs: builder.inputRefs)
+        var (chosen, steps) = Self.chooseOutputs(gathered, outputs: builder.outputRefs, inputs: builder.inputRefs)
+        var (inputRefs, outputRefs, arenaSize) = (builder.inputRefs, builder.outputRefs, builder.arenaSize)
+        // The arena laid out by liveness, for the steps in their order and in the consecutive
+        // split of a stream's runs that carry its state (every input but the first).
+        laidOutSplit = Self.split(steps, inputs: inputRefs, carrying: Set(inputs.indices.dropFirst()))
+        let splitOrder = zip(steps.indices, laidOutSplit.dependent).sorted { ($0.1 ? 1 : 0, $0.0) < ($1.1 ? 1 : 0, $1.0) }.map(\.0)
+        var times = [Int](repeating: 0, count: steps.count)
+        for (time, k) in splitOrder.enumerated() { times[k] = time }
+        let pins = inputRefs + outputRefs + chosen.compactMap { $0 }.flatMap { [$0.x, $0.y, $0.condition.a, $0.condition.b] }
+        if layOut, let layout = Layout(blocks: builder.blocks, steps: steps, orders: [Array(steps.indices), times], pinned: pins),
+           layout.size < arenaSize, let moved = Self.relocate(layout, steps: steps, inputs: inputRefs, outputs: outputRefs, chosen: chosen) {
+            (steps, inputRefs, outputRefs, chosen) = moved
+            arenaSize = layout.size
+            self.layout = layout
+        } else {
+            layout = nil
+        }
+        self.chosen = chosen
+        self.steps = steps
+        self.inputRefs = inputRefs
+        self.outputRefs = outputRefs
         runners = steps.map { $0.runner() }
         unretained = runners.map { Unmanaged.passUnretained($0) }
         cannotFail = !steps.contains { $0 is ReferenceStep || ($0 as? BranchStep)?.canFail == true }
         conditionalSteps = steps.reduce(0) { $0 + (($1 as? BranchStep)?.stepCount ?? 0) }
-        arenaSize = builder.arenaSize
+        self.arenaSize = arenaSize
         scratchSize = builder.scratchSize
         shared = builder.shared
         self.opset = opset
@@ -254,8 +278,18 @@ public struct GraphPlan: Sendable {
     }
 
     /// The split of the steps for consecutive runs that carry the inputs numbered in `carried`.
+    /// An arena laid out by liveness (`Layout`) allows the split it was laid out for (every input
+    /// but the first carried: a stream's state), found before the steps shared places; with
+    /// another, every step goes step by step.
     public func consecutive(carrying carried: Set<Int>) -> Consecutive {
-        var tainted = carried.sorted().map { inputRefs[$0] }
+        if carried == laidOutSplit.carried { return laidOutSplit }
+        guard layout == nil else { return Consecutive(carried: carried, dependent: steps.map { _ in true }) }
+        return Self.split(steps, inputs: inputRefs, carrying: carried)
+    }
+
+    /// The steps that depend on the inputs numbered in `carried`, through what they read.
+    static func split(_ steps: [any Step], inputs: [Ref], carrying carried: Set<Int>) -> Consecutive {
+        var tainted = carried.sorted().map { inputs[$0] }
         let dependent = steps.map { step in
             let depends = step.reads.contains { r in tainted.contains { r.overlaps($0) } }
             if depends { tainted += step.writes }

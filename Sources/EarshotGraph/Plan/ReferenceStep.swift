@@ -6,8 +6,8 @@ struct ReferenceStep: Step {
     }
 
     let node: GraphNode
-    let inputs: [Source?]
-    let outputs: [GraphPlan.Ref?]
+    var inputs: [Source?]
+    var outputs: [GraphPlan.Ref?]
     let opset: Int
 
     func run(_ c: Context) throws(GraphError) {
@@ -40,5 +40,17 @@ extension ReferenceStep {
             if case let .stream(ref, _)? = source { return ref }
             return nil
         }
+    }
+}
+
+extension ReferenceStep {
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> (any Step)? {
+        var moved = self
+        moved.inputs = inputs.map { source in
+            if case let .stream(ref, shape)? = source { return .stream(move(ref), shape) }
+            return source
+        }
+        moved.outputs = outputs.map { $0.map(move) }
+        return moved
     }
 }

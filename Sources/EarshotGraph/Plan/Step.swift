@@ -12,6 +12,10 @@ protocol Step: Sendable {
     var bf16Products: Int { get }
     /// What the step runs, for a profile (`GraphPlan.profile`).
     var summary: String { get }
+    /// The step reading and writing the places `move` gives for its own (`GraphPlan.Layout`: the
+    /// arena laid out by liveness); nil for a step that cannot be moved, which keeps the plan's
+    /// arena as the builder laid it out.
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> (any Step)?
 }
 
 extension Step {
@@ -21,6 +25,22 @@ extension Step {
     /// ops, FFTs, the reference kernels).
     var products: Int { 0 }
     var bf16Products: Int { 0 }
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> (any Step)? { nil }
+}
+
+/// A step whose only places in the arena are one input `x` and one output `y`.
+protocol InputOutputStep: Step {
+    var x: GraphPlan.Ref { get set }
+    var y: GraphPlan.Ref { get set }
+}
+
+extension InputOutputStep {
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> (any Step)? {
+        var moved = self
+        moved.x = move(x)
+        moved.y = move(y)
+        return moved
+    }
 }
 
 /// A step in a class: a call through a class reference borrows it, where a call on a struct

@@ -1,9 +1,9 @@
 import CEarshotKernels
 
 /// A tensor held as codes, as floats for the steps that read floats.
-struct DecodeStep: Step {
-    let x: GraphPlan.Ref
-    let y: GraphPlan.Ref
+struct DecodeStep: InputOutputStep {
+    var x: GraphPlan.Ref
+    var y: GraphPlan.Ref
 
     var reads: [GraphPlan.Ref] { [x] }
     var writes: [GraphPlan.Ref] { [y] }

@@ -1,9 +1,9 @@
 import CEarshotKernels
 
 /// Floats (whole numbers in the int8 range) as codes, for an output the caller reads as codes.
-struct EncodeStep: Step {
-    let x: GraphPlan.Ref
-    let y: GraphPlan.Ref
+struct EncodeStep: InputOutputStep {
+    var x: GraphPlan.Ref
+    var y: GraphPlan.Ref
 
     var reads: [GraphPlan.Ref] { [x] }
     var writes: [GraphPlan.Ref] { [y] }

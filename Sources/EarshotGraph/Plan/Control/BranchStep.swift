@@ -118,3 +118,14 @@ extension GraphPlan {
         return branch.sorted()
     }
 }
+
+extension BranchStep {
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> (any Step)? {
+        var steps: [any Step] = []
+        for step in self.steps {
+            guard let moved = step.relocated(move) else { return nil }
+            steps.append(moved)
+        }
+        return BranchStep(condition: condition.relocated(move), when: when, steps: steps)
+    }
+}

@@ -2,9 +2,9 @@ import CEarshotKernels
 
 /// Conv: each item's and group's receptive fields as rows, then one packed product for every
 /// stream's rows, then the outputs into [N][C][positions], with the ReLU after it when fused.
-struct ConvStep: Step {
-    let x: GraphPlan.Ref
-    let y: GraphPlan.Ref
+struct ConvStep: InputOutputStep {
+    var x: GraphPlan.Ref
+    var y: GraphPlan.Ref
     let items, channels, outChannels, plane, groups, groupIn, groupOut, depth, positions: Int
     /// One item's and group's receptive fields [positions][depth]: the index of each value in
     /// the group's input planes, -1 for padding (a zero). Empty when the fields are taken

@@ -1,7 +1,7 @@
 /// Rows of x [rows][k] times a constant matrix: y [rows][columns].
-struct DenseStep: Step {
-    let x: GraphPlan.Ref
-    let y: GraphPlan.Ref
+struct DenseStep: InputOutputStep {
+    var x: GraphPlan.Ref
+    var y: GraphPlan.Ref
     let rows: Int
     let packed: PackedMatrix
     let bias: [Float]?

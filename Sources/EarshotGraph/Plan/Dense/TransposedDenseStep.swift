@@ -2,9 +2,9 @@ import CEarshotKernels
 
 /// A constant matrix times x: y [rows][columns] = C [rows][k] x [k][columns], as the packed
 /// product of x's columns (x transposed into the scratch) and the result transposed into y.
-struct TransposedDenseStep: Step {
-    let x: GraphPlan.Ref
-    let y: GraphPlan.Ref
+struct TransposedDenseStep: InputOutputStep {
+    var x: GraphPlan.Ref
+    var y: GraphPlan.Ref
     /// C as the product's weights: [rows][k].
     let packed: PackedMatrix
     let columns: Int

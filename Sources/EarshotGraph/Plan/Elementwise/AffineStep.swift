@@ -1,8 +1,8 @@
 /// BatchNormalization at inference: each channel's values times its scale plus its shift,
 /// x [items][channels][inner] (the scale and shift computed once at build, as the reference
 /// kernel computes them, and applied in its order: a product, then a sum).
-struct AffineStep: Step {
-    let x, y: GraphPlan.Ref
+struct AffineStep: InputOutputStep {
+    var x, y: GraphPlan.Ref
     let items, inner: Int
     let scales, shifts: [Float]
 

@@ -25,9 +25,9 @@ struct BinaryStep: Step {
     }
 
     let kind: Kind
-    let a: GraphPlan.Ref
-    let b: GraphPlan.Ref
-    let y: GraphPlan.Ref
+    var a: GraphPlan.Ref
+    var b: GraphPlan.Ref
+    var y: GraphPlan.Ref
     /// Per output element, the element of a (of b) it reads; nil when a (b) has the output's
     /// shape. A one-value operand has a map of zeros.
     let mapA: [Int32]?
@@ -147,4 +147,12 @@ struct BinaryStep: Step {
 extension BinaryStep {
     var reads: [GraphPlan.Ref] { [a, b] }
     var writes: [GraphPlan.Ref] { [y] }
+}
+
+extension BinaryStep {
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> (any Step)? {
+        var moved = self
+        (moved.a, moved.b, moved.y) = (move(a), move(b), move(y))
+        return moved
+    }
 }

@@ -30,16 +30,16 @@ struct SelectStep: Step {
     /// The comparison, over its own (broadcast) shape.
     struct Condition: Sendable {
         let kind: Comparison
-        let a, b: GraphPlan.Ref
+        var a, b: GraphPlan.Ref
         let mapA, mapB: [Int32]?
         let shape: [Int]
     }
 
-    let condition: Condition
+    var condition: Condition
     /// Per output element, the element of the condition (of X, of Y) it reads; nil when that has
     /// the output's shape (as BinaryStep's maps).
     let conditionMap: [Int32]?
-    let x, y, out: GraphPlan.Ref
+    var x, y, out: GraphPlan.Ref
     let mapX, mapY: [Int32]?
 
     var reads: [GraphPlan.Ref] { [condition.a, condition.b, x, y] }
@@ -84,5 +84,22 @@ struct SelectStep: Step {
                 po[i] = holds ? px[at(mapX, i)] : py[at(mapY, i)]
             }
         }
+    }
+}
+
+extension SelectStep.Condition {
+    /// The condition reading the places `move` gives for its own.
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> Self {
+        var moved = self
+        (moved.a, moved.b) = (move(a), move(b))
+        return moved
+    }
+}
+
+extension SelectStep {
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> (any Step)? {
+        var moved = self
+        (moved.condition, moved.x, moved.y, moved.out) = (condition.relocated(move), move(x), move(y), move(out))
+        return moved
     }
 }

@@ -30,14 +30,14 @@ struct UnaryStep: Step {
     }
 
     let kind: Kind
-    let x: GraphPlan.Ref
-    let y: GraphPlan.Ref
+    var x: GraphPlan.Ref
+    var y: GraphPlan.Ref
     /// LeakyRelu's slope.
     let alpha: Float
     let beta: Float
     /// Clip's bounds (nil: none on that side).
-    let low: GraphPlan.Ref?
-    let high: GraphPlan.Ref?
+    var low: GraphPlan.Ref?
+    var high: GraphPlan.Ref?
 
     func run(_ c: Context) {
         let n = y.count
@@ -71,4 +71,12 @@ struct UnaryStep: Step {
 extension UnaryStep {
     var reads: [GraphPlan.Ref] { [x] + [low, high].compactMap { $0 } }
     var writes: [GraphPlan.Ref] { [y] }
+}
+
+extension UnaryStep {
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> (any Step)? {
+        var moved = self
+        (moved.x, moved.y, moved.low, moved.high) = (move(x), move(y), low.map(move), high.map(move))
+        return moved
+    }
 }

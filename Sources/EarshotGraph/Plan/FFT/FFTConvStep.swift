@@ -5,7 +5,7 @@ import EarshotFeatures
 /// rows], or the cos rows or the sin rows alone. Each receptive field times the window, one
 /// real FFT, then the real parts and the imaginary parts (signed as the filters are) to their
 /// channels.
-struct FFTConvStep: Step {
+struct FFTConvStep: InputOutputStep {
     /// What the step writes: the filters' outputs (real parts, then imaginary), or per bin the
     /// power re² + im² or the magnitude √(re² + im²), as the element-wise ops after it would.
     enum Output: Sendable { case filters, power, magnitude }
@@ -18,7 +18,7 @@ struct FFTConvStep: Step {
         let part: Part
     }
 
-    let x: GraphPlan.Ref
+    var x: GraphPlan.Ref
     var y: GraphPlan.Ref
     var output = Output.filters
     /// A power or magnitude spectrum written [positions][bins], for the Conv after, its only reader.

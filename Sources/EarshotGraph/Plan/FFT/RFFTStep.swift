@@ -3,12 +3,18 @@ import EarshotFeatures
 /// `RFFT` (TFLite's RFFT2D of one row): each row of X [rows][width], cropped or padded with zeros
 /// to the transform's size, one real FFT in double precision (FFTW), the size / 2 + 1 bins
 /// rounded to float as (re, im) pairs [rows][bins][2], as the reference kernel computes them.
-struct RFFTStep: Step {
-    let x: GraphPlan.Ref
+struct RFFTStep: InputOutputStep {
+    var x: GraphPlan.Ref
     var y: GraphPlan.Ref
     /// Only the real parts, [rows][bins], for the slice that reads only them (TFLite's CAST of a
     /// complex value), its only reader (`fuseRealPart`).
     var realOnly = false
+    /// Frames read where they lie (`fuseFraming`): row r is the `width` values of x from
+    /// starts[r]; nil: row r of x.
+    var starts: [Int]? = nil
+    /// A window [width] each row is multiplied by, in float as the Mul computes it, before its FFT
+    /// (`fuseFraming`).
+    var window: [Float]? = nil
     let rows, width: Int
     let fft: AlignedRealFFT<Double>
 
@@ -25,8 +31,12 @@ struct RFFTStep: Step {
         for b in 0..<c.streams {
             let input = c.read(x, b), out = c.write(y, b)
             for r in 0..<rows {
-                let row = input + r * width
-                for i in 0..<taken { frame[i] = Double(row[i]) }
+                let row = input + (starts?[r] ?? r * width)
+                if let window {
+                    window.withUnsafeBufferPointer { w in for i in 0..<taken { frame[i] = Double(row[i] * w[i]) } }
+                } else {
+                    for i in 0..<taken { frame[i] = Double(row[i]) }
+                }
                 fft.execute(frame, spectrum)
                 if realOnly {
                     let o = out + r * bins

@@ -3,9 +3,9 @@ import CEarshotKernels
 /// Ops that only move values (`Builder.move`): each output filled by its copy runs from the
 /// sources, as floats or as codes.
 struct MoveStep: Step {
-    let sources: [GraphPlan.Ref]
+    var sources: [GraphPlan.Ref]
     /// The outputs, and each one's runs: runs[bounds[i]..<bounds[i + 1]] fill outputs[i].
-    let outputs: [GraphPlan.Ref]
+    var outputs: [GraphPlan.Ref]
     let bounds: [Int]
     let runs: [Run]
     /// Per output, when its runs are short (a transpose, a strided slice) and all read one source
@@ -61,3 +61,11 @@ struct MoveStep: Step {
 }
 
 extension MoveStep { var writes: [GraphPlan.Ref] { outputs } }
+
+extension MoveStep {
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> (any Step)? {
+        var moved = self
+        (moved.sources, moved.outputs) = (sources.map(move), outputs.map(move))
+        return moved
+    }
+}

@@ -1,7 +1,7 @@
 /// `TFLiteLookup`: each value (a whole number) replaced by its table entry.
-struct LookupStep: Step {
-    let x: GraphPlan.Ref
-    let y: GraphPlan.Ref
+struct LookupStep: InputOutputStep {
+    var x: GraphPlan.Ref
+    var y: GraphPlan.Ref
     let table: [Float]
     let low: Int
 

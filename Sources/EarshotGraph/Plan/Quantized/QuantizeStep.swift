@@ -1,9 +1,9 @@
 import CEarshotKernels
 
 /// `Quantize`: features to the model's input integers.
-struct QuantizeStep: Step {
-    let x: GraphPlan.Ref
-    let y: GraphPlan.Ref
+struct QuantizeStep: InputOutputStep {
+    var x: GraphPlan.Ref
+    var y: GraphPlan.Ref
     let scale, zero: Double
     let low, high: Float
 

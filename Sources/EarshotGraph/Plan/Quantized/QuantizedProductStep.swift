@@ -4,9 +4,9 @@ import CEarshotKernels
 /// connected layer as receptive fields (input indices, found once) and int16 weights, run by
 /// `earshot_qconv` with the reference kernels' requantization; a lookup table and the feature
 /// quantizer element by element. Every output is what the reference kernels give.
-struct QuantizedProductStep: Step {
-    let x: GraphPlan.Ref
-    let y: GraphPlan.Ref
+struct QuantizedProductStep: InputOutputStep {
+    var x: GraphPlan.Ref
+    var y: GraphPlan.Ref
     let fields: [Int32]
     let groups, positions, k, perGroup: Int
     let weights: [Int16]

@@ -6,12 +6,12 @@ import CEarshotKernels
 /// products added, then the cell kernel. The input products do not wait for the state, so
 /// consecutive steps of a stream take them all at once.
 struct LSTMStep: Step {
-    let inputProducts: GraphPlan.Ref
-    let h0: GraphPlan.Ref?
-    let c0: GraphPlan.Ref?
-    let y: GraphPlan.Ref?
-    let yh: GraphPlan.Ref?
-    let yc: GraphPlan.Ref?
+    var inputProducts: GraphPlan.Ref
+    var h0: GraphPlan.Ref?
+    var c0: GraphPlan.Ref?
+    var y: GraphPlan.Ref?
+    var yh: GraphPlan.Ref?
+    var yc: GraphPlan.Ref?
     let steps, batch, hidden: Int
     /// R [4 * hidden][hidden].
     let recurrent: PackedMatrix
@@ -58,4 +58,14 @@ struct LSTMStep: Step {
 extension LSTMStep {
     var reads: [GraphPlan.Ref] { [inputProducts] + [h0, c0].compactMap { $0 } }
     var writes: [GraphPlan.Ref] { [y, yh, yc].compactMap { $0 } }
+}
+
+extension LSTMStep {
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> (any Step)? {
+        var moved = self
+        moved.inputProducts = move(inputProducts)
+        (moved.h0, moved.c0) = (h0.map(move), c0.map(move))
+        (moved.y, moved.yh, moved.yc) = (y.map(move), yh.map(move), yc.map(move))
+        return moved
+    }
 }

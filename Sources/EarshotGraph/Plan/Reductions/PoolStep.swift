@@ -2,10 +2,10 @@ import CEarshotKernels
 
 /// MaxPool and AveragePool over precomputed windows: output o of a plane takes the input
 /// positions members[starts[o]..<starts[o + 1]] of that plane.
-struct PoolStep: Step {
+struct PoolStep: InputOutputStep {
     let max: Bool
-    let x: GraphPlan.Ref
-    let y: GraphPlan.Ref
+    var x: GraphPlan.Ref
+    var y: GraphPlan.Ref
     let planes, plane: Int
     let starts: [Int32]
     let members: [Int32]

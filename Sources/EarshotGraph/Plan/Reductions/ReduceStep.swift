@@ -1,8 +1,8 @@
 /// ReduceMean, ReduceSum, ReduceMax, ReduceMin: the reference kernel's loop on the arena.
-struct ReduceStep: Step {
+struct ReduceStep: InputOutputStep {
     let op: GraphOp
-    let x: GraphPlan.Ref
-    let y: GraphPlan.Ref
+    var x: GraphPlan.Ref
+    var y: GraphPlan.Ref
     let layout: ReductionLayout
 
     func run(_ c: Context) {
