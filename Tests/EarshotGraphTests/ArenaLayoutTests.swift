@@ -118,6 +118,28 @@ struct ArenaLayoutTests {
         }
     }
 
+    @Test("A hybrid op's input quantization takes its places in the laid-out arena too: a chain through it shares its floats, and its runs equal those with every tensor in a place of its own, bit for bit")
+    func hybridQuantizeShares() throws {
+        var nodes: [GraphNode] = []
+        var last = "x"
+        for k in 0..<6 {
+            nodes.append(GraphNode(op: k % 2 == 0 ? .sigmoid : .neg, name: "n\(k)", inputs: [last], outputs: ["t\(k)"]))
+            last = "t\(k)"
+        }
+        nodes.append(GraphNode(op: .tfliteHybridQuantize, name: "q", inputs: [last], outputs: ["codes", "scales"],
+                               attributes: ["axis": .int(1), "asymmetric": .int(1)]))
+        nodes.append(GraphNode(op: .abs, name: "a", inputs: ["codes"], outputs: ["u0"]))
+        nodes.append(GraphNode(op: .sigmoid, name: "b", inputs: ["u0"], outputs: ["u1"]))
+        nodes.append(GraphNode(op: .add, name: "state", inputs: ["s", "u1"], outputs: ["s out"]))
+        nodes.append(GraphNode(op: .neg, name: "last", inputs: ["s out"], outputs: ["y"]))
+        let graph = (nodes: nodes, constants: [String: GraphTensor]())
+        let (laid, own) = (try Self.plan(graph, layOut: true), try Self.plan(graph, layOut: false))
+        #expect(laid.arenaFloats < own.arenaFloats / 2, "\(laid.arenaFloats) of \(own.arenaFloats)")
+        for consecutive in [false, true] {
+            #expect(try Self.runs(laid, steps: 3, seed: 9, consecutive: consecutive) == Self.runs(own, steps: 3, seed: 9, consecutive: consecutive))
+        }
+    }
+
     @Test("Random graphs (element-wise ops, views, copies, a state): any two blocks alive at one time, in the steps' order or the consecutive split's, never share a float; the laid-out plan equals the plan with every tensor in a place of its own, run by run and through the consecutive split, bit for bit",
           arguments: 0..<60)
     func randomGraphs(seed: Int) throws {

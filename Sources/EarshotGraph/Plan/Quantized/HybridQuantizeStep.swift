@@ -3,17 +3,23 @@ import CEarshotKernels
 /// `TFLiteHybridQuantize`: a hybrid op's float input quantized block by block, on AVX-512 where the
 /// CPU has it (`earshot_hybrid_quantize`: the values `HybridQuantize.quantize` gives, bit for bit).
 struct HybridQuantizeStep: Step {
-    let x: GraphPlan.Ref
+    var x: GraphPlan.Ref
     /// The integers minus each block's zero point, as floats; X's count.
-    let q: GraphPlan.Ref
+    var q: GraphPlan.Ref
     /// One scale a block.
-    let scales: GraphPlan.Ref
+    var scales: GraphPlan.Ref
     let block: Int
     let asymmetric: Bool
 
     var reads: [GraphPlan.Ref] { [x] }
     var writes: [GraphPlan.Ref] { [q, scales] }
     var summary: String { "hybrid quantize \(scales.count)x\(block)" }
+
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> (any Step)? {
+        var moved = self
+        (moved.x, moved.q, moved.scales) = (move(x), move(q), move(scales))
+        return moved
+    }
 
     func run(_ c: Context) {
         for b in 0..<c.streams {
