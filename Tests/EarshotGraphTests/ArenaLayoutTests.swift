@@ -92,6 +92,17 @@ struct ArenaLayoutTests {
         return (nodes, constants)
     }
 
+    /// `count` element-wise steps one after another from `first`, alternating `ops`, their
+    /// outputs `prefix` 0, 1, ...; the last one's name.
+    static func chain(_ nodes: inout [GraphNode], from first: String, count: Int, ops: (GraphOp, GraphOp), prefix: String) -> String {
+        var last = first
+        for k in 0..<count {
+            nodes.append(GraphNode(op: k % 2 == 0 ? ops.0 : ops.1, name: "\(prefix) step \(k)", inputs: [last], outputs: ["\(prefix)\(k)"]))
+            last = "\(prefix)\(k)"
+        }
+        return last
+    }
+
     static func plan(_ graph: (nodes: [GraphNode], constants: [String: GraphTensor]), layOut: Bool) throws -> GraphPlan {
         try GraphPlan(nodes: graph.nodes, constants: graph.constants, inputs: [("x", [4, 8]), ("s", [4, 8])], outputs: ["y", "s out"],
                       opset: 17, layOut: layOut)
@@ -100,11 +111,7 @@ struct ArenaLayoutTests {
     @Test("A chain's arena holds its inputs, outputs and two places its steps take in turn, not all of its tensors, and its runs equal those with every tensor in a place of its own, bit for bit")
     func chainShares() throws {
         var nodes: [GraphNode] = []
-        var last = "x"
-        for k in 0..<12 {
-            nodes.append(GraphNode(op: k % 2 == 0 ? .sigmoid : .abs, name: "n\(k)", inputs: [last], outputs: ["t\(k)"]))
-            last = "t\(k)"
-        }
+        let last = Self.chain(&nodes, from: "x", count: 12, ops: (.sigmoid, .abs), prefix: "t")
         nodes.append(GraphNode(op: .add, name: "state", inputs: ["s", last], outputs: ["s out"]))
         nodes.append(GraphNode(op: .neg, name: "last", inputs: ["s out"], outputs: ["y"]))
         let graph = (nodes: nodes, constants: [String: GraphTensor]())
@@ -121,11 +128,7 @@ struct ArenaLayoutTests {
     @Test("A hybrid op's input quantization takes its places in the laid-out arena too: a chain through it shares its floats, and its runs equal those with every tensor in a place of its own, bit for bit")
     func hybridQuantizeShares() throws {
         var nodes: [GraphNode] = []
-        var last = "x"
-        for k in 0..<6 {
-            nodes.append(GraphNode(op: k % 2 == 0 ? .sigmoid : .neg, name: "n\(k)", inputs: [last], outputs: ["t\(k)"]))
-            last = "t\(k)"
-        }
+        let last = Self.chain(&nodes, from: "x", count: 6, ops: (.sigmoid, .neg), prefix: "t")
         nodes.append(GraphNode(op: .tfliteHybridQuantize, name: "q", inputs: [last], outputs: ["codes", "scales"],
                                attributes: ["axis": .int(1), "asymmetric": .int(1)]))
         nodes.append(GraphNode(op: .abs, name: "a", inputs: ["codes"], outputs: ["u0"]))
@@ -137,6 +140,25 @@ struct ArenaLayoutTests {
         #expect(laid.arenaFloats < own.arenaFloats / 2, "\(laid.arenaFloats) of \(own.arenaFloats)")
         for consecutive in [false, true] {
             #expect(try Self.runs(laid, steps: 3, seed: 9, consecutive: consecutive) == Self.runs(own, steps: 3, seed: 9, consecutive: consecutive))
+        }
+    }
+
+    @Test("TFLite Micro's front end takes its places in the laid-out arena too: a chain before and after it shares its floats, and its runs (its states carried) equal those with every tensor in a place of its own, bit for bit")
+    func microFrontendShares() throws {
+        var nodes: [GraphNode] = []
+        let before = Self.chain(&nodes, from: "x", count: 4, ops: (.neg, .abs), prefix: "t")
+        nodes.append(GraphNode(op: .microFrontend, name: "front end", inputs: [before, "noise", "pending", "started"],
+                               outputs: ["features", "noise out", "pending out", "started out"]))
+        let last = Self.chain(&nodes, from: "features", count: 4, ops: (.sigmoid, .neg), prefix: "u")
+        nodes.append(GraphNode(op: .neg, name: "last", inputs: [last], outputs: ["y"]))
+        let inputs: [(name: String, shape: [Int])] = [("x", [1, 800]), ("noise", [1, 80]), ("pending", [1, 40]), ("started", [1])]
+        func plan(layOut: Bool) throws -> GraphPlan {
+            try GraphPlan(nodes: nodes, constants: [:], inputs: inputs, outputs: ["y", "noise out", "pending out", "started out"], opset: 17, layOut: layOut)
+        }
+        let (laid, own) = (try plan(layOut: true), try plan(layOut: false))
+        #expect(laid.arenaFloats < own.arenaFloats * 3 / 4, "\(laid.arenaFloats) of \(own.arenaFloats)")
+        for consecutive in [false, true] {
+            #expect(try Self.runs(laid, steps: 3, seed: 11, consecutive: consecutive) == Self.runs(own, steps: 3, seed: 11, consecutive: consecutive))
         }
     }
 

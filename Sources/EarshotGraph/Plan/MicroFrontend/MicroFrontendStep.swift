@@ -1,10 +1,17 @@
 /// The compiled step of `MicroFrontend`.
 struct MicroFrontendStep: Step {
-    let samples, noise, pending, started: GraphPlan.Ref
-    let features, noiseOut, pendingOut, startedOut: GraphPlan.Ref
+    var samples, noise, pending, started: GraphPlan.Ref
+    var features, noiseOut, pendingOut, startedOut: GraphPlan.Ref
 
     var reads: [GraphPlan.Ref] { [samples, noise, pending, started] }
     var writes: [GraphPlan.Ref] { [features, noiseOut, pendingOut, startedOut] }
+
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> (any Step)? {
+        var moved = self
+        (moved.samples, moved.noise, moved.pending, moved.started) = (move(samples), move(noise), move(pending), move(started))
+        (moved.features, moved.noiseOut, moved.pendingOut, moved.startedOut) = (move(features), move(noiseOut), move(pendingOut), move(startedOut))
+        return moved
+    }
 
     func run(_ c: Context) {
         // Streams that have all started, eight or more: computed together, one per vector lane.
