@@ -103,6 +103,14 @@ struct ArenaLayoutTests {
         return last
     }
 
+    /// Three runs of `laid` equal those of `own` bit for bit, run by run and through the
+    /// consecutive split.
+    static func expectSameRuns(_ laid: GraphPlan, _ own: GraphPlan, seed: Int) throws {
+        for consecutive in [false, true] {
+            #expect(try runs(laid, steps: 3, seed: seed, consecutive: consecutive) == runs(own, steps: 3, seed: seed, consecutive: consecutive))
+        }
+    }
+
     static func plan(_ graph: (nodes: [GraphNode], constants: [String: GraphTensor]), layOut: Bool) throws -> GraphPlan {
         try GraphPlan(nodes: graph.nodes, constants: graph.constants, inputs: [("x", [4, 8]), ("s", [4, 8])], outputs: ["y", "s out"],
                       opset: 17, layOut: layOut)
@@ -120,9 +128,7 @@ struct ArenaLayoutTests {
         // and outputs) and two places the chain's steps take in turn.
         #expect(own.arenaFloats == 16 * 32)
         #expect(laid.arenaFloats == 6 * 32)
-        for consecutive in [false, true] {
-            #expect(try Self.runs(laid, steps: 3, seed: 5, consecutive: consecutive) == Self.runs(own, steps: 3, seed: 5, consecutive: consecutive))
-        }
+        try Self.expectSameRuns(laid, own, seed: 5)
     }
 
     @Test("A hybrid op's input quantization takes its places in the laid-out arena too: a chain through it shares its floats, and its runs equal those with every tensor in a place of its own, bit for bit")
@@ -138,9 +144,7 @@ struct ArenaLayoutTests {
         let graph = (nodes: nodes, constants: [String: GraphTensor]())
         let (laid, own) = (try Self.plan(graph, layOut: true), try Self.plan(graph, layOut: false))
         #expect(laid.arenaFloats < own.arenaFloats / 2, "\(laid.arenaFloats) of \(own.arenaFloats)")
-        for consecutive in [false, true] {
-            #expect(try Self.runs(laid, steps: 3, seed: 9, consecutive: consecutive) == Self.runs(own, steps: 3, seed: 9, consecutive: consecutive))
-        }
+        try Self.expectSameRuns(laid, own, seed: 9)
     }
 
     @Test("TFLite Micro's front end takes its places in the laid-out arena too: a chain before and after it shares its floats, and its runs (its states carried) equal those with every tensor in a place of its own, bit for bit")
@@ -157,9 +161,7 @@ struct ArenaLayoutTests {
         }
         let (laid, own) = (try plan(layOut: true), try plan(layOut: false))
         #expect(laid.arenaFloats < own.arenaFloats * 3 / 4, "\(laid.arenaFloats) of \(own.arenaFloats)")
-        for consecutive in [false, true] {
-            #expect(try Self.runs(laid, steps: 3, seed: 11, consecutive: consecutive) == Self.runs(own, steps: 3, seed: 11, consecutive: consecutive))
-        }
+        try Self.expectSameRuns(laid, own, seed: 11)
     }
 
     @Test("Random graphs (element-wise ops, views, copies, a state): any two blocks alive at one time, in the steps' order or the consecutive split's, never share a float; the laid-out plan equals the plan with every tensor in a place of its own, run by run and through the consecutive split, bit for bit",
