@@ -1,6 +1,7 @@
 #include "earshot_hybrid.h"
 #include <immintrin.h>
 #include <math.h>
+#include <stdint.h>
 
 // Every float operation here is rounded on its own, as Swift's are (no fused multiply-adds).
 #pragma clang fp contract(off)
@@ -117,4 +118,122 @@ int earshot_hybrid_paths(void) { return has_avx512() ? 2 : 1; }
 float earshot_hybrid_quantize(const float *x, long n, int asymmetric, int path, float *q) {
     if (path != 0 && has_avx512()) return quantize_avx512(x, n, asymmetric, q);
     return quantize_plain(x, n, asymmetric, q);
+}
+
+// ---- The integer sums of a hybrid product ----
+// ref: tensorflow/lite/kernels/internal/reference/conv.h HybridConvPerChannel and
+// optimized_ops HybridConv: int32 accumulators of int8 weights times the quantized input, then a
+// float conversion of each sum. Here the input is the integers less the zero point (whole numbers
+// in -255...255, held as floats), as int16 pairs, and the weights int16 pairs: every product and
+// the sums are TFLite's int32 values (wrapping alike), any order giving the same bits.
+
+long earshot_hybrid_packed_count(long outputs, long k) { return (k + 1) / 2 * ((outputs + 15) / 16 * 16) * 2; }
+
+long earshot_hybrid_scratch_count(long positions, long k) { return positions * ((k + 1) / 2 * 2); }
+
+void earshot_hybrid_pack(const float *w, long outputs, long k, short *packed) {
+    long pairs = (k + 1) / 2, stride = (outputs + 15) / 16 * 16;
+    for (long i = 0; i < pairs * stride * 2; i++) packed[i] = 0;
+    for (long o = 0; o < outputs; o++) {
+        for (long i = 0; i < k; i++) {
+            float v = w[o * k + i];
+            // Whole numbers in range are exact; others are clamped, NaN taken as 0.
+            packed[((i / 2) * stride + o) * 2 + i % 2] = v != v ? 0 : (short)__builtin_fminf(__builtin_fmaxf(v, -32768.0f), 32767.0f);
+        }
+    }
+}
+
+// A whole number held as a float, as an int16 (clamped; NaN as 0).
+static inline short int16_of(float v) { return v != v ? 0 : (short)__builtin_fminf(__builtin_fmaxf(v, -32768.0f), 32767.0f); }
+
+// The fields as int16 rows of pairs: row p holds field p's k values and a zero where k is odd.
+// Inlined into each path, so that its loops vectorize for the path's CPU.
+static inline __attribute__((always_inline)) void fields_int16(const float *x, const int *fields, long positions, long k, short *rows) {
+    long kp = (k + 1) / 2 * 2;
+    for (long p = 0; p < positions; p++) {
+        short *row = rows + p * kp;
+        if (fields) {
+            const int *f = fields + p * k;
+            for (long i = 0; i < k; i++) row[i] = f[i] < 0 ? 0 : int16_of(x[f[i]]);
+        } else {
+            const float *in = x + p * k;
+            for (long i = 0; i < k; i++) row[i] = int16_of(in[i]);
+        }
+        if (kp > k) row[k] = 0;
+    }
+}
+
+static void sums_plain(const float *in, const int *fields, long positions, long k, const short *w, long outputs, long o_stride,
+                       long p_stride, short *rows, float *y) {
+    fields_int16(in, fields, positions, k, rows);
+    long pairs = (k + 1) / 2, stride = (outputs + 15) / 16 * 16;
+    for (long p = 0; p < positions; p++) {
+        const short *row = rows + p * pairs * 2;
+        for (long o = 0; o < outputs; o++) {
+            uint32_t s = 0;
+            for (long i = 0; i < pairs; i++) {
+                const short *wi = w + (i * stride + o) * 2;
+                s += (uint32_t)((int32_t)wi[0] * row[2 * i]) + (uint32_t)((int32_t)wi[1] * row[2 * i + 1]);
+            }
+            y[o * o_stride + p * p_stride] = (float)(int32_t)s;
+        }
+    }
+}
+
+typedef int32_t __attribute__((may_alias)) hybrid_pair;
+
+// 16 outputs a register, four positions in flight; with VNNI one instruction a pair, else a
+// pairwise multiply-add and an add.
+#define HYBRID_SUMS_512(NAME, TARGET, STEP)                                                                                 \
+    __attribute__((target(TARGET))) static void NAME(const float *in, const int *fields, long positions, long k,             \
+                                                     const short *w, long outputs, long o_stride, long p_stride, short *rows, \
+                                                     float *y) {                                                              \
+        fields_int16(in, fields, positions, k, rows);                                                                      \
+        long pairs = (k + 1) / 2, stride = (outputs + 15) / 16 * 16;                                                       \
+        const hybrid_pair *x = (const hybrid_pair *)rows;                                                                  \
+        for (long o0 = 0; o0 < outputs; o0 += 16) {                                                                        \
+            long n = outputs - o0 < 16 ? outputs - o0 : 16;                                                                \
+            const short *wb = w + o0 * 2;                                                                                  \
+            for (long p = 0; p < positions; p += 4) {                                                                      \
+                long m = positions - p < 4 ? positions - p : 4;                                                            \
+                const hybrid_pair *x0 = x + p * pairs, *x1 = m > 1 ? x0 + pairs : x0, *x2 = m > 2 ? x0 + 2 * pairs : x0,     \
+                                  *x3 = m > 3 ? x0 + 3 * pairs : x0;                                                       \
+                __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;                                            \
+                for (long i = 0; i < pairs; i++) {                                                                         \
+                    __m512i wv = _mm512_loadu_si512(wb + i * stride * 2);                                                  \
+                    a0 = STEP(a0, _mm512_set1_epi32(x0[i]), wv);                                                           \
+                    a1 = STEP(a1, _mm512_set1_epi32(x1[i]), wv);                                                           \
+                    a2 = STEP(a2, _mm512_set1_epi32(x2[i]), wv);                                                           \
+                    a3 = STEP(a3, _mm512_set1_epi32(x3[i]), wv);                                                           \
+                }                                                                                                          \
+                float s[4][16];                                                                                            \
+                _mm512_storeu_ps(s[0], _mm512_cvtepi32_ps(a0));                                                            \
+                _mm512_storeu_ps(s[1], _mm512_cvtepi32_ps(a1));                                                            \
+                _mm512_storeu_ps(s[2], _mm512_cvtepi32_ps(a2));                                                            \
+                _mm512_storeu_ps(s[3], _mm512_cvtepi32_ps(a3));                                                            \
+                for (long j = 0; j < n; j++) {                                                                             \
+                    for (long t = 0; t < m; t++) y[(o0 + j) * o_stride + (p + t) * p_stride] = s[t][j];                    \
+                }                                                                                                          \
+            }                                                                                                              \
+        }                                                                                                                  \
+    }
+#define HYBRID_MADD_ADD(a, x, w) _mm512_add_epi32((a), _mm512_madd_epi16((x), (w)))
+HYBRID_SUMS_512(sums_avx512, "avx512f,avx512bw", HYBRID_MADD_ADD)
+HYBRID_SUMS_512(sums_vnni, "avx512f,avx512bw,avx512vnni", _mm512_dpwssd_epi32)
+
+int earshot_hybrid_sum_paths(void) {
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) ? 1 : __builtin_cpu_supports("avx512vnni") ? 3 : 2;
+    }
+    return known;
+}
+
+void earshot_hybrid_sums(const float *x, const int *fields, long positions, long k, const short *w, long outputs, long o_stride,
+                         long p_stride, int path, short *scratch, float *y) {
+    long best = earshot_hybrid_sum_paths() - 1, chosen = path < 0 || path > best ? best : path;
+    if (chosen == 2) sums_vnni(x, fields, positions, k, w, outputs, o_stride, p_stride, scratch, y);
+    else if (chosen == 1) sums_avx512(x, fields, positions, k, w, outputs, o_stride, p_stride, scratch, y);
+    else sums_plain(x, fields, positions, k, w, outputs, o_stride, p_stride, scratch, y);
 }

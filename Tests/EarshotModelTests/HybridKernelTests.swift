@@ -81,3 +81,64 @@ struct DepthwiseColumnTests {
         }
     }
 }
+
+@Suite("Hybrid integer sums: a hybrid product's int32 sums on int16 lanes")
+struct HybridSumsTests {
+    /// The sums as TFLite's reference kernel takes them: int32 products and sums (wrapping), then one
+    /// conversion to float; y is [outputs][positions].
+    static func reference(_ x: [Float], fields: [Int32]?, positions: Int, k: Int, w: [Float], outputs: Int) -> [Float] {
+        var y = [Float](repeating: 0, count: outputs * positions)
+        for p in 0..<positions {
+            for o in 0..<outputs {
+                var acc: Int32 = 0
+                for i in 0..<k {
+                    let at = fields.map { Int($0[p * k + i]) } ?? p * k + i
+                    let v: Int32 = at < 0 ? 0 : Int32(x[at])
+                    acc &+= Int32(w[o * k + i]) &* v
+                }
+                y[o * positions + p] = Float(acc)
+            }
+        }
+        return y
+    }
+
+    /// `earshot_hybrid_sums` on `path`.
+    static func kernel(_ x: [Float], fields: [Int32]?, positions: Int, k: Int, w: [Float], outputs: Int, path: Int32) -> [Float] {
+        var packed = [Int16](repeating: 0, count: earshot_hybrid_packed_count(outputs, k))
+        earshot_hybrid_pack(w, outputs, k, &packed)
+        var scratch = [Int16](repeating: 0, count: earshot_hybrid_scratch_count(positions, k))
+        var y = [Float](repeating: .nan, count: outputs * positions)
+        if let fields {
+            earshot_hybrid_sums(x, fields, positions, k, packed, outputs, positions, 1, path, &scratch, &y)
+        } else {
+            earshot_hybrid_sums(x, nil, positions, k, packed, outputs, positions, 1, path, &scratch, &y)
+        }
+        return y
+    }
+
+    @Test("every path equals int32 sums converted once to float: contiguous and gathered fields, padding taps, odd depths, outputs and positions off the blocks, sums beyond 2^24")
+    func equalsReference() {
+        var random = SeededRandom.fromEnvironment()
+        // (positions, depth, outputs, gathered): the hybrid classifier's filterbank (100 fields of
+        // 160 taps, 16 outputs) and its 3-tap mix (50 x 48, 8 outputs), then shapes off the blocks.
+        let shapes = [(100, 160, 16, false), (50, 48, 8, true), (7, 5, 3, true), (1, 1, 1, false), (9, 33, 17, false),
+                      (13, 24, 40, true), (3, 700, 20, false)]
+        for (positions, k, outputs, gathered) in shapes {
+            let count = positions * k + 5
+            // The integers a hybrid input quantizes to (less the zero point: -255...255), int8 weights.
+            var x = (0..<count).map { _ in Float(Int.random(in: -255...255, using: &random)) }
+            if k == 700 { x = x.map { _ in 255 } }  // sums of 700 products of 255 x 127: beyond 2^24
+            let w = (0..<(outputs * k)).map { _ in Float(k == 700 ? 127 : Int.random(in: -127...127, using: &random)) }
+            let fields: [Int32]? = gathered ? (0..<(positions * k)).map { _ in Int32.random(in: -1..<Int32(count), using: &random) } : nil
+            let expected = Self.reference(x, fields: fields, positions: positions, k: k, w: w, outputs: outputs)
+            if k == 700 { #expect(expected[0] == Float(700 * 255 * 127)) }
+            for path in 0..<earshot_hybrid_sum_paths() {
+                let got = Self.kernel(x, fields: fields, positions: positions, k: k, w: w, outputs: outputs, path: path)
+                #expect(got.map(\.bitPattern) == expected.map(\.bitPattern), "seed \(random.seed), path \(path), \(positions)x\(k)x\(outputs)")
+            }
+        }
+        // By hand: two fields of three taps, the second reading the padding once.
+        let byHand = Self.kernel([1, -2, 3, 255], fields: [0, 1, 2, 3, -1, 0], positions: 2, k: 3, w: [1, 2, 3, -127, 0, 1], outputs: 2, path: -1)
+        #expect(byHand == [6, 258, -124, -32_384])
+    }
+}

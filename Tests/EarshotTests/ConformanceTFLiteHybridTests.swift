@@ -74,6 +74,10 @@ struct ConformanceTFLiteHybridTests {
         #expect(runs.count == 4)
         let model = try Self.imported("audio-classifier.tflite", frontEnd: nil, rate: 16000)
         #expect(model.chunkSamples == 16000 && model.description.execution == "compiled")
+        // Its two CONV_2D products run on integers (the filterbank's 100 fields of 160 taps, the
+        // 3-tap mix), its depthwise convolution on its planes.
+        let kernels = model.description.layers.compactMap(\.kernel)
+        #expect(kernels.filter { $0 == "hybrid integer product" }.count == 2, "\(kernels)")
         let (audio, rate) = try AudioFile.readMono(path: Repo.path("Tests/EarshotTests/Goldens/microwakeword/wake-words.wav"))
         #expect(rate == 16000)
         var worst: Float = 0, worstXNNPACK: Float = 0

@@ -38,6 +38,9 @@ struct Builder {
     /// Conv outputs whose rounding a log of a large gain magnifies (`amplifiedByLog`) and products
     /// of a hybrid op's integers (`integerProducts`): computed as the product, never an FFT.
     var directProducts = Set<String>()
+    /// Of them, the products of a hybrid op's integers (`integerProducts`), run on integers where
+    /// they can be (`hybridConv`).
+    var integerSums = Set<String>()
 
     /// The products' arithmetic (`Precision`).
     let precision: Precision
@@ -129,7 +132,8 @@ struct Builder {
         var asCondition: [String: Int] = [:]
         for node in nodes where node.op == .where && !node.inputs.isEmpty { asCondition[node.inputs[0], default: 0] += 1 }
         conditionsOnly = Set(asCondition.filter { readers[$0.key] == $0.value }.keys)
-        directProducts = Self.amplifiedByLog(nodes, constants: constants).union(Self.integerProducts(nodes))
+        integerSums = Self.integerProducts(nodes)
+        directProducts = Self.amplifiedByLog(nodes, constants: constants).union(integerSums)
         let releases = GraphNode.releases(nodes, keeping: Set(outputs))
         for input in inputs {
             guard values[input.name] == nil, input.shape.allSatisfy({ $0 >= 0 }) else {
@@ -205,7 +209,9 @@ struct Builder {
         case .identity, .reshape, .flatten, .squeeze, .unsqueeze, .transpose, .slice, .gather, .concat, .split, .pad, .expand, .tile,
              .cast:
             compiled = try move(node, inputs, outputs)
-        case .conv: compiled = try conv(node, inputs, outputs)
+        case .conv:
+            let hybrid = try hybridConv(node, inputs, outputs)
+            compiled = hybrid != nil ? hybrid : try conv(node, inputs, outputs)
         case .matMul, .gemm: compiled = try dense(node, inputs, outputs)
         case .lstm: compiled = try lstm(node, inputs, outputs)
         case .reduceMean, .reduceSum, .reduceMax, .reduceMin: compiled = try reduce(node, inputs, outputs)
