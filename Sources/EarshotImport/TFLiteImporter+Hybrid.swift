@@ -65,7 +65,7 @@ extension TFLiteImporter {
             // CONV_2D: per channel (asymmetric input) when the scales differ, else per tensor
             // (symmetric input); DEPTHWISE_CONV_2D: per channel, asymmetric input.
             let perChannel = depthwise || scales.contains { $0 != scales[0] }
-            let (integers, itemScales) = try quantizedInput(x, axis: 1, asymmetric: perChannel, label, op: name)
+            let (integers, itemScales) = try quantizedItems(x, asymmetric: perChannel, label, op: name)
             let sums = try convolutionNCHW(op, x: integers, filter: w, bias: nil, label: "\(label) (integer sums)", fail: fail)
             let items = x.tensor.shape[0]
             let perItem = try reshaped(itemScales, [items, 1, 1, 1], "\(label) (item scales)", op: name)
@@ -91,6 +91,19 @@ extension TFLiteImporter {
             }
             return try fromNCHW(try activated(v, activation, label, op: name, fail: fail), label, op: name)
         }
+    }
+
+    /// `x` (NHWC) quantized a scale per batch item, as a hybrid convolution quantizes its input.
+    /// Where `x` is a convolution's output taken back to NHWC, its channels-first twin is
+    /// quantized instead: an item's values in another order give the same range, so the same
+    /// scale, zero point and integers (a block holding a NaN aside), and the transposes to NHWC
+    /// and back are not run. The integers' NHWC form is given, the twin kept for `toNCHW`.
+    mutating func quantizedItems(_ x: Value, asymmetric: Bool, _ label: String, op: String) throws(ImportError) -> (Value, Value) {
+        guard let twin = channelsFirst[x.name], twin.tensor.rank == 4, twin.tensor.shape[0] == x.tensor.shape[0] else {
+            return try quantizedInput(x, axis: 1, asymmetric: asymmetric, label, op: op)
+        }
+        let (integers, scales) = try quantizedInput(twin, axis: 1, asymmetric: asymmetric, label, op: op)
+        return (try fromNCHW(integers, "\(label) (input quantized)", op: op), scales)
     }
 
     /// `x` quantized as TFLite's hybrid kernels quantize their input, a scale per block of the

@@ -78,6 +78,10 @@ struct ConformanceTFLiteHybridTests {
         // 3-tap mix), its depthwise convolution on its planes.
         let kernels = model.description.layers.compactMap(\.kernel)
         #expect(kernels.filter { $0 == "hybrid integer product" }.count == 2, "\(kernels)")
+        // Each convolution's input is quantized channels first where the one before left it: the
+        // one transpose left is the last convolution's output to NHWC, which FULLY_CONNECTED reads as rows.
+        let transposes = model.description.layers.filter { $0.type == "Transpose" }.map(\.name)
+        #expect(transposes.count == 1, "\(transposes)")
         let (audio, rate) = try AudioFile.readMono(path: Repo.path("Tests/EarshotTests/Goldens/microwakeword/wake-words.wav"))
         #expect(rate == 16000)
         var worst: Float = 0, worstXNNPACK: Float = 0
