@@ -106,7 +106,8 @@ enum TrainWakeCommand {
         }
         let trainingStarted = Date()
         let show: (EpochReport) -> Void = { r in
-            say(String(format: "epoch %d/%d  loss %.4f  validation %.1f%%%@", r.epoch, r.epochs, r.loss, r.validationAccuracy * 100, r.best ? " best" : ""))
+            say(String(format: "epoch %d/%d  loss %.4f  validation %.1f%%%@%@", r.epoch, r.epochs, r.loss, r.validationAccuracy * 100, r.best ? " best" : "",
+                       r.hardNegatives.map { "  fired on \($0) negative windows" } ?? ""))
         }
         var trained: TrainedClassifier
         switch architecture {
