@@ -87,13 +87,11 @@ struct EarlyStopping {
     /// Closes an epoch: its report, its parameters offered (kept when they are the best so far;
     /// never when not `eligible`).
     mutating func close(epoch: Int, epochs: Int, loss: Double, trainingAccuracy: Double, validation: (accuracy: Double, loss: Double),
-                        falseSteps: Double? = nil, stream: StreamScore?, hardNegatives: Int? = nil, parameters: [[Float]], eligible: Bool = true,
-                        started: Date) -> EpochReport {
+                        falseSteps: Double? = nil, stream: StreamScore?, parameters: [[Float]], eligible: Bool = true, started: Date) -> EpochReport {
         var report = EpochReport(epoch: epoch, epochs: epochs, loss: loss, trainingAccuracy: trainingAccuracy, validationLoss: validation.loss,
                                  validationAccuracy: validation.accuracy, seconds: 0, best: false)
         report.validationFalseSteps = falseSteps
         report.stream = stream
-        report.hardNegatives = hardNegatives
         report.best = eligible && offer(epoch: epoch, accuracy: validation.accuracy, loss: validation.loss, stream: stream, parameters: parameters)
         report.seconds = Date().timeIntervalSince(started)
         reports.append(report)

@@ -43,10 +43,6 @@ public enum MicroWakeWordTrainer {
     static let inputQuantization = FakeQuant.Affine(scale: Float(26.0 / 255.0), zero: -128)
     /// The share of the epochs trained in float before the quantization-aware ones.
     static let floatShare = 0.7
-    /// A window of the negatives' streams scoring at least this after an epoch is a hard negative.
-    static let hardNegativeCutoff: Float = 0.3
-    /// Hard negatives trained at most, as a share of the training clips.
-    static let hardNegativeShare = 0.25
 
     /// The layers: input quantization, first convolution (2 steps of 3 frames), blocks, the
     /// logit; each activation followed by its fake quantization.
@@ -234,48 +230,28 @@ public enum MicroWakeWordTrainer {
         let objective = Objective(classWeights: Trainer.balancedWeights(trainLabels, classes: 2), decisionFrames: decisionSteps)
         // The placement replaces the shift; SpecAugment's masks are not microWakeWord's.
         let augmenter = Augmenter(kinds: options.augment.subtracting([.mask, .shift]), noise: noise, clip: clip, rate: rate)
-        // Hard negatives: the clips without the phrase as streams, the windows the network fires on
-        // after an epoch trained again as the background in the next ones.
-        var hard = HardNegatives(streams: try HardNegatives.makeStreams(of: trainAudio.indices.filter { trainLabels[$0] == background }.map { trainAudio[$0] },
-                                                                         rate: rate, stepSamples: stepSamples, seed: options.seed) { (clips) throws(TrainingError) in try features(clips) },
-                                 window: steps, lead: leadSteps, cutoff: hardNegativeCutoff, limit: Int(Double(trainAudio.count) * hardNegativeShare), separation: 10)
         for epoch in 1...epochs {
             let epochStart = Date()
             let quantized = epoch >= quantizedFrom
             if quantized { calibrate(network, &parameters, on: validationFrames) }
             var order = SplitMix64(seed: options.seed, 1, epoch)
             let shuffled = Array(trainAudio.indices).shuffled(using: &order)
-            let batches = (shuffled.count + options.batchSize - 1) / options.batchSize
             var totalLoss = 0.0, correct = 0
             for start in Swift.stride(from: 0, to: shuffled.count, by: options.batchSize) {
                 let members = Array(shuffled[start..<min(start + options.batchSize, shuffled.count)])
-                var x = try features(members.map { augmenter.apply(trainAudio[$0], seed: options.seed, epoch: epoch, clip: $0, placement: placement(trainLabels[$0], jitter: jitter)) }, lead: leadSteps)
-                var batchLabels = members.map { trainLabels[$0] }
-                // This batch's share of the hard negatives, after its clips.
-                let mined = Array(Swift.stride(from: start / options.batchSize, to: hard.mined.count, by: batches))
-                if !mined.isEmpty {
-                    x = Frames.joined([x, hard.windows(mined)])
-                    batchLabels += mined.map { _ in background }
-                }
+                let x = try features(members.map { augmenter.apply(trainAudio[$0], seed: options.seed, epoch: epoch, clip: $0, placement: placement(trainLabels[$0], jitter: jitter)) }, lead: leadSteps)
+                let batchLabels = members.map { trainLabels[$0] }
                 let used = forwardParameters(network, parameters, quantized: quantized)
                 let step = Trainer.gradients(network, used, x, batchLabels, [], objective, normalizer: objective.weight(labels: batchLabels, extra: []))
                 totalLoss += step.loss
-                correct += zip(step.predictions.prefix(members.count), batchLabels).filter { $0 == $1 }.count
+                correct += zip(step.predictions, batchLabels).filter { $0 == $1 }.count
                 // Straight through: the rounded filters' gradient moves the float ones.
                 adam.update(&parameters, step.grads, learningRate: schedule.rate(atStep: adam.step))
             }
             let check = Trainer.validate(network, forwardParameters(network, parameters, quantized: quantized), validationFrames, validationLabels, objective)
-            var fired: Int?
-            if epoch < epochs {
-                let used = forwardParameters(network, parameters, quantized: quantized), positive = 1 - background
-                fired = hard.mine(scores: hard.scores(context: receptiveSteps) { x in
-                    let logits = network.forward(x, used).logits
-                    return (0..<logits.rows).map { softmax(logits.values[($0 * 2)..<($0 * 2 + 2)])[positive] }
-                })
-            }
             let report = stopping.close(epoch: epoch, epochs: epochs, loss: totalLoss / Double(max(1, (shuffled.count + options.batchSize - 1) / options.batchSize)),
                                         trainingAccuracy: Double(correct) / Double(max(1, shuffled.count)),
-                                        validation: (check.accuracy, check.loss), stream: nil, hardNegatives: fired, parameters: parameters, eligible: quantized, started: epochStart)
+                                        validation: (check.accuracy, check.loss), stream: nil, parameters: parameters, eligible: quantized, started: epochStart)
             progress(report)
         }
         let best = stopping.kept(or: parameters)

@@ -102,9 +102,6 @@ public struct EpochReport: Sendable {
     public var validationFalseSteps: Double? = nil
     /// On the validation stream, when one is given.
     public var stream: StreamScore? = nil
-    /// microWakeWord's architecture: the windows of the negatives' streams the network fired on
-    /// after this epoch (hard negatives, trained in the next epochs).
-    public var hardNegatives: Int? = nil
 }
 
 /// A trained classifier as a package: its manifest and tensors, and how each epoch went.

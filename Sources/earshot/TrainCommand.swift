@@ -80,7 +80,6 @@ enum TrainCommand {
             if let s = report.stream {
                 falseSteps += String(format: "  stream %d/%d found, %d false (%.1f/h)", s.hits, s.words, s.falseAlarms, s.falseAlarmsPerHour)
             }
-            if let n = report.hardNegatives { falseSteps += "  fired on \(n) negative windows" }
             printError(String(format: "epoch %3d/%d  loss %.4f  training %5.1f%%  validation %5.1f%% (loss %.4f)%@%@  %.1f s/epoch, at most %@ left",
                               report.epoch, report.epochs, report.loss, report.trainingAccuracy * 100, report.validationAccuracy * 100,
                               report.validationLoss, falseSteps, report.best ? " best" : "     ", perEpoch, duration(left)))

@@ -106,8 +106,7 @@ enum TrainWakeCommand {
         }
         let trainingStarted = Date()
         let show: (EpochReport) -> Void = { r in
-            say(String(format: "epoch %d/%d  loss %.4f  validation %.1f%%%@%@", r.epoch, r.epochs, r.loss, r.validationAccuracy * 100, r.best ? " best" : "",
-                       r.hardNegatives.map { "  fired on \($0) negative windows" } ?? ""))
+            say(String(format: "epoch %d/%d  loss %.4f  validation %.1f%%%@", r.epoch, r.epochs, r.loss, r.validationAccuracy * 100, r.best ? " best" : ""))
         }
         var trained: TrainedClassifier
         switch architecture {
