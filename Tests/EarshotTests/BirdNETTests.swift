@@ -244,7 +244,7 @@ struct BirdNETTests {
         }
     }
 
-    @Test("BirdNET's streams share its weights and each holds its window: a batched pass takes 18 streams (its activations, laid out by liveness, are 3.4-3.6 MB a window; 64 streams a pass held 71 MB for each before they were capped at 64 MB), so 4 streams take about the memory of 2 on 2 cores; at overlap 2 s a stream's state is its window's 2 s before the hop")
+    @Test("BirdNET's streams share its weights and each holds its window: a batched pass takes as many streams as its cap of 64 MB of arenas holds, several (its activations, laid out by liveness, are a few MB a window; 64 streams a pass held 71 MB for each before they were capped), so 4 streams take about the memory of 2 on 2 cores; at overlap 2 s a stream's state is its window's 2 s before the hop")
     func streamsMemory() throws {
         let package = try Self.package()
         func bench(_ count: Int) throws -> (json: [String: Any], residentMB: Double) {
