@@ -683,37 +683,3 @@ void earshot_pool_last(int max, const float *x, long channels, const int *starts
         }
     }
 }
-
-// Depthwise convolution of NCHW planes, one filter per channel: see earshot_kernels.h.
-CLONES
-void earshot_depthwise(const float *x, long channels, long h, long w, const float *filters, long kh, long kw, long sh, long sw,
-                       long dh, long dw, long ph, long pw, long oh, long ow, const float *bias, float *y) {
-    for (long c = 0; c < channels; c++) {
-        const float *plane = x + c * h * w, *f = filters + c * kh * kw;
-        for (long oy = 0; oy < oh; oy++) {
-            float *out = y + (c * oh + oy) * ow;
-            for (long ox = 0; ox < ow; ox++) out[ox] = 0.0f;
-            for (long i = 0; i < kh; i++) {
-                long iy = oy * sh - ph + i * dh;
-                if (iy < 0 || iy >= h) continue;  // the padding's zeros add nothing
-                const float *row = plane + iy * w;
-                for (long j = 0; j < kw; j++) {
-                    // The outputs whose tap j lands inside the row: ox * sw - pw + j * dw in [0, w).
-                    long offset = j * dw - pw;
-                    long lo = offset >= 0 ? 0 : (-offset + sw - 1) / sw;
-                    long hi = w - offset <= 0 ? 0 : (w - offset + sw - 1) / sw;
-                    if (hi > ow) hi = ow;
-                    float v = f[i * kw + j];
-                    if (sw == 1) {
-                        const float *r = row + offset;
-                        for (long ox = lo; ox < hi; ox++) out[ox] += v * r[ox];
-                    } else {
-                        for (long ox = lo; ox < hi; ox++) out[ox] += v * row[ox * sw + offset];
-                    }
-                }
-            }
-            if (bias)
-                for (long ox = 0; ox < ow; ox++) out[ox] += bias[c];
-        }
-    }
-}

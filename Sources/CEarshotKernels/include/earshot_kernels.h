@@ -44,6 +44,10 @@ void earshot_gemm_indirect(const int *blocks, const float *base, const float *ed
 // (when bias is not NULL). Each output is computed the same way whatever the other outputs are.
 void earshot_depthwise(const float *x, long channels, long h, long w, const float *filters, long kh, long kw, long sh, long sw,
                        long dh, long dw, long ph, long pw, long oh, long ow, const float *bias, float *y);
+// earshot_depthwise on channels-last values: x [h][w][channels], filters [kh][kw][channels], y
+// [oh][ow][channels], each output summed as earshot_depthwise sums it (the same bits).
+void earshot_depthwise_last(const float *x, long channels, long h, long w, const float *filters, long kh, long kw, long sh,
+                            long sw, long dh, long dw, long ph, long pw, long oh, long ow, const float *bias, float *y);
 
 // n little-endian 16-bit samples at `in` (any alignment) times `scale`, into out[0..<n].
 void earshot_pcm16_decode(const unsigned char *in, long n, float scale, float *out);
@@ -95,6 +99,8 @@ enum { EARSHOT_RELU = 1, EARSHOT_SQRT = 2, EARSHOT_NEG = 3, EARSHOT_ABS = 4, EAR
 enum { EARSHOT_ADD = 1, EARSHOT_SUB = 2, EARSHOT_MUL = 3, EARSHOT_DIV = 4, EARSHOT_SQUARE = 5, EARSHOT_MAX = 6, EARSHOT_MIN = 7 };
 // y[e] = x[index[e]], or 0 where index[e] < 0.
 void earshot_gather(const int *index, const float *x, float *y, long n);
+// y[e] = sources[which[e]][index[e]], or 0 where index[e] < 0 (which[e] then not read).
+void earshot_gather_sources(const int *index, const unsigned char *which, const float *const *sources, float *y, long n);
 // Blocks of 16: y[16 e + l] = x[starts[e] + l] where bit l of masks[e] is set, else 0; all 16
 // values of each run must lie in x.
 void earshot_masked_blocks(const float *x, const int *starts, const unsigned short *masks, long count, float *y);

@@ -21,7 +21,11 @@ extension GraphPlan {
 
         /// The block that holds `ref`'s values; nil for a constant. `.none` in the outer optional:
         /// the ref runs over more than one block (the layout cannot move it).
-        func block(of ref: Ref) -> Int?? {
+        func block(of ref: Ref) -> Int?? { Self.block(of: ref, in: blocks) }
+
+        /// The block of `blocks` (in order, tiling the arena) that holds `ref`'s values, as
+        /// `block(of:)`.
+        static func block(of ref: Ref, in blocks: [Range<Int>]) -> Int?? {
             guard !ref.shared else { return .some(nil) }
             let floats = ref.coded ? (ref.offset / 4)..<((ref.offset + ref.count + 3) / 4) : ref.offset..<(ref.offset + ref.count)
             // The last block starting at or before the ref.
@@ -43,7 +47,11 @@ extension GraphPlan {
         }
 
         /// Whether blocks i and j are alive at one time in some order.
-        func meet(_ i: Int, _ j: Int) -> Bool {
+        func meet(_ i: Int, _ j: Int) -> Bool { Self.meet(i, j, lives: lives, pinned: pinned) }
+
+        /// Whether blocks i and j, living `lives` with `pinned` kept whole, are alive at one time
+        /// in some order.
+        static func meet(_ i: Int, _ j: Int, lives: [[ClosedRange<Int>]?], pinned: [Bool]) -> Bool {
             if pinned[i] || pinned[j] { return true }
             guard let a = lives[i], let b = lives[j] else { return false }
             return zip(a, b).contains { $0.overlaps($1) }
@@ -56,8 +64,7 @@ extension GraphPlan {
             self.blocks = blocks
             var lives = [[ClosedRange<Int>]?](repeating: nil, count: blocks.count)
             var pinned = [Bool](repeating: false, count: blocks.count)
-            var empty = Layout(blocks: blocks, lives: lives, pinned: pinned, placed: [], size: 0)
-            func blockIndex(_ ref: Ref) -> Int?? { empty.block(of: ref) }
+            func blockIndex(_ ref: Ref) -> Int?? { Self.block(of: ref, in: blocks) }
             for ref in pins {
                 guard let b = blockIndex(ref) else { return nil }
                 if let b { pinned[b] = true }
@@ -82,14 +89,13 @@ extension GraphPlan {
             }
             // Read before any step writes it: what it held before the steps counts.
             for b in blocks.indices where firstReader[b] { pinned[b] = true }
-            empty = Layout(blocks: blocks, lives: lives, pinned: pinned, placed: [], size: 0)
             // Largest first, each at the lowest place clear of the blocks it meets.
             var placed = [Int](repeating: 0, count: blocks.count)
             var done: [Int] = []
             var size = 0
             let live = blocks.indices.filter { pinned[$0] || lives[$0] != nil }
             for b in live.sorted(by: { (blocks[$0].count, $1) > (blocks[$1].count, $0) }) {
-                let taken = done.filter { empty.meet(b, $0) }.map { placed[$0]..<(placed[$0] + blocks[$0].count) }
+                let taken = done.filter { Self.meet(b, $0, lives: lives, pinned: pinned) }.map { placed[$0]..<(placed[$0] + blocks[$0].count) }
                     .sorted { $0.lowerBound < $1.lowerBound }
                 var at = 0
                 for range in taken where range.overlaps(at..<(at + blocks[b].count)) {
@@ -103,10 +109,6 @@ extension GraphPlan {
             self.pinned = pinned
             self.placed = placed
             self.size = size
-        }
-
-        private init(blocks: [Range<Int>], lives: [[ClosedRange<Int>]?], pinned: [Bool], placed: [Int], size: Int) {
-            (self.blocks, self.lives, self.pinned, self.placed, self.size) = (blocks, lives, pinned, placed, size)
         }
     }
 

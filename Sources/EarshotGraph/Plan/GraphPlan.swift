@@ -83,8 +83,8 @@ public struct GraphPlan: Sendable {
     public let conditionalSteps: Int
     /// Floats of one stream's arena (a multiple of 16, so each stream's arena stays aligned).
     let arenaSize: Int
-    /// The arena laid out by liveness (`Layout`); nil: every tensor in a place of its own.
-    let layout: Layout?
+    /// Whether the arena is laid out by liveness (`Layout`); false: every tensor in a place of its own.
+    let laidOut: Bool
     /// The consecutive split the arena was laid out for (`consecutive(carrying:)`).
     let laidOutSplit: Consecutive
     /// Floats of one stream's arena.
@@ -122,23 +122,17 @@ public struct GraphPlan: Sendable {
         kernels = builder.kernels
         inputCoded = builder.inputRefs.map(\.coded)
         outputCoded = builder.outputRefs.map(\.coded)
-        let gathered = Self.gatherBranches(Self.pruneMoves(builder.steps, outputs: builder.outputRefs), outputs: builder.outputRefs)
-        var (chosen, steps) = Self.chooseOutputs(gathered, outputs: builder.outputRefs, inputs: builder.inputRefs)
+        let prepared = Self.prepare(builder, inputs: inputs.count, layOut: layOut)
+        var (chosen, steps) = (prepared.chosen, prepared.steps)
         var (inputRefs, outputRefs, arenaSize) = (builder.inputRefs, builder.outputRefs, builder.arenaSize)
-        // The arena laid out by liveness, for the steps in their order and in the consecutive
-        // split of a stream's runs that carry its state (every input but the first).
-        laidOutSplit = Self.split(steps, inputs: inputRefs, carrying: Set(inputs.indices.dropFirst()))
-        let splitOrder = zip(steps.indices, laidOutSplit.dependent).sorted { ($0.1 ? 1 : 0, $0.0) < ($1.1 ? 1 : 0, $1.0) }.map(\.0)
-        var times = [Int](repeating: 0, count: steps.count)
-        for (time, k) in splitOrder.enumerated() { times[k] = time }
-        let pins = inputRefs + outputRefs + chosen.compactMap { $0 }.flatMap { [$0.x, $0.y, $0.condition.a, $0.condition.b] }
-        if layOut, let layout = Layout(blocks: builder.blocks, steps: steps, orders: [Array(steps.indices), times], pinned: pins),
-           layout.size < arenaSize, let moved = Self.relocate(layout, steps: steps, inputs: inputRefs, outputs: outputRefs, chosen: chosen) {
+        laidOutSplit = prepared.split
+        if let layout = prepared.layout, layout.size < arenaSize,
+           let moved = Self.relocate(layout, steps: steps, inputs: inputRefs, outputs: outputRefs, chosen: chosen) {
             (steps, inputRefs, outputRefs, chosen) = moved
             arenaSize = layout.size
-            self.layout = layout
+            laidOut = true
         } else {
-            layout = nil
+            laidOut = false
         }
         self.chosen = chosen
         self.steps = steps
@@ -154,6 +148,33 @@ public struct GraphPlan: Sendable {
         self.opset = opset
         self.precision = precision
         if verify { try check(nodes: nodes, constants: constants) }
+    }
+
+    /// The builder's steps as a plan runs them (copies nothing reads left out, outputs a Where
+    /// chooses whole read where they lie), the consecutive split of a stream's runs that carry its
+    /// state (every input but the first), and, with `layOut`, the arena laid out by liveness for
+    /// the steps in their order and in that split's (nil: not laid out).
+    static func prepare(_ builder: Builder, inputs: Int, layOut: Bool)
+        -> (chosen: [Chosen?], steps: [any Step], split: Consecutive, layout: Layout?) {
+        let gathered = Self.gatherBranches(Self.pruneMoves(builder.steps, outputs: builder.outputRefs), outputs: builder.outputRefs)
+        let (chosen, steps) = Self.chooseOutputs(gathered, outputs: builder.outputRefs, inputs: builder.inputRefs)
+        let split = Self.split(steps, inputs: builder.inputRefs, carrying: Set((0..<inputs).dropFirst()))
+        guard layOut else { return (chosen, steps, split, nil) }
+        let splitOrder = zip(steps.indices, split.dependent).sorted { ($0.1 ? 1 : 0, $0.0) < ($1.1 ? 1 : 0, $1.0) }.map(\.0)
+        var times = [Int](repeating: 0, count: steps.count)
+        for (time, k) in splitOrder.enumerated() { times[k] = time }
+        let pins = builder.inputRefs + builder.outputRefs + chosen.compactMap { $0 }.flatMap { [$0.x, $0.y, $0.condition.a, $0.condition.b] }
+        let layout = Layout(blocks: builder.blocks, steps: steps, orders: [Array(steps.indices), times], pinned: pins)
+        return (chosen, steps, split, layout)
+    }
+
+    /// The layout by liveness a plan of the graph would take (as `init` builds it), in the
+    /// builder's places; nil when its steps cannot be laid out.
+    static func layout(nodes: [GraphNode], constants: [String: GraphTensor], inputs: [(name: String, shape: [Int])],
+                       outputs: [String], opset: Int) throws(GraphError) -> Layout? {
+        var builder = Builder(constants: constants, opset: opset, codes: [], precision: .fp32, fp32Nodes: [])
+        try builder.build(nodes: nodes, inputs: inputs, outputs: outputs)
+        return prepare(builder, inputs: inputs.count, layOut: true).layout
     }
 
     /// The steps without the copies that nothing reads: an output of a move that no later step
@@ -283,7 +304,7 @@ public struct GraphPlan: Sendable {
     /// another, every step goes step by step.
     public func consecutive(carrying carried: Set<Int>) -> Consecutive {
         if carried == laidOutSplit.carried { return laidOutSplit }
-        guard layout == nil else { return Consecutive(carried: carried, dependent: steps.map { _ in true }) }
+        guard !laidOut else { return Consecutive(carried: carried, dependent: steps.map { _ in true }) }
         return Self.split(steps, inputs: inputRefs, carrying: carried)
     }
 

@@ -49,7 +49,8 @@ extension Builder {
             var step = ConvStep(x: xRef, y: y, items: items, channels: channels, outChannels: outChannels, plane: height * width, groups: group,
                                 groupIn: 1, groupOut: 1, depth: depth, positions: positions, fields: [], channelsLast: nil,
                                 packed: [], bias: [nil], positionMajor: nil)
-            step.depthwise = .init(field: field.oneRow, filters: w.floats, bias: bias?.floats)
+            step.depthwise = .init(field: field.oneRow, filters: w.floats, bias: bias?.floats, channels: channels)
+            scratchSize = max(scratchSize, step.scratch)
             steps.append(step)
             return "depthwise"
         }

@@ -94,6 +94,25 @@ struct ConvStep: InputOutputStep {
         /// [channels][kh][kw].
         let filters: [Float]
         let bias: [Float]?
+        /// The filters [kh][kw][channels] when the planes are taken channels-last
+        /// (`earshot_depthwise_last`: vector lanes over the channels, 16 or more of 2-D planes,
+        /// whose rows are short: BirdNET's 3 x 3 filters over 12 to 128 columns); nil: plane by
+        /// plane (lanes along a row: a plane of one row, as a convolution over time).
+        let lastFilters: [Float]?
+
+        init(field: ReceptiveField, filters: [Float], bias: [Float]?, channels: Int) {
+            (self.field, self.filters, self.bias) = (field, filters, bias)
+            let taps = field.kh * field.kw
+            guard channels >= 16, field.height > 1 else {
+                lastFilters = nil
+                return
+            }
+            var last = [Float](repeating: 0, count: filters.count)
+            for c in 0..<channels {
+                for t in 0..<taps { last[t * channels + c] = filters[c * taps + t] }
+            }
+            lastFilters = last
+        }
     }
 
     var depthwise: Depthwise? = nil
@@ -111,7 +130,7 @@ struct ConvStep: InputOutputStep {
 
     /// Scratch floats per stream.
     var scratch: Int {
-        if depthwise != nil { return 0 }
+        if let d = depthwise { return d.lastFilters == nil ? 0 : channels * plane + outChannels * positions }
         if let pm = positionMajor { return pm.spanStarts.count * 16 + pm.edges.count + 16 }
         if let w = winograd {
             return 6 * w.tiles * (channels + w.filters[0].rows) + outChannels + max(channels * plane, positions * outChannels)
@@ -153,6 +172,10 @@ struct ConvStep: InputOutputStep {
     }
 
     func run(_ c: Context) {
+        if let d = depthwise, let last = d.lastFilters {
+            runDepthwiseLast(c, d, filters: last)
+            return
+        }
         if let d = depthwise {
             let f = d.field
             d.filters.withUnsafeBufferPointer { w in
@@ -240,9 +263,28 @@ struct ConvStep: InputOutputStep {
 extension ConvStep {
     var writes: [GraphPlan.Ref] { [y] }
 
+    /// The depthwise convolution channels-last: each item's planes transposed to [plane][channels],
+    /// every output's channels in vector lanes, the outputs transposed back to [channels][positions],
+    /// then the fused ops.
+    func runDepthwiseLast(_ c: Context, _ d: Depthwise, filters: [Float]) {
+        let f = d.field
+        let input = c.scratch, output = c.scratch + channels * plane
+        filters.withUnsafeBufferPointer { w in
+            d.bias.withUnsafeBufferPointerOrNil { bias in
+                forEachItem(c) { x, o in
+                    earshot_transpose(x, channels, plane, input)
+                    earshot_depthwise_last(input, channels, f.height, f.width, w.baseAddress!, f.kh, f.kw, f.sh, f.sw, f.dh, f.dw, f.ph, f.pw,
+                                           f.oh, f.ow, bias?.baseAddress, output)
+                    earshot_transpose(output, positions, outChannels, o)
+                    activate(o, outChannels * positions)
+                }
+            }
+        }
+    }
+
     /// Its path, its groups and fields, for a profile.
     var summary: String {
-        let path = depthwise != nil ? "depthwise" : winograd != nil ? "Winograd" : positionMajor != nil ? "position-major" : channelsLast != nil ? "channels-last runs" : "gathered"
+        let path = depthwise?.lastFilters != nil ? "depthwise, channels-last" : depthwise != nil ? "depthwise" : winograd != nil ? "Winograd" : positionMajor != nil ? "position-major" : channelsLast != nil ? "channels-last runs" : "gathered"
         return "Conv (\(path)): \(items) x \(channels) x \(plane) -> \(outChannels) x \(positions), \(groups) groups, depth \(depth), "
             + "\(products) multiply-adds" + (inputChannelsLast ? ", reads channels-last" : "") + (outputChannelsLast ? ", writes channels-last" : "")
     }

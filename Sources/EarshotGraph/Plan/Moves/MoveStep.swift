@@ -8,10 +8,44 @@ struct MoveStep: Step {
     var outputs: [GraphPlan.Ref]
     let bounds: [Int]
     let runs: [Run]
-    /// Per output, when its runs are short (a transpose, a strided slice) and all read one source
-    /// or fill in zeros: that source and each value's index in it (-1 for a zero), for the
-    /// vectorized gather instead of the runs.
-    let gathers: [(source: Int, index: [Int32])?]
+    /// Per output, when its runs are short (a transpose, a strided slice, a concatenation that
+    /// interleaves its inputs) and fill in zeros or read up to 255 sources: the vectorized gather
+    /// instead of the runs.
+    let gathers: [Gather?]
+
+    /// An output as one gather: each value's source (among `sources`, by number) and index in it.
+    struct Gather: Sendable {
+        /// The sources read (numbers in `MoveStep.sources`).
+        let sources: [Int]
+        /// Per value, its source in `sources`; nil when there is one.
+        let which: [UInt8]?
+        /// Per value, its index in its source (-1 for a zero).
+        let index: [Int32]
+        /// When the gather is a batch of transposes of one source (`transposes(_:)`): it runs as
+        /// `earshot_transpose` of each.
+        let transpose: Transposes?
+    }
+
+    /// Matrices [rows][columns] of a source from `first`, one after the other, each transposed into
+    /// the output ([columns][rows]) one after the other.
+    struct Transposes: Sendable {
+        let first, rows, columns, count: Int
+    }
+
+    /// The batch of transposes that `index` (of one source, with no zeros) is, if it is one of
+    /// matrices of 16 rows and 16 columns or more.
+    static func transposes(_ index: [Int32]) -> Transposes? {
+        guard index.count >= 512, let first = index.first, first >= 0, let columnStep = index.dropFirst().first,
+              let rows = index.firstIndex(of: first + 1) else { return nil }
+        let columns = Int(columnStep - first)
+        let size = rows * columns
+        guard rows >= 16, columns >= 16, index.count % size == 0 else { return nil }
+        for (e, i) in index.enumerated() {
+            let (n, k) = e.quotientAndRemainder(dividingBy: size)
+            guard Int(i) == Int(first) + n * size + (k % rows) * columns + k / rows else { return nil }
+        }
+        return Transposes(first: Int(first), rows: rows, columns: columns, count: index.count / size)
+    }
 
     init(sources: [GraphPlan.Ref], outputs: [(GraphPlan.Ref, [Run])]) {
         self.sources = sources
@@ -21,20 +55,27 @@ struct MoveStep: Step {
         gathers = outputs.map { Self.gather($0.0, $0.1) }
     }
 
-    /// The output's runs as one gather's indices, when they average under 4 values and read one
-    /// source (or fill zeros) over the whole output; else nil.
-    static func gather(_ ref: GraphPlan.Ref, _ runs: [Run]) -> (source: Int, index: [Int32])? {
-        guard !ref.coded, ref.count > 0, runs.count * 4 > ref.count, ref.count < Int(Int32.max),
-              let first = runs.first(where: { $0.source >= 0 }) else { return nil }
-        var index = [Int32](repeating: -1, count: ref.count)
+    /// The output's runs as one gather, when they average under 4 values, read floats and fill
+    /// zeros over the whole output; else nil.
+    static func gather(_ ref: GraphPlan.Ref, _ runs: [Run]) -> Gather? {
+        guard !ref.coded, ref.count > 0, runs.count * 4 > ref.count, ref.count < Int(Int32.max) else { return nil }
+        var index = [Int32](repeating: -1, count: ref.count), which = [UInt8](repeating: 0, count: ref.count)
+        var read: [Int] = []
         var covered = 0
         for r in runs {
-            guard r.source == first.source || (r.source < 0 && r.fill.bitPattern == 0), r.dst >= 0, r.dst + r.count <= ref.count else { return nil }
-            if r.source >= 0 { for i in 0..<r.count { index[r.dst + i] = Int32(r.src + i) } }
+            guard r.source >= 0 || r.fill.bitPattern == 0, r.dst >= 0, r.dst + r.count <= ref.count else { return nil }
             covered += r.count
+            guard r.source >= 0 else { continue }
+            guard let s = read.firstIndex(of: r.source) ?? (read.count < 255 ? read.count : nil) else { return nil }
+            if s == read.count { read.append(r.source) }
+            for i in 0..<r.count {
+                index[r.dst + i] = Int32(r.src + i)
+                which[r.dst + i] = UInt8(s)
+            }
         }
-        guard covered == ref.count else { return nil }
-        return (first.source, index)
+        guard covered == ref.count, !read.isEmpty else { return nil }
+        return Gather(sources: read, which: read.count > 1 ? which : nil, index: index,
+                      transpose: read.count == 1 ? transposes(index) : nil)
     }
 
     var reads: [GraphPlan.Ref] { sources }
@@ -49,7 +90,25 @@ struct MoveStep: Step {
                         for b in 0..<c.streams { Run.applyCodes(own, to: c.bytes(ref, b)) { UnsafeRawPointer(c.bytes(sources[$0], b)) } }
                     } else if let gather = gathers[i] {
                         gather.index.withUnsafeBufferPointer { index in
-                            for b in 0..<c.streams { earshot_gather(index.baseAddress!, c.read(sources[gather.source], b), c.write(ref, b), ref.count) }
+                            if let t = gather.transpose {
+                                for b in 0..<c.streams {
+                                    let from = c.read(sources[gather.sources[0]], b) + t.first, to = c.write(ref, b)
+                                    for n in 0..<t.count {
+                                        earshot_transpose(from + n * t.rows * t.columns, t.rows, t.columns, to + n * t.rows * t.columns)
+                                    }
+                                }
+                            } else if let which = gather.which {
+                                which.withUnsafeBufferPointer { which in
+                                    withUnsafeTemporaryAllocation(of: UnsafePointer<Float>?.self, capacity: gather.sources.count) { from in
+                                        for b in 0..<c.streams {
+                                            for (k, s) in gather.sources.enumerated() { from[k] = c.read(sources[s], b) }
+                                            earshot_gather_sources(index.baseAddress!, which.baseAddress!, from.baseAddress!, c.write(ref, b), ref.count)
+                                        }
+                                    }
+                                }
+                            } else {
+                                for b in 0..<c.streams { earshot_gather(index.baseAddress!, c.read(sources[gather.sources[0]], b), c.write(ref, b), ref.count) }
+                            }
                         }
                     } else {
                         for b in 0..<c.streams { Run.apply(own, to: c.write(ref, b)) { c.read(sources[$0], b) } }
