@@ -56,17 +56,19 @@ void earshot_bf16_pack(const float *w, long rows, long k, unsigned short *packed
 
 // n columns of x (ldx apart, k values each) rounded to bf16, rows of `depth` values (zeros past
 // k), then `extra` rows of zeros.
+// to_bf16 without branches, so that a loop of it vectorizes: the same values.
+static inline __attribute__((always_inline)) uint16_t round_bits(uint32_t u) {
+    uint16_t nan = (uint16_t)((u >> 16) | 0x0040u), zero = (uint16_t)((u >> 16) & 0x8000u);
+    uint16_t rounded = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    return (u & 0x7f800000u) == 0 ? zero : ((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
 CLONES
 static void round_columns(const float *x, long ldx, long n, long k, long depth, long extra, uint16_t *out) {
     for (long t = 0; t < n; t++) {
         const uint32_t *from = (const uint32_t *)(x + t * ldx);
         uint16_t *to = out + t * depth;
-        for (long i = 0; i < k; i++) {
-            uint32_t u = from[i];
-            uint16_t nan = (uint16_t)((u >> 16) | 0x0040u), zero = (uint16_t)((u >> 16) & 0x8000u);
-            uint16_t rounded = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-            to[i] = (u & 0x7f800000u) == 0 ? zero : ((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
-        }
+        for (long i = 0; i < k; i++) to[i] = round_bits(from[i]);
         for (long i = k; i < depth; i++) to[i] = 0;
     }
     memset(out + n * depth, 0, (size_t)(extra * depth) * sizeof(uint16_t));
@@ -243,22 +245,28 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) static void gemm_amx(const 
                     if (two_panels) __builtin_ia32_tdpbf16ps(3, 5, 7);
                 }
             }
-            __builtin_ia32_tilestored64(0, c[0], 64);
-            __builtin_ia32_tilestored64(1, c[1], 64);
-            __builtin_ia32_tilestored64(2, c[2], 64);
-            __builtin_ia32_tilestored64(3, c[3], 64);
-            for (int bp = 0; bp < 2; bp++)
-                for (int pp = 0; pp < 2; pp++) {
-                    long r = (p0 + pp) * 16;
-                    if (r >= rows) continue;
-                    for (long m = 0; m < 16; m++) {
-                        long t = (b0 + bp) * 16 + m;
-                        if (t >= n) break;
-                        float *yc = y + t * ldy + r;
-                        const float *from = c[bp * 2 + pp][m];
-                        for (long l = 0; r + l < rows && l < 16; l++) yc[l] = from[l] + (bias ? bias[r + l] : 0.0f);
-                    }
-                }
+            // A whole tile (16 columns by 16 rows) is stored straight into y, then its bias added; a
+            // tile at an edge goes through c.
+#define STORE_AMX_TILE(T, BP, PP) do {                                                                          \
+        long r = (p0 + PP) * 16, t0 = (b0 + BP) * 16;                                                               \
+        if (r < rows && t0 < n) {                                                                                   \
+            float *yt = y + t0 * ldy + r;                                                                           \
+            if (r + 16 <= rows && t0 + 16 <= n) {                                                                   \
+                __builtin_ia32_tilestored64(T, yt, ldy * 4);                                                        \
+                if (bias)                                                                                           \
+                    for (long m = 0; m < 16; m++) *(f16v *)(yt + m * ldy) = *(f16v *)(yt + m * ldy) + *(const f16v *)(bias + r); \
+            } else {                                                                                                \
+                __builtin_ia32_tilestored64(T, c[T], 64);                                                           \
+                for (long m = 0; m < 16 && t0 + m < n; m++)                                                         \
+                    for (long l = 0; r + l < rows && l < 16; l++) yt[m * ldy + l] = c[T][m][l] + (bias ? bias[r + l] : 0.0f); \
+            }                                                                                                       \
+        }                                                                                                           \
+    } while (0)
+            STORE_AMX_TILE(0, 0, 0);
+            STORE_AMX_TILE(1, 0, 1);
+            STORE_AMX_TILE(2, 1, 0);
+            STORE_AMX_TILE(3, 1, 1);
+#undef STORE_AMX_TILE
         }
     }
     __builtin_ia32_tilerelease();
@@ -323,4 +331,70 @@ void earshot_gemm_bf16(const unsigned short *packed, long rows, long k, const fl
     if (path == 2) gemm_amx(packed, rows, depth, xb, n, bias, y, ldy);
     else if (path == 1) gemm_avx512(packed, rows, depth, xb, n, bias, y, ldy);
     else gemm_portable(packed, rows, depth, xb, n, bias, y, ldy);
+}
+
+// Values a row of earshot_bf16_pack_rows holds: rows rounded up to 16, k to 32.
+long earshot_bf16_rows_count(long rows, long k) { return (rows + 15) / 16 * 16 * padded_depth(k); }
+
+// w [rows][k] rounded to bf16, row by row (k padded to 32 with zeros), zero rows up to 16: the
+// rounded activations' layout, an AMX A tile's rows.
+void earshot_bf16_pack_rows(const float *w, long rows, long k, unsigned short *packed) {
+    long depth = padded_depth(k);
+    round_columns(w, k, rows, k, depth, (rows + 15) / 16 * 16 - rows, packed);
+}
+
+// The receptive fields of positions p0 ..< p0 + 16 * panels, each block of 16 found as
+// earshot_gemm_indirect finds it (base + blocks[p * k + i], or edge block -blocks[p * k + i] - 1),
+// rounded to bf16 and packed as earshot_bf16_pack packs a matrix [positions][k]: pair q of panel
+// p is 16 lanes' terms 2q and 2q + 1 side by side (zeros past k).
+CLONES
+static void pack_fields(const int *blocks, const float *base, const float *edges, long k, long depth, long first, long panels,
+                        uint16_t *out) {
+    long pairs = depth / 2;
+    for (long p = 0; p < panels; p++) {
+        const int *bp = blocks + (first + p) * k;
+        uint16_t *to = out + p * pairs * 32;
+        for (long q = 0; q < pairs; q++, to += 32) {
+            long i = 2 * q;
+            const float *even = i < k ? (bp[i] >= 0 ? base + bp[i] : edges + (long)(-bp[i] - 1) * 16) : 0;
+            const float *odd = i + 1 < k ? (bp[i + 1] >= 0 ? base + bp[i + 1] : edges + (long)(-bp[i + 1] - 1) * 16) : 0;
+            uint32_t e[16], o[16];
+            if (even) memcpy(e, even, 64); else memset(e, 0, 64);
+            if (odd) memcpy(o, odd, 64); else memset(o, 0, 64);
+            for (int l = 0; l < 16; l++) {
+                to[2 * l] = round_bits(e[l]);
+                to[2 * l + 1] = round_bits(o[l]);
+            }
+        }
+    }
+}
+
+// Positions packed and multiplied this many panels at a time: the packed fields stay in cache.
+#define FIELD_PANELS 4
+
+void earshot_conv_bf16(const int *blocks, const float *base, const float *edges, long positions, long k,
+                       const unsigned short *rows_packed, long outs, const float *bias, float *y, long ldy) {
+    if (positions <= 0 || outs <= 0) return;
+    int path = earshot_bf16_path_chosen();
+    long depth = padded_depth(k), panels = (positions + 15) / 16;
+    uint16_t *fields = scratch(FIELD_PANELS * 16 * depth);
+    if (!fields) {
+        // No memory for a few panels of fields: NaN, never values that look right.
+        for (long o = 0; o < outs; o++)
+            for (long p = 0; p < positions; p++) y[o * ldy + p] = __builtin_nanf("");
+        return;
+    }
+    for (long p0 = 0; p0 < panels; p0 += FIELD_PANELS) {
+        long np = panels - p0 < FIELD_PANELS ? panels - p0 : FIELD_PANELS;
+        long r0 = p0 * 16, rows = positions - r0 < np * 16 ? positions - r0 : np * 16;
+        pack_fields(blocks, base, edges, k, depth, p0, np, fields);
+        // The fields are the packed matrix (rows: positions), the filters the columns: column o of
+        // the product is output channel o's row of y.
+        if (path == 2) gemm_amx(fields, rows, depth, rows_packed, outs, 0, y + r0, ldy);
+        else if (path == 1) gemm_avx512(fields, rows, depth, rows_packed, outs, 0, y + r0, ldy);
+        else gemm_portable(fields, rows, depth, rows_packed, outs, 0, y + r0, ldy);
+    }
+    if (bias)
+        for (long o = 0; o < outs; o++)
+            for (long p = 0; p < positions; p++) y[o * ldy + p] += bias[o];
 }

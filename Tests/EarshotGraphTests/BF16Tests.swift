@@ -126,6 +126,65 @@ struct BF16Tests {
         try Self.compiled(op: "Conv", input: [2, 4, 7, 6], weight: [6, 2, 3, 3], attributes: ["group": .int(2), "auto_pad": .string("SAME_UPPER")])
     }
 
+    @Test("A Conv over many positions in bf16 reads its fields in place, rounded straight into the product's layout: on every path the reference of its bf16 operands within fp32's rounding of the sums; the bf16 product of the gathered fields bit for bit (the tiles too: the same sums with the operands' roles swapped); two streams alike",
+          arguments: [(3, 5, 12, 10, 3, 1, 1), (40, 24, 9, 15, 1, 1, 0), (70, 33, 20, 20, 3, 2, 1), (16, 17, 16, 4, 1, 1, 0)])
+    func positionMajorConv(channels: Int, outs: Int, height: Int, width: Int, kernel: Int, stride: Int, pad: Int) throws {
+        let w = Self.values(outs * channels * kernel * kernel, seed: 19).map { $0 * 0.5 }, bias = Self.values(outs, seed: 23)
+        let x = Self.values(channels * height * width, seed: 29)
+        let attributes: [String: GraphAttribute] = ["pads": .ints([Int64](repeating: Int64(pad), count: 4)), "strides": .ints([Int64(stride), Int64(stride)])]
+        let node = GraphNode(op: .conv, name: "n", inputs: ["x", "w", "b"], outputs: ["y"], attributes: attributes)
+        let constants = ["w": GraphTensor(shape: [outs, channels, kernel, kernel], floats: w), "b": GraphTensor(shape: [outs], floats: bias)]
+        let plan = try GraphPlan(nodes: [node], constants: constants, inputs: [("x", [1, channels, height, width])], outputs: ["y"], opset: 17,
+                                 precision: .bf16, verify: false)
+        var ws = GraphWorkspace()
+        let load: (Int, UnsafeMutableBufferPointer<Float>) -> Void = { _, buffer in for i in 0..<buffer.count { buffer[i] = x[i] } }
+        let summary = try plan.profile(runs: 1, workspace: &ws, load: load).first?.summary ?? ""
+        #expect(plan.kernels["n"] == "packed product, bf16" && summary.contains("position-major"), "\(summary)")
+        #expect(plan.bf16MultiplyAdds == plan.productMultiplyAdds)
+        // Each position's field [channel][kernel row][kernel column] (zeros in the padding).
+        let (oh, ow) = ((height + 2 * pad - kernel) / stride + 1, (width + 2 * pad - kernel) / stride + 1)
+        let (positions, depth) = (oh * ow, channels * kernel * kernel)
+        var fields = [Float](repeating: 0, count: positions * depth)
+        for p in 0..<positions {
+            for c in 0..<channels {
+                for i in 0..<kernel {
+                    for j in 0..<kernel {
+                        let (r, col) = ((p / ow) * stride + i - pad, (p % ow) * stride + j - pad)
+                        if r >= 0, r < height, col >= 0, col < width { fields[p * depth + (c * kernel + i) * kernel + j] = x[(c * height + r) * width + col] }
+                    }
+                }
+            }
+        }
+        var expected = [Double](repeating: 0, count: outs * positions), magnitude = expected
+        for o in 0..<outs {
+            for p in 0..<positions {
+                var sum = Double(bias[o]), size = abs(Double(bias[o]))
+                for i in 0..<depth {
+                    let term = Double(Precision.bf16(w[o * depth + i])) * Double(Precision.bf16(fields[p * depth + i]))
+                    sum += term
+                    size += abs(term)
+                }
+                expected[o * positions + p] = sum
+                magnitude[o * positions + p] = size
+            }
+        }
+        let packed = PackedMatrix(w, rows: outs, k: depth, precision: .bf16)
+        try Self.onEachPath { path in
+            var got: [[Float]] = [[], []]
+            try plan.run(streams: 2, workspace: &ws, load: { _, _, buffer in for i in 0..<buffer.count { buffer[i] = x[i] } },
+                         store: { s, _, v in got[s] = Array(v) })
+            let worst = zip(got[0], zip(expected, magnitude)).map { abs(Double($0) - $1.0) / max($1.1, 1e-30) }.max() ?? .infinity
+            print("bf16 \(path.name) position-major Conv \(channels)x\(height)x\(width) * \(outs)x\(kernel)x\(kernel): worst |y - reference| / sum |terms| = \(worst)")
+            #expect(got[0].count == outs * positions && worst <= 1e-6, "\(path.name): \(worst)")
+            #expect(got[0] == got[1], "\(path.name): each stream of a batch as alone")
+            // The gathered fields through the bf16 product, [positions][outs], transposed.
+            var gathered = [Float](repeating: .nan, count: positions * outs)
+            fields.withUnsafeBufferPointer { f in gathered.withUnsafeMutableBufferPointer { packed.product(f.baseAddress!, columns: positions, bias: bias, into: $0.baseAddress!) } }
+            let transposed = (0..<(outs * positions)).map { gathered[($0 % positions) * outs + $0 / positions] }
+            #expect(got[0] == transposed, "\(path.name): the gathered fields' product")
+        }
+    }
+
     @Test("MatMul by a constant matrix in bf16")
     func matMul() throws {
         try Self.compiled(op: "MatMul", input: [3, 200], weight: [200, 40], attributes: [:])

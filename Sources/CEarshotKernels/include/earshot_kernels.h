@@ -270,4 +270,18 @@ void earshot_gemm_bf16(const unsigned short *packed, long rows, long k, const fl
 int earshot_bf16_paths(void);
 int earshot_bf16_path(int path);
 int earshot_bf16_path_chosen(void);
+// The filters of a convolution for earshot_conv_bf16: w [rows][k] rounded to bf16 row by row (k
+// padded to 32 with zeros), zero rows up to a multiple of 16; earshot_bf16_rows_count values.
+long earshot_bf16_rows_count(long rows, long k);
+void earshot_bf16_pack_rows(const float *w, long rows, long k, unsigned short *packed);
+// A convolution over many positions in bf16, written [outs][positions]: y[o * ldy + p] =
+// sum_i w[o][i] * bf16(field_p[i]) + bias[o], where the fields are found as earshot_gemm_indirect
+// finds its packed blocks (position p's value i in lane p % 16 of base + blocks[(p / 16) * k + i],
+// or of edge block -blocks[...] - 1 when negative). The fields are rounded to bf16 as they are
+// packed into the product's layout, a few panels of 16 positions at a time (no fp32 copy of
+// them, no transpose of the output). Each output is earshot_gemm_bf16's value for that field
+// and filter on paths 0 and 1 (the same sums in the same order), and summed in the tiles' order
+// on path 2.
+void earshot_conv_bf16(const int *blocks, const float *base, const float *edges, long positions, long k,
+                       const unsigned short *rows_packed, long outs, const float *bias, float *y, long ldy);
 #endif

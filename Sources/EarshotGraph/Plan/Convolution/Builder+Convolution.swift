@@ -42,8 +42,10 @@ extension Builder {
             steps.append(step)
             return "Winograd product"
         }
-        // One filter per channel: each output plane from its input plane, no fields laid out.
-        if group == channels, outChannels == channels, precision == .fp32 {
+        // One filter per channel: each output plane from its input plane, no fields laid out. In
+        // bf16 too: a product of one row a channel would fill one lane of sixteen (and its few
+        // multiply-adds stay fp32).
+        if group == channels, outChannels == channels {
             let y = allocate(outputs[0].count)
             refs[g.outputs[0]] = y
             var step = ConvStep(x: xRef, y: y, items: items, channels: channels, outChannels: outChannels, plane: height * width, groups: group,
@@ -80,7 +82,7 @@ extension Builder {
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
         var positionMajor: ConvStep.PositionMajor?
-        if group == 1, positions >= 64, precision == .fp32, earshot_packed_count(positions, depth) < 1 << 28 {
+        if group == 1, positions >= 64, earshot_packed_count(positions, depth) < 1 << 28 {
             // The fields packed as the product packs a matrix: panel q, depth i, lane l holds
             // position 16 q + l's value i.
             let panels = (positions + 15) / 16
@@ -119,8 +121,13 @@ extension Builder {
                 blocks[block] = -Int32(spans.count + e) - 1
                 edges += index[(block * 16)..<(block * 16 + 16)]
             }
+            var rows: [UInt16] = []
+            if precision == .bf16 {
+                rows = [UInt16](repeating: 0, count: earshot_bf16_rows_count(outChannels, depth))
+                w.floats.withUnsafeBufferPointer { f in rows.withUnsafeMutableBufferPointer { earshot_bf16_pack_rows(f.baseAddress!, outChannels, depth, $0.baseAddress!) } }
+            }
             positionMajor = .init(blocks: blocks, spanStarts: spans.map(\.start), spanMasks: spans.map(\.mask), edges: edges,
-                                  filters: w.floats, bias: bias?.floats)
+                                  filters: precision == .bf16 ? [] : w.floats, bf16Rows: rows, bias: bias?.floats)
         }
         // The packed filters serve the other paths; the position-major one reads them unpacked.
         let packed = positionMajor != nil ? [] : (0..<group).map { gi in

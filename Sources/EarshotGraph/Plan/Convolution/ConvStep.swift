@@ -58,8 +58,11 @@ struct ConvStep: InputOutputStep {
         let spanMasks: [UInt16]
         /// The other edge blocks' values as input indices (-1: zero), 16 per block.
         let edges: [Int32]
-        /// The filters [outChannels][depth].
+        /// The filters [outChannels][depth] (fp32; empty in bf16).
         let filters: [Float]
+        /// bf16: the filters rounded, row by row, as `earshot_conv_bf16` reads them (empty in fp32).
+        /// The fields are rounded to bf16 as they are read, straight into the product's layout.
+        let bf16Rows: [UInt16]
         let bias: [Float]?
     }
 
@@ -123,7 +126,7 @@ struct ConvStep: InputOutputStep {
         if let w = winograd { return 6 * w.tiles * channels * outChannels }
         return items * positions * depth * outChannels
     }
-    var bf16Products: Int { packed.first?.precision == .bf16 ? products : 0 }
+    var bf16Products: Int { packed.first?.precision == .bf16 || positionMajor?.bf16Rows.isEmpty == false ? products : 0 }
 
     /// Whether the step can read its input channels-last ([plane][channels]) as it is.
     var readsChannelsLast: Bool { positionMajor == nil && (channelsLast != nil || winograd != nil) }
@@ -202,15 +205,25 @@ struct ConvStep: InputOutputStep {
         if let pm = positionMajor {
             let edges = c.scratch
             pm.blocks.withUnsafeBufferPointer { blocks in
-                pm.filters.withUnsafeBufferPointer { w in
-                    forEachItem(c) { itemInput, o in
-                        earshot_masked_blocks(itemInput, pm.spanStarts, pm.spanMasks, pm.spanStarts.count, edges)
-                        gather(pm.edges, from: itemInput, to: edges + pm.spanStarts.count * 16)
+                forEachItem(c) { itemInput, o in
+                    earshot_masked_blocks(itemInput, pm.spanStarts, pm.spanMasks, pm.spanStarts.count, edges)
+                    gather(pm.edges, from: itemInput, to: edges + pm.spanStarts.count * 16)
+                    if pm.bf16Rows.isEmpty {
                         // The bias and the fused ops as each output is stored.
-                        withEpilogue(columnBias: pm.bias) { epilogue in
-                            earshot_gemm_indirect(blocks.baseAddress!, itemInput, edges, positions, depth, w.baseAddress!, depth,
-                                                  outChannels, nil, o, positions, epilogue)
+                        pm.filters.withUnsafeBufferPointer { w in
+                            withEpilogue(columnBias: pm.bias) { epilogue in
+                                earshot_gemm_indirect(blocks.baseAddress!, itemInput, edges, positions, depth, w.baseAddress!, depth,
+                                                      outChannels, nil, o, positions, epilogue)
+                            }
                         }
+                    } else {
+                        pm.bf16Rows.withUnsafeBufferPointer { w in
+                            pm.bias.withUnsafeBufferPointerOrNil { bias in
+                                earshot_conv_bf16(blocks.baseAddress!, itemInput, edges, positions, depth, w.baseAddress!, outChannels,
+                                                  bias?.baseAddress, o, positions)
+                            }
+                        }
+                        activate(o, outChannels * positions)
                     }
                 }
             }
