@@ -267,7 +267,10 @@ struct BirdNETTests {
         #expect(two.json["streamsPerPass"] as? [Int] == [perPass])
         #expect(two.json["stateBytesPerStream"] as? Int == 96_000 * 4)
         #expect(two.json["tickSeconds"] as? Double == 1)
-        // Two more streams add their states (0.4 MB each); they added two arenas (142 MB) when a pass took them all.
-        #expect(four.residentMB - two.residentMB < 40, "resident \(two.residentMB) MB with 2 streams, \(four.residentMB) MB with 4")
+        // Two more streams add their states (0.4 MB each), their arenas and scratch in a pass (a few MB
+        // each); they added two arenas (142 MB) when a pass took them all. The resident figure also
+        // moves with the allocator by tens of MB from run to run (2 to 4 streams measured -11, +20
+        // and +44 MB on one build), so the bound is half of what the two uncapped arenas added.
+        #expect(four.residentMB - two.residentMB < 71, "resident \(two.residentMB) MB with 2 streams, \(four.residentMB) MB with 4")
     }
 }
