@@ -519,23 +519,28 @@ static void lanes_avx512(const short *const *samples, unsigned *noise, unsigned 
         // ((f1r - tr) >> 1, (ti - f1i) >> 1)
         bins[256 - k] = _mm512_mask_blend_epi16(odd, half_difference(f1, t), half_difference(t, f1));
     }
+    // The filterbank's 64-bit sums: vpmuludq multiplies the low half of each 64-bit word, so
+    // the even lanes' powers are taken where they lie and the odd lanes' shifted down, one
+    // shift a bin where widening each half took two shuffles; the lanes are put back in order
+    // once a channel (exact integer sums: the order of the terms changes nothing).
+    const __m512i first_half = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), second_half = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
     for (int c = 0; c < 40; c++) {
-        __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+        __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512();
         for (int f = mf_bands[c]; f < mf_bands[c + 1]; f++) {
             __m512i e = _mm512_madd_epi16(bins[f], bins[f]);
             __m512i w = _mm512_set1_epi64(4096 - mf_weights[f - 5]);
-            lo = _mm512_add_epi64(lo, _mm512_mul_epu32(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(e)), w));
-            hi = _mm512_add_epi64(hi, _mm512_mul_epu32(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(e, 1)), w));
+            even = _mm512_add_epi64(even, _mm512_mul_epu32(e, w));
+            odd = _mm512_add_epi64(odd, _mm512_mul_epu32(_mm512_srli_epi64(e, 32), w));
         }
         for (int f = mf_bands[c + 1]; f < mf_bands[c + 2]; f++) {
             __m512i e = _mm512_madd_epi16(bins[f], bins[f]);
             __m512i w = _mm512_set1_epi64(mf_weights[f - 5]);
-            lo = _mm512_add_epi64(lo, _mm512_mul_epu32(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(e)), w));
-            hi = _mm512_add_epi64(hi, _mm512_mul_epu32(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(e, 1)), w));
+            even = _mm512_add_epi64(even, _mm512_mul_epu32(e, w));
+            odd = _mm512_add_epi64(odd, _mm512_mul_epu32(_mm512_srli_epi64(e, 32), w));
         }
         uint64_t acc[LANES];
-        _mm512_storeu_si512((void *)acc, lo);
-        _mm512_storeu_si512((void *)(acc + 8), hi);
+        _mm512_storeu_si512((void *)acc, _mm512_permutex2var_epi64(even, first_half, odd));
+        _mm512_storeu_si512((void *)(acc + 8), _mm512_permutex2var_epi64(even, second_half, odd));
         uint64_t smoothing = (c & 1) ? 983 : 409;
         // The channel in three parts, the table lookups between them as permutes of tables
         // held in registers (a gather a lookup costs more than the rest of the channel).

@@ -609,10 +609,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void qdepthwise_avx5
 // (w[2j], w[2j + 1]) pairs, then the second's, zeros past the channels), and the two are put back
 // in order before the requantization. The input offset's products are in `base` (bias + offset x
 // the sum of the channel's weights, blocks * 32 of them); the sums wrap as int32, so their bits are
-// the reference's.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void qdepthwise_pairs(
-    const signed char *x, const int *taps, long positions, long k, long channels, const short *w2, const int *base, const int *multiplier,
-    const int *shift, int output_offset, int lo, int hi, void *y, int y_codes) {
+// the reference's. S streams (S <= STREAM_BLOCK, a constant where it is inlined) go through a
+// block together, stream s's codes at x[s] and its outputs at y[s]: each pair of weights is loaded
+// once for the S, and their sums advance side by side, each stream's in the same order as alone.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static inline __attribute__((always_inline)) void qdepthwise_pairs_block(
+    const int S, const signed char *const *x, const int *taps, long positions, long k, long channels, const short *w2, const int *base,
+    const int *multiplier, const int *shift, int output_offset, int lo, int hi, char *const *y, int y_codes) {
     const long pairs = (k + 1) / 2, blocks = (channels + 31) / 32;
     const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
     const __m512i second = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
@@ -621,20 +623,48 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void qdep
         for (long b = 0; b < blocks; b++) {
             const long c0 = 32 * b, n = channels - c0 < 32 ? channels - c0 : 32;
             const __mmask32 lanes = n == 32 ? 0xFFFFFFFFu : (1U << n) - 1;
-            __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
+            __m512i low[STREAM_BLOCK], high[STREAM_BLOCK];
+            for (int s = 0; s < S; s++) low[s] = high[s] = _mm512_setzero_si512();
             for (long j = 0; j < pairs; j++) {
                 const long ta = t[2 * j], tb = 2 * j + 1 < k ? t[2 * j + 1] : ta;  // a missing second tap weighs 0
-                __m512i a = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(lanes, x + ta + c0));
-                __m512i c = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(lanes, x + tb + c0));
                 const short *wj = w2 + (j * blocks + b) * 64;
-                low = _mm512_dpwssd_epi32(low, _mm512_unpacklo_epi16(a, c), _mm512_loadu_si512((const void *)wj));
-                high = _mm512_dpwssd_epi32(high, _mm512_unpackhi_epi16(a, c), _mm512_loadu_si512((const void *)(wj + 32)));
+                const __m512i wl = _mm512_loadu_si512((const void *)wj), wh = _mm512_loadu_si512((const void *)(wj + 32));
+                for (int s = 0; s < S; s++) {
+                    __m512i a = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(lanes, x[s] + ta + c0));
+                    __m512i c = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(lanes, x[s] + tb + c0));
+                    low[s] = _mm512_dpwssd_epi32(low[s], _mm512_unpacklo_epi16(a, c), wl);
+                    high[s] = _mm512_dpwssd_epi32(high[s], _mm512_unpackhi_epi16(a, c), wh);
+                }
             }
-            int32_t sums[32];
-            _mm512_storeu_si512(sums, _mm512_add_epi32(_mm512_permutex2var_epi32(low, first, high), _mm512_loadu_si512((const void *)(base + c0))));
-            _mm512_storeu_si512(sums + 16,
-                                _mm512_add_epi32(_mm512_permutex2var_epi32(low, second, high), _mm512_loadu_si512((const void *)(base + c0 + 16))));
-            store_requantized_avx512(sums, n, multiplier + c0, shift + c0, output_offset, lo, hi, y, y_codes, p * channels + c0);
+            const __m512i base0 = _mm512_loadu_si512((const void *)(base + c0)), base1 = _mm512_loadu_si512((const void *)(base + c0 + 16));
+            for (int s = 0; s < S; s++) {
+                int32_t sums[32];
+                _mm512_storeu_si512(sums, _mm512_add_epi32(_mm512_permutex2var_epi32(low[s], first, high[s]), base0));
+                _mm512_storeu_si512(sums + 16, _mm512_add_epi32(_mm512_permutex2var_epi32(low[s], second, high[s]), base1));
+                store_requantized_avx512(sums, n, multiplier + c0, shift + c0, output_offset, lo, hi, y[s], y_codes, p * channels + c0);
+            }
+        }
+    }
+}
+
+// qdepthwise_pairs_block over `streams` streams, STREAM_BLOCK at a time: stream s's codes at
+// x + s * x_stride, its outputs at y + s * y_stride (bytes).
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static void qdepthwise_pairs(
+    long streams, const signed char *x, long x_stride, const int *taps, long positions, long k, long channels, const short *w2,
+    const int *base, const int *multiplier, const int *shift, int output_offset, int lo, int hi, char *y, long y_stride, int y_codes) {
+    for (long s0 = 0; s0 < streams; s0 += STREAM_BLOCK) {
+        const int S = streams - s0 < STREAM_BLOCK ? (int)(streams - s0) : STREAM_BLOCK;
+        const signed char *in[STREAM_BLOCK];
+        char *out[STREAM_BLOCK];
+        for (int s = 0; s < S; s++) {
+            in[s] = x + (s0 + s) * x_stride;
+            out[s] = y + (s0 + s) * y_stride;
+        }
+        switch (S) {
+        case 4: qdepthwise_pairs_block(4, in, taps, positions, k, channels, w2, base, multiplier, shift, output_offset, lo, hi, out, y_codes); break;
+        case 3: qdepthwise_pairs_block(3, in, taps, positions, k, channels, w2, base, multiplier, shift, output_offset, lo, hi, out, y_codes); break;
+        case 2: qdepthwise_pairs_block(2, in, taps, positions, k, channels, w2, base, multiplier, shift, output_offset, lo, hi, out, y_codes); break;
+        default: qdepthwise_pairs_block(1, in, taps, positions, k, channels, w2, base, multiplier, shift, output_offset, lo, hi, out, y_codes); break;
         }
     }
 }
@@ -644,7 +674,8 @@ void earshot_qdepthwise(const void *x, int x_codes, long count, const int *taps,
                         const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
                         short *scratch, void *y, int y_codes, const short *w2, const int *base) {
     if (w2 && base && x_codes && chosen_path() == pair_products_vnni) {
-        qdepthwise_pairs((const signed char *)x, taps, positions, k, channels, w2, base, multiplier, shift, output_offset, lo, hi, y, y_codes);
+        qdepthwise_pairs(1, (const signed char *)x, 0, taps, positions, k, channels, w2, base, multiplier, shift, output_offset, lo, hi, (char *)y,
+                         0, y_codes);
         return;
     }
     if (chosen_path() != pair_products_baseline) {
@@ -667,6 +698,21 @@ void earshot_qdepthwise(const void *x, int x_codes, long count, const int *taps,
             }
             store_requantized(acc, n, multiplier + c0, shift + c0, output_offset, lo, hi, y, y_codes, p * channels + c0);
         }
+    }
+}
+
+void earshot_qdepthwise_streams(long streams, const void *x, long x_stride, int x_codes, long count, const int *taps, long positions, long k,
+                                long channels, const short *w, const int *bias, const int *multiplier, const int *shift, int input_offset,
+                                int output_offset, int lo, int hi, short *scratch, void *y, long y_stride, int y_codes, const short *w2,
+                                const int *base) {
+    if (w2 && base && x_codes && chosen_path() == pair_products_vnni) {
+        qdepthwise_pairs(streams, (const signed char *)x, x_stride, taps, positions, k, channels, w2, base, multiplier, shift, output_offset, lo,
+                         hi, (char *)y, y_stride, y_codes);
+        return;
+    }
+    for (long s = 0; s < streams; s++) {
+        earshot_qdepthwise((const char *)x + s * x_stride, x_codes, count, taps, positions, k, channels, w, bias, multiplier, shift, input_offset,
+                           output_offset, lo, hi, scratch, (char *)y + s * y_stride, y_codes, w2, base);
     }
 }
 

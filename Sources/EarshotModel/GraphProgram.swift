@@ -15,6 +15,11 @@ struct GraphProgram: Sendable {
     /// Per node, the tensors a step on the reference kernels lets go after it (`GraphNode.releases`).
     let releases: [[String]]
     private(set) var plan: GraphPlan?
+    /// Per state tensor, whether the compiled plan takes it in and gives it out as int8 codes
+    /// (`GraphPlan.inputCoded`/`outputCoded` of the state's input and output): kept beside the
+    /// plan, so that moving a stream's states in and out of the arena reads two flags, not the plan.
+    private(set) var planTakesCodes: [Bool]
+    private(set) var planGivesCodes: [Bool]
     /// The plan split for consecutive steps of one stream: the state inputs (every input after
     /// the audio) carried.
     private(set) var consecutive: GraphPlan.Consecutive?
@@ -144,6 +149,8 @@ struct GraphProgram: Sendable {
         self.parameterCount = parameters
         self.scoreCount = 0
         self.plan = nil
+        self.planTakesCodes = sizes.map { _ in false }
+        self.planGivesCodes = sizes.map { _ in false }
         self.consecutive = nil
         self.interpreted = "not compiled yet"
         // A dry step on silence: every node's shapes fit, the states keep their shapes, and
@@ -169,6 +176,8 @@ struct GraphProgram: Sendable {
             let counts = plan.outputShapes.map { $0.reduce(1, *) }
             if counts == [scores.count] + sizes {
                 self.plan = plan
+                self.planTakesCodes = sizes.indices.map { plan.inputCoded[$0 + 1] }
+                self.planGivesCodes = sizes.indices.map { plan.outputCoded[$0 + 1] }
                 self.consecutive = plan.consecutive(carrying: Set(sizes.indices.map { $0 + 1 }))
                 self.interpreted = nil
             } else {

@@ -196,7 +196,7 @@ extension Model {
     /// state is read in place (inout: neither copied nor retained).
     static func fill(_ graph: GraphProgram, _ state: inout ModelState, _ i: Int, into bytes: UnsafeMutableRawBufferPointer) {
         guard let to = bytes.baseAddress else { return }
-        let offset = graph.storedOffsets[i], n = graph.stateSizes[i], coded = graph.plan?.inputCoded[i + 1] ?? false
+        let offset = graph.storedOffsets[i], n = graph.stateSizes[i], coded = graph.planTakesCodes[i]
         if graph.stateCoded[i] {
             state.codes.withUnsafeBufferPointer { from in
                 guard let from = from.baseAddress else { return }
@@ -222,7 +222,7 @@ extension Model {
     /// written where a stream keeps it.
     static func read(_ graph: GraphProgram, _ bytes: UnsafeRawBufferPointer, into state: inout ModelState, _ i: Int) {
         guard let from = bytes.baseAddress else { return }
-        let offset = graph.storedOffsets[i], n = graph.stateSizes[i], coded = graph.plan?.outputCoded[i + 1] ?? false
+        let offset = graph.storedOffsets[i], n = graph.stateSizes[i], coded = graph.planGivesCodes[i]
         if graph.stateCoded[i] {
             state.codes.withUnsafeMutableBufferPointer { to in
                 guard let to = to.baseAddress else { return }

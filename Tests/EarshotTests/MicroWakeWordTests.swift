@@ -95,6 +95,35 @@ struct MicroWakeWordTests {
         }
     }
 
+    @Test("Batched = alone, bit for bit, on each int8 path, for batches of 1 to 9 streams (blocks of four streams and their ragged ends), each stream at its own place in the recording")
+    func raggedBatches() throws {
+        let model = try Self.importModel("okay_nabu")
+        let (frames, _, _, stride) = try Self.reference("okay_nabu")
+        let blocks = Self.blocks(frames, stride: stride)
+        let steps = 40
+        defer { Quantized.use(nil) }
+        for path in Quantized.paths {
+            #expect(Quantized.use(path) == path)
+            for count in 1...9 {
+                // Stream i starts at block 23 i + count: every stream of a batch holds other frames, and so other states.
+                let offsets = (0..<count).map { 23 * $0 + count }
+                var states = offsets.map { _ in model.makeState() }
+                var batched: [[Float]] = offsets.map { _ in [] }
+                for t in 0..<steps {
+                    let scores = try model.predictions(from: offsets.map { blocks[$0 + t] }, using: &states)
+                    for i in offsets.indices { batched[i].append(scores[i][0]) }
+                }
+                for (i, offset) in offsets.enumerated() {
+                    var own = model.makeState()
+                    let alone = try (0..<steps).map { try model.prediction(from: blocks[offset + $0], using: &own)[0] }
+                    #expect(batched[i] == alone, "path \(path): stream \(i) of \(count) (from block \(offset)), batched = alone")
+                    #expect(states[i] == own, "path \(path): stream \(i) of \(count): the same state after the steps")
+                }
+                #expect(count == 1 || states[0] != states[1], "the streams of a batch hold states of their own")
+            }
+        }
+    }
+
     @Test("Detections through a stream equal pymicro-wakeword's rule on the reference outputs", arguments: models)
     func detections(_ name: String) async throws {
         let model = try Self.importModel(name)

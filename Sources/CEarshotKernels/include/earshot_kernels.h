@@ -186,6 +186,14 @@ void earshot_qconv_streams(long streams, const void *x, long x_stride, int x_cod
 void earshot_qdepthwise(const void *x, int x_codes, long count, const int *taps, long positions, long k, long channels, const short *w,
                         const int *bias, const int *multiplier, const int *shift, int input_offset, int output_offset, int lo, int hi,
                         short *scratch, void *y, int y_codes, const short *w2, const int *base);
+// earshot_qdepthwise for `streams` streams, stream s's input at x + s * x_stride and its output at
+// y + s * y_stride (strides in bytes), each stream's outputs exactly what earshot_qdepthwise gives
+// it alone. On the VNNI path (codes, w2 and base given) the streams go four at a time through each
+// block of channels, each pair of weights loaded once for the four; otherwise stream by stream.
+void earshot_qdepthwise_streams(long streams, const void *x, long x_stride, int x_codes, long count, const int *taps, long positions, long k,
+                                long channels, const short *w, const int *bias, const int *multiplier, const int *shift, int input_offset,
+                                int output_offset, int lo, int hi, short *scratch, void *y, long y_stride, int y_codes, const short *w2,
+                                const int *base);
 // TFLite's Quantize of n floats: x / scale + zero in double, rounded half to even, clamped to
 // [lo, hi], NaN to lo (the values `Quantized.quantize` gives), as whole-number floats or (with
 // y_codes, [lo, hi] in -128...127) as codes.

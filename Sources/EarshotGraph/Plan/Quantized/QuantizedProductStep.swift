@@ -63,14 +63,13 @@ struct QuantizedProductStep: InputOutputStep {
                                 }
                                 return
                             }
-                            for stream in 0..<c.streams {
-                                depthPairs.withUnsafeBufferPointer { w2 in
-                                    depthBase.withUnsafeBufferPointer { base in
-                                        earshot_qdepthwise(c.bytes(x, stream), xCodes, x.count, f.baseAddress!, positions, k, groups, w.baseAddress!,
-                                                           b.baseAddress!, m.baseAddress!, s.baseAddress!, inputOffset, outputOffset, low, high,
-                                                           scratch.assumingMemoryBound(to: Int16.self), c.bytes(y, stream), yCodes,
-                                                           w2.baseAddress, base.baseAddress)
-                                    }
+                            // Every stream at once: on VNNI a block of streams shares each load of the weights.
+                            depthPairs.withUnsafeBufferPointer { w2 in
+                                depthBase.withUnsafeBufferPointer { base in
+                                    earshot_qdepthwise_streams(c.streams, c.bytes(x, 0), x.shared ? 0 : c.stride * 4, xCodes, x.count, f.baseAddress!,
+                                                               positions, k, groups, w.baseAddress!, b.baseAddress!, m.baseAddress!, s.baseAddress!,
+                                                               inputOffset, outputOffset, low, high, scratch.assumingMemoryBound(to: Int16.self),
+                                                               c.bytes(y, 0), c.stride * 4, yCodes, w2.baseAddress, base.baseAddress)
                                 }
                             }
                         }
