@@ -274,7 +274,8 @@ if args.windows and "text (openwakeword head)" in results["models"]:
             if (e["hits"], e["falseAlarms"]) != simulated[::2]:
                 sys.exit(f"the simulated rule (mean {window} @ {cutoff}: {simulated[0]} found, {simulated[2]} false accepts) is not the "
                          f"runtime's ({e['hits']}, {e['falseAlarms']})")
-    cutoffs = [0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999]
+    cutoffs = [round(c, 3) for c in [*np.arange(0.2, 0.9, 0.02), *np.arange(0.9, 0.999, 0.002)]]
+    shown = {0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.996, 0.998}
     rules = {}
     for window in map(int, args.windows.split(",")):
         for patience in ([False, True] if window > 1 else [False]):
@@ -296,6 +297,21 @@ if args.windows and "text (openwakeword head)" in results["models"]:
     print("| rule | held-out voices found | held-out negatives' false accepts (per hour) | test: found | test: false accepts (per hour) |")
     print("|---|---|---|---|---|")
     for r, v in rules.items():
+        if float(r.split("@")[1]) not in shown:
+            continue
         t, h = v["test"], v["held-out voices"]
         print(f"| {r}{' (chosen)' if r == chosen else ''} | {h[0]} of {h[1]} | {sum(v[n][2] for n in negatives_of)} ({held_out_fa(r):.1f}) | "
               f"{t[0]} of {t[1]} ({100 * t[0] / max(1, t[1]):.1f}%) | {t[2]} ({t[3]:.2f}) |")
+    # The trade-off curve of each rule on the test stream: the most takes found within a rate of false accepts.
+    budgets = [0.6, 1.2, 1.8, 3.0, 6.0, 12.0]
+    families = list(dict.fromkeys(r.split(" @ ")[0] for r in rules))
+    print("\nTest stream: the most takes found with at most this many false accepts an hour (cutoff, false accepts an hour)")
+    print("| at most | " + " | ".join(families) + " |")
+    print("|---" * (len(families) + 1) + "|")
+    for budget in budgets:
+        cells = []
+        for family in families:
+            best = max(((v["test"][0], -float(r.split("@")[1]), v["test"][3]) for r, v in rules.items()
+                        if r.startswith(family + " @") and v["test"][3] <= budget), default=None)
+            cells.append(f"{100 * best[0] / takes:.1f}% ({-best[1]:.3f}, {best[2]:.2f})" if best else "-")
+        print(f"| {budget} | " + " | ".join(cells) + " |")
