@@ -274,8 +274,8 @@ if args.windows and "text (openwakeword head)" in results["models"]:
             if (e["hits"], e["falseAlarms"]) != simulated[::2]:
                 sys.exit(f"the simulated rule (mean {window} @ {cutoff}: {simulated[0]} found, {simulated[2]} false accepts) is not the "
                          f"runtime's ({e['hits']}, {e['falseAlarms']})")
-    cutoffs = [round(c, 3) for c in [*np.arange(0.2, 0.9, 0.02), *np.arange(0.9, 0.999, 0.002)]]
-    shown = {0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.996, 0.998}
+    cutoffs = [round(c, 4) for c in [*np.arange(0.2, 0.9, 0.02), *np.arange(0.9, 0.999, 0.002), 0.999, 0.9995]]
+    shown = {0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.996, 0.998, 0.999, 0.9995}
     rules = {}
     for window in map(int, args.windows.split(",")):
         for patience in ([False, True] if window > 1 else [False]):
@@ -313,5 +313,5 @@ if args.windows and "text (openwakeword head)" in results["models"]:
         for family in families:
             best = max(((v["test"][0], -float(r.split("@")[1]), v["test"][3]) for r, v in rules.items()
                         if r.startswith(family + " @") and v["test"][3] <= budget), default=None)
-            cells.append(f"{100 * best[0] / takes:.1f}% ({-best[1]:.3f}, {best[2]:.2f})" if best else "-")
+            cells.append(f"{100 * best[0] / takes:.1f}% ({-best[1]:.4g}, {best[2]:.2f})" if best else "-")
         print(f"| {budget} | " + " | ".join(cells) + " |")
