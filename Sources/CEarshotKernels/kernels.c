@@ -530,33 +530,52 @@ void earshot_binary(int op, const float *a, long a_step, const float *b, long b_
 #undef BINARY_LOOP
 }
 
-// y [cols][rows] = the transpose of x [rows][cols], in 8 x 8 blocks.
+// Swap bit d of the row and of the lane between rows (a, b) of a 16 x 16 block (rows a and
+// a + d, bit d of a clear): lanes with bit d set of a take b's lanes d before, and b's lanes with
+// bit d clear take a's lanes d after. After d = 8, 4, 2 and 1 the block is transposed.
+#define SWAP_BITS(a, b, lo, hi) do { v16 a_ = (a); (a) = __builtin_shufflevector(a_, (b), lo); (b) = __builtin_shufflevector(a_, (b), hi); } while (0)
+#define LANES8_LO 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
+#define LANES8_HI 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
+#define LANES4_LO 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27
+#define LANES4_HI 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31
+#define LANES2_LO 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29
+#define LANES2_HI 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31
+#define LANES1_LO 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30
+#define LANES1_HI 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
+
+// y [cols][rows] = the transpose of x [rows][cols]: whole blocks of 16 x 16 in registers (16
+// rows loaded, four rounds of two-vector shuffles, 16 rows stored), the ragged rows and columns
+// value by value. Values are only moved: the same bits whichever path a value takes.
 CLONES
 void earshot_transpose(const float *x, long rows, long cols, float *y) {
-    if (cols <= 16) {
-        // Few columns: each output row is one strided pass over the input.
-        for (long c = 0; c < cols; c++) {
-            const float *from = x + c;
-            float *to = y + c * rows;
-            for (long r = 0; r < rows; r++) to[r] = from[r * cols];
+    long rows16 = rows / 16 * 16, cols16 = cols / 16 * 16;
+    // The shorter side's blocks outermost: a stripe of 16 long rows (or long columns) at a time,
+    // so that the lines it reads and writes are whole before they leave the cache.
+    int rows_outer = rows <= cols;
+    long outer = rows_outer ? rows16 : cols16, inner = rows_outer ? cols16 : rows16;
+    for (long o0 = 0; o0 < outer; o0 += 16)
+        for (long i0 = 0; i0 < inner; i0 += 16) {
+            long r0 = rows_outer ? o0 : i0, c0 = rows_outer ? i0 : o0;
+            v16 b[16];
+            for (int i = 0; i < 16; i++) b[i] = load16(x + (r0 + i) * cols + c0);
+            for (int i = 0; i < 8; i++) SWAP_BITS(b[i], b[i + 8], LANES8_LO, LANES8_HI);
+            for (int i = 0; i < 16; i += 8)
+                for (int j = i; j < i + 4; j++) SWAP_BITS(b[j], b[j + 4], LANES4_LO, LANES4_HI);
+            for (int i = 0; i < 16; i += 4)
+                for (int j = i; j < i + 2; j++) SWAP_BITS(b[j], b[j + 2], LANES2_LO, LANES2_HI);
+            for (int i = 0; i < 16; i += 2) SWAP_BITS(b[i], b[i + 1], LANES1_LO, LANES1_HI);
+            for (int i = 0; i < 16; i++) *(v16 *)(y + (c0 + i) * rows + r0) = b[i];
         }
-        return;
+    // The columns past the whole blocks, for every row: each an output row, read down the input.
+    for (long c = cols16; c < cols; c++) {
+        const float *from = x + c;
+        float *to = y + c * rows;
+        for (long r = 0; r < rows; r++) to[r] = from[r * cols];
     }
-    if (rows <= 16) {
-        // Few rows: each input row is read once, contiguously.
-        for (long r = 0; r < rows; r++) {
-            const float *from = x + r * cols;
-            for (long c = 0; c < cols; c++) y[c * rows + r] = from[c];
-        }
-        return;
-    }
-    for (long r0 = 0; r0 < rows; r0 += 8) {
-        long r1 = r0 + 8 < rows ? r0 + 8 : rows;
-        for (long c0 = 0; c0 < cols; c0 += 8) {
-            long c1 = c0 + 8 < cols ? c0 + 8 : cols;
-            for (long c = c0; c < c1; c++)
-                for (long r = r0; r < r1; r++) y[c * rows + r] = x[r * cols + c];
-        }
+    // The rows past the whole blocks, in the whole blocks' columns: each input row read once.
+    for (long r = rows16; r < rows; r++) {
+        const float *from = x + r * cols;
+        for (long c = 0; c < cols16; c++) y[c * rows + r] = from[c];
     }
 }
 

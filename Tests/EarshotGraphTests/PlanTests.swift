@@ -115,6 +115,12 @@ private let planCases: [PlanCase] = [
              constants: [weights([5, 3, 3, 3]), weights([5], seed: 4)], attributes: ["pads": .ints([1, 1, 1, 1])], kernel: "packed product"),
     PlanCase(what: "1-D on many positions, stride 2", op: "Conv", dynamic: [[1, 4, 300]], constants: [weights([6, 4, 5])],
              attributes: ["strides": .ints([2])], kernel: "packed product"),
+    PlanCase(what: "2-D on many positions, stride 2 both ways, 4x8 taps, pads, bias (the input copied by stride phase)", op: "Conv",
+             dynamic: [[1, 2, 20, 67]], constants: [weights([5, 2, 4, 8]), weights([5], seed: 4)],
+             attributes: ["strides": .ints([2, 2]), "pads": .ints([1, 3, 2, 4])], kernel: "packed product"),
+    PlanCase(what: "1-D on many positions, two items, stride 3, dilation 2, pads (the input copied by stride phase)", op: "Conv",
+             dynamic: [[2, 3, 400]], constants: [weights([4, 3, 5])], attributes: ["strides": .ints([3]), "dilations": .ints([2]), "pads": .ints([2, 1])],
+             kernel: "packed product"),
     PlanCase(what: "1-D, 9 channels, stride 2, pads (fields as runs of the transposed input)", op: "Conv", dynamic: [[2, 9, 8]],
              constants: [weights([4, 9, 3]), weights([4], seed: 5)], attributes: ["strides": .ints([2]), "pads": .ints([1, 1])],
              kernel: "packed product"),
@@ -302,6 +308,17 @@ struct PlanTests {
             let alone = try run(plan, c, streams: s + 1, workspace: &fresh)[s]
             #expect(alone.map { $0.map(\.bitPattern) } == batch[s].map { $0.map(\.bitPattern) })
         }
+    }
+
+    @Test("A strided Conv over many positions reads its input copied by stride phase (its cases above equal the reference kernel)",
+          arguments: planCases.filter { $0.what.contains("by stride phase") })
+    func stridePhases(_ c: PlanCase) throws {
+        let (plan, _, _) = try plan(c)
+        var ws = GraphWorkspace()
+        let steps = try plan.profile(runs: 1, workspace: &ws) { _, buffer in
+            for k in 0..<buffer.count { buffer[k] = 0 }
+        }
+        #expect(steps.contains { $0.summary.contains("position-major, by stride phase") }, "\(steps.map(\.summary))")
     }
 
     @Test("What the plan cannot compile: integers computed from the inputs, named (a comparison only a Where reads is compiled into it)")

@@ -6,6 +6,25 @@ import Testing
 
 @Suite("Kernels")
 struct KernelTests {
+    @Test("The transpose: whole 16 x 16 blocks in registers and ragged rows and columns, wide and tall, each value moved to its place, bits kept")
+    func transpose() {
+        var random = SeededRandom(seed: 47)
+        let shapes = [(1, 1), (1, 40), (40, 1), (15, 15), (16, 16), (17, 33), (33, 17), (32, 48), (72, 384), (384, 72), (50, 70), (5, 200)]
+        for (rows, cols) in shapes {
+            let x = (0..<(rows * cols)).map { _ in Float.random(in: -1000...1000, using: &random) }
+            var y = [Float](repeating: .nan, count: rows * cols)
+            earshot_transpose(x, rows, cols, &y)
+            var wrong = 0, first = ""
+            for r in 0..<rows {
+                for c in 0..<cols where y[c * rows + r].bitPattern != x[r * cols + c].bitPattern {
+                    if wrong == 0 { first = "[\(c)][\(r)] \(y[c * rows + r]) vs \(x[r * cols + c])" }
+                    wrong += 1
+                }
+            }
+            #expect(wrong == 0, "\(rows) x \(cols): \(wrong) values misplaced, first \(first)")
+        }
+    }
+
     @Test("The packed product: every shape against a double-precision sum, and each column equal, bit for bit, to that column alone")
     func packedProduct() {
         var random = SeededRandom(seed: 41)

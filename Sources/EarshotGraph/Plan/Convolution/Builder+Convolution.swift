@@ -92,41 +92,24 @@ extension Builder {
                     for l in 0..<16 where q * 16 + l < positions { index[(q * depth + i) * 16 + l] = fields[(q * 16 + l) * depth + i] }
                 }
             }
-            // A block of 16 consecutive input values is read in place; the others (at the edges,
-            // padding) are made at each run: a run of the input with the padding's lanes cleared,
-            // or, where no run fits, gathered value by value.
-            var blocks = [Int32](repeating: 0, count: panels * depth)
-            var spans: [(block: Int, start: Int32, mask: UInt16)] = [], gathered: [Int] = []
-            let inputCount = Int32(channels * height * width)
-            for block in 0..<(panels * depth) {
-                let lanes = index[(block * 16)..<(block * 16 + 16)]
-                guard let (l, first) = lanes.enumerated().first(where: { $0.element >= 0 }) else {
-                    gathered.append(block)
-                    continue
-                }
-                let start = first - Int32(l)
-                let inRun = lanes.enumerated().allSatisfy { $0.element < 0 || $0.element == start + Int32($0.offset) }
-                if inRun, lanes.allSatisfy({ $0 >= 0 }) {
-                    blocks[block] = start
-                } else if inRun, start >= 0, start + 16 <= inputCount {
-                    let mask = lanes.enumerated().reduce(UInt16(0)) { $0 | ($1.element >= 0 ? UInt16(1) << UInt16($1.offset) : 0) }
-                    spans.append((block, start, mask))
-                } else {
-                    gathered.append(block)
-                }
+            var layout = Self.blocks(index, panels: panels, depth: depth, inputCount: Int32(channels * height * width))
+            // Strided: neighbouring outputs read every sh-th row and sw-th column, so few blocks
+            // are runs of the input. Copied by stride phase first (each channel's rows and columns
+            // of one remainder together), their fields are runs of the copy.
+            var phases: [Int32] = []
+            if field.sh > 1 || field.sw > 1 {
+                let (copy, at) = Self.stridePhases(channels: channels, height: height, width: width, sh: field.sh, sw: field.sw)
+                let phased = Self.blocks(index.map { $0 < 0 ? -1 : at[Int($0)] }, panels: panels, depth: depth, inputCount: Int32(copy.count))
+                if phased.gathered.count * 2 <= layout.gathered.count { (layout, phases) = (phased, copy) }
             }
-            var edges: [Int32] = []
-            for (e, span) in spans.enumerated() { blocks[span.block] = -Int32(e) - 1 }
-            for (e, block) in gathered.enumerated() {
-                blocks[block] = -Int32(spans.count + e) - 1
-                edges += index[(block * 16)..<(block * 16 + 16)]
-            }
+            let (blocks, spans) = (layout.blocks, layout.spans)
+            let edges = layout.gathered.flatMap { layout.index[($0 * 16)..<($0 * 16 + 16)] }
             var rows: [UInt16] = []
             if precision == .bf16 {
                 rows = [UInt16](repeating: 0, count: earshot_bf16_rows_count(outChannels, depth))
                 w.floats.withUnsafeBufferPointer { f in rows.withUnsafeMutableBufferPointer { earshot_bf16_pack_rows(f.baseAddress!, outChannels, depth, $0.baseAddress!) } }
             }
-            positionMajor = .init(blocks: blocks, spanStarts: spans.map(\.start), spanMasks: spans.map(\.mask), edges: edges,
+            positionMajor = .init(blocks: blocks, spanStarts: spans.map(\.start), spanMasks: spans.map(\.mask), edges: edges, phases: phases,
                                   filters: precision == .bf16 ? [] : w.floats, bf16Rows: rows, bias: bias?.floats)
         }
         // The packed filters serve the other paths; the position-major one reads them unpacked.
@@ -140,6 +123,57 @@ extension Builder {
         scratchSize = max(scratchSize, step.scratch)
         steps.append(step)
         return described("packed product", precision)
+    }
+
+    /// The position-major product's blocks of 16 lanes of `index` (panels x depth blocks of input
+    /// indices, -1 for padding): a block of 16 consecutive input values is read in place; the
+    /// others (at the edges, padding) are made at each run: a run of the input with the padding's
+    /// lanes cleared (`spans`), or, where no run fits, gathered value by value (`gathered`, whose
+    /// lanes `index` keeps). An edge block's entry in `blocks` is -e - 1: spans first, then gathered.
+    static func blocks(_ index: [Int32], panels: Int, depth: Int, inputCount: Int32)
+        -> (index: [Int32], blocks: [Int32], spans: [(block: Int, start: Int32, mask: UInt16)], gathered: [Int]) {
+        var blocks = [Int32](repeating: 0, count: panels * depth)
+        var spans: [(block: Int, start: Int32, mask: UInt16)] = [], gathered: [Int] = []
+        for block in 0..<(panels * depth) {
+            let lanes = index[(block * 16)..<(block * 16 + 16)]
+            guard let (l, first) = lanes.enumerated().first(where: { $0.element >= 0 }) else {
+                gathered.append(block)
+                continue
+            }
+            let start = first - Int32(l)
+            let inRun = lanes.enumerated().allSatisfy { $0.element < 0 || $0.element == start + Int32($0.offset) }
+            if inRun, lanes.allSatisfy({ $0 >= 0 }) {
+                blocks[block] = start
+            } else if inRun, start >= 0, start + 16 <= inputCount {
+                let mask = lanes.enumerated().reduce(UInt16(0)) { $0 | ($1.element >= 0 ? UInt16(1) << UInt16($1.offset) : 0) }
+                spans.append((block, start, mask))
+            } else {
+                gathered.append(block)
+            }
+        }
+        for (e, span) in spans.enumerated() { blocks[span.block] = -Int32(e) - 1 }
+        for (e, block) in gathered.enumerated() { blocks[block] = -Int32(spans.count + e) - 1 }
+        return (index, blocks, spans, gathered)
+    }
+
+    /// An input [channels][height][width] copied by stride phase: channel c's rows of remainder py
+    /// (mod sh) and columns of remainder px (mod sw) as one plane [height / sh][width / sw] (rounded
+    /// up), the planes [c][py][px]. `copy`: each copied value's input index (-1: a place past the
+    /// input's last row or column, zero); `at`: each input value's place in the copy.
+    static func stridePhases(channels: Int, height: Int, width: Int, sh: Int, sw: Int) -> (copy: [Int32], at: [Int32]) {
+        let (rows, columns) = ((height + sh - 1) / sh, (width + sw - 1) / sw)
+        var copy = [Int32](repeating: -1, count: channels * sh * sw * rows * columns)
+        var at = [Int32](repeating: 0, count: channels * height * width)
+        for c in 0..<channels {
+            for y in 0..<height {
+                for x in 0..<width {
+                    let place = (((c * sh + y % sh) * sw + x % sw) * rows + y / sh) * columns + x / sw
+                    let source = (c * height + y) * width + x
+                    (copy[place], at[source]) = (Int32(source), Int32(place))
+                }
+            }
+        }
+        return (copy, at)
     }
 
     /// Fuses an element-wise op into the Conv step just before it, when that Conv's output (or

@@ -58,6 +58,10 @@ struct ConvStep: InputOutputStep {
         let spanMasks: [UInt16]
         /// The other edge blocks' values as input indices (-1: zero), 16 per block.
         let edges: [Int32]
+        /// A strided Conv's input copied by stride phase (`Builder.stridePhases`): each copied
+        /// value's input index (-1: zero). The blocks, spans and edges then index the copy. Empty:
+        /// they index the input itself.
+        let phases: [Int32]
         /// The filters [outChannels][depth] (fp32; empty in bf16).
         let filters: [Float]
         /// bf16: the filters rounded, row by row, as `earshot_conv_bf16` reads them (empty in fp32).
@@ -134,7 +138,7 @@ struct ConvStep: InputOutputStep {
     /// Scratch floats per stream.
     var scratch: Int {
         if let d = depthwise { return d.lastFilters == nil ? 0 : channels * plane + outChannels * positions }
-        if let pm = positionMajor { return pm.spanStarts.count * 16 + pm.edges.count + 16 }
+        if let pm = positionMajor { return pm.spanStarts.count * 16 + pm.edges.count + 16 + pm.phases.count }
         if let w = winograd {
             return 6 * w.tiles * (channels + w.filters[0].rows) + outChannels + max(channels * plane, positions * outChannels)
         }
@@ -203,9 +207,16 @@ struct ConvStep: InputOutputStep {
             return
         }
         if let pm = positionMajor {
-            let edges = c.scratch
+            let edges = c.scratch, phased = c.scratch + pm.spanStarts.count * 16 + pm.edges.count + 16
             pm.blocks.withUnsafeBufferPointer { blocks in
-                forEachItem(c) { itemInput, o in
+                forEachItem(c) { input, o in
+                    let itemInput: UnsafePointer<Float>
+                    if pm.phases.isEmpty {
+                        itemInput = input
+                    } else {
+                        gather(pm.phases, from: input, to: phased)
+                        itemInput = UnsafePointer(phased)
+                    }
                     earshot_masked_blocks(itemInput, pm.spanStarts, pm.spanMasks, pm.spanStarts.count, edges)
                     gather(pm.edges, from: itemInput, to: edges + pm.spanStarts.count * 16)
                     if pm.bf16Rows.isEmpty {
@@ -297,7 +308,7 @@ extension ConvStep {
 
     /// Its path, its groups and fields, for a profile.
     var summary: String {
-        let path = depthwise?.lastFilters != nil ? "depthwise, channels-last" : depthwise != nil ? "depthwise" : winograd != nil ? "Winograd" : positionMajor != nil ? "position-major" : channelsLast != nil ? "channels-last runs" : "gathered"
+        let path = depthwise?.lastFilters != nil ? "depthwise, channels-last" : depthwise != nil ? "depthwise" : winograd != nil ? "Winograd" : positionMajor?.phases.isEmpty == false ? "position-major, by stride phase" : positionMajor != nil ? "position-major" : channelsLast != nil ? "channels-last runs" : "gathered"
         return "Conv (\(path)): \(items) x \(channels) x \(plane) -> \(outChannels) x \(positions), \(groups) groups, depth \(depth), "
             + "\(products) multiply-adds" + (inputChannelsLast ? ", reads channels-last" : "") + (outputChannelsLast ? ", writes channels-last" : "")
     }
