@@ -65,6 +65,13 @@ static inline __attribute__((always_inline)) uint16_t round_bits(uint32_t u) {
 
 CLONES
 static void round_columns(const float *x, long ldx, long n, long k, long depth, long extra, uint16_t *out) {
+    if (ldx == k && depth == k) {
+        // Columns side by side and rows as long: one run of n k values.
+        const uint32_t *from = (const uint32_t *)x;
+        for (long i = 0; i < n * k; i++) out[i] = round_bits(from[i]);
+        memset(out + n * depth, 0, (size_t)(extra * depth) * sizeof(uint16_t));
+        return;
+    }
     for (long t = 0; t < n; t++) {
         const uint32_t *from = (const uint32_t *)(x + t * ldx);
         uint16_t *to = out + t * depth;
@@ -103,10 +110,16 @@ typedef __bf16 b32v __attribute__((vector_size(64), aligned(4)));
 // fp32 product sums.
 #define PAIR_BLOCK 64
 
-// Stores a tile's totals (plus the bias) to y: column c of panel p at y + c * ldy + 16 p.
+// Stores a tile's totals (plus the bias) to y: column c of panel p at y + c * ldy + 16 p; a
+// whole panel as one vector a column, a panel past the rows value by value.
 #define STORE_TILE(total, NP, NC) do {                                                            \
         for (int p = 0; p < NP; p++) {                                                             \
             long r = r0 + p * 16;                                                                  \
+            if (r + 16 <= rows) {                                                                  \
+                f16v b = bias ? *(const f16v *)(bias + r) : (f16v){0};                             \
+                for (int c = 0; c < NC; c++) *(f16v *)(y + c * ldy + r) = total[p][c] + b;         \
+                continue;                                                                          \
+            }                                                                                      \
             for (int c = 0; c < NC; c++) {                                                         \
                 float *yc = y + c * ldy + r;                                                       \
                 for (long l = 0; r + l < rows && l < 16; l++) yc[l] = total[p][c][l] + (bias ? bias[r + l] : 0.0f); \
@@ -116,13 +129,14 @@ typedef __bf16 b32v __attribute__((vector_size(64), aligned(4)));
 
 // A tile of NP panels by NC columns: per block of PAIR_BLOCK pairs, acc from zero through
 // LOAD_W (the panels' values of pair q into w[p]) and the step given last (pair q of column c into acc[p][c]),
-// then added to the total; then the totals stored.
+// then added to the total; then the totals stored. Only the `used` pairs that hold terms are
+// read (`pairs`, the layout's, may add zero pairs up to a tile's depth): adding zero changes no sum.
 #define PAIR_TILE(W_TYPE, LOAD_W, ...) do {                                                             \
         f16v acc[4][6], total[4][6];                                                                  \
         for (int p = 0; p < NP; p++)                                                                  \
             for (int c = 0; c < NC; c++) total[p][c] = (f16v){0};                                     \
-        for (long q0 = 0; q0 < pairs; q0 += PAIR_BLOCK) {                                             \
-            long q1 = pairs - q0 > PAIR_BLOCK ? q0 + PAIR_BLOCK : pairs;                              \
+        for (long q0 = 0; q0 < used; q0 += PAIR_BLOCK) {                                              \
+            long q1 = used - q0 > PAIR_BLOCK ? q0 + PAIR_BLOCK : used;                                \
             for (int p = 0; p < NP; p++)                                                              \
                 for (int c = 0; c < NC; c++) acc[p][c] = (f16v){0};                                   \
             for (long q = q0; q < q1; q++) {                                                          \
@@ -130,7 +144,7 @@ typedef __bf16 b32v __attribute__((vector_size(64), aligned(4)));
                 for (int p = 0; p < NP; p++) LOAD_W;                                                  \
                 for (int c = 0; c < NC; c++) {                                                        \
                     uint32_t pair;                                                                    \
-                    memcpy(&pair, xb + c * depth + 2 * q, 4);                                         \
+                    memcpy(&pair, xb + c * xdepth + 2 * q, 4);                                        \
                     __VA_ARGS__                                                                       \
                 }                                                                                     \
             }                                                                                         \
@@ -143,7 +157,7 @@ typedef __bf16 b32v __attribute__((vector_size(64), aligned(4)));
 // Path 0: per pair, acc + w_odd * x_odd, then + w_even * x_even (vdpbf16ps's order); each
 // product of bf16 values exact in fp32, so contraction into a multiply-add changes nothing.
 // w[p] holds the pair's 16 lanes as 32-bit words: the odd term in the high half, the even in the low.
-static inline __attribute__((always_inline)) void portable_tile(const uint16_t *wp, long pairs, const uint16_t *xb, long depth,
+static inline __attribute__((always_inline)) void portable_tile(const uint16_t *wp, long pairs, long used, const uint16_t *xb, long xdepth,
                                                               long r0, long rows, const float *bias, float *y, long ldy,
                                                               const int NP, const int NC) {
     PAIR_TILE(u16v, w[p] = *(const u16v *)(wp + (p * pairs + q) * 32), {
@@ -160,24 +174,24 @@ static inline __attribute__((always_inline)) void portable_tile(const uint16_t *
 
 #define SWITCH_TILES(TILE, NP, nc) do {                                                                  \
         switch (nc) {                                                                                     \
-        case 1: TILE(wp, pairs, xt, depth, r0, rows, bias, yt, ldy, NP, 1); break;                        \
-        case 2: TILE(wp, pairs, xt, depth, r0, rows, bias, yt, ldy, NP, 2); break;                        \
-        case 3: TILE(wp, pairs, xt, depth, r0, rows, bias, yt, ldy, NP, 3); break;                        \
-        case 4: TILE(wp, pairs, xt, depth, r0, rows, bias, yt, ldy, NP, 4); break;                        \
-        case 5: TILE(wp, pairs, xt, depth, r0, rows, bias, yt, ldy, NP, 5); break;                        \
-        default: TILE(wp, pairs, xt, depth, r0, rows, bias, yt, ldy, NP, 6); break;                       \
+        case 1: TILE(wp, pairs, used, xt, xdepth, r0, rows, bias, yt, ldy, NP, 1); break;                        \
+        case 2: TILE(wp, pairs, used, xt, xdepth, r0, rows, bias, yt, ldy, NP, 2); break;                        \
+        case 3: TILE(wp, pairs, used, xt, xdepth, r0, rows, bias, yt, ldy, NP, 3); break;                        \
+        case 4: TILE(wp, pairs, used, xt, xdepth, r0, rows, bias, yt, ldy, NP, 4); break;                        \
+        case 5: TILE(wp, pairs, used, xt, xdepth, r0, rows, bias, yt, ldy, NP, 5); break;                        \
+        default: TILE(wp, pairs, used, xt, xdepth, r0, rows, bias, yt, ldy, NP, 6); break;                       \
         }                                                                                                 \
     } while (0)
 
 // Tiles of up to four panels by six columns over the whole product.
 #define TILED(TILE) do {                                                                                 \
-        long panels = (rows + 15) / 16, pairs = depth / 2;                                                \
+        long panels = (rows + 15) / 16, pairs = depth / 2, used = (k + 1) / 2;                            \
         for (long p0 = 0; p0 < panels; p0 += 4) {                                                         \
             const uint16_t *wp = packed + p0 * pairs * 32;                                                \
             long r0 = p0 * 16, np = panels - p0 < 4 ? panels - p0 : 4;                                    \
             for (long t = 0; t < n; t += 6) {                                                             \
                 long nc = n - t < 6 ? n - t : 6;                                                          \
-                const uint16_t *xt = xb + t * depth;                                                      \
+                const uint16_t *xt = xb + t * xdepth;                                                     \
                 float *yt = y + t * ldy;                                                                  \
                 switch (np) {                                                                             \
                 case 1: SWITCH_TILES(TILE, 1, nc); break;                                                 \
@@ -190,14 +204,14 @@ static inline __attribute__((always_inline)) void portable_tile(const uint16_t *
     } while (0)
 
 CLONES
-static void gemm_portable(const uint16_t *packed, long rows, long depth, const uint16_t *xb, long n, const float *bias, float *y,
-                          long ldy) {
+static void gemm_portable(const uint16_t *packed, long rows, long k, long depth, const uint16_t *xb, long xdepth, long n,
+                          const float *bias, float *y, long ldy) {
     TILED(portable_tile);
 }
 
 // Path 1: vdpbf16ps, the pair of activations broadcast to every lane.
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) static inline __attribute__((always_inline)) void
-avx512_tile(const uint16_t *wp, long pairs, const uint16_t *xb, long depth, long r0, long rows, const float *bias, float *y, long ldy,
+avx512_tile(const uint16_t *wp, long pairs, long used, const uint16_t *xb, long xdepth, long r0, long rows, const float *bias, float *y, long ldy,
             const int NP, const int NC) {
     PAIR_TILE(b32v, w[p] = *(const b32v *)(wp + (p * pairs + q) * 32), {
         b32v xv = (b32v)((u16v){0} + pair);
@@ -205,9 +219,9 @@ avx512_tile(const uint16_t *wp, long pairs, const uint16_t *xb, long depth, long
     });
 }
 
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void gemm_avx512(const uint16_t *packed, long rows, long depth,
-                                                                                const uint16_t *xb, long n, const float *bias,
-                                                                                float *y, long ldy) {
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void gemm_avx512(const uint16_t *packed, long rows, long k, long depth,
+                                                                                const uint16_t *xb, long xdepth, long n,
+                                                                                const float *bias, float *y, long ldy) {
     TILED(avx512_tile);
 }
 
@@ -306,6 +320,8 @@ void earshot_gemm_bf16(const unsigned short *packed, long rows, long k, const fl
     if (n <= 0 || rows <= 0) return;
     int path = earshot_bf16_path_chosen();
     long depth = padded_depth(k), extra = path == 2 ? (n + 15) / 16 * 16 - n : 0;
+    // The tiles read rows of a tile's depth; the vector paths only the pairs that hold terms.
+    long xdepth = path == 2 ? depth : (k + 1) / 2 * 2;
     uint16_t *xb = scratch((n + extra) * depth);
     if (!xb) {
         // No memory for the rounded activations: a column at a time, in a buffer on the stack
@@ -322,15 +338,15 @@ void earshot_gemm_bf16(const unsigned short *packed, long rows, long k, const fl
         for (long t = 0; t < n; t++) {
             round_columns(x + t * ldx, ldx, 1, k, depth, rowsNeeded - 1, one);
             if (path == 2) gemm_amx(packed, rows, depth, one, 1, bias, y + t * ldy, ldy);
-            else if (path == 1) gemm_avx512(packed, rows, depth, one, 1, bias, y + t * ldy, ldy);
-            else gemm_portable(packed, rows, depth, one, 1, bias, y + t * ldy, ldy);
+            else if (path == 1) gemm_avx512(packed, rows, k, depth, one, depth, 1, bias, y + t * ldy, ldy);
+            else gemm_portable(packed, rows, k, depth, one, depth, 1, bias, y + t * ldy, ldy);
         }
         return;
     }
-    round_columns(x, ldx, n, k, depth, extra, xb);
+    round_columns(x, ldx, n, k, xdepth, extra, xb);
     if (path == 2) gemm_amx(packed, rows, depth, xb, n, bias, y, ldy);
-    else if (path == 1) gemm_avx512(packed, rows, depth, xb, n, bias, y, ldy);
-    else gemm_portable(packed, rows, depth, xb, n, bias, y, ldy);
+    else if (path == 1) gemm_avx512(packed, rows, k, depth, xb, xdepth, n, bias, y, ldy);
+    else gemm_portable(packed, rows, k, depth, xb, xdepth, n, bias, y, ldy);
 }
 
 // Values a row of earshot_bf16_pack_rows holds: rows rounded up to 16, k to 32.
@@ -391,8 +407,8 @@ void earshot_conv_bf16(const int *blocks, const float *base, const float *edges,
         // The fields are the packed matrix (rows: positions), the filters the columns: column o of
         // the product is output channel o's row of y.
         if (path == 2) gemm_amx(fields, rows, depth, rows_packed, outs, 0, y + r0, ldy);
-        else if (path == 1) gemm_avx512(fields, rows, depth, rows_packed, outs, 0, y + r0, ldy);
-        else gemm_portable(fields, rows, depth, rows_packed, outs, 0, y + r0, ldy);
+        else if (path == 1) gemm_avx512(fields, rows, k, depth, rows_packed, depth, outs, 0, y + r0, ldy);
+        else gemm_portable(fields, rows, k, depth, rows_packed, depth, outs, 0, y + r0, ldy);
     }
     if (bias)
         for (long o = 0; o < outs; o++)

@@ -115,9 +115,85 @@ struct BF16Tests {
         }
     }
 
-    @Test("A Conv that fp32 runs as Winograd's tiles runs as the bf16 product")
-    func winogradConv() throws {
-        try Self.compiled(op: "Conv", input: [1, 5, 10, 6], weight: [7, 5, 3, 1], attributes: ["pads": .ints([1, 0, 0, 0])], bias: 7)
+    @Test("A Conv that fp32 runs as Winograd's tiles runs them in bf16 (the transformed filters and tiles rounded): on every path within bf16's rounding of the exact convolution, further from it than fp32's tiles; two streams alike; AVX-512 BF16 and portable bit for bit",
+          arguments: [([1, 5, 10, 6], [7, 5, 3, 1], [1, 0, 0, 0]), ([1, 24, 1, 33], [40, 24, 1, 3], [0, 1, 0, 1])])
+    func winogradConv(input: [Int], weight: [Int], pads: [Int64]) throws {
+        let (channels, outs, height, width, kh, kw) = (input[1], weight[0], input[2], input[3], weight[2], weight[3])
+        let w = Self.values(weight.reduce(1, *), seed: 31).map { $0 * 0.5 }, bias = Self.values(outs, seed: 37)
+        let x = Self.values(input.reduce(1, *), seed: 41)
+        let attributes: [String: GraphAttribute] = ["pads": .ints(pads)]
+        let node = GraphNode(op: .conv, name: "n", inputs: ["x", "w", "b"], outputs: ["y"], attributes: attributes)
+        let constants = ["w": GraphTensor(shape: weight, floats: w), "b": GraphTensor(shape: [outs], floats: bias)]
+        func plan(_ precision: Precision) throws -> GraphPlan {
+            try GraphPlan(nodes: [node], constants: constants, inputs: [("x", input)], outputs: ["y"], opset: 17, precision: precision, verify: false)
+        }
+        let (fp32, bf16) = (try plan(.fp32), try plan(.bf16))
+        #expect(fp32.kernels["n"] == "Winograd product" && bf16.kernels["n"] == "Winograd product, bf16")
+        #expect(bf16.bf16MultiplyAdds == bf16.productMultiplyAdds && bf16.productMultiplyAdds == fp32.productMultiplyAdds)
+        // The exact convolution (double) and the size of its terms, output by output.
+        let (top, left) = (Int(pads[0]), Int(pads[1]))
+        let (oh, ow) = (height + top + Int(pads[2]) - kh + 1, width + left + Int(pads[3]) - kw + 1)
+        var expected = [Double](repeating: 0, count: outs * oh * ow), magnitude = expected
+        for o in 0..<outs {
+            for r in 0..<oh {
+                for col in 0..<ow {
+                    var sum = Double(bias[o]), size = abs(Double(bias[o]))
+                    for c in 0..<channels {
+                        for i in 0..<kh {
+                            for j in 0..<kw {
+                                let (xr, xc) = (r + i - top, col + j - left)
+                                guard xr >= 0, xr < height, xc >= 0, xc < width else { continue }
+                                let term = Double(w[((o * channels + c) * kh + i) * kw + j]) * Double(x[(c * height + xr) * width + xc])
+                                sum += term
+                                size += abs(term)
+                            }
+                        }
+                    }
+                    expected[(o * oh + r) * ow + col] = sum
+                    magnitude[(o * oh + r) * ow + col] = size
+                }
+            }
+        }
+        func run(_ p: GraphPlan) throws -> [[Float]] {
+            var ws = GraphWorkspace()
+            var got: [[Float]] = [[], []]
+            try p.run(streams: 2, workspace: &ws, load: { _, _, buffer in for i in 0..<buffer.count { buffer[i] = x[i] } },
+                      store: { s, _, v in got[s] = Array(v) })
+            return got
+        }
+        func worst(_ y: [Float]) -> Double {
+            y.count == expected.count ? zip(y, zip(expected, magnitude)).map { abs(Double($0) - $1.0) / max($1.1, 1e-30) }.max() ?? .infinity : .infinity
+        }
+        let fp32Worst = worst(try run(fp32)[0])
+        var byPath: [Precision.Path: [Float]] = [:]
+        try Self.onEachPath { path in
+            let got = try run(bf16)
+            let bf16Worst = worst(got[0])
+            print("bf16 \(path.name) Winograd Conv \(input) * \(weight): worst |y - exact| / sum |terms| = \(bf16Worst) (fp32's tiles: \(fp32Worst))")
+            // Each operand rounded by at most 2^-9 of itself; the transforms' sums (up to 8 times
+            // a value, and the tiles' signs cancelling) give a few times that of the terms' size.
+            #expect(bf16Worst <= 2e-2 && bf16Worst > 10 * fp32Worst, "\(path.name): \(bf16Worst), fp32 \(fp32Worst)")
+            #expect(got[0] == got[1], "\(path.name): each stream of a batch as alone")
+            byPath[path] = got[0]
+        }
+        if let a = byPath[.portable], let b = byPath[.avx512BF16] { #expect(a == b, "the portable path gives vdpbf16ps's values") }
+    }
+
+    @Test("A plan that keeps some nodes in fp32 runs its other Winograd convolutions as direct bf16 products; without kept nodes both run Winograd's tiles in bf16")
+    func winogradWithKeptNodes() throws {
+        let constants = ["w1": GraphTensor(shape: [7, 5, 3, 1], floats: Self.values(105, seed: 43)),
+                         "w2": GraphTensor(shape: [6, 7, 3, 1], floats: Self.values(126, seed: 47))]
+        let pads: [String: GraphAttribute] = ["pads": .ints([1, 0, 1, 0])]
+        let nodes = [GraphNode(op: .conv, name: "first", inputs: ["x", "w1"], outputs: ["h"], attributes: pads),
+                     GraphNode(op: .conv, name: "second", inputs: ["h", "w2"], outputs: ["y"], attributes: pads)]
+        func plan(fp32Nodes: Set<String>) throws -> GraphPlan {
+            try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", [1, 5, 10, 6])], outputs: ["y"], opset: 17, precision: .bf16,
+                          fp32Nodes: fp32Nodes, verify: false)
+        }
+        let (all, kept) = (try plan(fp32Nodes: []), try plan(fp32Nodes: ["first"]))
+        #expect(all.kernels["first"] == "Winograd product, bf16" && all.kernels["second"] == "Winograd product, bf16")
+        #expect(kept.kernels["first"] == "Winograd product" && kept.kernels["second"] == "packed product, bf16")
+        #expect(kept.bf16MultiplyAdds == 60 * 6 * 7 * 3 && all.bf16MultiplyAdds == all.productMultiplyAdds)
     }
 
     @Test("A Conv of many positions (fp32: fields packed by position) and a grouped Conv run as bf16 products")

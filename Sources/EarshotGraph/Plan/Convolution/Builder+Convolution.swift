@@ -27,12 +27,14 @@ extension Builder {
            let compiled = fftConv(g, x: xRef, output: outputs[0], items: items, plane: height * width, fields: fields, size: kw, filters: w, bias: bias) {
             return compiled
         }
-        // In bf16 the product itself runs in bf16 (Winograd's transformed values would be rounded
-        // instead of the weights and activations), except where a log magnifies its rounding or
-        // the node is kept in fp32.
+        // In bf16 (except where a log magnifies its rounding or the node is kept in fp32) Winograd's
+        // six products run in bf16 too: the transformed filters and tiles are what is rounded, a few
+        // times the direct product's rounding. A plan that keeps some nodes in fp32 chose its bf16
+        // nodes by the direct product's rounding (openWakeWord's packages), so its bf16 nodes run
+        // the direct product.
         let precision = self.precision(of: g)
-        if group == 1, items == 1, precision == .fp32, !directProducts.contains(g.outputs[0]), let winograd = Self.winograd(fields: fields, taps: kh * kw, alongRows: kh == 3, oh: oh, ow: ow, channels: channels,
-                                                                outChannels: outChannels, weights: w.floats, bias: bias?.floats) {
+        if group == 1, items == 1, !directProducts.contains(g.outputs[0]), precision == .fp32 || fp32Nodes.isEmpty, let winograd = Self.winograd(fields: fields, taps: kh * kw, alongRows: kh == 3, oh: oh, ow: ow, channels: channels,
+                                                                outChannels: outChannels, weights: w.floats, bias: bias?.floats, precision: precision) {
             let y = allocate(outputs[0].count)
             refs[g.outputs[0]] = y
             let step = ConvStep(x: xRef, y: y, items: 1, channels: channels, outChannels: outChannels, plane: height * width, groups: 1,
@@ -40,7 +42,7 @@ extension Builder {
                                 packed: [], bias: [nil], positionMajor: nil, winograd: winograd)
             scratchSize = max(scratchSize, step.scratch)
             steps.append(step)
-            return "Winograd product"
+            return described("Winograd product", precision)
         }
         // One filter per channel: each output plane from its input plane, no fields laid out. In
         // bf16 too: a product of one row a channel would fill one lane of sixteen (and its few

@@ -3,9 +3,9 @@ extension Builder {
     /// Winograd F(4, 3), when that takes at most three quarters of the direct products: its tiles
     /// of four outputs along the axis, each tile's six inputs read from the receptive fields of
     /// channel 0 (`fields`, three a position) and checked to slide one position a tap; the
-    /// filters [outChannels][channels][3] transformed (in double) to G g.
+    /// filters [outChannels][channels][3] transformed (in double) to G g, then packed in `precision`.
     static func winograd(fields: [Int32], taps: Int, alongRows: Bool, oh: Int, ow: Int, channels: Int, outChannels: Int,
-                         weights: [Float], bias: [Float]?) -> ConvStep.Winograd? {
+                         weights: [Float], bias: [Float]?, precision: Precision = .fp32) -> ConvStep.Winograd? {
         let depth = channels * 3
         guard taps == 3, channels >= 4, outChannels >= 4, weights.count == outChannels * depth else { return nil }
         let (lines, length) = alongRows ? (ow, oh) : (oh, ow)
@@ -44,7 +44,7 @@ extension Builder {
             }
         }
         return .init(tiles: lines * perLine, inputRows: inputRows, outputRows: outputRows,
-                     filters: transformed.map { PackedMatrix($0, rows: rows, k: channels) },
+                     filters: transformed.map { PackedMatrix($0, rows: rows, k: channels, precision: precision) },
                      bias: bias.map { $0 + [Float](repeating: 0, count: rows - outChannels) },
                      zeros: [Float](repeating: 0, count: channels))
     }

@@ -130,7 +130,9 @@ struct ConvStep: InputOutputStep {
         if let w = winograd { return 6 * w.tiles * channels * outChannels }
         return items * positions * depth * outChannels
     }
-    var bf16Products: Int { packed.first?.precision == .bf16 || positionMajor?.bf16Rows.isEmpty == false ? products : 0 }
+    var bf16Products: Int {
+        packed.first?.precision == .bf16 || positionMajor?.bf16Rows.isEmpty == false || winograd?.filters.first?.precision == .bf16 ? products : 0
+    }
 
     /// Whether the step can read its input channels-last ([plane][channels]) as it is.
     var readsChannelsLast: Bool { positionMajor == nil && (channelsLast != nil || winograd != nil) }
