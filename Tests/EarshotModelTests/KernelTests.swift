@@ -1,4 +1,5 @@
 import EarshotGraph
+import Foundation
 import CEarshotKernels
 import EarshotTestSupport
 import Testing
@@ -22,6 +23,40 @@ struct KernelTests {
                 }
             }
             #expect(wrong == 0, "\(rows) x \(cols): \(wrong) values misplaced, first \(first)")
+        }
+    }
+
+    @Test("Pow: within 1e-6 of a double-precision power, relative, over bases from 1e-30 to 1e30 and exponents from -3 to 3; powf's special values; every value the same, bit for bit, in a run of any length, by a fixed exponent or by one per value")
+    func power() {
+        var random = SeededRandom(seed: 53)
+        let n = 203
+        let a = (0..<n).map { _ in Float(pow(10, Double.random(in: -30...30, using: &random))) }
+        let b = (0..<n).map { _ in Float.random(in: -3...3, using: &random) }
+        var y = [Float](repeating: .nan, count: n)
+        earshot_binary(Int32(EARSHOT_POW), a, 1, b, 1, &y, n)
+        for i in 0..<n {
+            let exact = pow(Double(a[i]), Double(b[i]))
+            guard exact > 1e-37, exact < 1e37 else { continue }
+            #expect(abs(Double(y[i]) - exact) <= 1e-6 * exact, "\(a[i]) ^ \(b[i]): \(y[i]) vs \(exact)")
+        }
+        // Runs of every length and start, a fixed exponent: each value as in the whole run.
+        let e: Float = 0.3078
+        var whole = [Float](repeating: .nan, count: n)
+        earshot_binary(Int32(EARSHOT_POW), a, 1, [e], 0, &whole, n)
+        for (start, count) in [(0, 1), (3, 7), (5, 8), (11, 17), (100, 103)] {
+            var part = [Float](repeating: .nan, count: count)
+            earshot_binary(Int32(EARSHOT_POW), Array(a[start..<(start + count)]), 1, [e], 0, &part, count)
+            #expect(part.map(\.bitPattern) == whole[start..<(start + count)].map(\.bitPattern), "\(start) + \(count)")
+        }
+        // Where the exponential does not apply, powf's value.
+        let special: [(Float, Float)] = [(0, 0.5), (0, -1), (-0.0, 3), (-2, 2), (-2, 0.5), (.infinity, 0.5), (.infinity, -1),
+                                         (-.infinity, 3), (.nan, 1), (2, .nan), (1, .nan), (Float.leastNormalMagnitude / 8, 0.5), (1e30, 10), (3, 0), (1, 7)]
+        let sa = special.map(\.0), sb = special.map(\.1)
+        var sy = [Float](repeating: 0, count: special.count)
+        earshot_binary(Int32(EARSHOT_POW), sa, 1, sb, 1, &sy, special.count)
+        for (i, (p, q)) in special.enumerated() {
+            let expected = Foundation.pow(p, q)
+            #expect(sy[i].bitPattern == expected.bitPattern || (sy[i].isNaN && expected.isNaN), "\(p) ^ \(q): \(sy[i]) vs \(expected)")
         }
     }
 

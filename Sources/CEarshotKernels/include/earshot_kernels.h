@@ -96,7 +96,7 @@ void earshot_sparse_rows(const float *weights, const long *offsets, const long *
 #ifndef EARSHOT_KERNELS_GRAPH
 #define EARSHOT_KERNELS_GRAPH
 enum { EARSHOT_RELU = 1, EARSHOT_SQRT = 2, EARSHOT_NEG = 3, EARSHOT_ABS = 4, EARSHOT_LEAKY_RELU = 5, EARSHOT_SIGMOID = 6, EARSHOT_SWISH = 7 };
-enum { EARSHOT_ADD = 1, EARSHOT_SUB = 2, EARSHOT_MUL = 3, EARSHOT_DIV = 4, EARSHOT_SQUARE = 5, EARSHOT_MAX = 6, EARSHOT_MIN = 7 };
+enum { EARSHOT_ADD = 1, EARSHOT_SUB = 2, EARSHOT_MUL = 3, EARSHOT_DIV = 4, EARSHOT_SQUARE = 5, EARSHOT_MAX = 6, EARSHOT_MIN = 7, EARSHOT_POW = 8 };
 // y[e] = x[index[e]], or 0 where index[e] < 0.
 void earshot_gather(const int *index, const float *x, float *y, long n);
 // y[e] = sources[which[e]][index[e]], or 0 where index[e] < 0 (which[e] then not read).
@@ -109,8 +109,9 @@ void earshot_masked_blocks(const float *x, const int *starts, const unsigned sho
 // Here and in earshot_binary, y may be an input itself (in place), but never a shifted view of one.
 void earshot_unary(int op, float alpha, const float *x, float *y, long n);
 // y[i] = a[i * (a_step != 0)] op b[i * (b_step != 0)] for the EARSHOT_ADD, _SUB, _MUL, _DIV and
-// _SQUARE (a * a), _MAX and _MIN (NaN when either is NaN) ops: each operand is n values, or one
-// value when its step is 0.
+// _SQUARE (a * a), _MAX and _MIN (NaN when either is NaN) and _POW (a to the power b: e^(b ln a)
+// within 1e-6 of powf's value, relative, where a is positive and normal and b ln a within +-10;
+// powf's value elsewhere) ops: each operand is n values, or one value when its step is 0.
 void earshot_binary(int op, const float *a, long a_step, const float *b, long b_step, float *y, long n);
 // MaxPool (max != 0) or AveragePool over windows listed per output: output k of each of `planes`
 // planes (of `plane` values in, `outputs` out) takes members[starts[k]..<starts[k + 1]].

@@ -68,7 +68,7 @@ struct BinaryStep: Step {
         shape == out ? nil : broadcastOffsets(from: shape, to: out).map { Int32($0) }
     }
 
-    /// The C kernel's op for add, sub, mul, div and square.
+    /// The C kernel's op: every kind has one.
     private var kernelOp: Int32? {
         switch kind {
         case .add: return Int32(EARSHOT_ADD)
@@ -78,7 +78,7 @@ struct BinaryStep: Step {
         case .square: return Int32(EARSHOT_SQUARE)
         case .max: return Int32(EARSHOT_MAX)
         case .min: return Int32(EARSHOT_MIN)
-        case .pow: return nil
+        case .pow: return Int32(EARSHOT_POW)
         }
     }
 
@@ -115,7 +115,13 @@ struct BinaryStep: Step {
         case .div: apply(c, /)
         case .max: apply(c) { $0.isNaN || $1.isNaN ? .nan : Swift.max($0, $1) }
         case .min: apply(c) { $0.isNaN || $1.isNaN ? .nan : Swift.min($0, $1) }
-        case .pow: apply(c) { Foundation.pow($0, $1) }
+        case .pow:
+            // Value by value through the kernel, so that a value is the same however it is broadcast.
+            apply(c) { p, q in
+                var (p, q, r) = (p, q, Float(0))
+                earshot_binary(Int32(EARSHOT_POW), &p, 0, &q, 0, &r, 1)
+                return r
+            }
         case .square: apply(c) { x, _ in x * x }
         }
     }
