@@ -102,10 +102,9 @@ extension Builder {
             if field.sh > 1 || field.sw > 1 {
                 let (copy, at) = Self.stridePhases(channels: channels, height: height, width: width, sh: field.sh, sw: field.sw)
                 let phased = Self.blocks(index.map { $0 < 0 ? -1 : at[Int($0)] }, panels: panels, depth: depth, inputCount: Int32(copy.count))
-                if phased.gathered.count * 2 <= layout.gathered.count { (layout, phases) = (phased, copy) }
+                if phased.edges.count * 2 <= layout.edges.count { (layout, phases) = (phased, copy) }
             }
-            let (blocks, spans) = (layout.blocks, layout.spans)
-            let edges = layout.gathered.flatMap { layout.index[($0 * 16)..<($0 * 16 + 16)] }
+            let (blocks, spans, edges) = (layout.blocks, layout.spans, layout.edges)
             var rows: [UInt16] = []
             if precision == .bf16 {
                 rows = [UInt16](repeating: 0, count: earshot_bf16_rows_count(outChannels, depth))
@@ -130,10 +129,11 @@ extension Builder {
     /// The position-major product's blocks of 16 lanes of `index` (panels x depth blocks of input
     /// indices, -1 for padding): a block of 16 consecutive input values is read in place; the
     /// others (at the edges, padding) are made at each run: a run of the input with the padding's
-    /// lanes cleared (`spans`), or, where no run fits, gathered value by value (`gathered`, whose
-    /// lanes `index` keeps). An edge block's entry in `blocks` is -e - 1: spans first, then gathered.
+    /// lanes cleared (`spans`), or, where no run fits, gathered value by value (`edges`: their
+    /// lanes' input indices, 16 a block). An edge block's entry in `blocks` is -e - 1: spans first,
+    /// then gathered.
     static func blocks(_ index: [Int32], panels: Int, depth: Int, inputCount: Int32)
-        -> (index: [Int32], blocks: [Int32], spans: [(block: Int, start: Int32, mask: UInt16)], gathered: [Int]) {
+        -> (blocks: [Int32], spans: [(block: Int, start: Int32, mask: UInt16)], edges: [Int32]) {
         var blocks = [Int32](repeating: 0, count: panels * depth)
         var spans: [(block: Int, start: Int32, mask: UInt16)] = [], gathered: [Int] = []
         for block in 0..<(panels * depth) {
@@ -155,7 +155,7 @@ extension Builder {
         }
         for (e, span) in spans.enumerated() { blocks[span.block] = -Int32(e) - 1 }
         for (e, block) in gathered.enumerated() { blocks[block] = -Int32(spans.count + e) - 1 }
-        return (index, blocks, spans, gathered)
+        return (blocks, spans, gathered.flatMap { index[($0 * 16)..<($0 * 16 + 16)] })
     }
 
     /// An input [channels][height][width] copied by stride phase: channel c's rows of remainder py

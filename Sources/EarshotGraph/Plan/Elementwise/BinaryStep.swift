@@ -69,7 +69,7 @@ struct BinaryStep: Step {
     }
 
     /// The C kernel's op: every kind has one.
-    private var kernelOp: Int32? {
+    private var kernelOp: Int32 {
         switch kind {
         case .add: return Int32(EARSHOT_ADD)
         case .sub: return Int32(EARSHOT_SUB)
@@ -84,14 +84,16 @@ struct BinaryStep: Step {
 
     func run(_ c: Context) {
         // Same shapes, or one operand a single value: the vectorized kernel.
-        if let op = kernelOp, (mapA == nil || a.count == 1), (mapB == nil || b.count == 1) {
+        if mapA == nil || a.count == 1, mapB == nil || b.count == 1 {
+            let op = kernelOp
             for s in 0..<c.streams {
                 earshot_binary(op, c.read(a, s), mapA == nil ? 1 : 0, c.read(b, s), mapB == nil ? 1 : 0, c.write(y, s), y.count)
             }
             return
         }
         // One operand broadcast in stretches: the vectorized kernel on each.
-        if let op = kernelOp, let stretches {
+        if let stretches {
+            let op = kernelOp
             let broadcastB = mapB != nil
             stretches.withUnsafeBufferPointer { runs in
                 for s in 0..<c.streams {
