@@ -102,28 +102,52 @@ extension ClusterWorker {
     /// The source's snapshot and last seq, with the acknowledgement of its audio, in one script
     /// (refused if a newer checkpoint is there: a worker that lost the source meanwhile).
     func checkpoint(_ id: String, _ c: RedisConnection) throws(RedisError) {
-        guard var o = owned[id] else { return }
-        var snapshot: [UInt8] = []
-        if let k = o.channel, !o.failed, let s = try? channels.snapshot(k) { snapshot = s.serialized() }
-        let args: [RedisArgument] = ["EVAL", RedisArgument(Self.checkpointScript), "2", RedisArgument(keys.checkpoint(id)), RedisArgument(keys.audio(id)),
-                                     group, RedisArgument(o.lastSeq), RedisArgument(o.lastEntry), RedisArgument(model.contentHash),
-                                     RedisArgument(bytes: snapshot), o.done ? "1" : "0"] + o.unacked.map { RedisArgument($0) }
+        guard let args = checkpointCommand(id) else { return }
         try c.expect(args)
-        summary.checkpoints += 1
-        o.unacked.removeAll()
-        owned[id] = o
+        checkpointed(id)
     }
 
-    /// A checkpoint; an ended or failed source then leaves the registry. A source whose
-    /// checkpoint Redis refuses for its keys fails.
-    func checkpointOrFail(_ id: String, _ c: RedisConnection) throws(RedisError) {
-        do {
-            try checkpoint(id, c)
-        } catch {
-            guard error.isKeyFault else { throw error }
-            return try fail(id, reason: error.description, c)
+    /// The checkpoint script's command for a source owned here (nil for one not owned).
+    func checkpointCommand(_ id: String) -> [RedisArgument]? {
+        guard let o = owned[id] else { return nil }
+        var snapshot: [UInt8] = []
+        if let k = o.channel, !o.failed, let s = try? channels.snapshot(k) { snapshot = s.serialized() }
+        return ["EVAL", RedisArgument(Self.checkpointScript), "2", RedisArgument(keys.checkpoint(id)), RedisArgument(keys.audio(id)),
+                group, RedisArgument(o.lastSeq), RedisArgument(o.lastEntry), RedisArgument(model.contentHash),
+                RedisArgument(bytes: snapshot), o.done ? "1" : "0"] + o.unacked.map { RedisArgument($0) }
+    }
+
+    /// A checkpoint Redis took: the audio it acknowledged is no longer this worker's to ack.
+    private func checkpointed(_ id: String) {
+        summary.checkpoints += 1
+        owned[id]?.unacked.removeAll()
+    }
+
+    /// Checkpoints of the sources given, all in one round trip (each script is atomic on its
+    /// own, so a connection lost midway leaves every source at its last or its new checkpoint);
+    /// then an ended or failed source leaves the registry. A source whose checkpoint Redis
+    /// refuses for its keys fails; another refusal is thrown once every reply is read.
+    func checkpointOrFail(_ ids: [String], _ c: RedisConnection) throws(RedisError) {
+        var sent: [String] = []
+        var commands: [[RedisArgument]] = []
+        for id in ids {
+            guard let args = checkpointCommand(id) else { continue }
+            sent.append(id)
+            commands.append(args)
         }
-        if owned[id]?.done == true { try finish(id, c) }
+        guard !commands.isEmpty else { return }
+        let replies = try c.pipeline(commands)
+        var thrown: RedisError?
+        for (id, (reply, args)) in zip(sent, zip(replies, commands)) {
+            if let message = reply.errorMessage {
+                let refusal = RedisError.refused(command: RedisConnection.name(args), message: message)
+                if refusal.isKeyFault { try fail(id, reason: refusal.description, c) } else { thrown = thrown ?? refusal }
+                continue
+            }
+            checkpointed(id)
+            if owned[id]?.done == true { try finish(id, c) }
+        }
+        if let thrown { throw thrown }
     }
 
     static let checkpointScript = """

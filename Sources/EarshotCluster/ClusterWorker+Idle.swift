@@ -12,7 +12,7 @@ extension ClusterWorker {
         let now = WallClock.monotonicMillis(), quiet = Int(settings.idleAfter * 1000)
         for id in owned.keys.sorted() {
             guard let o = owned[id], !o.done, now - o.lastHeard >= quiet else { continue }
-            if !o.unacked.isEmpty { try checkpointOrFail(id, c) }
+            if !o.unacked.isEmpty { try checkpointOrFail([id], c) }
             guard let o = owned[id], !o.done else { continue }
             let r = try c.command(["EVAL", RedisArgument(Self.setAsideScript), "3", RedisArgument(keys.sources), RedisArgument(keys.idle),
                                    RedisArgument(keys.audio(id)), group, RedisArgument(o.registryEntry), RedisArgument(id), RedisArgument(o.lastRead), me])

@@ -138,7 +138,7 @@ extension ClusterWorker {
         guard let o = owned[id] else { return }
         if o.done { drop(id); return }
         if o.lastSeq > 0 {
-            try checkpointOrFail(id, c)
+            try checkpointOrFail([id], c)
             guard owned[id] != nil else { return }
         }
         let replies = try c.pipeline([["MULTI"], ["XACK", RedisArgument(keys.sources), group, RedisArgument(o.registryEntry)],
@@ -161,5 +161,6 @@ extension ClusterWorker {
     /// from their checkpoints (their registry entries are still pending with this worker).
     func dropAll() {
         for id in Array(owned.keys) { drop(id) }
+        readAhead = nil  // its entries stay pending with this worker: replayed when taken up again
     }
 }

@@ -15,6 +15,8 @@ extension ClusterWorker {
         }
         if owned.count < target { try acquire(c) }
         let reading = owned.values.filter { !$0.done }.map(\.id).sorted()
+        let ahead = readAhead
+        readAhead = nil
         if reading.isEmpty {
             // Nothing to run: wait for a source on the registry.
             let reply = try c.expect(["XREADGROUP", "GROUP", group, me, "COUNT", "1", "BLOCK", RedisArgument(settings.blockMs),
@@ -22,11 +24,9 @@ extension ClusterWorker {
             for e in StreamReplies.streams(reply).first?.entries ?? [] { try take(registryEntry: e.id, fields: e.fields, c) }
             return
         }
-        var args: [RedisArgument] = ["XREADGROUP", "GROUP", group, me, "COUNT", RedisArgument(settings.readCount),
-                                     "BLOCK", RedisArgument(settings.blockMs), "STREAMS"]
-        args += reading.map { RedisArgument(keys.audio($0)) }
-        args += reading.map { _ in ">" }
-        let reply = try c.command(args, maxStringBytes: settings.maxEntryBytes)
+        // The read sent while the last batch stepped, if it brought audio; else one that waits.
+        let reply: RedisReply
+        if let ahead { reply = ahead } else { reply = try c.command(read(reading, waiting: true), maxStringBytes: settings.maxEntryBytes) }
         var batch: [String: [(id: String, fields: [RedisReply]?)]] = [:]
         if let message = reply.errorMessage {
             // One source's stream replaced by another type, or deleted (while the read waits,
@@ -40,7 +40,15 @@ extension ClusterWorker {
                 batch[String(s.key.dropFirst(prefix.count))] = s.entries
             }
         }
-        if !batch.isEmpty { try process(batch, c) }
+        if !batch.isEmpty { try process(batch, c, readingAhead: settings.readAhead) }
+    }
+
+    /// The read of the sources' new audio (at most `readCount` entries each); `waiting`: for up
+    /// to `blockMs` when none has any.
+    func read(_ ids: [String], waiting: Bool) -> [RedisArgument] {
+        ["XREADGROUP", "GROUP", group, me, "COUNT", RedisArgument(settings.readCount)]
+            + (waiting ? ["BLOCK", RedisArgument(settings.blockMs)] : []) + ["STREAMS"]
+            + ids.map { RedisArgument(keys.audio($0)) } + ids.map { _ in ">" }
     }
 
     /// Each source's audio read by a command of its own (not waiting); a source whose stream
@@ -64,8 +72,16 @@ extension ClusterWorker {
     }
 
     /// A read's entries: in rounds of at most one entry per source, so that each step's events
-    /// belong to one entry; every source of a round steps in one batch.
-    func process(_ batch: [String: [(id: String, fields: [RedisReply]?)]], _ c: RedisConnection) throws(RedisError) {
+    /// belong to one entry; every source of a round steps in one batch. `readingAhead`: the next
+    /// read (not waiting) is sent before the steps and its reply taken after them, so that Redis
+    /// gathers the next batch while this one steps. Its entries come after this batch's in each
+    /// stream, so each source's order holds; they are pending with this worker from the moment
+    /// Redis answers, so a worker killed before processing them loses nothing (whoever takes a
+    /// source claims its pending audio), and entries of a source given up meanwhile stay
+    /// pending for its next owner.
+    func process(_ batch: [String: [(id: String, fields: [RedisReply]?)]], _ c: RedisConnection, readingAhead: Bool = false) throws(RedisError) {
+        let aheadOf = readingAhead ? owned.values.filter { !$0.done }.map(\.id).sorted() : []
+        if !aheadOf.isEmpty { try c.send(read(aheadOf, waiting: false)) }
         var commands: [[RedisArgument]] = []
         var writers: [String] = []  // the source of each command
         var retake: Set<String> = []
@@ -167,6 +183,12 @@ extension ClusterWorker {
                 }
             }
         }
+        if !aheadOf.isEmpty {
+            // Kept only if it brought audio (nil: none yet); a refusal is met again by the next
+            // read, which waits, and handled there.
+            let reply = try c.receive(maxStringBytes: settings.maxEntryBytes)
+            if reply.elements?.isEmpty == false { readAhead = reply }
+        }
         // The events go before the checkpoints that cover their audio. A source whose events
         // stream Redis refuses (another type) fails.
         var refused: [String: String] = [:]
@@ -183,14 +205,17 @@ extension ClusterWorker {
                 summary.events += 1
             }
         }
+        // The checkpoints due, after the events they cover, in one round trip.
+        var due: [String] = []
         for id in batch.keys.sorted() where !retake.contains(id) {
             guard let o = owned[id] else { continue }
             if let reason = refused[id] {
                 try fail(id, reason: reason, c)
             } else if o.done || o.unacked.count >= settings.checkpointEvery {
-                try checkpointOrFail(id, c)
+                due.append(id)
             }
         }
+        try checkpointOrFail(due, c)
         for id in retake.sorted() {
             guard let o = owned[id] else { continue }
             log("source \(id): entries after \(o.lastSeq) are missing here; taking it up again from its checkpoint", source: id, level: .warning)

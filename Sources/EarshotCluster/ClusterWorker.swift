@@ -38,6 +38,8 @@ public final class ClusterWorker {
     /// Every round's batched step, and every entry's latency, since the worker started.
     var stepTimes = LatencyHistogram()
     var entryLatencies = LatencyHistogram()
+    /// The reply of the read sent while the last batch stepped, when it brought audio.
+    var readAhead: RedisReply?
     private let published = Locked(WorkerMetrics())
     private var lastPublished = 0
 

@@ -21,6 +21,9 @@ public struct WorkerOptions: Sendable {
     public var heartbeat: Double = 1
     /// Audio entries read per source at a time.
     public var readCount = 10
+    /// Whether the next read of the sources' audio is sent before a batch steps, so that Redis
+    /// gathers it meanwhile (false: each read after the batch's writes).
+    public var readAhead = true
     /// How long a read waits for audio (ms).
     public var blockMs = 100
     /// The most bytes of audio in one entry. A larger entry fails its source

@@ -321,35 +321,62 @@ public final class RedisConnection {
         try pipeline([args], maxStringBytes: maxStringBytes)[0]
     }
 
-    /// Sends many commands at once and reads their replies in order (one round trip).
+    /// Sends many commands at once and reads their replies in order (one round trip). Refused
+    /// while a reply of `send` is unread (it would be taken for theirs).
     public func pipeline(_ commands: [[RedisArgument]], maxStringBytes: Int? = nil) throws(RedisError) -> [RedisReply] {
         guard let c = context else { throw .connection(endpoint: endpoint.description, reason: "the connection is closed") }
-        for args in commands {
-            var pointers: [UnsafePointer<CChar>?] = []
-            var lengths: [Int] = []
-            let storage = args.map { a -> UnsafeMutablePointer<CChar> in
-                let p = UnsafeMutablePointer<CChar>.allocate(capacity: max(a.bytes.count, 1))
-                a.bytes.withUnsafeBufferPointer { b in
-                    if let base = b.baseAddress { UnsafeMutableRawPointer(p).copyMemory(from: base, byteCount: b.count) }
-                }
-                return p
-            }
-            defer { storage.forEach { $0.deallocate() } }
-            for (p, a) in zip(storage, args) { pointers.append(UnsafePointer(p)); lengths.append(a.bytes.count) }
-            let status = pointers.withUnsafeMutableBufferPointer { pb in
-                lengths.withUnsafeBufferPointer { lb in redisAppendCommandArgv(c, Int32(args.count), pb.baseAddress, lb.baseAddress) }
-            }
-            if status != REDIS_OK { throw lost(c) }
-        }
+        guard unread == 0 else { throw .connection(endpoint: endpoint.description, reason: "a command was sent ahead and its reply is not read yet") }
+        for args in commands { try append(args, c) }
         var replies: [RedisReply] = []
         replies.reserveCapacity(commands.count)
-        for _ in commands {
-            let raw = try readReply(c, maxStringBytes: maxStringBytes)
-            let reply = raw.assumingMemoryBound(to: redisReply.self)
-            replies.append(convert(reply, maxStringBytes: maxStringBytes))
-            freeReplyObject(raw)
-        }
+        for _ in commands { replies.append(try reply(c, maxStringBytes: maxStringBytes)) }
         return replies
+    }
+
+    /// Replies to commands of `send` that `receive` has not read yet.
+    public private(set) var unread = 0
+
+    /// Writes a command to the server and returns without its reply, which `receive` reads: the
+    /// server works on it meanwhile. Until then only `send` and `receive` use the connection.
+    public func send(_ args: [RedisArgument]) throws(RedisError) {
+        guard let c = context else { throw .connection(endpoint: endpoint.description, reason: "the connection is closed") }
+        try append(args, c)
+        var done: Int32 = 0
+        repeat { guard redisBufferWrite(c, &done) == REDIS_OK else { throw lost(c) } } while done == 0
+        unread += 1
+    }
+
+    /// The reply to the oldest command of `send` not yet answered here.
+    public func receive(maxStringBytes: Int? = nil) throws(RedisError) -> RedisReply {
+        guard let c = context else { throw .connection(endpoint: endpoint.description, reason: "the connection is closed") }
+        guard unread > 0 else { throw .connection(endpoint: endpoint.description, reason: "no command was sent ahead") }
+        unread -= 1
+        return try reply(c, maxStringBytes: maxStringBytes)
+    }
+
+    private func reply(_ c: UnsafeMutablePointer<redisContext>, maxStringBytes: Int?) throws(RedisError) -> RedisReply {
+        let raw = try readReply(c, maxStringBytes: maxStringBytes)
+        defer { freeReplyObject(raw) }
+        return convert(raw.assumingMemoryBound(to: redisReply.self), maxStringBytes: maxStringBytes)
+    }
+
+    /// A command into hiredis's output buffer (written with the first reply read).
+    private func append(_ args: [RedisArgument], _ c: UnsafeMutablePointer<redisContext>) throws(RedisError) {
+        var pointers: [UnsafePointer<CChar>?] = []
+        var lengths: [Int] = []
+        let storage = args.map { a -> UnsafeMutablePointer<CChar> in
+            let p = UnsafeMutablePointer<CChar>.allocate(capacity: max(a.bytes.count, 1))
+            a.bytes.withUnsafeBufferPointer { b in
+                if let base = b.baseAddress { UnsafeMutableRawPointer(p).copyMemory(from: base, byteCount: b.count) }
+            }
+            return p
+        }
+        defer { storage.forEach { $0.deallocate() } }
+        for (p, a) in zip(storage, args) { pointers.append(UnsafePointer(p)); lengths.append(a.bytes.count) }
+        let status = pointers.withUnsafeMutableBufferPointer { pb in
+            lengths.withUnsafeBufferPointer { lb in redisAppendCommandArgv(c, Int32(args.count), pb.baseAddress, lb.baseAddress) }
+        }
+        if status != REDIS_OK { throw lost(c) }
     }
 
     /// One reply, read as `redisGetReply` reads it, except that a string longer than

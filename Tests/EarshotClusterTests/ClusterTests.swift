@@ -172,12 +172,28 @@ struct ClusterTests {
         throw FixtureError(message: "\(open.count) sources never ended: \(open.prefix(5))")
     }
 
+    /// `expected` of every file of `files`.
+    static func expectedOfFiles() async throws -> [String: [Segment]] {
+        var expected: [String: [Segment]] = [:]
+        for f in files { expected[f] = try await Self.expected(f) }
+        return expected
+    }
+
+    /// Every source's events are label's segments of its file, none twice, no error.
+    static func expectLabels(_ got: [String: [ClusterEvent]], _ sources: [(id: String, file: String)], _ expected: [String: [Segment]]) {
+        for s in sources {
+            let events = got[s.id] ?? []
+            #expect(segmentsOf(events) == expected[s.file], "\(s.id) (\(s.file))")
+            #expect(Set(events.map(\.entryID)).count == events.count, "\(s.id): an event twice")
+            #expect(!events.contains { if case .error = $0.kind { return true } else { return false } }, "\(s.id): \(events)")
+        }
+    }
+
     @Test("Kill test: 3 workers, 60 sources of real audio; kill -9 one mid-stream, start it again, then a 4th joins: every source's events = earshot label's, none missing, none twice")
     func killRestartRebalance() async throws {
         let redis = try TestRedis()
         let sources = (0..<60).map { (id: "src-\($0)", file: Self.files[$0 % Self.files.count]) }
-        var expected: [String: [Segment]] = [:]
-        for f in Self.files { expected[f] = try await Self.expected(f) }
+        let expected = try await Self.expectedOfFiles()
         var workers = try ["w1", "w2", "w3"].map { try WorkerProcess(name: $0, redis: redis) }
         var restarted: WorkerProcess?
         var fourth: WorkerProcess?
@@ -187,12 +203,7 @@ struct ClusterTests {
             75: { fourth = try WorkerProcess(name: "w4", redis: redis) },
         ])
         let got = try Self.waitForEnds(redis, sources.map(\.id), timeout: 120)
-        for s in sources {
-            let events = got[s.id] ?? []
-            #expect(Self.segmentsOf(events) == expected[s.file], "\(s.id) (\(s.file))")
-            #expect(Set(events.map(\.entryID)).count == events.count, "\(s.id): an event twice")
-            #expect(!events.contains { if case .error = $0.kind { return true } else { return false } }, "\(s.id): \(events)")
-        }
+        Self.expectLabels(got, sources, expected)
         var logs = workers.dropFirst().map(\.stderr)
         for w in workers.dropFirst() { #expect(w.stop() == 0) }
         if let restarted { logs.append(restarted.stderr); #expect(restarted.stop() == 0) }
@@ -204,6 +215,29 @@ struct ClusterTests {
         // The dead worker's sources were claimed by the others.
         #expect(logs.joined().contains("claimed source entry"), "\(logs)")
         workers.removeAll()
+    }
+
+    @Test("Reading ahead under a backlog: 30 sources' whole audio published at once, one worker reading the next batch while it steps is killed -9 mid-stream and another takes over: every source's events = earshot label's, none twice, and neither worker met a gap in any source's entries")
+    func readAheadKilledMidStream() async throws {
+        let redis = try TestRedis()
+        let sources = (0..<30).map { (id: "ahead-\($0)", file: Self.files[$0 % Self.files.count]) }
+        let expected = try await Self.expectedOfFiles()
+        try Self.publish(redis, sources: sources, pause: 0)
+        let first = try WorkerProcess(name: "r1", redis: redis)
+        // Killed once a few sources have events out, before all have ended: mid-stream.
+        let c = try RedisConnection(redis.endpoint)
+        let deadline = Date().addingTimeInterval(60)
+        while try sources.filter({ try !Self.events(c, $0.id).isEmpty }).count < 3 && Date() < deadline { usleep(10_000) }
+        first.kill9()
+        let endedBefore = try sources.filter { try Self.events(c, $0.id).last?.kind == .end }.count
+        #expect(endedBefore < sources.count, "every source ended before the kill")
+        let second = try WorkerProcess(name: "r2", redis: redis)
+        let got = try Self.waitForEnds(redis, sources.map(\.id), timeout: 120)
+        Self.expectLabels(got, sources, expected)
+        let logs = first.stderr + second.stderr
+        #expect(!logs.contains("are missing here"), "\(logs)")
+        #expect(second.stderr.contains("claimed source entry"), "\(second.stderr)")
+        #expect(second.stop() == 0)
     }
 
     @Test("Redis goes away mid-stream and comes back: the worker retries (saying so), and every source's events are still label's")
