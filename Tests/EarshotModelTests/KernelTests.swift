@@ -26,6 +26,25 @@ struct KernelTests {
         }
     }
 
+    @Test("Max and Min: NaN from either operand; on a tie of +0 and -0 the first operand, as TFLite and onnxruntime (std::max, std::min) give it; in vector runs and value by value alike")
+    func maxMin() {
+        let a: [Float] = [0, -0.0, 1, -2, .nan, 3, 5, -0.0, 0, 7], b: [Float] = [-0.0, 0, 1, 4, 2, .nan, -5, -0.0, 0, -7]
+        for (op, pick) in [(EARSHOT_MAX, { (p: Float, q: Float) in q > p ? q : p }), (EARSHOT_MIN, { (p: Float, q: Float) in q < p ? q : p })] {
+            var y = [Float](repeating: 1, count: a.count)
+            earshot_binary(Int32(op), a, 1, b, 1, &y, a.count)
+            for i in a.indices {
+                var one = Float(1)
+                earshot_binary(Int32(op), [a[i]], 0, [b[i]], 0, &one, 1)
+                #expect(one.bitPattern == y[i].bitPattern || (one.isNaN && y[i].isNaN), "\(op) \(a[i]), \(b[i]): alone \(one), in a run \(y[i])")
+                if a[i].isNaN || b[i].isNaN {
+                    #expect(y[i].isNaN, "\(op) \(a[i]), \(b[i])")
+                } else {
+                    #expect(y[i].bitPattern == pick(a[i], b[i]).bitPattern, "\(op) \(a[i]), \(b[i]): \(y[i])")
+                }
+            }
+        }
+    }
+
     @Test("Pow: within 1e-6 of a double-precision power, relative, over bases from 1e-30 to 1e30 and exponents from -3 to 3, and over the vector exponential's whole reach (|b ln a| up to 10); powf's special values; every value the same, bit for bit, in a run of any length, by a fixed exponent or by one per value")
     func power() {
         var random = SeededRandom(seed: 53)
