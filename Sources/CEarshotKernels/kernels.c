@@ -46,8 +46,10 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
 // products' epilogues so that a fused op gives what the op alone gives, bit for bit.
 #define LEAKY_RELU_OF(x, alpha) ((x) < 0 ? (alpha) * (x) : (x))
 #define RELU_OF(x) ((x) < 0 ? 0.0f : (x))
-#define MAX_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((p) > (q) ? (p) : (q)))
-#define MIN_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((p) < (q) ? (p) : (q)))
+// Max and Min: NaN from either operand; on a tie (+0 and -0) the first operand, as std::max and
+// std::min give it to TFLite and onnxruntime.
+#define MAX_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((q) > (p) ? (q) : (p)))
+#define MIN_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((q) < (p) ? (q) : (p)))
 
 // exp(x) for |x| <= 88: x = n ln2 + r, |r| <= ln2 / 2, e^r by its Taylor series to r^7
 // (relative error below 2e-8), scaled by 2^n through the exponent bits.

@@ -24,6 +24,15 @@ struct BF16Tests {
         }
     }
 
+    /// Runs `plan` on `streams` streams that each take `x` as their input; the values stored,
+    /// by stream and output.
+    static func run(_ plan: GraphPlan, streams: Int, input x: [Float], workspace: inout GraphWorkspace) throws -> [[[Float]]] {
+        var got = [[[Float]]](repeating: [[Float]](repeating: [], count: plan.outputShapes.count), count: streams)
+        try plan.run(streams: streams, workspace: &workspace, load: { _, _, buffer in for i in 0..<buffer.count { buffer[i] = x[i] } },
+                     store: { s, o, v in got[s][o] = Array(v) })
+        return got
+    }
+
     @Test("Rounding to bf16: to nearest, ties to even; NaN stays NaN; subnormals are zeros of their sign; past the largest, infinity")
     func rounding() {
         #expect(Precision.bf16(1) == 1)
@@ -156,10 +165,7 @@ struct BF16Tests {
         }
         func run(_ p: GraphPlan) throws -> [[Float]] {
             var ws = GraphWorkspace()
-            var got: [[Float]] = [[], []]
-            try p.run(streams: 2, workspace: &ws, load: { _, _, buffer in for i in 0..<buffer.count { buffer[i] = x[i] } },
-                      store: { s, _, v in got[s] = Array(v) })
-            return got
+            return try Self.run(p, streams: 2, input: x, workspace: &ws).map { $0[0] }
         }
         func worst(_ y: [Float]) -> Double {
             y.count == expected.count ? zip(y, zip(expected, magnitude)).map { abs(Double($0) - $1.0) / max($1.1, 1e-30) }.max() ?? .infinity : .infinity
@@ -246,9 +252,7 @@ struct BF16Tests {
         }
         let packed = PackedMatrix(w, rows: outs, k: depth, precision: .bf16)
         try Self.onEachPath { path in
-            var got: [[Float]] = [[], []]
-            try plan.run(streams: 2, workspace: &ws, load: { _, _, buffer in for i in 0..<buffer.count { buffer[i] = x[i] } },
-                         store: { s, _, v in got[s] = Array(v) })
+            let got = try Self.run(plan, streams: 2, input: x, workspace: &ws).map { $0[0] }
             let worst = zip(got[0], zip(expected, magnitude)).map { abs(Double($0) - $1.0) / max($1.1, 1e-30) }.max() ?? .infinity
             print("bf16 \(path.name) position-major Conv \(channels)x\(height)x\(width) * \(outs)x\(kernel)x\(kernel): worst |y - reference| / sum |terms| = \(worst)")
             #expect(got[0].count == outs * positions && worst <= 1e-6, "\(path.name): \(worst)")
@@ -284,10 +288,7 @@ struct BF16Tests {
         let x = Self.values(128, seed: 7)
         func run(_ p: GraphPlan) throws -> [[Float]] {
             var ws = GraphWorkspace()
-            var got: [[Float]] = [[], []]
-            try p.run(streams: 1, workspace: &ws, load: { _, _, buffer in for i in 0..<buffer.count { buffer[i] = x[i] } },
-                      store: { _, o, v in got[o] = Array(v) })
-            return got
+            return try Self.run(p, streams: 1, input: x, workspace: &ws)[0]
         }
         let (fp32, bf16, kept) = (try plan(.fp32), try plan(.bf16), try plan(.bf16, fp32Nodes: ["first"]))
         #expect(kept.kernels["first"] == "packed product" && kept.kernels["second"] == "packed product, bf16")

@@ -275,6 +275,35 @@ struct PlanTests {
         return got
     }
 
+    @Test("Two operands each broadcast ([2, 1, 4] and [3, 1]) give, bit for bit, what the same op gives on them expanded to [2, 3, 4]: zero signs, ties of +0 and -0 (the first operand, as TFLite and onnxruntime) and NaN alike",
+          arguments: ["Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"])
+    func anyBroadcast(op: String) throws {
+        let a: [Float] = [0, -0.0, 2, -1.5, .nan, 0.25, -0.0, 3], b: [Float] = [-0.0, 0, 1.5]
+        func plan(_ shapes: [[Int]]) throws -> GraphPlan {
+            try GraphPlan(nodes: [try GraphNode(op: op, name: "node", inputs: ["x0", "x1"], outputs: ["y"])], constants: [:],
+                          inputs: [("x0", shapes[0]), ("x1", shapes[1])], outputs: ["y"], opset: 17)
+        }
+        func run(_ p: GraphPlan, _ inputs: [[Float]]) throws -> [Float] {
+            var ws = GraphWorkspace()
+            var got: [Float] = []
+            try p.run(streams: 1, workspace: &ws, load: { _, i, buffer in for k in 0..<buffer.count { buffer[k] = inputs[i][k] } },
+                      store: { _, _, v in got = Array(v) })
+            return got
+        }
+        // [d][r][c]: a[d][c] and b[r].
+        let index = (0..<24).map { ($0 / 12, ($0 / 4) % 3, $0 % 4) }
+        let broadcast = try run(try plan([[2, 1, 4], [3, 1]]), [a, b])
+        let expanded = try run(try plan([[2, 3, 4], [2, 3, 4]]), [index.map { a[$0.0 * 4 + $0.2] }, index.map { b[$0.1] }])
+        #expect(broadcast.count == 24 && expanded.count == 24)
+        for (i, (x, y)) in zip(broadcast, expanded).enumerated() {
+            #expect(x.bitPattern == y.bitPattern || (x.isNaN && y.isNaN), "\(op) \(index[i]): \(x) vs \(y)")
+        }
+        if op == "Max" || op == "Min" {
+            // The first operand on a tie: a's +0 with b's -0 (d 0, r 0, c 0), a's -0 with b's +0 (d 0, r 1, c 1).
+            #expect(broadcast[0].bitPattern == Float(0).bitPattern && broadcast[5].bitPattern == Float(-0.0).bitPattern)
+        }
+    }
+
     @Test("The compiled node equals the reference kernel, and a batch of streams equals each stream alone", arguments: planCases)
     func matchesReference(_ c: PlanCase) throws {
         let (plan, nodes, constants) = try plan(c)

@@ -26,7 +26,26 @@ struct KernelTests {
         }
     }
 
-    @Test("Pow: within 1e-6 of a double-precision power, relative, over bases from 1e-30 to 1e30 and exponents from -3 to 3; powf's special values; every value the same, bit for bit, in a run of any length, by a fixed exponent or by one per value")
+    @Test("Max and Min: NaN from either operand; on a tie of +0 and -0 the first operand, as TFLite and onnxruntime (std::max, std::min) give it; in vector runs and value by value alike")
+    func maxMin() {
+        let a: [Float] = [0, -0.0, 1, -2, .nan, 3, 5, -0.0, 0, 7], b: [Float] = [-0.0, 0, 1, 4, 2, .nan, -5, -0.0, 0, -7]
+        for (op, pick) in [(EARSHOT_MAX, { (p: Float, q: Float) in q > p ? q : p }), (EARSHOT_MIN, { (p: Float, q: Float) in q < p ? q : p })] {
+            var y = [Float](repeating: 1, count: a.count)
+            earshot_binary(Int32(op), a, 1, b, 1, &y, a.count)
+            for i in a.indices {
+                var one = Float(1)
+                earshot_binary(Int32(op), [a[i]], 0, [b[i]], 0, &one, 1)
+                #expect(one.bitPattern == y[i].bitPattern || (one.isNaN && y[i].isNaN), "\(op) \(a[i]), \(b[i]): alone \(one), in a run \(y[i])")
+                if a[i].isNaN || b[i].isNaN {
+                    #expect(y[i].isNaN, "\(op) \(a[i]), \(b[i])")
+                } else {
+                    #expect(y[i].bitPattern == pick(a[i], b[i]).bitPattern, "\(op) \(a[i]), \(b[i]): \(y[i])")
+                }
+            }
+        }
+    }
+
+    @Test("Pow: within 1e-6 of a double-precision power, relative, over bases from 1e-30 to 1e30 and exponents from -3 to 3, and over the vector exponential's whole reach (|b ln a| up to 10); powf's special values; every value the same, bit for bit, in a run of any length, by a fixed exponent or by one per value")
     func power() {
         var random = SeededRandom(seed: 53)
         let n = 203
@@ -38,6 +57,17 @@ struct KernelTests {
             let exact = pow(Double(a[i]), Double(b[i]))
             guard exact > 1e-37, exact < 1e37 else { continue }
             #expect(abs(Double(y[i]) - exact) <= 1e-6 * exact, "\(a[i]) ^ \(b[i]): \(y[i]) vs \(exact)")
+        }
+        // Exponents spread over the whole reach of the vector exponential (|b ln a| up to 10),
+        // its edges included, where the draws above mostly fall beyond it.
+        let reach = (0..<n).map { i in i < 4 ? [-10, -9.999, 9.999, 10][i] : Double.random(in: -10...10, using: &random) }
+        let ra = (0..<n).map { _ in Float(pow(10, Double.random(in: -30...30, using: &random))) }.map { $0 == 1 ? 2 : $0 }
+        let rb = zip(reach, ra).map { Float($0 / log(Double($1))) }
+        var ry = [Float](repeating: .nan, count: n)
+        earshot_binary(Int32(EARSHOT_POW), ra, 1, rb, 1, &ry, n)
+        for i in 0..<n {
+            let exact = pow(Double(ra[i]), Double(rb[i]))
+            #expect(abs(Double(ry[i]) - exact) <= 1e-6 * exact, "\(ra[i]) ^ \(rb[i]): \(ry[i]) vs \(exact)")
         }
         // Runs of every length and start, a fixed exponent: each value as in the whole run.
         let e: Float = 0.3078

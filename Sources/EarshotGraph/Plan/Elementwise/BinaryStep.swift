@@ -110,21 +110,13 @@ struct BinaryStep: Step {
             }
             return
         }
-        switch kind {
-        case .add: apply(c, +)
-        case .sub: apply(c, -)
-        case .mul: apply(c, *)
-        case .div: apply(c, /)
-        case .max: apply(c) { $0.isNaN || $1.isNaN ? .nan : Swift.max($0, $1) }
-        case .min: apply(c) { $0.isNaN || $1.isNaN ? .nan : Swift.min($0, $1) }
-        case .pow:
-            // Value by value through the kernel, so that a value is the same however it is broadcast.
-            apply(c) { p, q in
-                var (p, q, r) = (p, q, Float(0))
-                earshot_binary(Int32(EARSHOT_POW), &p, 0, &q, 0, &r, 1)
-                return r
-            }
-        case .square: apply(c) { x, _ in x * x }
+        // Any other broadcast: value by value through the same kernel, so that a value is the
+        // same however its operands are laid out.
+        let op = kernelOp
+        apply(c) { p, q in
+            var (p, q, r) = (p, q, Float(0))
+            earshot_binary(op, &p, 0, &q, 0, &r, 1)
+            return r
         }
     }
 
