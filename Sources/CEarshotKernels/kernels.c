@@ -608,6 +608,73 @@ void earshot_transpose(const float *x, long rows, long cols, float *y) {
     }
 }
 
+// One output of earshot_reduce's maximum (op 2) or minimum (3), member by member.
+static inline __attribute__((always_inline)) float extreme1(int op, const float *v, const long *members, long count) {
+    float m = op == 2 ? -__builtin_inff() : __builtin_inff();
+    for (long r = 0; r < count; r++) {
+        float e = v[members[r]];
+        if ((op == 2 ? e > m : e < m) || e != e) m = e;
+    }
+    return m;
+}
+
+CLONES
+void earshot_reduce(int op, const float *x, const long *starts, long outputs, const long *members, long count, float *y) {
+    if (op >= 2) {
+        // Contiguous members (offsets rising one by one): sixteen lanes at a time. The extreme of
+        // the values does not depend on their order, except for which NaN or which signed zero
+        // is kept: a NaN anywhere, or an extreme of zero, is decided member by member.
+        int contiguous = count > 0 && members[count - 1] - members[0] == count - 1;
+        for (long o = 0; o < outputs; o++) {
+            const float *v = x + starts[o];
+            if (!contiguous || count < 32) {
+                y[o] = extreme1(op, v, members, count);
+                continue;
+            }
+            const float *run = v + members[0];
+            v16 m = load16(run);
+            vi16 nan = m != m;
+            long r = 16;
+            for (; r + 16 <= count; r += 16) {
+                v16 e = load16(run + r);
+                nan |= e != e;
+                if (op == 2) m = SELECT16(e > m, e, m);
+                else m = SELECT16(e < m, e, m);
+            }
+            float best = m[0];
+            int any = 0;
+            for (int l = 0; l < 16; l++) {
+                any |= nan[l] | (m[l] != m[l]);
+                if (op == 2 ? m[l] > best : m[l] < best) best = m[l];
+            }
+            for (; r < count; r++) {
+                float e = run[r];
+                any |= e != e;
+                if (op == 2 ? e > best : e < best) best = e;
+            }
+            y[o] = any || best == 0.0f ? extreme1(op, v, members, count) : best;
+        }
+        return;
+    }
+    // Sums: each output one chain in member order, eight outputs side by side so that the
+    // chains overlap.
+    long o = 0;
+    for (; o + 8 <= outputs; o += 8) {
+        float s[8] = {0};
+        const long *st = starts + o;
+        for (long r = 0; r < count; r++) {
+            long m = members[r];
+            for (int j = 0; j < 8; j++) s[j] += x[st[j] + m];
+        }
+        for (int j = 0; j < 8; j++) y[o + j] = op == 1 ? s[j] / (float)count : s[j];
+    }
+    for (; o < outputs; o++) {
+        float s = 0;
+        for (long r = 0; r < count; r++) s += x[starts[o] + members[r]];
+        y[o] = op == 1 ? s / (float)count : s;
+    }
+}
+
 // Pooling over windows given as lists: output k of each plane takes the plane's values at
 // members[starts[k]..<starts[k + 1]]: their maximum (the first, then any larger one), or their
 // sum over divisors[k] (0 for an empty window).

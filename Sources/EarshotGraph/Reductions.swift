@@ -1,3 +1,4 @@
+import CEarshotKernels
 import Foundation
 
 /// The positions of a reduction: for every output value the offset where its group starts, and
@@ -50,27 +51,11 @@ enum Reductions {
     /// A float reduction over `layout` (ReduceMax and ReduceMin keep a NaN; sums run in float,
     /// in the order of a plain loop over the reduced positions).
     static func reduceFloats(_ op: GraphOp, _ v: UnsafePointer<Float>, _ layout: ReductionLayout, into out: UnsafeMutablePointer<Float>) {
-        let groupSize = layout.members.count
-        for (o, start) in layout.starts.enumerated() {
-            switch op {
-            case .reduceMax:
-                var m = -Float.infinity
-                for r in layout.members {
-                    let e = v[start + r]
-                    if e > m || e.isNaN { m = e }
-                }
-                out[o] = m
-            case .reduceMin:
-                var m = Float.infinity
-                for r in layout.members {
-                    let e = v[start + r]
-                    if e < m || e.isNaN { m = e }
-                }
-                out[o] = m
-            default:
-                var sum: Float = 0
-                for r in layout.members { sum += v[start + r] }
-                out[o] = op == .reduceMean ? sum / Float(groupSize) : sum
+        let code: Int32 = op == .reduceMax ? 2 : op == .reduceMin ? 3 : op == .reduceMean ? 1 : 0
+        layout.starts.withUnsafeBufferPointer { starts in
+            layout.members.withUnsafeBufferPointer { members in
+                guard let first = starts.baseAddress, let member = members.baseAddress ?? starts.baseAddress else { return }
+                earshot_reduce(code, v, first, starts.count, member, members.count, out)
             }
         }
     }

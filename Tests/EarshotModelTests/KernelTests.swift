@@ -45,6 +45,39 @@ struct KernelTests {
         }
     }
 
+    @Test("Reductions: sums and means one chain per output in member order, maxima and minima keeping a NaN and the first of +0 and -0, every value bit for bit a plain loop's, contiguous or strided, in vectors and tails")
+    func reductions() {
+        var random = SeededRandom(seed: 59)
+        // (outputs, count, stride of members, output stride)
+        let layouts = [(1, 144000, 1, 0), (288, 384, 1, 384), (13, 40, 1, 40), (9, 31, 1, 31), (6, 100, 6, 1), (1, 0, 1, 0), (17, 1, 1, 1)]
+        for (outputs, count, step, spacing) in layouts {
+            let starts = (0..<outputs).map { $0 * spacing }, members = (0..<count).map { $0 * step }
+            let size = max(1, (outputs - 1) * spacing + (count - 1) * step + 1)
+            var x = (0..<size).map { _ in Float.random(in: -100...100, using: &random) }
+            for variant in 0..<4 {
+                if variant == 1, size > 5 { x[size / 2] = .nan; x[size - 3] = -.nan }
+                if variant == 2 { x = x.map { $0.isNaN ? -1 : -abs($0) - 1 }; x[size - 1] = 0; x[0] = -0.0; if size > 16 { x[0] = -2; x[1] = 0; x[16] = -0.0 } }
+                if variant == 3 { x = x.map { $0.isNaN || $0 == 0 ? 1 : abs($0) }; x[0] = -0.0; x[size - 1] = 0 }
+                for op: Int32 in 0...3 {
+                    var y = [Float](repeating: 7, count: outputs)
+                    earshot_reduce(op, x, starts, outputs, members.isEmpty ? starts : members, count, &y)
+                    for o in 0..<outputs {
+                        var m: Float = op == 2 ? -.infinity : .infinity, sum: Float = 0
+                        for r in members {
+                            let e = x[starts[o] + r]
+                            sum += e
+                            if (op == 2 ? e > m : e < m) || e.isNaN { m = e }
+                        }
+                        let expected = op == 0 ? sum : op == 1 ? sum / Float(count) : m
+                        // A sum's NaN: which operand's NaN an addition passes on is not fixed.
+                        let same = y[o].bitPattern == expected.bitPattern || (op < 2 && y[o].isNaN && expected.isNaN)
+                        #expect(same, "op \(op), \(outputs) x \(count) by \(step), variant \(variant), output \(o): \(y[o]) vs \(expected)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test("Pow: within 1e-6 of a double-precision power, relative, over bases from 1e-30 to 1e30 and exponents from -3 to 3, and over the vector exponential's whole reach (|b ln a| up to 10); powf's special values; every value the same, bit for bit, in a run of any length, by a fixed exponent or by one per value")
     func power() {
         var random = SeededRandom(seed: 53)

@@ -117,6 +117,11 @@ void earshot_binary(int op, const float *a, long a_step, const float *b, long b_
 // planes (of `plane` values in, `outputs` out) takes members[starts[k]..<starts[k + 1]].
 void earshot_pool(int max, const float *x, long planes, long plane, const int *starts, const int *members,
                   const float *divisors, long outputs, float *y);
+// ReduceSum (op 0), ReduceMean (1), ReduceMax (2) and ReduceMin (3) of groups of x: output o takes
+// x[starts[o] + members[r]] for r in 0..<count (members strictly increasing) in that order, one
+// float chain per output (sum += e; the mean that sum / count), the maximum as `e > m or e is
+// NaN: m = e` from -infinity (the minimum likewise), bit for bit as a plain loop over the members.
+void earshot_reduce(int op, const float *x, const long *starts, long outputs, const long *members, long count, float *y);
 // y [cols][rows] = the transpose of x [rows][cols].
 void earshot_transpose(const float *x, long rows, long cols, float *y);
 // earshot_pool on channels-last values x [positions][channels]: output k's `channels` values take
