@@ -203,6 +203,34 @@ static void frame_portable(const short *samples, unsigned *noise, unsigned short
     channels(energy, shift, noise, out);
 }
 
+// A 16-bit half of a noise estimate as its state tensor keeps it (a float), as a whole number.
+static inline uint32_t estimate_half(float v) {
+    v = v > 0 ? v : 0;  // NaN too
+    return (uint32_t)(v < 65535 ? v : 65535);
+}
+
+void earshot_microfrontend_estimates(const float *noise, long lanes, long lane, unsigned *estimates) {
+    for (int c = 0; c < 40; c++) estimates[c * lanes + lane] = estimate_half(noise[2 * c]) << 16 | estimate_half(noise[2 * c + 1]);
+}
+
+void earshot_microfrontend_finish(const unsigned short *frames, const unsigned *estimates, long stride, long lanes, long lane,
+                                  int started, float scale, const float *pending, float *features, float *pending_out,
+                                  float *noise_out) {
+    const long kept = (stride - 2) * 40;
+    if (started) {
+        for (long i = 0; i < kept; i++) features[i] = pending[i];
+        for (long i = 0; i < 80; i++) features[kept + i] = (float)frames[i * lanes + lane] * scale;
+    } else {
+        for (long i = 0; i < stride * 40; i++) features[i] = 0;
+    }
+    for (long i = 0; i < kept; i++) pending_out[i] = (float)frames[(80 + i) * lanes + lane] * scale;
+    for (int c = 0; c < 40; c++) {
+        unsigned e = estimates[c * lanes + lane];
+        noise_out[2 * c] = (float)(e >> 16);
+        noise_out[2 * c + 1] = (float)(e & 0xFFFF);
+    }
+}
+
 CLONES
 void earshot_pcm16(const float *x, long n, short *out) {
     for (long i = 0; i < n; i++) {

@@ -29,46 +29,19 @@ enum MicroFrontendOp {
         withUnsafeTemporaryAllocation(of: Int16.self, capacity: count) { pcm in
             earshot_pcm16(samples, count, pcm.baseAddress!)
             withUnsafeTemporaryAllocation(of: UInt32.self, capacity: channels) { estimate in
-                for c in 0..<channels { estimate[c] = estimateValue(noise, c) }
+                earshot_microfrontend_estimates(noise, 1, 0, estimate.baseAddress!)
                 withUnsafeTemporaryAllocation(of: UInt16.self, capacity: channels * stride) { frames in
                     let first = started != 0 ? 0 : 2  // before the stream's third frame, the context is not audio
                     for j in first..<stride {
                         MicroFrontend.frame(pcm.baseAddress! + j * MicroFrontend.stepSamples, noise: estimate.baseAddress!,
                                             into: frames.baseAddress! + j * channels)
                     }
-                    finish(frames: frames.baseAddress!, stride: stride, started: started != 0, pending: pending, features: features,
-                           pendingOut: pendingOut)
+                    earshot_microfrontend_finish(frames.baseAddress!, estimate.baseAddress!, stride, 1, 0, started != 0 ? 1 : 0,
+                                                 MicroFrontend.featureScale, pending, features, pendingOut, noiseOut)
                 }
-                for c in 0..<channels { storeEstimate(estimate[c], noiseOut, c) }
             }
         }
         startedOut.pointee = 1
-    }
-
-    /// Channel c's 32-bit noise estimate from its two 16-bit halves.
-    @inline(__always) static func estimateValue(_ noise: UnsafePointer<Float>, _ c: Int) -> UInt32 {
-        let hi = UInt32(Swift.min(Swift.max(noise[2 * c].isNaN ? 0 : noise[2 * c], 0), 65535))
-        let lo = UInt32(Swift.min(Swift.max(noise[2 * c + 1].isNaN ? 0 : noise[2 * c + 1], 0), 65535))
-        return hi << 16 | lo
-    }
-
-    @inline(__always) static func storeEstimate(_ value: UInt32, _ noise: UnsafeMutablePointer<Float>, _ c: Int) {
-        noise[2 * c] = Float(value >> 16)
-        noise[2 * c + 1] = Float(value & 0xFFFF)
-    }
-
-    /// A step's features (the kept frames of the last group, then this step's first two) and the
-    /// frames kept for the next, from the step's frames [stride][40].
-    @inline(__always) static func finish(frames: UnsafePointer<UInt16>, stride: Int, started: Bool, pending: UnsafePointer<Float>,
-                                         features: UnsafeMutablePointer<Float>, pendingOut: UnsafeMutablePointer<Float>) {
-        let channels = MicroFrontend.channels, kept = (stride - 2) * channels
-        if started {
-            features.update(from: pending, count: kept)
-            for i in 0..<(2 * channels) { features[kept + i] = Float(frames[i]) * MicroFrontend.featureScale }
-        } else {
-            features.update(repeating: 0, count: stride * channels)
-        }
-        for i in 0..<kept { pendingOut[i] = Float(frames[2 * channels + i]) * MicroFrontend.featureScale }
     }
 
     static let lanes = MicroFrontend.lanes
@@ -76,7 +49,7 @@ enum MicroFrontendOp {
     /// Bytes of scratch that `steps` needs for steps of `count` samples.
     static func lanesScratch(count: Int) -> Int {
         let stride = strides(samples: count) ?? 0, channels = MicroFrontend.channels
-        return MicroFrontend.lanesScratchBytes + 64 + lanes * (2 * count + 4 * channels + 2 * channels + 2 * stride * channels)
+        return MicroFrontend.lanesScratchBytes + 64 + lanes * (2 * count + 4 * channels + 2 * stride * channels)
     }
 
     /// The steps of `streams.count` streams that have all started, `lanes` at a time, each
@@ -91,8 +64,8 @@ enum MicroFrontendOp {
         let work = base, rest = base + MicroFrontend.lanesScratchBytes
         let pcm = rest.bindMemory(to: Int16.self, capacity: lanes * count)
         let estimates = (rest + 2 * lanes * count).bindMemory(to: UInt32.self, capacity: lanes * channels)
-        let out = (rest + 2 * lanes * count + 4 * lanes * channels).bindMemory(to: UInt16.self, capacity: lanes * channels)
-        let frames = (rest + 2 * lanes * count + 6 * lanes * channels).bindMemory(to: UInt16.self, capacity: lanes * stride * channels)
+        // A block's frames [stride][channels][lanes], as the lanes kernel gives them.
+        let frames = (rest + 2 * lanes * count + 4 * lanes * channels).bindMemory(to: UInt16.self, capacity: lanes * stride * channels)
         withUnsafeTemporaryAllocation(of: UnsafePointer<Int16>?.self, capacity: lanes) { pointers in
             for first in Swift.stride(from: 0, to: streams, by: lanes) {
                 let members = Swift.min(lanes, streams - first)
@@ -100,20 +73,16 @@ enum MicroFrontendOp {
                     // Lanes past the last stream repeat it; their results are not kept.
                     let p = places(first + Swift.min(l, members - 1))
                     earshot_pcm16(p.samples, count, pcm + l * count)
-                    for c in 0..<channels { estimates[c * lanes + l] = estimateValue(p.noise, c) }
+                    earshot_microfrontend_estimates(p.noise, lanes, l, estimates)
                 }
                 for j in 0..<stride {
                     for l in 0..<lanes { pointers[l] = UnsafePointer(pcm + l * count + j * MicroFrontend.stepSamples) }
-                    MicroFrontend.frames(lanes: pointers.baseAddress!, noise: estimates, into: out, scratch: work)
-                    for l in 0..<members {
-                        for c in 0..<channels { frames[(l * stride + j) * channels + c] = out[c * lanes + l] }
-                    }
+                    MicroFrontend.frames(lanes: pointers.baseAddress!, noise: estimates, into: frames + j * channels * lanes, scratch: work)
                 }
                 for l in 0..<members {
                     let p = places(first + l)
-                    finish(frames: frames + l * stride * channels, stride: stride, started: true, pending: p.pending, features: p.features,
-                           pendingOut: p.pendingOut)
-                    for c in 0..<channels { storeEstimate(estimates[c * lanes + l], p.noiseOut, c) }
+                    earshot_microfrontend_finish(frames, estimates, stride, lanes, l, 1, MicroFrontend.featureScale, p.pending, p.features,
+                                                 p.pendingOut, p.noiseOut)
                     p.startedOut.pointee = 1
                 }
             }

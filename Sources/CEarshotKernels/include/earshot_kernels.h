@@ -241,6 +241,18 @@ long earshot_microfrontend_lanes_scratch(void);
 int earshot_microfrontend_paths(void);
 void earshot_microfrontend_frame_on(int path, const short *samples, unsigned *noise, unsigned short *out);
 void earshot_microfrontend_lanes_on(int path, const short *const *samples, unsigned *noise, unsigned short *out, void *scratch);
+// A block of streams' front-end state around earshot_microfrontend_lanes (lanes 1 for one
+// stream alone). _estimates: stream `lane`'s 40 noise estimates into estimates [40][lanes], each
+// from its state's two 16-bit halves noise[2c] (high) and noise[2c + 1] (low), each taken as a
+// whole number in 0...65535 (NaN as 0, fractions dropped).
+void earshot_microfrontend_estimates(const float *noise, long lanes, long lane, unsigned *estimates);
+// _finish: stream `lane`'s step from its frames [stride][40][lanes] and estimates [40][lanes]:
+// features [stride][40] are pending [(stride - 2) * 40] then frames 0 and 1 times scale (all 0
+// when not started), pending_out frames 2...stride - 1 times scale, noise_out the estimates as
+// 16-bit halves. pending may be pending_out and noise_out the noise the estimates came from.
+void earshot_microfrontend_finish(const unsigned short *frames, const unsigned *estimates, long stride, long lanes, long lane,
+                                  int started, float scale, const float *pending, float *features, float *pending_out,
+                                  float *noise_out);
 // Audio in [-1, 1] as int16: x * 32768 rounded to the nearest (halves to even) and clamped.
 void earshot_pcm16(const float *x, long n, short *out);
 
