@@ -168,8 +168,9 @@ extension Trainer {
                 let members = Array(shuffled[start..<min(start + options.batchSize, shuffled.count)])
                 let batch = x.gather(members)
                 let batchLabels = members.map { trainLabels[$0] }, extra = members.map { targets[$0] }
-                let step = gradients(network, parameters, batch, batchLabels, extra, objective,
-                                     normalizer: objective.weight(labels: batchLabels, extra: extra))
+                let weighted = weightedObjective(objective, options: options, background: backgroundIndex, step: adam.step, steps: epochs * stepsPerEpoch)
+                let step = gradients(network, parameters, batch, batchLabels, extra, weighted,
+                                     normalizer: weighted.weight(labels: batchLabels, extra: extra))
                 totalLoss += step.loss
                 correct += zip(step.predictions, batchLabels).filter { $0 == $1 }.count
                 adam.update(&parameters, step.grads, learningRate: schedule.rate(atStep: adam.step))

@@ -191,6 +191,9 @@ public enum MicroWakeWordTrainer {
         if let stream = options.validationStream {
             throw .option(name: "validation-stream", value: stream.audio, expected: "none with --architecture \(architectureName) (its epoch is kept by clip accuracy)")
         }
+        if let weight = options.negativeWeight {
+            throw .option(name: "negative-weight", value: "\(weight)", expected: "none with --architecture \(architectureName) (a head or a log-mel classifier only)")
+        }
         var labels = training.labels
         var trainAudio = try loadAudio(training.files, rate: rate)
         var validationAudio = try loadAudio(validation.files, rate: rate)

@@ -65,6 +65,17 @@ func softmax(_ logits: ArraySlice<Float>) -> [Float] {
 struct Objective: Sendable {
     let classWeights: [Float]
     let decisionFrames: Int
+    /// Targets whose label already has at least this probability leave the loss (openWakeWord
+    /// trains only on its batches' high-loss examples); nil: every target counts.
+    var confident: Float? = nil
+
+    /// The same objective with the background's weight `factor` times as large and confident
+    /// targets left out: openWakeWord's weighting of the negatives (`Trainer.negativeFactor`).
+    func weighingBackground(_ background: Int, by factor: Float) -> Objective {
+        var weights = classWeights
+        weights[background] *= factor
+        return Objective(classWeights: weights, decisionFrames: decisionFrames, confident: Trainer.confidentProbability)
+    }
 
     /// Per clip, frames of the context and their labels.
     typealias Targets = [(frame: Int, label: Int)]
@@ -86,6 +97,7 @@ struct Objective: Sendable {
             let w = classWeights[label] / normalizer
             let row = (b * T + t) * C
             let p = softmax(logits.values[row..<(row + C)])
+            if let confident, p[label] >= confident { return p }
             loss -= Double(w) * Double(log(max(p[label], 1e-30)))
             for c in 0..<C { d.values[row + c] += w * (p[c] - (c == label ? 1 : 0)) }
             return p

@@ -62,6 +62,12 @@ public struct TrainingOptions: Sendable {
     /// one that finds the most words less false alarms (then the best clip accuracy, the lowest
     /// loss), and patience counts on that. nil: clip accuracy alone.
     public var validationStream: ValidationStream?
+    /// openWakeWord's weighting of the negatives: the background label's targets weigh up to this
+    /// many times their class-balanced weight in the loss, from 1 at the first step rising
+    /// linearly to it at 80% of the steps, and every target whose label the model already gives
+    /// 0.999 or more leaves the loss (so that the weight falls on the negatives it still takes for
+    /// something else). nil: none (the class-balanced loss alone). Not for microWakeWord's network.
+    public var negativeWeight: Double?
     /// The label that is no event (silence, background): `listen` and `label` report no segments
     /// for it. Without one, the trainer adds a label "_background_" of noise and near-silence.
     public var background: String?
@@ -165,7 +171,7 @@ public enum Trainer {
         let network = try architecture(options.architecture ?? defaultArchitecture, inputs: recipe.melCount, classes: labels.count)
         var parameters = network.initialParameters(seed: options.seed)
         var adam = Adam(shapes: network.parameterShapes)
-        let (epochs, _, schedule, plannedStopping) = plan(options, clips: trainAudio.count)
+        let (epochs, stepsPerEpoch, schedule, plannedStopping) = plan(options, clips: trainAudio.count)
         var stopping = plannedStopping
         let objective = Objective(classWeights: balancedWeights(trainLabels, classes: labels.count), decisionFrames: decisionFrames)
         let noise = options.background.map { b in trainAudio.indices.filter { trainLabels[$0] == labels.firstIndex(of: b) }.map { trainAudio[$0] } } ?? []
@@ -203,8 +209,9 @@ public enum Trainer {
                     for (b, m) in members.enumerated() { Self.mask(&x, clip: b, lastFrames: frames, seed: options.seed, epoch: epoch, index: m) }
                 }
                 let batchLabels = members.map { trainLabels[$0] }
-                let normalizer = objective.weight(labels: batchLabels, extra: extra)
-                let step = gradients(network, parameters, x, batchLabels, extra, objective, normalizer: normalizer)
+                let weighted = weightedObjective(objective, options: options, background: backgroundIndex, step: adam.step, steps: epochs * stepsPerEpoch)
+                let normalizer = weighted.weight(labels: batchLabels, extra: extra)
+                let step = gradients(network, parameters, x, batchLabels, extra, weighted, normalizer: normalizer)
                 totalLoss += step.loss
                 correct += zip(step.predictions, batchLabels).filter { $0 == $1 }.count
                 adam.update(&parameters, step.grads, learningRate: schedule.rate(atStep: adam.step))
@@ -275,6 +282,26 @@ public enum Trainer {
         }
     }
 
+    /// The probability of its label above which a target leaves the loss under `negativeWeight`
+    /// (openWakeWord's high-loss filter: negatives scored 0.001 or less, positives 0.999 or more).
+    static let confidentProbability: Float = 0.999
+
+    /// The factor on the background's weight at optimizer step `step` (from 0) of `steps` under
+    /// `TrainingOptions.negativeWeight` `peak`: 1 at the first step, rising linearly to `peak` at
+    /// 80% of the steps, then `peak` (openWakeWord ramps its weight over its first and longest
+    /// training sequence, then holds it while the learning rate falls).
+    static func negativeFactor(peak: Double, step: Int, steps: Int) -> Float {
+        let rampSteps = max(1.0, 0.8 * Double(steps))
+        return Float(1 + (peak - 1) * min(1, Double(step) / rampSteps))
+    }
+
+    /// The objective for the step `step` of `steps`: `objective` itself, or with the background
+    /// weighted as `options.negativeWeight` asks.
+    static func weightedObjective(_ objective: Objective, options: TrainingOptions, background: Int, step: Int, steps: Int) -> Objective {
+        guard let peak = options.negativeWeight else { return objective }
+        return objective.weighingBackground(background, by: negativeFactor(peak: peak, step: step, steps: steps))
+    }
+
     /// The layers of a classifier on log-mel features.
     public static let defaultArchitecture = "conv:64x3,gru:2x64"
 
@@ -293,6 +320,9 @@ public enum Trainer {
             throw .option(name: "background", value: background, expected: "one of the labels \(training.labels)")
         }
         if let epochs = options.epochs, !(1...100_000).contains(epochs) { throw .option(name: "epochs", value: "\(epochs)", expected: "1...100000") }
+        if let weight = options.negativeWeight, !(1...100_000).contains(weight) {
+            throw .option(name: "negative-weight", value: "\(weight)", expected: "1...100000")
+        }
         if let patience = options.patience, !(1...100_000).contains(patience) { throw .option(name: "patience", value: "\(patience)", expected: "1...100000") }
         guard (2...4096).contains(options.batchSize) else { throw .option(name: "batch-size", value: "\(options.batchSize)", expected: "2...4096") }
         for (name, value, range) in [("decision-seconds", options.decisionSeconds, 0.01...60.0), ("context-seconds", options.contextSeconds, 0...60.0),

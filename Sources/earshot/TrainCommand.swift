@@ -18,6 +18,7 @@ enum TrainCommand {
         options.batchSize = args.int("batch-size")
         options.learningRate = Float(args.double("learning-rate"))
         options.patience = args.optionalInt("patience")
+        options.negativeWeight = args.optionalDouble("negative-weight")
         options.decisionSeconds = args.double("decision-seconds")
         options.contextSeconds = args.double("context-seconds")
         if let v = args.optionalDouble("clip-seconds") { options.clipSeconds = v }

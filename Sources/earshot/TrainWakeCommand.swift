@@ -92,6 +92,7 @@ enum TrainWakeCommand {
         options.seed = seed
         options.background = "other"
         options.epochs = args.optionalInt("epochs")
+        options.negativeWeight = args.optionalDouble("negative-weight")
         options.augment = try TrainCommand.augmentations(args.string("augment") ?? defaultAugment)
         if architecture == .microWakeWord { options.architecture = MicroWakeWordTrainer.architectureName }
         if let a = args.string("architecture"), named == nil { options.architecture = a }

@@ -31,12 +31,13 @@ struct EmbeddingHeadTests {
         return root
     }
 
-    static func train(_ root: String, embedding: EmbeddingFrontEnd, epochs: Int) throws -> TrainedClassifier {
+    static func train(_ root: String, embedding: EmbeddingFrontEnd, epochs: Int, negativeWeight: Double? = nil) throws -> TrainedClassifier {
         let (training, validation) = try Dataset.load(root, groupBy: "^(s[0-9]+)_").split(validationFraction: 0.25, seed: 3)
         var options = TrainingOptions()
         options.background = "other"
         options.epochs = epochs
         options.batchSize = 8
+        options.negativeWeight = negativeWeight
         return try Trainer.trainHead(name: "chirp", training: training, validation: validation, options: options, embedding: embedding)
     }
 
@@ -108,6 +109,42 @@ struct EmbeddingHeadTests {
         noBackground.epochs = 1
         let both = try Trainer.trainHead(name: "x", training: training, validation: validation, options: noBackground, embedding: embedding)
         #expect(both.manifest.outputs.labels == ["chirp", "other"] && both.manifest.decision?.backgroundLabel == "_background_")
+    }
+
+    @Test("openWakeWord's weighting of the negatives: a head trained with it still finds the chirp and gives noise little, and differs from one without it; microWakeWord's trainer and a weight below 1 refuse it")
+    func negativeWeight() throws {
+        let embedding = try Self.frontEnd()
+        let root = try Self.tones()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let plain = try Self.train(root, embedding: embedding, epochs: 12), weighted = try Self.train(root, embedding: embedding, epochs: 12, negativeWeight: 10)
+        #expect(plain.tensors != weighted.tensors)
+        // A stream of noise unlike the training's (louder), then a chirp and silence: each head's
+        // chirp probability at every step, as the package gives it.
+        var random = SeededRandom(seed: 33)
+        let noise = (0..<(1280 * 40)).map { _ in Float.random(in: -0.2...0.2, using: &random) }
+        let audio = noise + sine(frequency: 750, sampleRate: 16000, count: 1280 * 8, amplitude: 0.3) + [Float](repeating: 0, count: 1280 * 4)
+        func scores(_ t: TrainedClassifier) throws -> [Float] {
+            let x = try Trainer.features([audio], model: t.featureModel, start: t.featureStart)
+            let logits = t.network.forward(x, t.parameters).logits, lead = t.featureStart.count / 96
+            return (lead..<logits.time).map { softmax(logits.values[($0 * 2)..<($0 * 2 + 2)])[0] }
+        }
+        let a = try scores(plain), b = try scores(weighted)
+        let noiseSteps = 6..<40, chirpSteps = 40..<52
+        let meanNoise = { (s: [Float]) in noiseSteps.reduce(Float(0)) { $0 + s[$1] } / Float(noiseSteps.count) }
+        print("chirp score over noise, mean: \(meanNoise(a)) plain, \(meanNoise(b)) weighted; at the chirp, max: \(a[chirpSteps].max() ?? 0), \(b[chirpSteps].max() ?? 0)")
+        #expect((b[chirpSteps].max() ?? 0) > 0.5 && (a[chirpSteps].max() ?? 0) > 0.5)
+        #expect(meanNoise(b) < 0.05 && meanNoise(a) < 0.05)
+
+        let (training, validation) = try Dataset.load(root, groupBy: "^(s[0-9]+)_").split(validationFraction: 0.25, seed: 3)
+        var options = TrainingOptions()
+        options.background = "other"
+        options.negativeWeight = 0.5
+        #expect(throws: TrainingError.option(name: "negative-weight", value: "0.5", expected: "1...100000")) {
+            try Trainer.trainHead(name: "x", training: training, validation: validation, options: options, embedding: embedding)
+        }
+        options.negativeWeight = 100
+        options.architecture = MicroWakeWordTrainer.architectureName
+        #expect(throws: TrainingError.self) { try Trainer.train(name: "x", training: training, validation: validation, options: options) }
     }
 
     @Test("A head's sequence: the clip ends in the first decision step; a lead's label right after it ends, the background a step later until half the clip is heard")

@@ -127,6 +127,47 @@ struct GradientTests {
         #expect(checked > 40)
     }
 
+    @Test("openWakeWord's weighting: the background's targets weigh the factor more, targets scored 0.999 for their label leave the loss, the factor ramps from 1 to its peak at 80% of the steps")
+    func negativeWeighting() {
+        // Two clips of one decision frame, classes [phrase, background]: clip 0 a phrase, clip 1
+        // the background; a context target of the background on each at frame 0.
+        let objective = Objective(classWeights: [1, 1], decisionFrames: 1)
+        let weighted = objective.weighingBackground(1, by: 10)
+        #expect(weighted.classWeights == [1, 10] && weighted.confident == Trainer.confidentProbability && objective.confident == nil)
+        // Frame 0 of clip 0 unsure (background target), frame 1 of clip 0 unsure (phrase target);
+        // clip 1: frame 0 sure of the background (p = 0.9999), frame 1 unsure (background target).
+        let logits = Frames(batch: 2, time: 2, channels: 2, values: [0.3, -0.2, 0.5, 0.1, -5, 5, 0.4, 0.2])
+        let labels = [0, 1], extra: [Objective.Targets] = [[(0, 1)], [(0, 1)]]
+        let plain = objective.evaluate(logits, labels: labels, extra: extra, normalizer: 1)
+        let heavy = weighted.evaluate(logits, labels: labels, extra: extra, normalizer: 1)
+        let row = { (d: Frames, b: Int, t: Int) in Array(d.values[((b * 2 + t) * 2)..<((b * 2 + t) * 2 + 2)]) }
+        // The phrase's target: as before. The background's unsure targets: ten times the gradient.
+        #expect(row(heavy.dLogits, 0, 1) == row(plain.dLogits, 0, 1))
+        for (b, t) in [(0, 0), (1, 1)] {
+            #expect(zip(row(heavy.dLogits, b, t), row(plain.dLogits, b, t)).allSatisfy { abs($0 - 10 * $1) <= 1e-6 * max(1, abs($1)) },
+                    "clip \(b) frame \(t)")
+        }
+        // The confident target: no gradient and no loss (it has some without the weighting).
+        #expect(row(plain.dLogits, 1, 0).contains { $0 != 0 } && row(heavy.dLogits, 1, 0) == [0, 0])
+        func loss(_ v: [Float]) -> Double { let p = softmax(v[...]); return -Double(log(p[1])) }
+        let confidentLoss = loss([-5, 5])
+        let unsure = [([Float](arrayLiteral: 0.3, -0.2), 1, Double(10)), ([0.5, 0.1], 0, 1), ([0.4, 0.2], 1, 10)].map { v, label, w in
+            w * -Double(log(softmax(v[...])[label]))
+        }
+        #expect(abs(plain.loss - (unsure[0] / 10 + unsure[1] + unsure[2] / 10 + confidentLoss)) < 1e-5)
+        #expect(abs(heavy.loss - unsure.reduce(0, +)) < 1e-5)
+        // The ramp.
+        #expect(Trainer.negativeFactor(peak: 1500, step: 0, steps: 100) == 1)
+        #expect(Trainer.negativeFactor(peak: 1500, step: 40, steps: 100) == 750.5)
+        #expect(Trainer.negativeFactor(peak: 1500, step: 80, steps: 100) == 1500)
+        #expect(Trainer.negativeFactor(peak: 1500, step: 99, steps: 100) == 1500)
+        // Without the option, the objective itself at every step.
+        var options = TrainingOptions()
+        #expect(Trainer.weightedObjective(objective, options: options, background: 1, step: 50, steps: 100).classWeights == [1, 1])
+        options.negativeWeight = 101
+        #expect(Trainer.weightedObjective(objective, options: options, background: 1, step: 40, steps: 100).classWeights == [1, 51])
+    }
+
     @Test("Adam: the first step moves each parameter by the learning rate against its gradient; later steps follow the moments; an overflowed gradient moves nothing")
     func adam() {
         var adam = Adam(shapes: [[3]])
