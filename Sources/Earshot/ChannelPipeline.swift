@@ -143,11 +143,12 @@ struct ChannelPipeline {
     var readyBlocks: Int { failed ? 0 : (pending.count - pendingOffset) / chunkSamples }
 
     /// Many consecutive steps of this channel at once (the model batches what comes before its
-    /// recurrent layers).
-    mutating func stepConsecutive(_ count: Int) throws(StreamError) -> [ClassifierEvent] {
+    /// recurrent layers); a window classifier's steps split between `threads` threads (their
+    /// scores consumed in order, so the events are those of one thread).
+    mutating func stepConsecutive(_ count: Int, threads: Int = 1) throws(StreamError) -> [ClassifierEvent] {
         let blocks = (0..<count).map { _ in takeBlock() }
         do {
-            let scores = try model.predictions(forConsecutive: blocks, using: &state)
+            let scores = try model.predictions(forWindows: blocks, using: &state, threads: threads)
             return scores.flatMap { consume($0) }
         } catch {
             failed = true

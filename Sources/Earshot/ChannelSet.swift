@@ -16,6 +16,9 @@ package struct ChannelSet {
     package private(set) var openCount = 0
     /// Blocks stepped so far, all channels.
     package private(set) var stepsRun = 0
+    /// Threads a lone file channel's run of blocks may take when the model's steps are windows
+    /// (`Model.stepsAreWindows`); 1: one after another on this thread.
+    package var threads = 1
     /// States swapped in and out of the pipelines around a batched step, so that no step
     /// copies a state.
     private var scratch: [ModelState] = []
@@ -141,7 +144,7 @@ package struct ChannelSet {
                 let k = ready[0]
                 do {
                     stepsRun += min(blocks, 1024)
-                    events += try pipelines[k]?.stepConsecutive(min(blocks, 1024)) ?? []
+                    events += try pipelines[k]?.stepConsecutive(min(blocks, 1024), threads: threads) ?? []
                 } catch {
                     finished[k] = true
                     events.append(.failed(channel: k, error: error))

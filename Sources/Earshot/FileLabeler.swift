@@ -1,5 +1,6 @@
 import EarshotAudio
 import EarshotModel
+import Foundation
 
 /// Labels audio files: read in chunks (back-pressured: the next chunk is read only when the
 /// last is processed), mixed to mono or every channel on its own (a session), resampled to the
@@ -17,14 +18,29 @@ public struct FileLabeler: Sendable {
     /// Samples read per chunk, over all channels (so a file of many channels takes no more
     /// memory than a mono one).
     public var chunkSamples: Int
+    /// Threads one stream's steps may take when the model is a window classifier
+    /// (`Model.stepsAreWindows`: BirdNET, a model imported with `--window/--hop`): runs of
+    /// consecutive windows go through the model on each thread, their scores back in order
+    /// before the label rules, so the events are the same whatever the number. 1: one after
+    /// another, as for every other model (whose steps follow from the last one's state).
+    public var threads: Int
+
+    /// Windows read ahead per thread when a window classifier's steps are split between threads:
+    /// enough that each thread has a run of them, few enough that memory stays a few windows.
+    static let windowsPerThread = 4
 
     /// A labeller; `chunkSamples` is how much audio (over all channels) is read at a time.
-    public init(model: Model, options: LabelOptions? = nil, channels: Channels = .mix, chunkSamples: Int = 262_144) {
+    public init(model: Model, options: LabelOptions? = nil, channels: Channels = .mix, chunkSamples: Int = 262_144,
+                threads: Int = FileLabeler.defaultThreads) {
         self.model = model
         self.options = options ?? LabelOptions(model: model)
         self.channels = channels
         self.chunkSamples = chunkSamples
+        self.threads = threads
     }
+
+    /// The cores of this machine.
+    public static var defaultThreads: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
 
     /// A labelled file: what it is and its events.
     public struct Result: Sendable {
@@ -75,11 +91,17 @@ public struct FileLabeler: Sendable {
         let count = channels == .each ? file.channelCount : 1
         let session: Session
         do {
-            session = try Session(model: model, channelCount: count, sourceSampleRate: file.sampleRate, options: options)
+            session = try Session(model: model, channelCount: count, sourceSampleRate: file.sampleRate, options: options,
+                                  threads: threads)
         } catch {
             throw StreamError.file(path: path, error: error)
         }
-        let frames = max(1, chunkSamples / file.channelCount)
+        var frames = max(1, chunkSamples / file.channelCount)
+        if count == 1, threads > 1, model.stepsAreWindows {
+            // One stream whose steps split between threads: read a few windows for each at a time.
+            let hop = (model.chunkSamples * file.sampleRate + model.sampleRate - 1) / model.sampleRate
+            frames = max(frames, hop * threads * Self.windowsPerThread)
+        }
         while true {
             let chunk: [[Float]] = channels == .each
                 ? try file.readChannels(maxFrames: frames) : [try file.readMono(maxFrames: frames)]

@@ -37,7 +37,7 @@ public struct MultiLabeler: Sendable {
         for labeler in labelers {
             do {
                 sessions.append(try Session(model: labeler.model, channelCount: labeler.channels == .each ? file.channelCount : 1,
-                                            sourceSampleRate: file.sampleRate, options: labeler.options))
+                                            sourceSampleRate: file.sampleRate, options: labeler.options, threads: labeler.threads))
             } catch {
                 throw StreamError.file(path: path, error: error)
             }

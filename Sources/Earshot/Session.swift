@@ -20,9 +20,12 @@ public actor Session {
 
     /// `channelCount` channels 0..<channelCount to begin with (0: none yet, add them later).
     /// `sourceSampleRate`: the rate of every channel's audio; `kinds`: per channel (default all files).
+    /// `threads`: how many threads a lone file channel's run of steps may take when the model is
+    /// a window classifier (`Model.stepsAreWindows`; the same events whatever the number).
     public init(model: Model, channelCount: Int, sourceSampleRate: Int? = nil, options: LabelOptions? = nil,
-                kinds: [Kind]? = nil) throws(StreamError) {
+                kinds: [Kind]? = nil, threads: Int = 1) throws(StreamError) {
         guard channelCount >= 0 else { throw .invalidOption(name: "channelCount", value: "\(channelCount)", expected: ">= 0") }
+        guard threads >= 1 else { throw .invalidOption(name: "threads", value: "\(threads)", expected: ">= 1") }
         let options = options ?? LabelOptions(model: model)
         try options.validate()
         self.model = model
@@ -31,6 +34,7 @@ public actor Session {
         for k in 0..<channelCount {
             _ = try set.add(sourceRate: self.sourceSampleRate, kind: kinds?[safe: k] ?? .file)
         }
+        set.threads = threads
         self.channelSet = set
     }
 

@@ -70,6 +70,9 @@ enum Specs {
             .int("rate", "HZ", 1000...384_000, "standard input ('-') is raw PCM at this rate (little-endian), read as it arrives"),
             .choice("sample-format", RawPCMFormat.Encoding.allCases.map(\.rawValue), default: "s16", "raw PCM's samples (with --rate)"),
             .int("raw-channels", "N", 1...64, default: 1, "raw PCM's interleaved channels (with --rate)"),
+            .int("threads", "N", 1...64, defaultText: "the cores", "threads for one file's windows when the model is a window classifier "
+                 + "(BirdNET, a model imported with --window/--hop): the same events, sooner; 1: one after another. Several files "
+                 + "share them, a file per core"),
             .flag("scores", "every step's scores as well (one model; as text, a model of more than 12 labels shows its 5 highest; of a sound-events model, each window's best labels: --top-k, or 5)"),
             .text("output", short: "o", "FILE|-", default: "standard output", "written whole or not at all (a temporary file renamed into place)"),
             .flag("quiet", short: "q", "no progress bar or notes on stderr"),

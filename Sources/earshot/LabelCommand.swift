@@ -244,9 +244,13 @@ enum LabelCommand {
         // --model a,b,c: each model labels the audio with its own state; --gate NAME keeps only the
         // detections its segments overlap.
         let chosen = try models(args)
+        // --threads: a window classifier's steps on that many threads; files labelled side by side share them.
+        let files = inputs(args.positionals)
+        let threads = args.optionalInt("threads") ?? FileLabeler.defaultThreads
+        let fileThreads = max(1, threads / max(1, min(files.count, FileLabeler.defaultThreads)))
         var labelers: [FileLabeler] = []
         for (name, m) in zip(chosen.names, chosen.models) {
-            labelers.append(FileLabeler(model: m, options: try options(args, model: m, name: name), channels: channels))
+            labelers.append(FileLabeler(model: m, options: try options(args, model: m, name: name), channels: channels, threads: fileThreads))
         }
         let labeler = labelers[0]
         let multi = labelers.count > 1 ? MultiLabeler(labelers: labelers, gate: chosen.gate, showGate: chosen.showGate) : nil
@@ -257,7 +261,6 @@ enum LabelCommand {
             let name = [SegmentFormat.rttm: "RTTM", .raven: "a Raven selection table", .birdnet: "BirdNET-Analyzer's CSV"][format] ?? "an Audacity label track"
             throw UsageError("--scores: \(name) cannot carry scores", hint: "use -f jsonl (a line per step) or -f csv (a table of step scores)")
         }
-        let files = inputs(args.positionals)
         // '-': standard input, read as it arrives where its format allows (its events are named '-').
         let raw = try rawFormat(args, files: files)
         @Sendable func open(_ file: String) throws -> AudioFile {
