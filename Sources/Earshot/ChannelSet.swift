@@ -1,3 +1,4 @@
+import Dispatch
 import EarshotModel
 
 /// The channels of one model that step together: each with its own pipeline (resampler, state,
@@ -16,13 +17,14 @@ package struct ChannelSet {
     package private(set) var openCount = 0
     /// Blocks stepped so far, all channels.
     package private(set) var stepsRun = 0
-    /// Threads a lone file channel's run of blocks may take when the model's steps are windows
-    /// (`Model.stepsAreWindows`); 1: one after another on this thread.
+    /// Threads a batched step of at least `parallelSteps` channels is split between (its
+    /// channels cut into that many runs, each its own batch); and threads a lone file channel's
+    /// run of blocks may take when the model's steps are windows (`Model.stepsAreWindows`).
+    /// 1: everything on this thread.
     package var threads = 1
-    /// States swapped in and out of the pipelines around a batched step, so that no step
-    /// copies a state.
-    private var scratch: [ModelState] = []
-    private var blockScratch: [[Float]] = []
+    /// Each thread's blocks, states and scores, kept from step to step.
+    private var parts: [StepPart] = []
+    private var boundScratch: [Int] = []
 
     package init(model: Model, options: LabelOptions) {
         self.model = model
@@ -155,32 +157,54 @@ package struct ChannelSet {
         }
     }
 
-    /// One batched model step for `channels` (all open, each with a block).
+    /// One batched model step for `channels` (all open, each with a block). With `threads` > 1 and
+    /// at least `parallelSteps` channels, the channels are cut into `threads` runs, each stepped
+    /// as its own batch on its own thread; a batch equals each stream alone bit for bit, so the
+    /// scores, states and events are those of one batch on one thread, in channel order.
     private mutating func step(_ channels: [Int]) -> [ClassifierEvent] {
         stepsRun += channels.count
-        // The blocks of the last step are refilled (they keep their capacity).
-        var blocks: [[Float]] = []
-        swap(&blocks, &blockScratch)
-        defer { swap(&blocks, &blockScratch) }
-        if blocks.count > channels.count { blocks.removeLast(blocks.count - channels.count) }
-        while blocks.count < channels.count { blocks.append([]) }
-        for (i, k) in channels.enumerated() { pipelines[k]?.takeBlock(into: &blocks[i]) }
-        // Each stream's state is swapped out of its pipeline for the step and back after it
-        // (placeholders stand in meanwhile), so that a step copies no state.
-        while scratch.count < channels.count { scratch.append(model.makeState()) }
-        var states = Array(scratch[0..<channels.count])
-        for (i, k) in channels.enumerated() { swap(&states[i], &pipelines[k]!.state) }
-        defer { for (i, k) in channels.enumerated() { swap(&states[i], &pipelines[k]!.state) } }
+        let partCount = channels.count >= Self.parallelSteps ? max(1, min(threads, channels.count)) : 1
+        // A copy of this set shares the parts with it: each set makes its own before using them.
+        for p in parts.indices where !isKnownUniquelyReferenced(&parts[p]) { parts[p] = StepPart() }
+        while parts.count < partCount { parts.append(StepPart()) }
+        let base = channels.count / partCount, extra = channels.count % partCount
+        var bounds: [Int] = []
+        swap(&bounds, &boundScratch)
+        defer { swap(&bounds, &boundScratch) }
+        bounds.removeAll(keepingCapacity: true)
+        bounds.append(0)
+        for p in 0..<partCount { bounds.append(bounds[p] + base + (p < extra ? 1 : 0)) }
+        // Each stream's state is swapped out of its pipeline into its part for the step and back
+        // after it (placeholders stand in meanwhile), so that a step copies no state.
+        for p in 0..<partCount {
+            let part = parts[p], range = bounds[p]..<bounds[p + 1]
+            part.resize(range.count, model: model)
+            for (i, k) in channels[range].enumerated() {
+                pipelines[k]?.takeBlock(into: &part.blocks[i])
+                swap(&part.states[i], &pipelines[k]!.state)
+            }
+        }
+        let model = self.model
+        if partCount == 1 {
+            parts[0].run(model)
+        } else {
+            let running = parts
+            DispatchQueue.concurrentPerform(iterations: partCount) { p in running[p].run(model) }
+        }
         var events: [ClassifierEvent] = []
-        do {
-            let scores = try model.predictions(from: blocks, using: &states)
-            for (i, k) in channels.enumerated() { events += pipelines[k]?.consume(scores[i]) ?? [] }
-        } catch {
-            // The batch refused a block (and left the states as they were): each alone, so
-            // that only the bad channel stops.
-            for (i, k) in channels.enumerated() {
+        let n = model.labels.count
+        for p in 0..<partCount {
+            let part = parts[p], range = bounds[p]..<bounds[p + 1]
+            for (i, k) in channels[range].enumerated() { swap(&part.states[i], &pipelines[k]!.state) }
+            guard part.failed else {
+                for (i, k) in channels[range].enumerated() { events += pipelines[k]?.consume(Array(part.scores[(i * n)..<((i + 1) * n)])) ?? [] }
+                continue
+            }
+            // The part's batch refused a block (and left the states as they were): each alone,
+            // so that only the bad channel stops.
+            for (i, k) in channels[range].enumerated() {
                 do {
-                    let s = try model.prediction(from: blocks[i], using: &states[i])
+                    let s = try model.prediction(from: part.blocks[i], using: &pipelines[k]!.state)
                     events += pipelines[k]?.consume(s) ?? []
                 } catch {
                     finished[k] = true
@@ -190,5 +214,41 @@ package struct ChannelSet {
             }
         }
         return events
+    }
+
+    /// The fewest channels of a batched step that are split between threads: a smaller batch
+    /// steps faster on one thread than it would be handed out.
+    static let parallelSteps = 32
+}
+
+/// One thread's share of a batched step: its channels' blocks, states (moved in from their
+/// pipelines for the step) and scores, kept from step to step so that a step allocates nothing.
+/// `@unchecked Sendable`: during a step, concurrentPerform's iteration p alone touches part p;
+/// before and after it, only the thread stepping the set does (a set makes its own parts when
+/// a copy shares them).
+private final class StepPart: @unchecked Sendable {
+    var blocks: [[Float]] = []
+    var states: [ModelState] = []
+    var scores: [Float] = []
+    /// Placeholders not in use this step, kept for the next larger one.
+    var spare: [ModelState] = []
+    var failed = false
+
+    /// `count` blocks and states; the state slots hold placeholders of the model.
+    func resize(_ count: Int, model: Model) {
+        if blocks.count > count { blocks.removeLast(blocks.count - count) }
+        while blocks.count < count { blocks.append([]) }
+        while states.count > count, let last = states.popLast() { spare.append(last) }
+        while states.count < count { states.append(spare.popLast() ?? model.makeState()) }
+    }
+
+    /// The batch through the model; on failure the states are as they were.
+    func run(_ model: Model) {
+        do {
+            try model.predictions(from: blocks, using: &states, into: &scores)
+            failed = false
+        } catch {
+            failed = true
+        }
     }
 }

@@ -21,7 +21,8 @@ public actor Session {
     /// `channelCount` channels 0..<channelCount to begin with (0: none yet, add them later).
     /// `sourceSampleRate`: the rate of every channel's audio; `kinds`: per channel (default all files).
     /// `threads`: how many threads a lone file channel's run of steps may take when the model is
-    /// a window classifier (`Model.stepsAreWindows`; the same events whatever the number).
+    /// a window classifier (`Model.stepsAreWindows`), and a batched step of 32 or more channels
+    /// is split between (the same events whatever the number).
     public init(model: Model, channelCount: Int, sourceSampleRate: Int? = nil, options: LabelOptions? = nil,
                 kinds: [Kind]? = nil, threads: Int = 1) throws(StreamError) {
         guard channelCount >= 0 else { throw .invalidOption(name: "channelCount", value: "\(channelCount)", expected: ">= 0") }

@@ -10,7 +10,7 @@ import Glibc
 /// and replays the audio after them; the events it writes again carry the same ids and are
 /// refused. Workers share the sources evenly, by a heartbeat count of the live ones.
 ///
-/// One thread runs it (`run`); Redis errors are retried with backoff, never thrown. A source
+/// One thread runs it (`run`), and a round's batched step takes `WorkerOptions.threads` cores; Redis errors are retried with backoff, never thrown. A source
 /// whose own keys Redis refuses (a key of another type, a group deleted) fails alone.
 /// By concern: its options (`WorkerOptions.swift`), the round loop (`+Rounds`: reading and
 /// stepping the sources' audio), ownership (`+Ownership`: heartbeat, fair share, taking and
@@ -80,7 +80,9 @@ public final class ClusterWorker {
         self.options = options ?? LabelOptions(model: model)
         try self.options.validate()
         self.settings = settings
+        guard settings.threads >= 1 else { throw .invalidOption(name: "threads", value: "\(settings.threads)", expected: ">= 1") }
         channels = ChannelSet(model: model, options: self.options)
+        channels.threads = settings.threads
     }
 
     var keys: ClusterKeys { settings.keys }

@@ -1,3 +1,4 @@
+import Foundation
 import Earshot
 import EarshotRedis
 import EarshotTelemetry
@@ -24,6 +25,9 @@ public struct WorkerOptions: Sendable {
     /// Whether the next read of the sources' audio is sent before a batch steps, so that Redis
     /// gathers it meanwhile (false: each read after the batch's writes).
     public var readAhead = true
+    /// Threads a round's batched step is split between (its sources cut into that many batches,
+    /// each on its own core; the same events as one batch). 1: the worker's thread alone.
+    public var threads = ProcessInfo.processInfo.activeProcessorCount
     /// How long a read waits for audio (ms).
     public var blockMs = 100
     /// The most bytes of audio in one entry. A larger entry fails its source
