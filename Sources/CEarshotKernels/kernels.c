@@ -608,19 +608,19 @@ void earshot_transpose(const float *x, long rows, long cols, float *y) {
     }
 }
 
-// One output of earshot_reduce's maximum (op 2) or minimum (3), member by member.
+// One output of earshot_reduce's maximum or minimum, member by member.
 static inline __attribute__((always_inline)) float extreme1(int op, const float *v, const long *members, long count) {
-    float m = op == 2 ? -__builtin_inff() : __builtin_inff();
+    float m = op == EARSHOT_REDUCE_MAX ? -__builtin_inff() : __builtin_inff();
     for (long r = 0; r < count; r++) {
         float e = v[members[r]];
-        if ((op == 2 ? e > m : e < m) || e != e) m = e;
+        if ((op == EARSHOT_REDUCE_MAX ? e > m : e < m) || e != e) m = e;
     }
     return m;
 }
 
 CLONES
 void earshot_reduce(int op, const float *x, const long *starts, long outputs, const long *members, long count, float *y) {
-    if (op >= 2) {
+    if (op == EARSHOT_REDUCE_MAX || op == EARSHOT_REDUCE_MIN) {
         // Contiguous members (offsets rising one by one): sixteen lanes at a time. The extreme of
         // the values does not depend on their order, except for which NaN or which signed zero
         // is kept: a NaN anywhere, or an extreme of zero, is decided member by member.
@@ -638,19 +638,19 @@ void earshot_reduce(int op, const float *x, const long *starts, long outputs, co
             for (; r + 16 <= count; r += 16) {
                 v16 e = load16(run + r);
                 nan |= e != e;
-                if (op == 2) m = SELECT16(e > m, e, m);
+                if (op == EARSHOT_REDUCE_MAX) m = SELECT16(e > m, e, m);
                 else m = SELECT16(e < m, e, m);
             }
             float best = m[0];
             int any = 0;
             for (int l = 0; l < 16; l++) {
                 any |= nan[l] | (m[l] != m[l]);
-                if (op == 2 ? m[l] > best : m[l] < best) best = m[l];
+                if (op == EARSHOT_REDUCE_MAX ? m[l] > best : m[l] < best) best = m[l];
             }
             for (; r < count; r++) {
                 float e = run[r];
                 any |= e != e;
-                if (op == 2 ? e > best : e < best) best = e;
+                if (op == EARSHOT_REDUCE_MAX ? e > best : e < best) best = e;
             }
             y[o] = any || best == 0.0f ? extreme1(op, v, members, count) : best;
         }
@@ -666,12 +666,12 @@ void earshot_reduce(int op, const float *x, const long *starts, long outputs, co
             long m = members[r];
             for (int j = 0; j < 8; j++) s[j] += x[st[j] + m];
         }
-        for (int j = 0; j < 8; j++) y[o + j] = op == 1 ? s[j] / (float)count : s[j];
+        for (int j = 0; j < 8; j++) y[o + j] = op == EARSHOT_REDUCE_MEAN ? s[j] / (float)count : s[j];
     }
     for (; o < outputs; o++) {
         float s = 0;
         for (long r = 0; r < count; r++) s += x[starts[o] + members[r]];
-        y[o] = op == 1 ? s / (float)count : s;
+        y[o] = op == EARSHOT_REDUCE_MEAN ? s / (float)count : s;
     }
 }
 

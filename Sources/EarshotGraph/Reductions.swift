@@ -51,7 +51,8 @@ enum Reductions {
     /// A float reduction over `layout` (ReduceMax and ReduceMin keep a NaN; sums run in float,
     /// in the order of a plain loop over the reduced positions).
     static func reduceFloats(_ op: GraphOp, _ v: UnsafePointer<Float>, _ layout: ReductionLayout, into out: UnsafeMutablePointer<Float>) {
-        let code: Int32 = op == .reduceMax ? 2 : op == .reduceMin ? 3 : op == .reduceMean ? 1 : 0
+        let code = Int32(op == .reduceMax ? EARSHOT_REDUCE_MAX : op == .reduceMin ? EARSHOT_REDUCE_MIN
+                         : op == .reduceMean ? EARSHOT_REDUCE_MEAN : EARSHOT_REDUCE_SUM)
         layout.starts.withUnsafeBufferPointer { starts in
             layout.members.withUnsafeBufferPointer { members in
                 guard let first = starts.baseAddress, let member = members.baseAddress ?? starts.baseAddress else { return }

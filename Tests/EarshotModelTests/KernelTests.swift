@@ -58,19 +58,20 @@ struct KernelTests {
                 if variant == 1, size > 5 { x[size / 2] = .nan; x[size - 3] = -.nan }
                 if variant == 2 { x = x.map { $0.isNaN ? -1 : -abs($0) - 1 }; x[size - 1] = 0; x[0] = -0.0; if size > 16 { x[0] = -2; x[1] = 0; x[16] = -0.0 } }
                 if variant == 3 { x = x.map { $0.isNaN || $0 == 0 ? 1 : abs($0) }; x[0] = -0.0; x[size - 1] = 0 }
-                for op: Int32 in 0...3 {
+                for op in [EARSHOT_REDUCE_SUM, EARSHOT_REDUCE_MEAN, EARSHOT_REDUCE_MAX, EARSHOT_REDUCE_MIN].map(Int32.init) {
+                    let (isMax, isSum) = (op == Int32(EARSHOT_REDUCE_MAX), op == Int32(EARSHOT_REDUCE_SUM) || op == Int32(EARSHOT_REDUCE_MEAN))
                     var y = [Float](repeating: 7, count: outputs)
                     earshot_reduce(op, x, starts, outputs, members.isEmpty ? starts : members, count, &y)
                     for o in 0..<outputs {
-                        var m: Float = op == 2 ? -.infinity : .infinity, sum: Float = 0
+                        var m: Float = isMax ? -.infinity : .infinity, sum: Float = 0
                         for r in members {
                             let e = x[starts[o] + r]
                             sum += e
-                            if (op == 2 ? e > m : e < m) || e.isNaN { m = e }
+                            if (isMax ? e > m : e < m) || e.isNaN { m = e }
                         }
-                        let expected = op == 0 ? sum : op == 1 ? sum / Float(count) : m
+                        let expected = op == Int32(EARSHOT_REDUCE_SUM) ? sum : op == Int32(EARSHOT_REDUCE_MEAN) ? sum / Float(count) : m
                         // A sum's NaN: which operand's NaN an addition passes on is not fixed.
-                        let same = y[o].bitPattern == expected.bitPattern || (op < 2 && y[o].isNaN && expected.isNaN)
+                        let same = y[o].bitPattern == expected.bitPattern || (isSum && y[o].isNaN && expected.isNaN)
                         #expect(same, "op \(op), \(outputs) x \(count) by \(step), variant \(variant), output \(o): \(y[o]) vs \(expected)")
                     }
                 }
