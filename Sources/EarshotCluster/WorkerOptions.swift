@@ -1,4 +1,3 @@
-import Foundation
 import Earshot
 import EarshotRedis
 import EarshotTelemetry
@@ -26,8 +25,10 @@ public struct WorkerOptions: Sendable {
     /// gathers it meanwhile (false: each read after the batch's writes).
     public var readAhead = true
     /// Threads a round's batched step is split between (its sources cut into that many batches,
-    /// each on its own core; the same events as one batch). 1: the worker's thread alone.
-    public var threads = ProcessInfo.processInfo.activeProcessorCount
+    /// each on its own core; the same events as one batch). 1 (the default): the worker's thread
+    /// alone, which leaves the other cores to Redis and the publishers where they share the
+    /// machine (there, on 2 cores, splitting the step made one worker fall behind sooner).
+    public var threads = 1
     /// How long a read waits for audio (ms).
     public var blockMs = 100
     /// The most bytes of audio in one entry. A larger entry fails its source

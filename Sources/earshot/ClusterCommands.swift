@@ -156,7 +156,7 @@ enum ClusterCommands {
         settings.heartbeat = min(1, settings.claimAfter / 3)
         settings.maxEntryBytes = args.int("max-entry-bytes")
         settings.idleAfter = args.double("idle-after")
-        settings.threads = args.optionalInt("threads") ?? ProcessInfo.processInfo.activeProcessorCount
+        settings.threads = args.optionalInt("threads") ?? 1
         let quiet = args.flag("quiet")
         let name = settings.name
         let write = ServiceTelemetry.log(args, prefix: "earshot worker \(name)", context: [("command", "worker"), ("worker", name)])

@@ -167,7 +167,7 @@ enum Specs {
                   .double("claim-after", "S", 0.1...86_400, default: 5, "seconds without a heartbeat before a worker's sources are claimed"),
                   maxEntryBytes,
                   .double("idle-after", "S", 0...604_800, default: 60, "a source that sends nothing this long is set aside until its audio stream has a new entry; 0: never"),
-                  .int("threads", "N", 1...64, defaultText: "the cores", "threads a round's batched step is split between (its sources cut into that many batches, the same events); 1: one thread"))
+                  .int("threads", "N", 1...64, defaultText: "1", "threads a round's batched step is split between (its sources cut into that many batches, the same events); more than 1 only where the worker has cores Redis and the publishers do not use"))
                  + decisionRules + [
                   ServiceTelemetry.metrics,
                   .flag("quiet", short: "q", "no notes on stderr"),
