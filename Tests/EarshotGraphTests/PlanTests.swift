@@ -304,6 +304,37 @@ struct PlanTests {
         }
     }
 
+    @Test("An operand broadcast along the innermost axis ([3] over [2, 300, 3], and [7, 1, 3] over [7, 5, 3]), either side, gives bit for bit what the op gives on it expanded: the laid-out periods and the tiles past the first",
+          arguments: ["Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"])
+    func periodicBroadcast(op: String) throws {
+        func run(_ shapes: [[Int]], _ inputs: [[Float]]) throws -> [Float] {
+            let p = try GraphPlan(nodes: [try GraphNode(op: op, name: "node", inputs: ["x0", "x1"], outputs: ["y"])], constants: [:],
+                                  inputs: [("x0", shapes[0]), ("x1", shapes[1])], outputs: ["y"], opset: 17)
+            var ws = GraphWorkspace()
+            var got: [Float] = []
+            try p.run(streams: 2, workspace: &ws, load: { s, i, buffer in for k in 0..<buffer.count { buffer[k] = inputs[i][k] + Float(s) } },
+                      store: { s, _, v in if s == 1 { got = Array(v) } })
+            return got
+        }
+        let specials: [Float] = [0, -0.0, .nan, Float.leastNonzeroMagnitude * 300, -2.5, 3]
+        for (full, small) in [([2, 300, 3], [3]), ([7, 5, 3], [7, 1, 3])] {
+            let n = full.reduce(1, *), m = small.reduce(1, *)
+            let big: [Float] = (0..<n).map { (i: Int) -> Float in i % 97 < specials.count ? specials[i % 97] : Float(i % 13) * 0.37 + 0.05 }
+            let few: [Float] = (0..<m).map { (i: Int) -> Float in i < specials.count ? specials[(i + 1) % specials.count] : Float(i) * 0.5 + 0.25 }
+            let widened: [Float] = (0..<n).map { (i: Int) -> Float in
+                let at: Int = small.count == 1 ? i % 3 : (i / 15) * 3 + i % 3
+                return few[at]
+            }
+            for smallFirst in [false, true] {
+                let got = smallFirst ? try run([small, full], [few, big]) : try run([full, small], [big, few])
+                let expected = smallFirst ? try run([full, full], [widened, big]) : try run([full, full], [big, widened])
+                #expect(got.count == n)
+                let differ = zip(got, expected).filter { $0.bitPattern != $1.bitPattern && !($0.isNaN && $1.isNaN) }.count
+                #expect(differ == 0, "\(op) \(small) over \(full), small first \(smallFirst): \(differ) values differ")
+            }
+        }
+    }
+
     @Test("The compiled node equals the reference kernel, and a batch of streams equals each stream alone", arguments: planCases)
     func matchesReference(_ c: PlanCase) throws {
         let (plan, nodes, constants) = try plan(c)

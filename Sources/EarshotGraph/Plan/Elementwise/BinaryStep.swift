@@ -42,10 +42,35 @@ struct BinaryStep: Step {
     /// When one operand has the output's shape and the other's map is such stretches of 16
     /// values or more on average: the stretches, each one call of the vectorized kernel.
     let stretches: [Stretch]?
+    /// When one operand has the output's shape and the other's map repeats with a short period
+    /// (a value per channel on the innermost axis, as a batch norm over [.., 2]): the map's first
+    /// period. The broadcast operand is then laid out over a whole number of periods once per
+    /// run, and the kernel runs on both operands in place.
+    let period: [Int32]?
 
     init(kind: Kind, a: GraphPlan.Ref, b: GraphPlan.Ref, y: GraphPlan.Ref, mapA: [Int32]?, mapB: [Int32]?) {
         (self.kind, self.a, self.b, self.y, self.mapA, self.mapB) = (kind, a, b, y, mapA, mapB)
-        stretches = kind != .square && (mapA == nil) != (mapB == nil) ? Self.stretches(mapA ?? mapB ?? []) : nil
+        let oneSided = kind != .square && (mapA == nil) != (mapB == nil)
+        stretches = oneSided ? Self.stretches(mapA ?? mapB ?? []) : nil
+        period = oneSided && stretches == nil ? Self.period(mapA ?? mapB ?? []) : nil
+    }
+
+    /// The longest period a map is laid out over (`Self.tile` values); longer periods take the
+    /// value-by-value path.
+    static let tile = 512
+
+    /// The first period of `map` when it repeats with a period of at most `tile` values and
+    /// the output holds at least 16 periods; else nil.
+    static func period(_ map: [Int32]) -> [Int32]? {
+        guard let first = map.first else { return nil }
+        var candidate = 1
+        while candidate <= tile, candidate * 16 <= map.count {
+            if map[candidate] == first, (candidate..<map.count).allSatisfy({ map[$0] == map[$0 - candidate] }) {
+                return Array(map[0..<candidate])
+            }
+            candidate += 1
+        }
+        return nil
     }
 
     /// A broadcast map cut into stretches of one value or of consecutive values; nil when they
@@ -104,6 +129,34 @@ struct BinaryStep: Step {
                             earshot_binary(op, pa + start, 1, pb + other, step, out + start, count)
                         } else {
                             earshot_binary(op, pa + other, step, pb + start, 1, out + start, count)
+                        }
+                    }
+                }
+            }
+            return
+        }
+        // One operand broadcast with a short period: that operand laid out over whole periods, then
+        // the vectorized kernel on both in place, a tile at a time.
+        if let period {
+            let op = kernelOp
+            let p = period.count, tile = p * Swift.max(1, Self.tile / p), n = y.count
+            let broadcastB = mapB != nil
+            period.withUnsafeBufferPointer { map in
+                withUnsafeTemporaryAllocation(of: Float.self, capacity: tile) { laid in
+                    guard let laid = laid.baseAddress else { return }
+                    for s in 0..<c.streams {
+                        let pa = c.read(a, s), pb = c.read(b, s), out = c.write(y, s)
+                        let source = broadcastB ? pb : pa
+                        for j in 0..<tile { laid[j] = source[Int(map[j % p])] }
+                        var i = 0
+                        while i < n {
+                            let m = Swift.min(tile, n - i)
+                            if broadcastB {
+                                earshot_binary(op, pa + i, 1, laid, 1, out + i, m)
+                            } else {
+                                earshot_binary(op, laid, 1, pb + i, 1, out + i, m)
+                            }
+                            i += m
                         }
                     }
                 }
