@@ -702,6 +702,46 @@ void earshot_pool(int max, const float *x, long planes, long plane, const int *s
     }
 }
 
+// Windows of `width` consecutive values every `stride`, as earshot_pool takes them: the maximum
+// as the first, then any larger one; the average as (0 + the first) + each next, over the
+// divisor. Pairs (stride and width 2) run 16 outputs at a time from two vectors of 16 split into
+// their even and odd values, by the same expressions lane by lane.
+CLONES
+void earshot_pool_regular(int max, const float *x, long planes, long plane, long stride, long width, const float *divisors,
+                          long outputs, float *y) {
+    for (long p = 0; p < planes; p++) {
+        const float *v = x + p * plane;
+        float *o = y + p * outputs;
+        long k = 0;
+        if (stride == 2 && width == 2) {
+            for (; k + 16 <= outputs; k += 16) {
+                v16 lo = load16(v + 2 * k), hi = load16(v + 2 * k + 16);
+                v16 first = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+                v16 second = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+                if (max) {
+                    *(v16 *)(o + k) = SELECT16(second > first, second, first);
+                } else {
+                    v16 d = load16(divisors + k);
+                    v16 sum = ((v16){0} + first) + second;
+                    *(v16 *)(o + k) = SELECT16(d > 0, sum / d, (v16){0});
+                }
+            }
+        }
+        for (; k < outputs; k++) {
+            const float *w = v + k * stride;
+            if (max) {
+                float best = w[0];
+                for (long m = 1; m < width; m++) if (w[m] > best) best = w[m];
+                o[k] = best;
+            } else {
+                float sum = 0;
+                for (long m = 0; m < width; m++) sum += w[m];
+                o[k] = divisors[k] > 0 ? sum / divisors[k] : 0.0f;
+            }
+        }
+    }
+}
+
 // Winograd F(4, 3): four outputs of a 3-tap correlation from six inputs d0..d5 with six products
 // instead of twelve, y = A^T [(G g) . (B^T d)] with the interpolation points 0, 1, -1, 2, -2 and
 // infinity. Values are channels-last rows of `channels` floats; each loop runs along a row.

@@ -79,6 +79,33 @@ struct KernelTests {
         }
     }
 
+    @Test("Pooling over regular windows (pairs, as BirdNET's 1 x 2 pools; and threes, overlapping fours) equals the listed windows' kernel bit for bit: maxima keeping the first of a tie and a NaN where it stands, averages with their -0, vectors and tails")
+    func regularPooling() {
+        var random = SeededRandom(seed: 61)
+        // (stride, width, outputs per plane, planes)
+        for (stride, width, outputs, planes) in [(2, 2, 95, 3), (2, 2, 16, 1), (2, 2, 7, 2), (3, 3, 21, 2), (2, 4, 19, 2)] {
+            let plane = (outputs - 1) * stride + width
+            var x = (0..<(plane * planes)).map { _ in Float.random(in: -10...10, using: &random) }
+            for i in Swift.stride(from: 0, to: x.count, by: 11) { x[i] = -0.0 }
+            for i in Swift.stride(from: 5, to: x.count, by: 13) { x[i] = 0 }
+            for i in Swift.stride(from: 7, to: x.count, by: 29) { x[i] = .nan }
+            for i in Swift.stride(from: 8, to: x.count, by: 31) { x[i] = x[i - 1] }
+            var starts: [Int32] = [0], members: [Int32] = []
+            for k in 0..<outputs {
+                members += (0..<width).map { Int32(k * stride + $0) }
+                starts.append(Int32(members.count))
+            }
+            let divisors = (0..<outputs).map { Float($0 % 5 == 4 ? 0 : width - $0 % 2) }
+            for max in [Int32(1), 0] {
+                var listed = [Float](repeating: 7, count: outputs * planes), regular = listed
+                earshot_pool(max, x, planes, plane, starts, members, divisors, outputs, &listed)
+                earshot_pool_regular(max, x, planes, plane, stride, width, divisors, outputs, &regular)
+                let differ = zip(listed, regular).filter { $0.bitPattern != $1.bitPattern && !(max == 0 && $0.isNaN && $1.isNaN) }.count
+                #expect(differ == 0, "max \(max), stride \(stride), width \(width), \(outputs) outputs: \(differ) differ")
+            }
+        }
+    }
+
     @Test("Pow: within 1e-6 of a double-precision power, relative, over bases from 1e-30 to 1e30 and exponents from -3 to 3, and over the vector exponential's whole reach (|b ln a| up to 10); powf's special values; every value the same, bit for bit, in a run of any length, by a fixed exponent or by one per value")
     func power() {
         var random = SeededRandom(seed: 53)

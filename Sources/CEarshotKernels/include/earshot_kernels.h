@@ -117,6 +117,10 @@ void earshot_binary(int op, const float *a, long a_step, const float *b, long b_
 // planes (of `plane` values in, `outputs` out) takes members[starts[k]..<starts[k + 1]].
 void earshot_pool(int max, const float *x, long planes, long plane, const int *starts, const int *members,
                   const float *divisors, long outputs, float *y);
+// earshot_pool where window k is the `width` positions from k * stride of each plane: the same
+// values, read in place.
+void earshot_pool_regular(int max, const float *x, long planes, long plane, long stride, long width, const float *divisors,
+                          long outputs, float *y);
 enum { EARSHOT_REDUCE_SUM = 0, EARSHOT_REDUCE_MEAN = 1, EARSHOT_REDUCE_MAX = 2, EARSHOT_REDUCE_MIN = 3 };
 // ReduceSum, ReduceMean, ReduceMax and ReduceMin (the EARSHOT_REDUCE_ ops) of groups of x: output o takes
 // x[starts[o] + members[r]] for r in 0..<count (members strictly increasing) in that order, one
