@@ -52,13 +52,14 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
 #define MIN_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((q) < (p) ? (q) : (p)))
 
 // exp(x) for |x| <= 88: x = n ln2 + r, |r| <= ln2 / 2, e^r by its Taylor series to r^7
-// (relative error below 2e-8), scaled by 2^n through the exponent bits.
-#define EXP8(x, out) do {                                                              \
-        v8 _x = (x);                                                                   \
-        _x = __builtin_elementwise_min(__builtin_elementwise_max(_x, (v8){0} - 87.0f), (v8){0} + 88.0f); \
-        v8 _n = __builtin_elementwise_round(_x * 1.44269504f);                         \
-        v8 _r = _x - _n * 0.693145752f - _n * 1.42860677e-6f;                          \
-        v8 _p = 1.0f / 5040 + _r * 0.0f;                                               \
+// (relative error below 2e-8), scaled by 2^n through the exponent bits. EXPV takes vectors of
+// type V (integer lanes I), EXP8 8 lanes: each lane's value is the same at any width.
+#define EXPV(V, I, x, out) do {                                                        \
+        V _x = (x);                                                                    \
+        _x = __builtin_elementwise_min(__builtin_elementwise_max(_x, (V){0} - 87.0f), (V){0} + 88.0f); \
+        V _n = __builtin_elementwise_round(_x * 1.44269504f);                          \
+        V _r = _x - _n * 0.693145752f - _n * 1.42860677e-6f;                           \
+        V _p = (V){0} + 1.0f / 5040;                                                   \
         _p = _p * _r + 1.0f / 720;                                                     \
         _p = _p * _r + 1.0f / 120;                                                     \
         _p = _p * _r + 1.0f / 24;                                                      \
@@ -66,13 +67,16 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
         _p = _p * _r + 0.5f;                                                           \
         _p = _p * _r + 1.0f;                                                           \
         _p = _p * _r + 1.0f;                                                           \
-        typedef int i8 __attribute__((vector_size(32)));                               \
-        i8 _e = (__builtin_convertvector(_n, i8) + 127) << 23;                         \
-        (out) = _p * (v8)_e;                                                           \
+        I _e = (__builtin_convertvector(_n, I) + 127) << 23;                           \
+        (out) = _p * (V)_e;                                                            \
     } while (0)
+typedef int i8v __attribute__((vector_size(32)));
+#define EXP8(x, out) EXPV(v8, i8v, x, out)
 
 #define SIGMOID8(x, out) do { v8 _s; EXP8(-(x), _s); (out) = 1.0f / (1.0f + _s); } while (0)
 typedef int vi16 __attribute__((vector_size(64), aligned(4)));
+// SIGMOID8 on 16 lanes, each lane's value the same.
+#define SIGMOID16(x, out) do { v16 _s; EXPV(v16, vi16, -(x), _s); (out) = 1.0f / (1.0f + _s); } while (0)
 #define SELECT16(m, a, b) ((v16)(((vi16)(a) & (m)) | ((vi16)(b) & ~(m))))
 
 // A tile's outputs `out` (a v16 variable) through the epilogue: column `column`'s bias, then each
@@ -106,13 +110,9 @@ typedef int vi16 __attribute__((vector_size(64), aligned(4)));
                     break;                                                                         \
                 case EARSHOT_SIGMOID:                                                              \
                 case EARSHOT_SWISH: {                                                              \
-                    /* Two halves of 8 lanes, each as earshot_unary computes it. */                \
-                    v8 lo_ = __builtin_shufflevector(out, out, 0, 1, 2, 3, 4, 5, 6, 7), slo_;      \
-                    v8 hi_ = __builtin_shufflevector(out, out, 8, 9, 10, 11, 12, 13, 14, 15), shi_; \
-                    SIGMOID8(lo_, slo_);                                                           \
-                    SIGMOID8(hi_, shi_);                                                           \
-                    if ((ep)->kinds[o_] == EARSHOT_SWISH) { slo_ = lo_ * slo_; shi_ = hi_ * shi_; } \
-                    out = __builtin_shufflevector(slo_, shi_, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); \
+                    v16 s_;                                                                        \
+                    SIGMOID16(out, s_);                                                            \
+                    out = (ep)->kinds[o_] == EARSHOT_SWISH ? out * s_ : s_;                        \
                     break;                                                                         \
                 }                                                                                  \
                 default: break;                                                                    \
@@ -337,10 +337,15 @@ void earshot_relu(float *x, long n) {
     for (long i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0.0f;
 }
 
-// y = sigmoid(x), or x * sigmoid(x) (swish), 8 lanes at a time; a tail value through the same
-// 8-lane code (sigmoid1), so a value gets the same bits wherever it lies. y may be x itself.
+// y = sigmoid(x), or x * sigmoid(x) (swish), 16 lanes at a time, then 8; a tail value through
+// the same 8-lane code (sigmoid1), so a value gets the same bits wherever it lies. y may be x itself.
 static inline __attribute__((always_inline)) void sigmoids(const float *x, float *y, long n, int swish) {
     long i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v16 v = load16(x + i), s;
+        SIGMOID16(v, s);
+        *(v16 *)(y + i) = swish ? v * s : s;
+    }
     for (; i + 8 <= n; i += 8) {
         v8 v = load8(x + i), s;
         SIGMOID8(v, s);

@@ -106,6 +106,29 @@ struct KernelTests {
         }
     }
 
+    @Test("Sigmoid and swish: each value within 1e-6 of the exact one, relative, and the same bits wherever it lies in a run (16 lanes, 8 lanes or the tail)")
+    func sigmoidAnywhere() {
+        var random = SeededRandom(seed: 67)
+        let x = (0..<61).map { _ in Float.random(in: -30...30, using: &random) } + [0, -0.0, 88, -88, 100, -100, 1e-30]
+        for op in [EARSHOT_SIGMOID, EARSHOT_SWISH].map(Int32.init) {
+            var alone = [Float](repeating: 0, count: x.count)
+            for i in x.indices { earshot_unary(op, 0, [x[i]], &alone[i], 1) }
+            for shift in 0..<17 {
+                // The values after `shift` others: each falls on another lane, or into the tail.
+                let run = [Float](repeating: 0.5, count: shift) + x
+                var y = [Float](repeating: .nan, count: run.count)
+                earshot_unary(op, 0, run, &y, run.count)
+                let moved = x.indices.filter { y[shift + $0].bitPattern != alone[$0].bitPattern }
+                #expect(moved.isEmpty, "op \(op), after \(shift) values: \(moved.map { x[$0] })")
+            }
+            for (v, got) in zip(x, alone) {
+                let s = 1 / (1 + exp(-Double(v))), exact = op == Int32(EARSHOT_SWISH) ? Double(v) * s : s
+                // Past |x| = 87 the exponential is held at e^87: a sigmoid of -100 is 6e-39, not 4e-44.
+                #expect(abs(Double(got) - exact) <= 1e-6 * abs(exact) + 1e-36, "op \(op), \(v): \(got) vs \(exact)")
+            }
+        }
+    }
+
     @Test("Pow: within 1e-6 of a double-precision power, relative, over bases from 1e-30 to 1e30 and exponents from -3 to 3, and over the vector exponential's whole reach (|b ln a| up to 10); powf's special values; every value the same, bit for bit, in a run of any length, by a fixed exponent or by one per value")
     func power() {
         var random = SeededRandom(seed: 53)
