@@ -12,7 +12,9 @@ struct Run: Sendable {
     /// Single-element runs in output order joined where they continue each other.
     static func joined(_ elements: [Run]) -> [Run] {
         var runs: [Run] = []
-        for e in elements.sorted(by: { $0.dst < $1.dst }) {
+        // Mostly given in order already: sorted only when not.
+        let inOrder = zip(elements, elements.dropFirst()).allSatisfy { $0.dst < $1.dst }
+        for e in inOrder ? elements : elements.sorted(by: { $0.dst < $1.dst }) {
             if var last = runs.last, last.dst + last.count == e.dst, last.source == e.source,
                e.source >= 0 ? last.src + last.count == e.src : last.fill.bitPattern == e.fill.bitPattern {
                 last.count += e.count
