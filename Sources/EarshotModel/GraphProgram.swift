@@ -153,13 +153,6 @@ struct GraphProgram: Sendable {
         self.planGivesCodes = sizes.map { _ in false }
         self.consecutive = nil
         self.interpreted = "not compiled yet"
-        // A dry step on silence: every node's shapes fit, the states keep their shapes, and
-        // the score count is known before any audio is seen.
-        var state = initial
-        let scores = try state.withUnsafeMutableBufferPointer { s throws(ModelError) in
-            try interpretedStep(audio: [Float](repeating: 0, count: blockSamples), states: s)
-        }
-        scoreCount = scores.count
         do {
             // The int8 states go in and out of the plan as the codes a stream keeps.
             let codes = Set(spec.states.indices.filter { coded[$0] }.flatMap { [spec.states[$0].input, spec.states[$0].output] })
@@ -173,18 +166,30 @@ struct GraphProgram: Sendable {
                 plan = try GraphPlan(nodes: nodes, constants: constants, inputs: inputs, outputs: outputs, opset: spec.opset, codes: codes,
                                      precision: precision, fp32Nodes: Set(fp32Nodes), verify: false)
             }
+            // Building the plan ran every node on the reference kernels (its shapes fit) and checked
+            // it against them: the score count is its first output's.
             let counts = plan.outputShapes.map { $0.reduce(1, *) }
-            if counts == [scores.count] + sizes {
+            if counts.count == sizes.count + 1, Array(counts.dropFirst()) == sizes {
                 self.plan = plan
+                self.scoreCount = counts[0]
                 self.planTakesCodes = sizes.indices.map { plan.inputCoded[$0 + 1] }
                 self.planGivesCodes = sizes.indices.map { plan.outputCoded[$0 + 1] }
                 self.consecutive = plan.consecutive(carrying: Set(sizes.indices.map { $0 + 1 }))
                 self.interpreted = nil
             } else {
-                self.interpreted = "the compiled graph's outputs hold \(counts) values; the states and scores \([scores.count] + sizes)"
+                self.interpreted = "the compiled graph's states hold \(counts.dropFirst()) values; the model's states \(sizes)"
             }
         } catch {
             self.interpreted = "\(error)"
+        }
+        if plan == nil {
+            // Not compiled: a dry step on silence, so that every node's shapes fit, the states keep
+            // their shapes, and the score count is known before any audio is seen.
+            var state = initial
+            let scores = try state.withUnsafeMutableBufferPointer { s throws(ModelError) in
+                try interpretedStep(audio: [Float](repeating: 0, count: blockSamples), states: s)
+            }
+            scoreCount = scores.count
         }
     }
 
