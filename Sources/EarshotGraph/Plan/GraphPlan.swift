@@ -1,4 +1,6 @@
 import CEarshotKernels
+import Dispatch
+import EarshotFeatures
 
 /// A graph compiled for inputs of fixed shapes, to run many times on many streams.
 ///
@@ -113,6 +115,8 @@ public struct GraphPlan: Sendable {
     public init(nodes: [GraphNode], constants: [String: GraphTensor], inputs: [(name: String, shape: [Int])],
                 outputs: [String], opset: Int, codes: Set<String> = [], precision: Precision = .fp32, fp32Nodes: Set<String> = [],
                 verify: Bool = true, layOut: Bool = true) throws(GraphError) {
+        // The check's reference run needs nothing the builder makes: it runs beside it.
+        let reference = verify ? ReferenceRun(nodes: nodes, constants: constants, inputs: inputs, outputs: outputs, opset: opset) : nil
         var builder = Builder(constants: constants, opset: opset, codes: codes, precision: precision, fp32Nodes: fp32Nodes)
         try builder.build(nodes: nodes, inputs: inputs, outputs: outputs)
         inputNames = inputs.map(\.name)
@@ -147,7 +151,7 @@ public struct GraphPlan: Sendable {
         shared = builder.shared
         self.opset = opset
         self.precision = precision
-        if verify { try check(nodes: nodes, constants: constants) }
+        if let reference { try check(reference) }
     }
 
     /// The builder's steps as a plan runs them (copies nothing reads left out, outputs a Where
@@ -388,33 +392,17 @@ public struct GraphPlan: Sendable {
         }
     }
 
-    /// One run on random inputs against the reference kernels. A graph of TFLite's integer
-    /// kernels takes whole numbers in the int8 range (its states hold quantized values).
-    private func check(nodes: [GraphNode], constants: [String: GraphTensor]) throws(GraphError) {
-        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
-        let integers = nodes.contains { !$0.op.isONNX }
-        func random() -> Float {
-            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            let r = Int64(bitPattern: seed >> 11)
-            return integers ? Float(r % 256 - 128) : Float(r % 2001 - 1000) / 2000  // -128...127; -0.5...0.5
-        }
-        let given = inputShapes.map { shape in (0..<shape.reduce(1, *)).map { _ in random() } }
-        var values = constants
-        for (i, name) in inputNames.enumerated() { values[name] = GraphTensor(shape: inputShapes[i], floats: given[i]) }
-        let releases = GraphNode.releases(nodes, keeping: Set(outputNames))
-        for (i, node) in nodes.enumerated() {
-            let outs = try GraphOps.run(node.op, node: node.name, inputs: node.inputs.map { $0.isEmpty ? nil : values[$0] },
-                                        attributes: node.attributes, opset: opset, outputCount: node.outputs.count)
-            for (name, value) in zip(node.outputs, outs) where !name.isEmpty { values[name] = value }
-            for name in releases[i] { values[name] = nil }
-        }
+    /// The plan's one run on the reference run's random inputs against the reference kernels'
+    /// outputs.
+    private func check(_ reference: ReferenceRun) throws(GraphError) {
+        let expectedOutputs = try reference.outputs()
         var ws = GraphWorkspace()
         var got: [[Float]] = Array(repeating: [], count: outputNames.count)
         try run(streams: 1, workspace: &ws, load: { _, i, buffer in
-            for k in 0..<buffer.count { buffer[k] = given[i][k] }
+            for k in 0..<buffer.count { buffer[k] = reference.given[i][k] }
         }, store: { _, j, values in got[j] = Array(values) })
         for (j, name) in outputNames.enumerated() {
-            let expected = values[name]?.floats ?? []
+            let expected = expectedOutputs[name] ?? []
             guard expected.count == got[j].count else {
                 throw .unsupported(node: name, op: "plan", reason: "the compiled graph gives \(got[j].count) values for '\(name)'; the reference kernels \(expected.count)")
             }
@@ -425,6 +413,57 @@ public struct GraphPlan: Sendable {
                     throw .unsupported(node: name, op: "plan", reason: "the compiled graph gives \(b) for '\(name)'[\(k)]; the reference kernels \(a)")
                 }
             }
+        }
+    }
+}
+
+/// The reference kernels' outputs of a graph on random inputs, computed on another thread from
+/// the moment it is made: what a plan is checked against. A graph of TFLite's integer kernels
+/// takes whole numbers in the int8 range (its states hold quantized values).
+final class ReferenceRun: Sendable {
+    let given: [[Float]]
+    private let result = Locked<Result<[String: [Float]], GraphError>?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(nodes: [GraphNode], constants: [String: GraphTensor], inputs: [(name: String, shape: [Int])], outputs: [String], opset: Int) {
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        let integers = nodes.contains { !$0.op.isONNX }
+        func random() -> Float {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let r = Int64(bitPattern: seed >> 11)
+            return integers ? Float(r % 256 - 128) : Float(r % 2001 - 1000) / 2000  // -128...127; -0.5...0.5
+        }
+        let given = inputs.map { input in (0..<input.shape.reduce(1, *)).map { _ in random() } }
+        self.given = given
+        let names = inputs.map(\.name), shapes = inputs.map(\.shape)
+        DispatchQueue.global().async { [result, done] in
+            let outcome = Result { () throws(GraphError) -> [String: [Float]] in
+                var values = constants
+                for (i, name) in names.enumerated() { values[name] = GraphTensor(shape: shapes[i], floats: given[i]) }
+                let releases = GraphNode.releases(nodes, keeping: Set(outputs))
+                for (i, node) in nodes.enumerated() {
+                    let outs = try GraphOps.run(node.op, node: node.name, inputs: node.inputs.map { $0.isEmpty ? nil : values[$0] },
+                                                attributes: node.attributes, opset: opset, outputCount: node.outputs.count)
+                    for (name, value) in zip(node.outputs, outs) where !name.isEmpty { values[name] = value }
+                    for name in releases[i] { values[name] = nil }
+                }
+                var floats: [String: [Float]] = [:]
+                for name in outputs { floats[name] = values[name]?.floats ?? [] }
+                return floats
+            }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+    }
+
+    /// The outputs, once the run is over (waiting for it), or the error a node met.
+    func outputs() throws(GraphError) -> [String: [Float]] {
+        done.wait()
+        done.signal()  // for any later call
+        switch result.withLock({ $0 }) {
+        case let .success(outputs): return outputs
+        case let .failure(error): throw error
+        case nil: return [:]
         }
     }
 }
