@@ -129,6 +129,32 @@ struct KernelTests {
         }
     }
 
+    @Test("Depthwise convolution channels-last equals the plane-by-plane kernel bit for bit: 3 x 3 taps (their filters held in registers, 16 and then 8 channels at a time, and the channels past those; inside the plane and at its edges), strides, pads, dilation and 5 x 5 taps, with and without a bias")
+    func depthwiseLast() {
+        var random = SeededRandom(seed: 71)
+        // (channels, h, w, kh, kw, sh, sw, dh, dw, ph, pw)
+        let cases = [(20, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1), (48, 12, 32, 3, 3, 2, 2, 1, 1, 0, 0), (33, 6, 16, 3, 3, 1, 2, 1, 1, 1, 1),
+                     (16, 5, 5, 3, 3, 1, 1, 2, 2, 2, 2), (24, 6, 7, 5, 5, 1, 1, 1, 1, 2, 2), (5, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1),
+                     (72, 8, 12, 3, 3, 2, 2, 1, 1, 0, 1), (29, 5, 9, 3, 3, 1, 1, 1, 1, 1, 1)]
+        for (channels, h, w, kh, kw, sh, sw, dh, dw, ph, pw) in cases {
+            let oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1, ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1
+            let x = (0..<(channels * h * w)).map { _ in Float.random(in: -2...2, using: &random) }
+            let filters = (0..<(channels * kh * kw)).map { _ in Float.random(in: -1...1, using: &random) }
+            let bias = (0..<channels).map { _ in Float.random(in: -1...1, using: &random) }
+            var xLast = [Float](repeating: 0, count: x.count), filtersLast = [Float](repeating: 0, count: filters.count)
+            earshot_transpose(x, channels, h * w, &xLast)
+            earshot_transpose(filters, channels, kh * kw, &filtersLast)
+            for withBias in [true, false] {
+                var planes = [Float](repeating: .nan, count: channels * oh * ow), last = planes, lastPlanes = planes
+                earshot_depthwise(x, channels, h, w, filters, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, withBias ? bias : nil, &planes)
+                earshot_depthwise_last(xLast, channels, h, w, filtersLast, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, withBias ? bias : nil, &last)
+                earshot_transpose(last, oh * ow, channels, &lastPlanes)
+                let differ = zip(planes, lastPlanes).filter { $0.bitPattern != $1.bitPattern }.count
+                #expect(differ == 0, "\(channels) channels, \(h) x \(w), \(kh) x \(kw) taps, bias \(withBias): \(differ) of \(planes.count) differ")
+            }
+        }
+    }
+
     @Test("Pow: within 1e-6 of a double-precision power, relative, over bases from 1e-30 to 1e30 and exponents from -3 to 3, and over the vector exponential's whole reach (|b ln a| up to 10); powf's special values; every value the same, bit for bit, in a run of any length, by a fixed exponent or by one per value")
     func power() {
         var random = SeededRandom(seed: 53)

@@ -40,20 +40,20 @@ extension Builder {
         for (j, name) in node.outputs.enumerated() where !name.isEmpty {
             let (a, b) = (first[j].floats, second[j].floats)
             guard a.count == outputs[j].count, b.count == a.count else { return nil }
-            var elements: [Run] = []
-            elements.reserveCapacity(a.count)
+            // Element by element in output order, each joined to the run before it where it continues it.
+            var runs: [Run] = []
             for e in a.indices {
                 if b[e] - a[e] == 0.5 {
                     let id = Int(a[e]) - 1
                     guard let s = sources.firstIndex(where: { id >= $0.base && id < $0.base + $0.count }) else { return nil }
-                    elements.append(Run(dst: e, source: s, src: id - sources[s].base, count: 1, fill: 0))
+                    Run.append(Run(dst: e, source: s, src: id - sources[s].base, count: 1, fill: 0), to: &runs)
                 } else if a[e] == b[e] || (a[e].isNaN && b[e].isNaN) {
-                    elements.append(Run(dst: e, source: -1, src: 0, count: 1, fill: a[e]))
+                    Run.append(Run(dst: e, source: -1, src: 0, count: 1, fill: a[e]), to: &runs)
                 } else {
                     return nil
                 }
             }
-            moved.append((name, a.count, Run.joined(elements)))
+            moved.append((name, a.count, runs))
         }
         var coded = !refs.isEmpty && refs.allSatisfy(\.coded)
         if coded, !moved.allSatisfy({ $0.runs.allSatisfy { $0.source >= 0 || IntegerRanges.isInt8($0.fill) } }) {

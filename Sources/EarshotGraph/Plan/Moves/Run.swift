@@ -14,16 +14,19 @@ struct Run: Sendable {
         var runs: [Run] = []
         // Mostly given in order already: sorted only when not.
         let inOrder = zip(elements, elements.dropFirst()).allSatisfy { $0.dst < $1.dst }
-        for e in inOrder ? elements : elements.sorted(by: { $0.dst < $1.dst }) {
-            if var last = runs.last, last.dst + last.count == e.dst, last.source == e.source,
-               e.source >= 0 ? last.src + last.count == e.src : last.fill.bitPattern == e.fill.bitPattern {
-                last.count += e.count
-                runs[runs.count - 1] = last
-            } else {
-                runs.append(e)
-            }
-        }
+        for e in inOrder ? elements : elements.sorted(by: { $0.dst < $1.dst }) { append(e, to: &runs) }
         return runs
+    }
+
+    /// `e`, the run after the last of `runs` in output order, added to it where it continues it
+    /// (as `joined` joins them).
+    static func append(_ e: Run, to runs: inout [Run]) {
+        if let last = runs.last, last.dst + last.count == e.dst, last.source == e.source,
+           e.source >= 0 ? last.src + last.count == e.src : last.fill.bitPattern == e.fill.bitPattern {
+            runs[runs.count - 1].count += e.count
+        } else {
+            runs.append(e)
+        }
     }
 
     /// Applies the runs to codes (a fill is a whole number in the int8 range): sources[i] is
