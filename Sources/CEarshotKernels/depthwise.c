@@ -104,6 +104,92 @@ void earshot_depthwise(const float *x, long channels, long h, long w, const floa
     }
 }
 
+// The width of earshot_depthwise_padded's rows: every block of 16 outputs (the last one whole)
+// reads inside it, and a row of the plane fits with its padding on the left.
+long earshot_depthwise_padded_width(long w, long kw, long sw, long dw, long pw, long ow) {
+    long reach = (ow + 15) / 16 * 16 * sw + (kw - 1) * dw + 16;
+    return reach > w + pw ? reach : w + pw;
+}
+
+// A block of 16 outputs from ox of row oy: + bias, then stored (the lanes past the row not).
+#define DW_PADDED_STORE()                                                                                 \
+    do {                                                                                                  \
+        if (bias) acc = acc + bias[c];                                                                    \
+        if (ox + 16 <= ow) {                                                                              \
+            *(dw16 *)(out + ox) = acc;                                                                    \
+        } else {                                                                                          \
+            for (long l = 0; l < ow - ox; l++) out[ox + l] = acc[l];                                      \
+        }                                                                                                 \
+    } while (0)
+
+// One filter row's three taps (filter values F0..F2) along padded row `row_` at stride SW.
+#define DW_PADDED_ROW3(I, SW, F0, F1, F2)                                                                 \
+    do {                                                                                                  \
+        long iy = oy * sh - ph + (I) * dh;                                                                \
+        if (iy >= 0 && iy < h) {                                                                          \
+            const float *row_ = scratch + iy * wp + ox * (SW);                                            \
+            acc = acc + (F0) * DW_ROW16(row_, SW);                                                        \
+            acc = acc + (F1) * DW_ROW16(row_ + dw, SW);                                                   \
+            acc = acc + (F2) * DW_ROW16(row_ + 2 * dw, SW);                                               \
+        }                                                                                                 \
+    } while (0)
+
+// 3 x 3 taps at row stride SW (a constant), the plane's nine filter values in registers.
+#define DW_PADDED3(SW)                                                                                    \
+    do {                                                                                                  \
+        dw16 g00 = f[0] - (dw16){0}, g01 = f[1] - (dw16){0}, g02 = f[2] - (dw16){0};                      \
+        dw16 g10 = f[3] - (dw16){0}, g11 = f[4] - (dw16){0}, g12 = f[5] - (dw16){0};                      \
+        dw16 g20 = f[6] - (dw16){0}, g21 = f[7] - (dw16){0}, g22 = f[8] - (dw16){0};                      \
+        for (long oy = 0; oy < oh; oy++) {                                                                \
+            float *out = y + (c * oh + oy) * ow;                                                          \
+            for (long ox = 0; ox < ow; ox += 16) {                                                        \
+                dw16 acc = (dw16){0};                                                                     \
+                DW_PADDED_ROW3(0, SW, g00, g01, g02);                                                     \
+                DW_PADDED_ROW3(1, SW, g10, g11, g12);                                                     \
+                DW_PADDED_ROW3(2, SW, g20, g21, g22);                                                     \
+                DW_PADDED_STORE();                                                                        \
+            }                                                                                             \
+        }                                                                                                 \
+    } while (0)
+
+// earshot_depthwise with each plane's rows laid out once in `scratch` (h rows of
+// earshot_depthwise_padded_width floats, the plane's values after pw zeros, zeros after them), so
+// that every output along a row goes 16 at a time, the tail block's lanes past the row not kept.
+// A tap on the padding adds filter * 0 = +-0 to a sum that is never -0 (it starts at +0, and a
+// sum is -0 only when both its terms are), so each output has the bits earshot_depthwise gives
+// it: for finite filters only (inf * 0 is NaN).
+CLONES
+void earshot_depthwise_padded(const float *x, long channels, long h, long w, const float *filters, long kh, long kw, long sh,
+                              long sw, long dh, long dw, long ph, long pw, long oh, long ow, const float *bias, float *y,
+                              float *scratch) {
+    const long wp = earshot_depthwise_padded_width(w, kw, sw, dw, pw, ow);
+    for (long c = 0; c < channels; c++) {
+        const float *plane = x + c * h * w, *f = filters + c * kh * kw;
+        for (long r = 0; r < h; r++) {
+            float *row = scratch + r * wp;
+            for (long k = 0; k < pw; k++) row[k] = 0.0f;
+            for (long k = 0; k < w; k++) row[pw + k] = plane[r * w + k];
+            for (long k = pw + w; k < wp; k++) row[k] = 0.0f;
+        }
+        if (kh == 3 && kw == 3 && sw == 1) DW_PADDED3(1);
+        else if (kh == 3 && kw == 3) DW_PADDED3(2);
+        else
+            for (long oy = 0; oy < oh; oy++) {
+                float *out = y + (c * oh + oy) * ow;
+                for (long ox = 0; ox < ow; ox += 16) {
+                    dw16 acc = (dw16){0};
+                    for (long i = 0; i < kh; i++) {
+                        long iy = oy * sh - ph + i * dh;
+                        if (iy < 0 || iy >= h) continue;
+                        const float *row = scratch + iy * wp + ox * sw;
+                        for (long j = 0; j < kw; j++) acc = acc + f[i * kw + j] * DW_ROW16(row + j * dw, sw);
+                    }
+                    DW_PADDED_STORE();
+                }
+            }
+    }
+}
+
 // NC channels (NC / 16 vectors) from c of output (oy, ox), their sums in registers across the
 // taps inside the plane, each summed as depthwise_one sums it.
 #define DW_LAST(NC)                                                                                       \

@@ -103,7 +103,7 @@ private let planCases: [PlanCase] = [
     PlanCase(what: "depthwise 2-D, 3x3 taps, stride 2 along the columns only, a pad after", op: "Conv", dynamic: [[1, 5, 4, 12]],
              constants: [weights([5, 1, 3, 3])],
              attributes: ["group": .int(5), "strides": .ints([1, 2]), "pads": .ints([1, 0, 1, 1])], kernel: "depthwise"),
-    PlanCase(what: "depthwise 2-D of 20 channels (taken channels-last), two items, 3x3 taps, stride 2 along the columns, bias", op: "Conv",
+    PlanCase(what: "depthwise 2-D of 20 channels (rows padded), two items, 3x3 taps, stride 2 along the columns, bias", op: "Conv",
              dynamic: [[2, 20, 6, 10]], constants: [weights([20, 1, 3, 3]), weights([20])],
              attributes: ["group": .int(20), "strides": .ints([1, 2]), "pads": .ints([1, 1, 1, 1])], kernel: "depthwise"),
     PlanCase(what: "depthwise 2-D, 5x5 taps wider than the plane", op: "Conv", dynamic: [[1, 3, 3, 4]],

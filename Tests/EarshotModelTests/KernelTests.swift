@@ -129,7 +129,7 @@ struct KernelTests {
         }
     }
 
-    @Test("Depthwise convolution channels-last equals the plane-by-plane kernel bit for bit: 3 x 3 taps (their filters held in registers, 16 and then 8 channels at a time, and the channels past those; inside the plane and at its edges), strides, pads, dilation and 5 x 5 taps, with and without a bias")
+    @Test("Depthwise convolution channels-last, and plane by plane over padded rows, equal the plane-by-plane kernel bit for bit (zeros and a NaN among the values): 3 x 3 taps (their filters held in registers, 16 and then 8 channels at a time, and the channels past those; inside the plane and at its edges), strides, pads, dilation and 5 x 5 taps, with and without a bias")
     func depthwiseLast() {
         var random = SeededRandom(seed: 71)
         // (channels, h, w, kh, kw, sh, sw, dh, dw, ph, pw)
@@ -138,7 +138,10 @@ struct KernelTests {
                      (72, 8, 12, 3, 3, 2, 2, 1, 1, 0, 1), (29, 5, 9, 3, 3, 1, 1, 1, 1, 1, 1)]
         for (channels, h, w, kh, kw, sh, sw, dh, dw, ph, pw) in cases {
             let oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1, ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1
-            let x = (0..<(channels * h * w)).map { _ in Float.random(in: -2...2, using: &random) }
+            // Zeros (whose products with negative filters are -0) and a NaN among the values.
+            var x = (0..<(channels * h * w)).map { _ in Float.random(in: -2...2, using: &random) }
+            for i in Swift.stride(from: 0, to: x.count, by: 3) { x[i] = 0 }
+            x[x.count / 2] = .nan
             let filters = (0..<(channels * kh * kw)).map { _ in Float.random(in: -1...1, using: &random) }
             let bias = (0..<channels).map { _ in Float.random(in: -1...1, using: &random) }
             var xLast = [Float](repeating: 0, count: x.count), filtersLast = [Float](repeating: 0, count: filters.count)
@@ -151,6 +154,12 @@ struct KernelTests {
                 earshot_transpose(last, oh * ow, channels, &lastPlanes)
                 let differ = zip(planes, lastPlanes).filter { $0.bitPattern != $1.bitPattern }.count
                 #expect(differ == 0, "\(channels) channels, \(h) x \(w), \(kh) x \(kw) taps, bias \(withBias): \(differ) of \(planes.count) differ")
+                // Rows padded in the scratch: the same bits.
+                var padded = [Float](repeating: .nan, count: planes.count)
+                var scratch = [Float](repeating: .nan, count: h * earshot_depthwise_padded_width(w, kw, sw, dw, pw, ow))
+                earshot_depthwise_padded(x, channels, h, w, filters, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, withBias ? bias : nil, &padded, &scratch)
+                let differPadded = zip(planes, padded).filter { $0.bitPattern != $1.bitPattern && !($0.isNaN && $1.isNaN) }.count
+                #expect(differPadded == 0, "padded rows: \(channels) channels, \(h) x \(w), \(kh) x \(kw) taps, bias \(withBias): \(differPadded) differ")
             }
         }
     }

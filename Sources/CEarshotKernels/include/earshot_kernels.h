@@ -44,6 +44,13 @@ void earshot_gemm_indirect(const int *blocks, const float *base, const float *ed
 // (when bias is not NULL). Each output is computed the same way whatever the other outputs are.
 void earshot_depthwise(const float *x, long channels, long h, long w, const float *filters, long kh, long kw, long sh, long sw,
                        long dh, long dw, long ph, long pw, long oh, long ow, const float *bias, float *y);
+// earshot_depthwise (the same bits) for filters that are all finite, with a stride of 1 or 2 along
+// the rows: each plane's rows padded in `scratch` (h * earshot_depthwise_padded_width(...) floats)
+// so that every output of a row goes in vectors.
+long earshot_depthwise_padded_width(long w, long kw, long sw, long dw, long pw, long ow);
+void earshot_depthwise_padded(const float *x, long channels, long h, long w, const float *filters, long kh, long kw, long sh,
+                              long sw, long dh, long dw, long ph, long pw, long oh, long ow, const float *bias, float *y,
+                              float *scratch);
 // earshot_depthwise on channels-last values: x [h][w][channels], filters [kh][kw][channels], y
 // [oh][ow][channels], each output summed as earshot_depthwise sums it (the same bits).
 void earshot_depthwise_last(const float *x, long channels, long h, long w, const float *filters, long kh, long kw, long sh,

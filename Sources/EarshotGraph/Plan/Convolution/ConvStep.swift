@@ -102,15 +102,21 @@ struct ConvStep: InputOutputStep {
         let filters: [Float]
         let bias: [Float]?
         /// The filters [kh][kw][channels] when the planes are taken channels-last
-        /// (`earshot_depthwise_last`: vector lanes over the channels, 16 or more of 2-D planes,
-        /// whose rows are short: BirdNET's 3 x 3 filters over 12 to 128 columns); nil: plane by
-        /// plane (lanes along a row: a plane of one row, as a convolution over time).
+        /// (`earshot_depthwise_last`: vector lanes over the channels, 16 or more of 2-D planes
+        /// whose rows cannot be padded: a filter that is not finite, or a stride past 2); nil:
+        /// plane by plane (lanes along a row: a plane of one row, as a convolution over time, or
+        /// `padded`).
         let lastFilters: [Float]?
+        /// 2-D planes whose filters are all finite, at a stride of 1 or 2 along the rows: plane
+        /// by plane, each plane's rows padded in the scratch first (`earshot_depthwise_padded`,
+        /// the same bits), so that short rows go in vectors too and nothing is transposed.
+        let padded: Bool
 
         init(field: ReceptiveField, filters: [Float], bias: [Float]?, channels: Int) {
             (self.field, self.filters, self.bias) = (field, filters, bias)
             let taps = field.kh * field.kw
-            guard channels >= 16, field.height > 1 else {
+            padded = field.height > 1 && (field.sw == 1 || field.sw == 2) && field.dw >= 1 && filters.allSatisfy(\.isFinite)
+            guard channels >= 16, field.height > 1, !padded else {
                 lastFilters = nil
                 return
             }
@@ -139,7 +145,11 @@ struct ConvStep: InputOutputStep {
 
     /// Scratch floats per stream.
     var scratch: Int {
-        if let d = depthwise { return d.lastFilters == nil ? 0 : channels * plane + outChannels * positions }
+        if let d = depthwise {
+            let f = d.field
+            if d.padded { return f.height * earshot_depthwise_padded_width(f.width, f.kw, f.sw, f.dw, f.pw, f.ow) }
+            return d.lastFilters == nil ? 0 : channels * plane + outChannels * positions
+        }
         if let pm = positionMajor { return pm.spanStarts.count * 16 + pm.edges.count + 16 + pm.phases.count }
         if let w = winograd {
             return 6 * w.tiles * (channels + w.filters[0].rows) + outChannels + max(channels * plane, positions * outChannels)
@@ -195,8 +205,14 @@ struct ConvStep: InputOutputStep {
                     forEachItem(c) { input, o in
                         for first in stride(from: 0, to: channels, by: run) {
                             let n = Swift.min(run, channels - first)
-                            earshot_depthwise(input + first * plane, n, f.height, f.width, w.baseAddress! + first * f.kh * f.kw, f.kh, f.kw,
-                                              f.sh, f.sw, f.dh, f.dw, f.ph, f.pw, f.oh, f.ow, bias.map { $0.baseAddress! + first }, o + first * positions)
+                            if d.padded {
+                                earshot_depthwise_padded(input + first * plane, n, f.height, f.width, w.baseAddress! + first * f.kh * f.kw,
+                                                         f.kh, f.kw, f.sh, f.sw, f.dh, f.dw, f.ph, f.pw, f.oh, f.ow,
+                                                         bias.map { $0.baseAddress! + first }, o + first * positions, c.scratch)
+                            } else {
+                                earshot_depthwise(input + first * plane, n, f.height, f.width, w.baseAddress! + first * f.kh * f.kw, f.kh, f.kw,
+                                                  f.sh, f.sw, f.dh, f.dw, f.ph, f.pw, f.oh, f.ow, bias.map { $0.baseAddress! + first }, o + first * positions)
+                            }
                             activate(o + first * positions, n * positions)
                         }
                     }
@@ -310,7 +326,7 @@ extension ConvStep {
 
     /// Its path, its groups and fields, for a profile.
     var summary: String {
-        let path = depthwise?.lastFilters != nil ? "depthwise, channels-last" : depthwise != nil ? "depthwise" : winograd != nil ? "Winograd" : positionMajor?.phases.isEmpty == false ? "position-major, by stride phase" : positionMajor != nil ? "position-major" : channelsLast != nil ? "channels-last runs" : "gathered"
+        let path = depthwise?.lastFilters != nil ? "depthwise, channels-last" : depthwise?.padded == true ? "depthwise, padded rows" : depthwise != nil ? "depthwise" : winograd != nil ? "Winograd" : positionMajor?.phases.isEmpty == false ? "position-major, by stride phase" : positionMajor != nil ? "position-major" : channelsLast != nil ? "channels-last runs" : "gathered"
         return "Conv (\(path)): \(items) x \(channels) x \(plane) -> \(outChannels) x \(positions), \(groups) groups, depth \(depth), "
             + "\(products) multiply-adds" + (inputChannelsLast ? ", reads channels-last" : "") + (outputChannelsLast ? ", writes channels-last" : "")
     }
