@@ -17,6 +17,10 @@ package struct ChannelSet {
     package private(set) var openCount = 0
     /// Blocks stepped so far, all channels.
     package private(set) var stepsRun = 0
+    /// Batched steps so far that were split between threads, and parts of them whose batch
+    /// refused a block (their channels then stepped one by one, so that only the bad one stops).
+    package private(set) var splitSteps = 0
+    package private(set) var splitPartsRefused = 0
     /// Threads a batched step of at least `parallelSteps` channels is split between (its
     /// channels cut into that many runs, each its own batch); and threads a lone file channel's
     /// run of blocks may take when the model's steps are windows (`Model.stepsAreWindows`).
@@ -188,6 +192,7 @@ package struct ChannelSet {
         if partCount == 1 {
             parts[0].run(model)
         } else {
+            splitSteps += 1
             let running = parts
             DispatchQueue.concurrentPerform(iterations: partCount) { p in running[p].run(model) }
         }
@@ -202,6 +207,7 @@ package struct ChannelSet {
             }
             // The part's batch refused a block (and left the states as they were): each alone,
             // so that only the bad channel stops.
+            if partCount > 1 { splitPartsRefused += 1 }
             for (i, k) in channels[range].enumerated() {
                 do {
                     let s = try model.prediction(from: part.blocks[i], using: &pipelines[k]!.state)
