@@ -28,7 +28,6 @@ package struct ChannelSet {
     package var threads = 1
     /// Each thread's blocks, states and scores, kept from step to step.
     private var parts: [StepPart] = []
-    private var boundScratch: [Int] = []
 
     package init(model: Model, options: LabelOptions) {
         self.model = model
@@ -171,17 +170,10 @@ package struct ChannelSet {
         // A copy of this set shares the parts with it: each set makes its own before using them.
         for p in parts.indices where !isKnownUniquelyReferenced(&parts[p]) { parts[p] = StepPart() }
         while parts.count < partCount { parts.append(StepPart()) }
-        let base = channels.count / partCount, extra = channels.count % partCount
-        var bounds: [Int] = []
-        swap(&bounds, &boundScratch)
-        defer { swap(&bounds, &boundScratch) }
-        bounds.removeAll(keepingCapacity: true)
-        bounds.append(0)
-        for p in 0..<partCount { bounds.append(bounds[p] + base + (p < extra ? 1 : 0)) }
         // Each stream's state is swapped out of its pipeline into its part for the step and back
         // after it (placeholders stand in meanwhile), so that a step copies no state.
         for p in 0..<partCount {
-            let part = parts[p], range = bounds[p]..<bounds[p + 1]
+            let part = parts[p], range = partRange(p, of: partCount, count: channels.count)
             part.resize(range.count, model: model)
             for (i, k) in channels[range].enumerated() {
                 pipelines[k]?.takeBlock(into: &part.blocks[i])
@@ -199,7 +191,7 @@ package struct ChannelSet {
         var events: [ClassifierEvent] = []
         let n = model.labels.count
         for p in 0..<partCount {
-            let part = parts[p], range = bounds[p]..<bounds[p + 1]
+            let part = parts[p], range = partRange(p, of: partCount, count: channels.count)
             for (i, k) in channels[range].enumerated() { swap(&part.states[i], &pipelines[k]!.state) }
             guard part.failed else {
                 for (i, k) in channels[range].enumerated() { events += pipelines[k]?.consume(Array(part.scores[(i * n)..<((i + 1) * n)])) ?? [] }
