@@ -8,6 +8,15 @@
 
 #include "clones.h"
 
+// The sizes (earshot_kernels.h): a frame's channels, its window, and the transform's points
+// (the window zero-padded), whose first half the radix-4 stages below take as complex values.
+#define CHANNELS EARSHOT_MF_CHANNELS
+#define WINDOW EARSHOT_MF_WINDOW_SAMPLES
+#define POINTS 512
+_Static_assert(EARSHOT_MF_CONTEXT_FRAMES * EARSHOT_MF_STEP_SAMPLES == EARSHOT_MF_WINDOW_SAMPLES - EARSHOT_MF_STEP_SAMPLES,
+               "a step's context is whole frames: the window less one step");
+_Static_assert(WINDOW % 32 == 0 && POINTS - WINDOW == 32, "the window is whole vectors of 32 samples, one vector of zeros after it");
+
 #define S16(v) ((int16_t)(int32_t)(v))
 #define ROUND15(v) ((int32_t)((uint32_t)(v) + 16384u) >> 15)
 
@@ -172,30 +181,30 @@ static inline __attribute__((always_inline)) uint32_t lane_bit_length(uint32_t x
 // channels are independent of each other from here on, one vector lane each (even and odd
 // channels smooth their noise at their own rates).
 static inline __attribute__((always_inline)) void channels(const uint32_t *energy, int shift, unsigned *noise, unsigned short *out) {
-    uint64_t acc[40];
-    for (int c = 0; c < 40; c++) {
+    uint64_t acc[CHANNELS];
+    for (int c = 0; c < CHANNELS; c++) {
         acc[c] = 0;
         for (int f = mf_bands[c]; f < mf_bands[c + 1]; f++) acc[c] += (uint64_t)(4096 - mf_weights[f - 5]) * energy[f];
         for (int f = mf_bands[c + 1]; f < mf_bands[c + 2]; f++) acc[c] += (uint64_t)mf_weights[f - 5] * energy[f];
     }
-    _Pragma("clang loop vectorize(assume_safety)") for (int c = 0; c < 40; c++) {
+    _Pragma("clang loop vectorize(assume_safety)") for (int c = 0; c < CHANNELS; c++) {
         CHANNEL(acc[c], shift, noise + c, (uint64_t)((c & 1) ? 983 : 409), out[c]);
     }
 }
 
 CLONES
 static void frame_portable(const short *samples, unsigned *noise, unsigned short *out) {
-    int16_t x[512];
-    for (int i = 0; i < 480; i++) x[i] = S16((samples[i] * mf_window[i]) >> 12);
+    int16_t x[POINTS];
+    for (int i = 0; i < WINDOW; i++) x[i] = S16((samples[i] * mf_window[i]) >> 12);
     // The largest magnitude, as the front end takes it: -32768 negated stays -32768.
     int16_t largest = 0;
-    for (int i = 0; i < 480; i++) {
+    for (int i = 0; i < WINDOW; i++) {
         int16_t a = x[i] == -32768 ? -32768 : (x[i] < 0 ? (int16_t)-x[i] : x[i]);
         largest = a > largest ? a : largest;
     }
     int shift = 15 - bit_length((uint16_t)largest);
-    for (int i = 0; i < 480; i++) x[i] = S16((uint32_t)(uint16_t)x[i] << shift);
-    for (int i = 480; i < 512; i++) x[i] = 0;
+    for (int i = 0; i < WINDOW; i++) x[i] = S16((uint32_t)(uint16_t)x[i] << shift);
+    for (int i = WINDOW; i < POINTS; i++) x[i] = 0;
     int16_t re[257], im[257];
     real_fft(x, re, im);
     uint32_t energy[241];
@@ -210,21 +219,21 @@ static inline uint32_t estimate_half(float v) {
 }
 
 void earshot_microfrontend_estimates(const float *noise, long lanes, long lane, unsigned *estimates) {
-    for (int c = 0; c < 40; c++) estimates[c * lanes + lane] = estimate_half(noise[2 * c]) << 16 | estimate_half(noise[2 * c + 1]);
+    for (int c = 0; c < CHANNELS; c++) estimates[c * lanes + lane] = estimate_half(noise[2 * c]) << 16 | estimate_half(noise[2 * c + 1]);
 }
 
 void earshot_microfrontend_finish(const unsigned short *frames, const unsigned *estimates, long stride, long lanes, long lane,
                                   int started, float scale, const float *pending, float *features, float *pending_out,
                                   float *noise_out) {
-    const long kept = (stride - 2) * 40;
+    const long kept = (stride - EARSHOT_MF_CONTEXT_FRAMES) * CHANNELS, first = EARSHOT_MF_CONTEXT_FRAMES * CHANNELS;
     if (started) {
         for (long i = 0; i < kept; i++) features[i] = pending[i];
-        for (long i = 0; i < 80; i++) features[kept + i] = (float)frames[i * lanes + lane] * scale;
+        for (long i = 0; i < first; i++) features[kept + i] = (float)frames[i * lanes + lane] * scale;
     } else {
-        for (long i = 0; i < stride * 40; i++) features[i] = 0;
+        for (long i = 0; i < stride * CHANNELS; i++) features[i] = 0;
     }
-    for (long i = 0; i < kept; i++) pending_out[i] = (float)frames[(80 + i) * lanes + lane] * scale;
-    for (int c = 0; c < 40; c++) {
+    for (long i = 0; i < kept; i++) pending_out[i] = (float)frames[(first + i) * lanes + lane] * scale;
+    for (int c = 0; c < CHANNELS; c++) {
         unsigned e = estimates[c * lanes + lane];
         noise_out[2 * c] = (float)(e >> 16);
         noise_out[2 * c + 1] = (float)(e & 0xFFFF);
@@ -246,12 +255,13 @@ void earshot_pcm16(const float *x, long n, short *out) {
 // become selections; the square root's corrections are the loops' (each runs at most once for
 // sums below 2^52, which the band sums never reach: 2^31 per bin times 4096 over under 2^9 bins).
 
-#define LANES 16
+#define LANES EARSHOT_MF_LANES
+_Static_assert(LANES == 16, "the AVX-512 path holds one stream a 32-bit lane of a vector");
 #define LANE(a, i) a[i][l]
 #define EACH _Pragma("clang loop vectorize(assume_safety)") for (int l = 0; l < LANES; l++)
 
 typedef struct {
-    int16_t x[512][LANES];
+    int16_t x[POINTS][LANES];
     int32_t zr[256][LANES], zi[256][LANES];
     int32_t re[257][LANES], im[257][LANES];
 } lanes_scratch;
@@ -273,7 +283,7 @@ CLONES
 static void lanes_portable(const short *const *samples, unsigned *noise, unsigned short *out, void *scratch) {
     lanes_scratch *s = (lanes_scratch *)scratch;
     int16_t (*x)[LANES] = s->x;
-    for (int i = 0; i < 480; i++) {
+    for (int i = 0; i < WINDOW; i++) {
         int32_t w = mf_window[i];
         EACH x[i][l] = S16((samples[l][i] * w) >> 12);
     }
@@ -281,15 +291,15 @@ static void lanes_portable(const short *const *samples, unsigned *noise, unsigne
     {
         int32_t largest[LANES];
         EACH largest[l] = 0;
-        for (int i = 0; i < 480; i++) EACH {
+        for (int i = 0; i < WINDOW; i++) EACH {
             int16_t v = x[i][l];
             int16_t a = v == -32768 ? -32768 : (v < 0 ? (int16_t)-v : v);
             largest[l] = a > largest[l] ? a : largest[l];
         }
         EACH shift[l] = 15 - (int32_t)lane_bit_length((uint16_t)largest[l]);
     }
-    for (int i = 0; i < 480; i++) EACH x[i][l] = S16((uint32_t)(uint16_t)x[i][l] << shift[l]);
-    for (int i = 480; i < 512; i++) EACH x[i][l] = 0;
+    for (int i = 0; i < WINDOW; i++) EACH x[i][l] = S16((uint32_t)(uint16_t)x[i][l] << shift[l]);
+    for (int i = WINDOW; i < POINTS; i++) EACH x[i][l] = 0;
     int32_t (*zr)[LANES] = s->zr, (*zi)[LANES] = s->zi;
     for (int n = 0; n < 256; n++) {
         int m = reverse4(n);
@@ -306,7 +316,7 @@ static void lanes_portable(const short *const *samples, unsigned *noise, unsigne
         int32_t sr = mf_split_r[k - 1], si = mf_split_i[k - 1];
         EACH SPLIT(LANE, LANE, k, sr, si);
     }
-    for (int c = 0; c < 40; c++) {
+    for (int c = 0; c < CHANNELS; c++) {
         uint64_t acc[LANES];
         EACH acc[l] = 0;
         for (int f = mf_bands[c]; f < mf_bands[c + 1]; f++) {
@@ -416,7 +426,7 @@ AVX512_LANES void pair_butterflies(__m512i *restrict z, int base, int m, const i
 // the product's bits 12...27. Returns the shift.
 AVX512_LANES int32_t window_row(const short *samples, int16_t *row) {
     __m512i largest = _mm512_setzero_si512();
-    for (int i = 0; i < 480; i += 32) {
+    for (int i = 0; i < WINDOW; i += 32) {
         __m512i a = _mm512_loadu_si512((const void *)(samples + i)), w = _mm512_loadu_si512((const void *)(mf_window + i));
         __m512i v = _mm512_or_si512(_mm512_slli_epi16(_mm512_mulhi_epi16(a, w), 4), _mm512_srli_epi16(_mm512_mullo_epi16(a, w), 12));
         _mm512_storeu_si512((void *)(row + i), v);
@@ -427,10 +437,10 @@ AVX512_LANES int32_t window_row(const short *samples, int16_t *row) {
                                                            _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(largest, 1))));
     int32_t shift = 15 - (int32_t)lane_bit_length((uint16_t)top);
     __m128i count = _mm_cvtsi32_si128(shift);
-    for (int i = 0; i < 480; i += 32) {
+    for (int i = 0; i < WINDOW; i += 32) {
         _mm512_storeu_si512((void *)(row + i), _mm512_sll_epi16(_mm512_loadu_si512((const void *)(row + i)), count));
     }
-    _mm512_storeu_si512((void *)(row + 480), _mm512_setzero_si512());
+    _mm512_storeu_si512((void *)(row + WINDOW), _mm512_setzero_si512());
     return shift;
 }
 
@@ -498,7 +508,7 @@ AVX512_LANES __m512i lookup128(const __m512i *t, __m512i index) {
 }
 
 typedef struct {
-    int16_t rows[LANES][512];
+    int16_t rows[LANES][POINTS];
     __m512i z[256];
     __m512i bins[257];
 } pair_scratch;
@@ -552,7 +562,7 @@ static void lanes_avx512(const short *const *samples, unsigned *noise, unsigned 
     // shift a bin where widening each half took two shuffles; the lanes are put back in order
     // once a channel (exact integer sums: the order of the terms changes nothing).
     const __m512i first_half = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), second_half = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
-    for (int c = 0; c < 40; c++) {
+    for (int c = 0; c < CHANNELS; c++) {
         __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512();
         for (int f = mf_bands[c]; f < mf_bands[c + 1]; f++) {
             __m512i e = _mm512_madd_epi16(bins[f], bins[f]);
@@ -592,7 +602,7 @@ typedef uint32_t __attribute__((may_alias)) pair_word;
 // lie side by side).
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 static void frame_avx512(const short *samples, unsigned *noise, unsigned short *out) {
-    int16_t x[512] __attribute__((aligned(64)));
+    int16_t x[POINTS] __attribute__((aligned(64)));
     int shift = window_row(samples, x);
     // pairs[m] = (x[2m], x[2m + 1]), 16 a vector.
     __m512i pairs[16];

@@ -17,6 +17,10 @@ package struct ChannelSet {
     package private(set) var openCount = 0
     /// Blocks stepped so far, all channels.
     package private(set) var stepsRun = 0
+    /// Batched steps so far that were split between threads, and parts of them whose batch
+    /// refused a block (their channels then stepped one by one, so that only the bad one stops).
+    package private(set) var splitSteps = 0
+    package private(set) var splitPartsRefused = 0
     /// Threads a batched step of at least `parallelSteps` channels is split between (its
     /// channels cut into that many runs, each its own batch); and threads a lone file channel's
     /// run of blocks may take when the model's steps are windows (`Model.stepsAreWindows`).
@@ -24,7 +28,6 @@ package struct ChannelSet {
     package var threads = 1
     /// Each thread's blocks, states and scores, kept from step to step.
     private var parts: [StepPart] = []
-    private var boundScratch: [Int] = []
 
     package init(model: Model, options: LabelOptions) {
         self.model = model
@@ -167,17 +170,10 @@ package struct ChannelSet {
         // A copy of this set shares the parts with it: each set makes its own before using them.
         for p in parts.indices where !isKnownUniquelyReferenced(&parts[p]) { parts[p] = StepPart() }
         while parts.count < partCount { parts.append(StepPart()) }
-        let base = channels.count / partCount, extra = channels.count % partCount
-        var bounds: [Int] = []
-        swap(&bounds, &boundScratch)
-        defer { swap(&bounds, &boundScratch) }
-        bounds.removeAll(keepingCapacity: true)
-        bounds.append(0)
-        for p in 0..<partCount { bounds.append(bounds[p] + base + (p < extra ? 1 : 0)) }
         // Each stream's state is swapped out of its pipeline into its part for the step and back
         // after it (placeholders stand in meanwhile), so that a step copies no state.
         for p in 0..<partCount {
-            let part = parts[p], range = bounds[p]..<bounds[p + 1]
+            let part = parts[p], range = partRange(p, of: partCount, count: channels.count)
             part.resize(range.count, model: model)
             for (i, k) in channels[range].enumerated() {
                 pipelines[k]?.takeBlock(into: &part.blocks[i])
@@ -188,13 +184,14 @@ package struct ChannelSet {
         if partCount == 1 {
             parts[0].run(model)
         } else {
+            splitSteps += 1
             let running = parts
             DispatchQueue.concurrentPerform(iterations: partCount) { p in running[p].run(model) }
         }
         var events: [ClassifierEvent] = []
         let n = model.labels.count
         for p in 0..<partCount {
-            let part = parts[p], range = bounds[p]..<bounds[p + 1]
+            let part = parts[p], range = partRange(p, of: partCount, count: channels.count)
             for (i, k) in channels[range].enumerated() { swap(&part.states[i], &pipelines[k]!.state) }
             guard part.failed else {
                 for (i, k) in channels[range].enumerated() { events += pipelines[k]?.consume(Array(part.scores[(i * n)..<((i + 1) * n)])) ?? [] }
@@ -202,6 +199,7 @@ package struct ChannelSet {
             }
             // The part's batch refused a block (and left the states as they were): each alone,
             // so that only the bad channel stops.
+            if partCount > 1 { splitPartsRefused += 1 }
             for (i, k) in channels[range].enumerated() {
                 do {
                     let s = try model.prediction(from: part.blocks[i], using: &pipelines[k]!.state)

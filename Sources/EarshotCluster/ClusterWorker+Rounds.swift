@@ -40,7 +40,7 @@ extension ClusterWorker {
                 batch[String(s.key.dropFirst(prefix.count))] = s.entries
             }
         }
-        if !batch.isEmpty { try process(batch, c, readingAhead: settings.readAhead) }
+        if !batch.isEmpty { try process(batch, c, readingAhead: settings.readAhead ? reading : []) }
     }
 
     /// The read of the sources' new audio (at most `readCount` entries each); `waiting`: for up
@@ -72,15 +72,17 @@ extension ClusterWorker {
     }
 
     /// A read's entries: in rounds of at most one entry per source, so that each step's events
-    /// belong to one entry; every source of a round steps in one batch. `readingAhead`: the next
-    /// read (not waiting) is sent before the steps and its reply taken after them, so that Redis
+    /// belong to one entry; every source of a round steps in one batch. `readingAhead`: the
+    /// sources the batch was read from, in order; the next read (not waiting) of those not done
+    /// (none has joined since, and only a failure in `readEach` ends one) is sent before the
+    /// steps and its reply taken after them, so that Redis
     /// gathers the next batch while this one steps. Its entries come after this batch's in each
     /// stream, so each source's order holds; they are pending with this worker from the moment
     /// Redis answers, so a worker killed before processing them loses nothing (whoever takes a
     /// source claims its pending audio), and entries of a source given up meanwhile stay
     /// pending for its next owner.
-    func process(_ batch: [String: [(id: String, fields: [RedisReply]?)]], _ c: RedisConnection, readingAhead: Bool = false) throws(RedisError) {
-        let aheadOf = readingAhead ? owned.values.filter { !$0.done }.map(\.id).sorted() : []
+    func process(_ batch: [String: [(id: String, fields: [RedisReply]?)]], _ c: RedisConnection, readingAhead: [String] = []) throws(RedisError) {
+        let aheadOf = readingAhead.filter { owned[$0]?.done == false }
         if !aheadOf.isEmpty { try c.send(read(aheadOf, waiting: false)) }
         var commands: [[RedisArgument]] = []
         var writers: [String] = []  // the source of each command

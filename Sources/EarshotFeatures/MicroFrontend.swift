@@ -18,13 +18,16 @@ import CEarshotKernels
 /// the caller keeps the samples (each frame reads the latest 480, 160 of them new).
 public enum MicroFrontend {
     /// The rate it takes (Hz).
-    public static let sampleRate = 16000
+    public static let sampleRate = Int(EARSHOT_MF_SAMPLE_RATE)
     /// Samples per window (30 ms).
-    public static let windowSamples = 480
+    public static let windowSamples = Int(EARSHOT_MF_WINDOW_SAMPLES)
     /// Samples between windows (10 ms).
-    public static let stepSamples = 160
+    public static let stepSamples = Int(EARSHOT_MF_STEP_SAMPLES)
+    /// Steps of context that start a model step's samples (the window less one step): its
+    /// first frames are the last of the previous step's group.
+    public static let contextFrames = Int(EARSHOT_MF_CONTEXT_FRAMES)
     /// Filterbank channels per frame.
-    public static let channels = 40
+    public static let channels = Int(EARSHOT_MF_CHANNELS)
     /// A frame's 16-bit value times this is the feature value pymicro-features gives.
     public static let featureScale: Float = 0.0390625
 
@@ -35,7 +38,7 @@ public enum MicroFrontend {
     }
 
     /// Streams whose frames `frames(lanes:)` computes together.
-    public static let lanes = 16
+    public static let lanes = Int(EARSHOT_MF_LANES)
     /// Bytes of scratch `frames(lanes:)` needs (64-byte aligned).
     public static var lanesScratchBytes: Int { earshot_microfrontend_lanes_scratch() }
 

@@ -16,7 +16,7 @@ import EarshotFeatures
 enum MicroFrontendOp {
     static func strides(samples: Int) -> Int? {
         let extra = samples - (MicroFrontend.windowSamples - MicroFrontend.stepSamples)
-        guard extra > 0, extra % MicroFrontend.stepSamples == 0, extra / MicroFrontend.stepSamples >= 2 else { return nil }
+        guard extra > 0, extra % MicroFrontend.stepSamples == 0, extra / MicroFrontend.stepSamples >= MicroFrontend.contextFrames else { return nil }
         return extra / MicroFrontend.stepSamples
     }
 
@@ -31,7 +31,7 @@ enum MicroFrontendOp {
             withUnsafeTemporaryAllocation(of: UInt32.self, capacity: channels) { estimate in
                 earshot_microfrontend_estimates(noise, 1, 0, estimate.baseAddress!)
                 withUnsafeTemporaryAllocation(of: UInt16.self, capacity: channels * stride) { frames in
-                    let first = started != 0 ? 0 : 2  // before the stream's third frame, the context is not audio
+                    let first = started != 0 ? 0 : MicroFrontend.contextFrames  // before the stream's third frame, the context is not audio
                     for j in first..<stride {
                         MicroFrontend.frame(pcm.baseAddress! + j * MicroFrontend.stepSamples, noise: estimate.baseAddress!,
                                             into: frames.baseAddress! + j * channels)
@@ -95,12 +95,14 @@ enum MicroFrontendOp {
         let x = try n.input(0, "samples", [.float32]), noise = try n.input(1, "noise", [.float32])
         let pending = try n.input(2, "pending", [.float32]), started = try n.input(3, "started", [.float32])
         guard let stride = strides(samples: x.count) else {
-            throw n.error("samples hold \(x.count) values; the front end takes 320 of context and 160 × stride (2 or more) new ones")
+            let context = MicroFrontend.windowSamples - MicroFrontend.stepSamples
+            throw n.error("samples hold \(x.count) values; the front end takes \(context) of context and \(MicroFrontend.stepSamples) × stride "
+                          + "(\(MicroFrontend.contextFrames) or more) new ones")
         }
         let channels = MicroFrontend.channels
-        guard noise.count == 2 * channels, pending.count == (stride - 2) * channels, started.count == 1 else {
+        guard noise.count == 2 * channels, pending.count == (stride - MicroFrontend.contextFrames) * channels, started.count == 1 else {
             throw n.error("noise \(noise.shape), pending \(pending.shape) and started \(started.shape) must hold \(2 * channels), "
-                          + "\((stride - 2) * channels) and 1 values")
+                          + "\((stride - MicroFrontend.contextFrames) * channels) and 1 values")
         }
         var features = [Float](repeating: 0, count: stride * channels)
         var noiseOut = [Float](repeating: 0, count: 2 * channels), pendingOut = [Float](repeating: 0, count: pending.count)

@@ -159,9 +159,9 @@ extension Model {
     /// the blocks split between the cores.
     func statelessPrefix(_ blocks: [[Float]], contexts: [[Float]], layers count: Int) throws(ModelError) -> Activations {
         let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, blocks.count / 16))
-        let bounds = (0...parts).map { $0 * blocks.count / parts }
         let results = parallelMap(parts) { p in
-            prefix(blocks[bounds[p]..<bounds[p + 1]], contexts: contexts[bounds[p]..<bounds[p + 1]], layers: count)
+            let run = partRange(p, of: parts, count: blocks.count)
+            return prefix(blocks[run], contexts: contexts[run], layers: count)
         }
         return Activations.joined(try results.map { (r) throws(ModelError) in try r.get() })
     }

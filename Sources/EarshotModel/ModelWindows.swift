@@ -17,7 +17,6 @@ extension Model {
         guard stepsAreWindows, parts > 1 else { return try predictions(forConsecutive: blocks, using: &stream) }
         for block in blocks { try check(block, stream) }
         let c = manifest.audio.contextSamples
-        let bounds = (0...parts).map { $0 * blocks.count / parts }
         // Run p starts from the window its first block follows: the context after the blocks before it.
         var starts: [ModelState] = []
         var context = stream.context
@@ -25,13 +24,13 @@ extension Model {
             var start = stream
             start.context = context
             starts.append(start)
-            for b in bounds[p]..<bounds[p + 1] { context = Self.nextContext(context, blocks[b], count: c) }
+            for b in partRange(p, of: parts, count: blocks.count) { context = Self.nextContext(context, blocks[b], count: c) }
         }
         let primed = starts
         let runs = parallelMap(parts) { p in
             Result { () throws(ModelError) -> [[Float]] in
                 var state = primed[p]
-                return try self.predictions(forConsecutive: Array(blocks[bounds[p]..<bounds[p + 1]]), using: &state)
+                return try self.predictions(forConsecutive: Array(blocks[partRange(p, of: parts, count: blocks.count)]), using: &state)
             }
         }
         var scores: [[Float]] = []

@@ -239,6 +239,19 @@ void earshot_floats_to_codes(const float *x, long n, signed char *codes);
 int earshot_int8_paths(void);
 int earshot_int8_path(int path);
 
+// TensorFlow Lite Micro's audio front end as pymicro-features configures it (microfrontend.c;
+// MicroFrontend in Swift takes its sizes from here): a window of EARSHOT_MF_WINDOW_SAMPLES at
+// EARSHOT_MF_SAMPLE_RATE every EARSHOT_MF_STEP_SAMPLES, each frame EARSHOT_MF_CHANNELS values.
+// A step's samples start with EARSHOT_MF_CONTEXT_FRAMES steps of context (the window less one
+// step), so its first frames end the previous step's group. earshot_microfrontend_lanes runs
+// EARSHOT_MF_LANES streams at once.
+#define EARSHOT_MF_SAMPLE_RATE 16000
+#define EARSHOT_MF_WINDOW_SAMPLES 480
+#define EARSHOT_MF_STEP_SAMPLES 160
+#define EARSHOT_MF_CONTEXT_FRAMES 2
+#define EARSHOT_MF_CHANNELS 40
+#define EARSHOT_MF_LANES 16
+
 // One frame of TensorFlow Lite Micro's audio front end (pymicro-features' configuration): 480
 // int16 samples at 16 kHz to 40 16-bit values, updating the 40 noise estimates.
 void earshot_microfrontend_frame(const short *samples, unsigned *noise, unsigned short *out);
