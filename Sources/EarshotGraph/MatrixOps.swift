@@ -1,3 +1,4 @@
+import CEarshotKernels
 /// c[m][n] (+)= sum over k of a[m][k] * b[k][n], each sum in float in the order k = 0, 1, ...
 /// `a` is [rows][depth] and `b` [depth][columns], row-major, at the given offsets.
 func multiplyMatrices(_ a: UnsafeBufferPointer<Float>, _ aOffset: Int, _ b: UnsafeBufferPointer<Float>, _ bOffset: Int,
@@ -87,9 +88,16 @@ enum MatrixOps {
         return [GraphTensor(shape: outShape, floats: y)]
     }
 
-    /// A 2-D tensor transposed.
+    /// A 2-D tensor transposed (floats by the transpose kernel, each value moved as it is).
     static func transposed(_ t: GraphTensor) -> GraphTensor {
         let shape = [t.shape[1], t.shape[0]]
-        return t.gathered(walkOffsets(shape: shape, strides: [1, t.shape[1]]), shape: shape)
+        guard t.dtype == .float32, t.count > 0 else { return t.gathered(walkOffsets(shape: shape, strides: [1, t.shape[1]]), shape: shape) }
+        var y = [Float](repeating: 0, count: t.count)
+        t.floats.withUnsafeBufferPointer { x in
+            y.withUnsafeMutableBufferPointer { out in
+                if let from = x.baseAddress, let to = out.baseAddress { earshot_transpose(from, t.shape[0], t.shape[1], to) }
+            }
+        }
+        return GraphTensor(shape: shape, floats: y)
     }
 }
