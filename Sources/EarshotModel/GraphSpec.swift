@@ -81,6 +81,52 @@ public struct GraphSpec: Codable, Sendable, Equatable {
             self.values = values
             self.dtype = dtype
         }
+
+        private enum CodingKeys: String, CodingKey { case shape, values, runs, dtype }
+
+        /// The values as runs of consecutive integers, [first, count] each, when they are four
+        /// values or more on average (a framing's indices: 511 runs instead of 523,264 values,
+        /// which a manifest then reads in a moment); nil otherwise.
+        var runs: [[Int64]]? {
+            var runs: [[Int64]] = []
+            for v in values {
+                if let last = runs.last, last[0] &+ last[1] == v { runs[runs.count - 1][1] += 1 } else { runs.append([v, 1]) }
+                if runs.count * 4 > values.count && runs.count > 1 { return nil }
+            }
+            return runs.count * 4 <= values.count ? runs : nil
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            shape = try c.decode([Int].self, forKey: .shape)
+            dtype = try c.decode(String.self, forKey: .dtype)
+            if let runs = try c.decodeIfPresent([[Int64]].self, forKey: .runs) {
+                // Runs are short to write and long to hold: at most the shape's values, and at most
+                // 2^24 of them (128 MB).
+                var values: [Int64] = []
+                let count = shape.reduce(1) { $0.multipliedReportingOverflow(by: Swift.max($1, 0)).overflow ? Int.max : $0 * Swift.max($1, 0) }
+                guard count <= 1 << 24 else {
+                    throw DecodingError.dataCorruptedError(forKey: .runs, in: c, debugDescription: "runs of \(count) values: more than 2^24")
+                }
+                for run in runs {
+                    guard run.count == 2, run[1] >= 0, run[1] <= Int64(count - values.count) else {
+                        throw DecodingError.dataCorruptedError(forKey: .runs, in: c,
+                                                               debugDescription: "a run is [first, count], the counts adding up to the shape's \(count) values")
+                    }
+                    values += (0..<run[1]).map { run[0] &+ $0 }
+                }
+                self.values = values
+            } else {
+                values = try c.decode([Int64].self, forKey: .values)
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(shape, forKey: .shape)
+            try c.encode(dtype, forKey: .dtype)
+            if let runs { try c.encode(runs, forKey: .runs) } else { try c.encode(values, forKey: .values) }
+        }
     }
 
     /// A node: its op (ONNX's semantics), inputs, outputs and attributes.

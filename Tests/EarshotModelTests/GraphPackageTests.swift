@@ -150,4 +150,24 @@ struct GraphPackageTests {
         #expect(back == m)
         #expect(String(decoding: data, as: UTF8.self).contains(#""alpha":{"float":1}"#))
     }
+
+    @Test("Integer constants of consecutive runs (a framing's indices) are written as runs and read back as the same values; others as values; runs that do not add up to the shape, or that would expand past 2^24 values, are refused")
+    func integerRuns() throws {
+        var m = Self.manifest()
+        let frames = (0..<7).flatMap { f in (0..<16).map { Int64(f * 5 + $0) } }
+        m.graph?.constants = ["frames": .init(shape: [7, 16], values: frames),
+                              "axes": .init(shape: [3], values: [0, 2, 1]),
+                              "negative": .init(shape: [2, 4], values: [-3, -2, -1, 0, 9, 10, 11, 12])]
+        let data = try JSONEncoder().encode(m)
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(text.contains(#""runs":[[0,16],[5,16],[10,16],[15,16],[20,16],[25,16],[30,16]]"#))
+        #expect(text.contains(#""values":[0,2,1]"#) && text.contains(#""runs":[[-3,4],[9,4]]"#))
+        let back = try JSONDecoder().decode(ModelManifest.self, from: data)
+        #expect(back == m)
+        #expect(back.graph?.constants["frames"]?.values == frames)
+        for bad in [#"{"shape":[2,3],"dtype":"int64","runs":[[0,4],[9,4]]}"#, #"{"shape":[3],"dtype":"int64","runs":[[0,2,1]]}"#,
+                    #"{"shape":[3],"dtype":"int64","runs":[[0,-1]]}"#, #"{"shape":[4096,8192],"dtype":"int64","runs":[[0,1]]}"#] {
+            #expect(throws: DecodingError.self, "\(bad)") { try JSONDecoder().decode(GraphSpec.IntegerConstant.self, from: Data(bad.utf8)) }
+        }
+    }
 }
