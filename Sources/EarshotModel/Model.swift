@@ -100,15 +100,21 @@ public final class Model: Sendable {
             manifest.audio.contextSamples = block - step
         }
         let weights = try SafeTensors.map(path: weightsPath)
+        // The weights' hash (a pass over every byte) is taken on another thread while the model is built.
+        let hash = Background { SafeTensors.contentHash(weights) }
+        // Done before the load returns, even on an error: the file is mapped, and one changed
+        // later must not be read.
+        defer { _ = hash.value() }
         try self.init(manifest: manifest, tensors: try SafeTensors.parse(weights, path: weightsPath), path: folder.path,
-                      contentHash: SafeTensors.contentHash(weights), weightsBytes: weights.count, precision: precision)
+                      contentHash: hash.value, weightsBytes: weights.count, precision: precision)
     }
 
     /// A model from a manifest and tensors in memory, checked as a package on disk is.
     public convenience init(manifest: ModelManifest, tensors: [String: Tensor], name path: String = "(in memory)",
                             fftPlanning: FFTPlanning = .estimate, precision: Precision? = nil) throws(ModelError) {
         let data = SafeTensors.serialize(tensors)
-        try self.init(manifest: manifest, tensors: tensors, path: path, contentHash: SafeTensors.contentHash(data), weightsBytes: data.count,
+        let hash = SafeTensors.contentHash(data)
+        try self.init(manifest: manifest, tensors: tensors, path: path, contentHash: { hash }, weightsBytes: data.count,
                       fftPlanning: fftPlanning, precision: precision)
     }
 
@@ -151,7 +157,8 @@ public final class Model: Sendable {
         }
     }
 
-    init(manifest: ModelManifest, tensors: [String: Tensor], path: String, contentHash: String, weightsBytes: Int,
+    /// `contentHash` gives the weights' hash when the model is otherwise built.
+    init(manifest: ModelManifest, tensors: [String: Tensor], path: String, contentHash: () -> String, weightsBytes: Int,
          fftPlanning: FFTPlanning = .estimate, precision: Precision? = nil) throws(ModelError) {
         self.fftPlanning = fftPlanning
         self.precision = manifest.graph == nil ? .fp32 : precision ?? manifest.precision ?? .fp32
@@ -212,8 +219,8 @@ public final class Model: Sendable {
             padSource = []
             self.manifest = manifest
             self.path = path
-            self.contentHash = contentHash
-            self.contentKey = ModelState.key(contentHash)
+            self.contentHash = contentHash()
+            self.contentKey = ModelState.key(self.contentHash)
             self.layers = []
             self.shapes = []
             self.layerTypes = []
@@ -269,8 +276,8 @@ public final class Model: Sendable {
         }
         self.manifest = manifest
         self.path = path
-        self.contentHash = contentHash
-        self.contentKey = ModelState.key(contentHash)
+        self.contentHash = contentHash()
+        self.contentKey = ModelState.key(self.contentHash)
         self.layers = layers
         self.shapes = network.map(\.input)
         self.layerTypes = network.map(\.type)

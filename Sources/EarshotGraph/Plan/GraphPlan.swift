@@ -1,5 +1,4 @@
 import CEarshotKernels
-import Dispatch
 import EarshotFeatures
 
 /// A graph compiled for inputs of fixed shapes, to run many times on many streams.
@@ -420,10 +419,9 @@ public struct GraphPlan: Sendable {
 /// The reference kernels' outputs of a graph on random inputs, computed on another thread from
 /// the moment it is made: what a plan is checked against. A graph of TFLite's integer kernels
 /// takes whole numbers in the int8 range (its states hold quantized values).
-final class ReferenceRun: Sendable {
+struct ReferenceRun: Sendable {
     let given: [[Float]]
-    private let result = Locked<Result<[String: [Float]], GraphError>?>(nil)
-    private let done = DispatchSemaphore(value: 0)
+    private let run: Background<Result<[String: [Float]], GraphError>>
 
     init(nodes: [GraphNode], constants: [String: GraphTensor], inputs: [(name: String, shape: [Int])], outputs: [String], opset: Int) {
         var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
@@ -436,8 +434,8 @@ final class ReferenceRun: Sendable {
         let given = inputs.map { input in (0..<input.shape.reduce(1, *)).map { _ in random() } }
         self.given = given
         let names = inputs.map(\.name), shapes = inputs.map(\.shape)
-        DispatchQueue.global().async { [result, done] in
-            let outcome = Result { () throws(GraphError) -> [String: [Float]] in
+        run = Background {
+            Result { () throws(GraphError) -> [String: [Float]] in
                 var values = constants
                 for (i, name) in names.enumerated() { values[name] = GraphTensor(shape: shapes[i], floats: given[i]) }
                 let releases = GraphNode.releases(nodes, keeping: Set(outputs))
@@ -451,19 +449,9 @@ final class ReferenceRun: Sendable {
                 for name in outputs { floats[name] = values[name]?.floats ?? [] }
                 return floats
             }
-            result.withLock { $0 = outcome }
-            done.signal()
         }
     }
 
     /// The outputs, once the run is over (waiting for it), or the error a node met.
-    func outputs() throws(GraphError) -> [String: [Float]] {
-        done.wait()
-        done.signal()  // for any later call
-        switch result.withLock({ $0 }) {
-        case let .success(outputs): return outputs
-        case let .failure(error): throw error
-        case nil: return [:]
-        }
-    }
+    func outputs() throws(GraphError) -> [String: [Float]] { try run.value().get() }
 }
