@@ -1,6 +1,21 @@
 import EarshotAudio
+import EarshotFeatures
 import EarshotModel
 import Foundation
+
+/// A file's next chunk, read by one thread at a time.
+/// `@unchecked Sendable`: `FileLabeler` reads through it either on its own thread or, while that
+/// thread steps the chunk before, on one other; it takes that read's result before the next read
+/// and before it returns, so the file is never read from two threads at once.
+private struct ChunkReader: @unchecked Sendable {
+    let file: AudioFile
+    let each: Bool
+    let frames: Int
+
+    func read() throws -> [[Float]] {
+        each ? try file.readChannels(maxFrames: frames) : [try file.readMono(maxFrames: frames)]
+    }
+}
 
 /// Labels audio files: read in chunks (back-pressured: the next chunk is read only when the
 /// last is processed), mixed to mono or every channel on its own (a session), resampled to the
@@ -97,17 +112,30 @@ public struct FileLabeler: Sendable {
             throw StreamError.file(path: path, error: error)
         }
         var frames = max(1, chunkSamples / file.channelCount)
-        if count == 1, threads > 1, model.stepsAreWindows {
+        let split = count == 1 && threads > 1 && model.stepsAreWindows
+        if split {
             // One stream whose steps split between threads: read a few windows for each at a time.
             let hop = (model.chunkSamples * file.sampleRate + model.sampleRate - 1) / model.sampleRate
             frames = max(frames, hop * threads * Self.windowsPerThread)
         }
+        let reader = ChunkReader(file: file, each: channels == .each, frames: frames)
+        // Split steps: the next chunk is read while this one steps, so that no thread waits for
+        // the file. Whatever happens, no read is left running when the file is given back.
+        var ahead: Background<Swift.Result<[[Float]], any Error>>? = nil
+        defer { _ = ahead?.value() }
         while true {
-            let chunk: [[Float]] = channels == .each
-                ? try file.readChannels(maxFrames: frames) : [try file.readMono(maxFrames: frames)]
+            let chunk: [[Float]]
+            if let pending = ahead {
+                ahead = nil
+                chunk = try pending.value().get()
+            } else {
+                chunk = try reader.read()
+            }
             if chunk[0].isEmpty { break }
+            let done = file.frameCount.map { Double(file.position) / Double(max($0, 1)) }
+            if split { ahead = Background { Swift.Result { try reader.read() } } }
             try await handle(await session.process(chunk), file.channelCount)
-            if let total = file.frameCount { progress(Double(file.position) / Double(max(total, 1))) }
+            if let done { progress(done) }
         }
         try await handle(await session.finish(), file.channelCount)
         return Result(path: path, sampleRate: file.sampleRate, channelCount: file.channelCount, frames: file.position, events: [])
