@@ -213,91 +213,13 @@ void earshot_depthwise_padded(const float *x, long channels, long h, long w, con
     } while (0)
 
 // Depthwise convolution of channels-last values: see earshot_kernels.h.
-// 3 x 3 taps over the channels c ..< c + L (L lanes of vector type V, loaded by LOAD) of every
-// output position, their nine filters held in registers (one load per multiply-add), each output
-// summed as DW_LAST sums it: 0, + each tap inside the plane in order, + bias. Positions whose
-// taps all lie inside the plane take them without a test.
-#define DW3_BLOCK(V, LOAD)                                                                                \
-    do {                                                                                                  \
-        const float *f_ = filters + c;                                                                    \
-        V f00 = LOAD(f_), f01 = LOAD(f_ + channels), f02 = LOAD(f_ + 2 * channels);                       \
-        V f10 = LOAD(f_ + 3 * channels), f11 = LOAD(f_ + 4 * channels), f12 = LOAD(f_ + 5 * channels);   \
-        V f20 = LOAD(f_ + 6 * channels), f21 = LOAD(f_ + 7 * channels), f22 = LOAD(f_ + 8 * channels);   \
-        V b_ = bias ? LOAD(bias + c) : (V){0};                                                            \
-        const long row_ = dh * w * channels, s1_ = dw * channels, s2_ = 2 * dw * channels;                \
-        /* The output columns whose three taps all lie inside a row: ox_in ..< ox_out. */                 \
-        long ox_in = (pw + sw - 1) / sw, ox_out = w + pw - 2 * dw > 0 ? (w + pw - 2 * dw + sw - 1) / sw : 0; \
-        if (ox_out > ow) ox_out = ow;                                                                     \
-        if (ox_in > ox_out) ox_in = ox_out;                                                               \
-        for (long oy = 0; oy < oh; oy++) {                                                                \
-            long y0 = oy * sh - ph;                                                                       \
-            int rows_in = y0 >= 0 && y0 + 2 * dh < h;                                                     \
-            float *out_ = y + oy * ow * channels + c;                                                     \
-            for (long ox = 0; ox < ow; ox++) {                                                            \
-                long x0 = ox * sw - pw;                                                                   \
-                if (rows_in && ox == ox_in) {                                                             \
-                    /* Inside the plane: four positions at a time, four sums in flight. */                \
-                    for (; ox + 4 <= ox_out; ox += 4) {                                                   \
-                        const float *p_ = x + (y0 * w + ox * sw - pw) * channels + c;                     \
-                        const long n_ = sw * channels;                                                    \
-                        V a0 = (V){0}, a1 = (V){0}, a2 = (V){0}, a3 = (V){0};                             \
-                        DW3_TAPS4(LOAD, 0, f00, f01, f02);                                                      \
-                        DW3_TAPS4(LOAD, row_, f10, f11, f12);                                                   \
-                        DW3_TAPS4(LOAD, 2 * row_, f20, f21, f22);                                               \
-                        if (bias) { a0 = a0 + b_; a1 = a1 + b_; a2 = a2 + b_; a3 = a3 + b_; }             \
-                        *(V *)(out_ + ox * channels) = a0;                                                \
-                        *(V *)(out_ + (ox + 1) * channels) = a1;                                          \
-                        *(V *)(out_ + (ox + 2) * channels) = a2;                                          \
-                        *(V *)(out_ + (ox + 3) * channels) = a3;                                          \
-                    }                                                                                     \
-                    if (ox == ow) break;                                                                  \
-                    x0 = ox * sw - pw;                                                                    \
-                }                                                                                         \
-                V acc = (V){0};                                                                           \
-                const V fs_[9] = {f00, f01, f02, f10, f11, f12, f20, f21, f22};                           \
-                for (long i = 0; i < 3; i++) {                                                            \
-                    long iy = y0 + i * dh;                                                                \
-                    if (iy < 0 || iy >= h) continue;                                                      \
-                    for (long j = 0; j < 3; j++) {                                                        \
-                        long ix = x0 + j * dw;                                                            \
-                        if (ix < 0 || ix >= w) continue;                                                  \
-                        acc = acc + fs_[i * 3 + j] * LOAD(x + (iy * w + ix) * channels + c);              \
-                    }                                                                                     \
-                }                                                                                         \
-                if (bias) acc = acc + b_;                                                                 \
-                *(V *)(out_ + ox * channels) = acc;                                                       \
-            }                                                                                             \
-        }                                                                                                 \
-    } while (0)
-
-// One filter row's three taps (offset R from the first row) for four positions n_ apart.
-#define DW3_TAPS4(LOAD, R, F0, F1, F2)                                                                          \
-    do {                                                                                                  \
-        const float *q_ = p_ + (R);                                                                       \
-        a0 = a0 + (F0) * LOAD(q_); a1 = a1 + (F0) * LOAD(q_ + n_);                                        \
-        a2 = a2 + (F0) * LOAD(q_ + 2 * n_); a3 = a3 + (F0) * LOAD(q_ + 3 * n_);                           \
-        a0 = a0 + (F1) * LOAD(q_ + s1_); a1 = a1 + (F1) * LOAD(q_ + n_ + s1_);                            \
-        a2 = a2 + (F1) * LOAD(q_ + 2 * n_ + s1_); a3 = a3 + (F1) * LOAD(q_ + 3 * n_ + s1_);               \
-        a0 = a0 + (F2) * LOAD(q_ + s2_); a1 = a1 + (F2) * LOAD(q_ + n_ + s2_);                            \
-        a2 = a2 + (F2) * LOAD(q_ + 2 * n_ + s2_); a3 = a3 + (F2) * LOAD(q_ + 3 * n_ + s2_);               \
-    } while (0)
-
-typedef float dw8 __attribute__((vector_size(32), aligned(4)));
-#define dw_load8(p) (*(const dw8 *)(p))
-
 CLONES
 void earshot_depthwise_last(const float *x, long channels, long h, long w, const float *filters, long kh, long kw, long sh,
                             long sw, long dh, long dw, long ph, long pw, long oh, long ow, const float *bias, float *y) {
-    long c0 = 0;
-    if (kh == 3 && kw == 3) {
-        for (; c0 + 16 <= channels; c0 += 16) { const long c = c0; DW3_BLOCK(dw16, dw_load16); }
-        for (; c0 + 8 <= channels; c0 += 8) { const long c = c0; DW3_BLOCK(dw8, dw_load8); }
-        if (c0 == channels) return;
-    }
     for (long oy = 0; oy < oh; oy++)
         for (long ox = 0; ox < ow; ox++) {
             float *out = y + (oy * ow + ox) * channels;
-            long c = c0;
+            long c = 0;
             for (; c + 64 <= channels; c += 64) DW_LAST(64);
             for (; c + 16 <= channels; c += 16) DW_LAST(16);
             for (; c < channels; c++) {

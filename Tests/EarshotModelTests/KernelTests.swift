@@ -129,7 +129,7 @@ struct KernelTests {
         }
     }
 
-    @Test("Depthwise convolution channels-last, and plane by plane over padded rows, equal the plane-by-plane kernel bit for bit (zeros and a NaN among the values): 3 x 3 taps (their filters held in registers, 16 and then 8 channels at a time, and the channels past those; inside the plane and at its edges), strides, pads, dilation and 5 x 5 taps, with and without a bias")
+    @Test("Depthwise convolution channels-last, and plane by plane over padded rows, equal the plane-by-plane kernel bit for bit (zeros and a NaN among the values): 3 x 3 taps (their filters held in registers over padded rows; 64, 16 and single channels channels-last; inside the plane and at its edges), strides, pads, dilation and 5 x 5 taps, with and without a bias")
     func depthwiseLast() {
         var random = SeededRandom(seed: 71)
         // (channels, h, w, kh, kw, sh, sw, dh, dw, ph, pw)
