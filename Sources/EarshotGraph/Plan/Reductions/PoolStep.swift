@@ -26,7 +26,7 @@ struct PoolStep: InputOutputStep {
 
     /// The stride and width when window k is the positions k * stride ..< k * stride + width.
     static func regular(starts: [Int32], members: [Int32]) -> (stride: Int, width: Int)? {
-        guard starts.count > 2, starts[1] > 0 else { return nil }
+        guard starts.count > 2, starts[1] > 0, members.count > Int(starts[1]) else { return nil }
         let width = Int(starts[1]), stride = Int(members[width]) - Int(members[0])
         guard members[0] == 0, stride > 0 else { return nil }
         for k in 0..<(starts.count - 1) {
