@@ -18,8 +18,9 @@ private struct ChunkReader: @unchecked Sendable {
 }
 
 /// Labels audio files: read in chunks (back-pressured: the next chunk is read only when the
-/// last is processed, or while it is when one file's windows are split between threads), mixed to mono or every channel on its own (a session), resampled to the
-/// model's rate, and turned into segments.
+/// last is processed, or while it is when one file's windows are split between threads), mixed
+/// to mono or every channel on its own (a session), resampled to the model's rate, and turned
+/// into segments.
 public struct FileLabeler: Sendable {
     /// Mix a file's channels to one stream, or label each as its own stream.
     public enum Channels: String, Sendable { case mix, each }

@@ -91,7 +91,7 @@ public struct GraphSpec: Codable, Sendable, Equatable {
             var runs: [[Int64]] = []
             for v in values {
                 if let last = runs.last, last[0] &+ last[1] == v { runs[runs.count - 1][1] += 1 } else { runs.append([v, 1]) }
-                if runs.count * 4 > values.count && runs.count > 1 { return nil }
+                if runs.count * 4 > values.count { return nil }
             }
             return runs.count * 4 <= values.count ? runs : nil
         }
