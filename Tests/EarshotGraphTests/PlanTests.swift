@@ -821,3 +821,68 @@ struct PlanTests {
         #expect(y == [10, 3])
     }
 }
+
+/// Fusions of steps that only move values or share an FFT.
+struct PlanFusionTests {
+    @Test("An STFT exported as two Convs (the real part's and the imaginary part's, either first, with or without biases) takes one FFT a frame for both: as the reference computes them, a batch as each stream alone; other frames keep their own FFT",
+          arguments: [(true, false), (false, false), (true, true), (false, true)])
+    func sharedFFT(realFirst: Bool, biases: Bool) throws {
+        let size = 16, bins = size / 2 + 1
+        var constants = ["cos": dftFilters(size: size, rows: "cos"), "sin": dftFilters(size: size, rows: "sin"), "two": GraphTensor(scalar: Float(2)),
+                         "bc": weights([bins], seed: 3), "bs": weights([bins], seed: 4)]
+        if !biases { constants["bc"] = nil; constants["bs"] = nil }
+        func conv(_ name: String, _ w: String, _ b: String, stride: Int) -> GraphNode {
+            GraphNode(op: .conv, name: name, inputs: ["x", w] + (biases ? [b] : []), outputs: [name + "_y"], attributes: ["strides": .ints([Int64(stride)])])
+        }
+        let re = conv("re", "cos", "bc", stride: 4), im = conv("im", "sin", "bs", stride: 4)
+        var nodes = realFirst ? [re, im] : [im, re]
+        nodes += [GraphNode(op: .pow, name: "re2", inputs: ["re_y", "two"], outputs: ["p"]),
+                  GraphNode(op: .pow, name: "im2", inputs: ["im_y", "two"], outputs: ["q"]),
+                  GraphNode(op: .add, name: "power", inputs: ["p", "q"], outputs: ["s"]),
+                  // Other frames (stride 3): an FFT of their own.
+                  conv("other", "sin", "bs", stride: 3)]
+        let shape = [1, 1, 40]
+        let outputs = ["s", "im_y", "other_y"]
+        let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", shape)], outputs: outputs, opset: 17)
+        let (kept, gone) = realFirst ? ("re", "im") : ("im", "re")
+        #expect(plan.kernels[kept] == "FFT" && plan.kernels[gone] == "FFT, with '\(kept)'" && plan.kernels["other"] == "FFT")
+        for (o, name) in outputs.enumerated() {
+            let batch = try runStreams(plan, 2, seed: 80, output: o)
+            for s in 0..<2 {
+                let expected = try reference(nodes, constants, shape: shape, seed: 80 + s, output: name)
+                #expect(!expected.isEmpty && batch[s].count == expected.count && expected.contains { abs($0) > 0.5 })
+                let worst = zip(expected, batch[s]).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 1
+                #expect(worst <= 1e-5, "\(name), stream \(s): \(worst)")
+                #expect(try runStreams(plan, s + 1, seed: 80, output: o)[s].map(\.bitPattern) == batch[s].map(\.bitPattern))
+            }
+        }
+    }
+
+    @Test("Moves one after the other (Transpose, Pad with a value, Slice, Transpose) run as one move from the first's input, bit for bit as the reference; a value between them that is an output keeps its own move",
+          arguments: [false, true])
+    func joinedMoves(middleIsOutput: Bool) throws {
+        let constants = ["pads": ints([0, 0, 1, 0, 0, 2]), "fill": GraphTensor(scalar: Float(1.5)), "s": ints([1]), "e": ints([22]), "axis": ints([1])]
+        let nodes = [GraphNode(op: .transpose, name: "t1", inputs: ["x"], outputs: ["a"], attributes: ["perm": .ints([0, 2, 1])]),
+                     GraphNode(op: .pad, name: "pad", inputs: ["a", "pads", "fill"], outputs: ["b"]),
+                     GraphNode(op: .slice, name: "slice", inputs: ["b", "s", "e", "axis"], outputs: ["c"]),
+                     GraphNode(op: .transpose, name: "t2", inputs: ["c"], outputs: ["y"], attributes: ["perm": .ints([2, 1, 0])])]
+        let shape = [2, 3, 20]
+        let outputs = middleIsOutput ? ["y", "b"] : ["y"]
+        let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", shape)], outputs: outputs, opset: 17)
+        if middleIsOutput {
+            #expect(plan.kernels["t1"] == "copy, joined to the next" && plan.kernels["pad"] == "copy"
+                        && plan.kernels["slice"] == "copy, joined to the next")
+        } else {
+            for name in ["t1", "pad", "slice"] { #expect(plan.kernels[name] == "copy, joined to the next", "\(name)") }
+        }
+        #expect(plan.kernels["t2"] == "copy")
+        for (o, name) in outputs.enumerated() {
+            let batch = try runStreams(plan, 2, seed: 90, output: o)
+            for s in 0..<2 {
+                let expected = try reference(nodes, constants, shape: shape, seed: 90 + s, output: name)
+                #expect(expected.contains(1.5) && !expected.isEmpty)
+                #expect(batch[s].map(\.bitPattern) == expected.map(\.bitPattern), "\(name), stream \(s)")
+            }
+        }
+    }
+}

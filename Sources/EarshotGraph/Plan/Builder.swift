@@ -188,8 +188,10 @@ struct Builder {
             outputRefs.append(ref)
         }
         fuseSpectra()
+        fuseFFTPairs()
         fuseFraming()
         fuseRealPart()
+        fuseMoves()
         linkChannelsLast()
     }
 

@@ -30,8 +30,30 @@ struct FFTConvStep: InputOutputStep {
     /// Where each position's frame starts in the input plane, when every frame is one
     /// contiguous run of it (no padding): then the frames are read in place.
     let starts: [Int]?
+    /// The bias laid out over the output ([channels][positions], bias[ch] at every position).
     let bias: [Float]?
     let fft: AlignedRealFFT<Float>
+    /// The imaginary parts' own Conv over the same fields (an STFT exported as two Convs, the real
+    /// part's and the imaginary part's), fused into this one (the real part's): where it writes,
+    /// its bias laid out as `bias` is, and the sign of its sines. The frames take one FFT for both.
+    var sines: (y: GraphPlan.Ref, bias: [Float]?, sign: Float)?
+
+    init(x: GraphPlan.Ref, y: GraphPlan.Ref, items: Int, plane: Int, positions: Int, basis: Basis, fields: [Int32], starts: [Int]?,
+         bias: [Float]?, fft: AlignedRealFFT<Float>) {
+        self.x = x
+        self.y = y
+        self.items = items
+        self.plane = plane
+        self.positions = positions
+        self.basis = basis
+        self.fields = fields
+        self.starts = starts
+        self.bias = bias.map { Self.laidOut($0, positions: positions) }
+        self.fft = fft
+    }
+
+    /// Per channel, its bias value at each of `positions`.
+    static func laidOut(_ bias: [Float], positions: Int) -> [Float] { bias.flatMap { repeatElement($0, count: positions) } }
 
     func run(_ c: Context) {
         let size = fft.size, bins = size / 2 + 1
@@ -43,9 +65,10 @@ struct FFTConvStep: InputOutputStep {
         let part = basis.part, channels = part == .both ? 2 * bins : bins
         basis.window.withUnsafeBufferPointer { w in
             for b in 0..<c.streams {
-                let input = c.read(x, b), out = c.write(y, b)
+                let input = c.read(x, b), out = c.write(y, b), pairedOut = sines.map { c.write($0.y, b) }
                 for item in 0..<items {
                     let itemInput = input + item * plane, spectra = out + item * channels * positions
+                    let paired = pairedOut.map { $0 + item * bins * positions }
                     if starts == nil { gather(fields, from: itemInput, to: rows) }
                     for p in 0..<positions {
                         let row = starts.map { itemInput + $0[p] } ?? UnsafePointer(rows + p * size)
@@ -56,18 +79,18 @@ struct FFTConvStep: InputOutputStep {
                             if part != .imaginary {
                                 for k in 0..<bins { spectra[k * positions + p] = spectrum[2 * k] }
                             }
-                            if part != .real {
-                                let sines = spectra + (part == .both ? bins * positions : 0)
-                                for k in 0..<bins { sines[k * positions + p] = imaginary * spectrum[2 * k + 1] }
+                            if part != .real || paired != nil {
+                                let to = paired ?? spectra + (part == .both ? bins * positions : 0)
+                                let imaginary = sines.map { -$0.sign } ?? imaginary
+                                for k in 0..<bins { to[k * positions + p] = imaginary * spectrum[2 * k + 1] }
                             }
                         case .power, .magnitude:
                             earshot_spectrum(spectrum, bins, output == .magnitude ? 1 : 0, (channelsLast ? spectra : powers) + p * bins, 1)
                         }
                     }
                     if output != .filters && !channelsLast { earshot_transpose(powers, positions, bins, spectra) }
-                    if let bias {
-                        for ch in 0..<channels { for p in 0..<positions { spectra[ch * positions + p] += bias[ch] } }
-                    }
+                    if let bias { earshot_binary(Int32(EARSHOT_ADD), spectra, 1, bias, 1, spectra, channels * positions) }
+                    if let paired, let bias = sines?.bias { earshot_binary(Int32(EARSHOT_ADD), paired, 1, bias, 1, paired, bins * positions) }
                 }
             }
         }
@@ -76,7 +99,54 @@ struct FFTConvStep: InputOutputStep {
 
 extension FFTConvStep {
     var reads: [GraphPlan.Ref] { [x] }
-    var writes: [GraphPlan.Ref] { [y] }
+    var writes: [GraphPlan.Ref] { [y] + (sines.map { [$0.y] } ?? []) }
+
+    func relocated(_ move: (GraphPlan.Ref) -> GraphPlan.Ref) -> (any Step)? {
+        var moved = self
+        moved.x = move(x)
+        moved.y = move(y)
+        moved.sines = sines.map { (move($0.y), $0.bias, $0.sign) }
+        return moved
+    }
+
+    /// Whether `other` transforms the same frames as this step with the same FFT, and its window
+    /// is this one's to within float rounding wherever it is used (a window found from sines
+    /// alone says nothing of the samples where every sine is zero: 0 and size / 2).
+    func sameFrames(as other: FFTConvStep) -> Bool {
+        let size = fft.size, scale = basis.window.map(abs).max() ?? 0
+        return x == other.x && items == other.items && plane == other.plane && positions == other.positions && fields == other.fields
+            && starts == other.starts && size == other.fft.size && other.basis.window.count == size && basis.window.count == size
+            && (0..<size).allSatisfy { n in 2 * n % size == 0 || abs(basis.window[n] - other.basis.window[n]) <= 1e-5 * scale }
+    }
+}
+
+extension Builder {
+    /// An STFT exported as two Convs, the real part's and the imaginary part's, over the same
+    /// frames (openWakeWord's melspectrogram): one step takes one FFT of each frame and writes
+    /// both, and the imaginary part's step goes.
+    mutating func fuseFFTPairs() {
+        var removed = Set<Int>()
+        for i in steps.indices where !removed.contains(i) {
+            guard let first = steps[i] as? FFTConvStep, first.basis.part != .both, first.output == .filters, first.sines == nil else { continue }
+            for j in steps.indices where j > i && !removed.contains(j) {
+                guard let second = steps[j] as? FFTConvStep, second.basis.part != .both, second.basis.part != first.basis.part,
+                      second.output == .filters, second.sines == nil, first.sameFrames(as: second),
+                      // Nothing between them writes the frames or touches the second's output.
+                      !steps[(i + 1)..<j].contains(where: { s in
+                          s.writes.contains { $0.overlaps(first.x) } || (s.reads + s.writes).contains { $0.overlaps(second.y) }
+                      }) else { continue }
+                var (real, imaginary) = first.basis.part == .real ? (first, second) : (second, first)
+                real.sines = (imaginary.y, imaginary.bias, imaginary.basis.sign)
+                // The Conv nodes (an alias of an output is some other node's).
+                let nodes = [first.y, second.y].map { y in refs.filter { $0.value == y }.compactMap { producers[$0.key] }.first { kernels[$0] == "FFT" } }
+                if let kept = nodes[0], let gone = nodes[1] { kernels[gone] = "FFT, with '\(kept)'" }
+                steps[i] = real
+                removed.insert(j)
+                break
+            }
+        }
+        steps = steps.indices.filter { !removed.contains($0) }.map { steps[$0] }
+    }
 }
 
 /// The first place at or after `p` that starts on a 64-byte boundary.

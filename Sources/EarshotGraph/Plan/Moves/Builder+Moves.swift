@@ -99,3 +99,85 @@ extension Builder {
         return outs.isEmpty ? "alias" : "copy"
     }
 }
+
+extension Builder {
+    /// A move of floats whose one output only the next step reads, itself a move of floats: the two
+    /// become one move from the first's sources (an exported graph's transposes, one after the
+    /// other, as onnx2tf's TFLite files have them), and the value between them is not written.
+    mutating func fuseMoves() {
+        var i = 0
+        while i + 1 < steps.count {
+            guard let first = steps[i] as? MoveStep, first.outputs.count == 1, let y = first.outputs.first, !y.coded,
+                  !isOutput(y), !inputRefs.contains(where: { $0.overlaps(y) }), steps(reading: y) == [i + 1],
+                  let second = steps[i + 1] as? MoveStep, let joined = second.reading(through: first) else {
+                i += 1
+                continue
+            }
+            for (tensor, ref) in refs where ref.overlaps(y) {
+                if let node = producers[tensor], kernels[node] == "copy" { kernels[node] = "copy, joined to the next" }
+            }
+            steps[i] = joined
+            steps.remove(at: i + 1)
+        }
+    }
+}
+
+extension MoveStep {
+    /// This move with every value it reads from `first`'s one output read where `first` took it
+    /// from: nil when either moves codes, or `first` leaves part of its output unwritten.
+    func reading(through first: MoveStep) -> MoveStep? {
+        guard first.outputs.count == 1, let y = first.outputs.first, !y.coded, !outputs.contains(where: \.coded),
+              first.runs.reduce(0, { $0 + $1.count }) == y.count else { return nil }
+        // The first's runs in output order (disjoint, as the builder makes them).
+        let inner = first.runs.sorted { $0.dst < $1.dst }
+        var sources = first.sources
+        // Each source of this move: its number among `sources`, or (a part of y) where it starts in y.
+        var through: [(number: Int?, start: Int)] = []
+        for s in self.sources {
+            if s.overlaps(y) {
+                guard s.offset >= y.offset, s.offset + s.count <= y.offset + y.count else { return nil }
+                through.append((nil, s.offset - y.offset))
+            } else {
+                if let k = sources.firstIndex(of: s) {
+                    through.append((k, 0))
+                } else {
+                    through.append((sources.count, 0))
+                    sources.append(s)
+                }
+            }
+        }
+        var outs: [(GraphPlan.Ref, [Run])] = []
+        for (o, ref) in outputs.enumerated() {
+            var runs: [Run] = []
+            for r in self.runs[bounds[o]..<bounds[o + 1]] {
+                guard r.source >= 0 else { Run.append(r, to: &runs); continue }
+                let t = through[r.source]
+                if let number = t.number {
+                    Run.append(Run(dst: r.dst, source: number, src: r.src, count: r.count, fill: 0), to: &runs)
+                    continue
+                }
+                // Values t.start + r.src ..< + r.count of y, piece by piece through the inner runs.
+                let from = t.start + r.src, to = from + r.count
+                var k = Self.firstRun(in: inner, ending: from)
+                while k < inner.count, inner[k].dst < to {
+                    let a = inner[k], lo = Swift.max(a.dst, from), hi = Swift.min(a.dst + a.count, to)
+                    Run.append(Run(dst: r.dst + lo - from, source: a.source, src: a.source >= 0 ? a.src + lo - a.dst : 0,
+                                   count: hi - lo, fill: a.fill), to: &runs)
+                    k += 1
+                }
+            }
+            outs.append((ref, runs))
+        }
+        return MoveStep(sources: sources, outputs: outs)
+    }
+
+    /// The first of `runs` (in output order, disjoint) that ends past `position`.
+    private static func firstRun(in runs: [Run], ending position: Int) -> Int {
+        var lo = 0, hi = runs.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if runs[mid].dst + runs[mid].count <= position { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+}
