@@ -81,25 +81,45 @@ static inline __attribute__((always_inline)) AVX512 __m512 whole16(__m512 v, __m
 
 AVX512 static float quantize_avx512(const float *x, long n, int asymmetric, float *q) {
     if (n <= 0) return 1;
-    __m512 low = _mm512_set1_ps(x[0]), high = low;
+    // The least and greatest in four independent pairs (the order does not matter: a tie of +0
+    // and -0 gives the same block either way), NaN looked for alongside.
+    __m512 low[4], high[4];
+    for (int j = 0; j < 4; j++) low[j] = high[j] = _mm512_set1_ps(x[0]);
     __mmask16 nan = 0;
-    for (long i = 0; i < n; i += 16) {
+    long i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int j = 0; j < 4; j++) {
+            __m512 v = _mm512_loadu_ps(x + i + 16 * j);
+            nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+            low[j] = _mm512_min_ps(low[j], v);
+            high[j] = _mm512_max_ps(high[j], v);
+        }
+    for (; i < n; i += 16) {
         __mmask16 lanes = (__mmask16)(n - i >= 16 ? 0xffff : (1U << (n - i)) - 1);
-        __m512 v = _mm512_mask_loadu_ps(low, lanes, x + i);  // lanes past the end repeat the first value
+        __m512 v = _mm512_mask_loadu_ps(low[0], lanes, x + i);  // lanes past the end repeat a value already seen
         nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-        low = _mm512_min_ps(low, v);
-        high = _mm512_max_ps(high, v);
+        low[0] = _mm512_min_ps(low[0], v);
+        high[0] = _mm512_max_ps(high[0], v);
     }
     if (nan) return quantize_plain(x, n, asymmetric, q);
-    block_params p = params(_mm512_reduce_min_ps(low), _mm512_reduce_max_ps(high), asymmetric);
+    __m512 least = _mm512_min_ps(_mm512_min_ps(low[0], low[1]), _mm512_min_ps(low[2], low[3]));
+    __m512 greatest = _mm512_max_ps(_mm512_max_ps(high[0], high[1]), _mm512_max_ps(high[2], high[3]));
+    block_params p = params(_mm512_reduce_min_ps(least), _mm512_reduce_max_ps(greatest), asymmetric);
     if (p.zeros) {
         for (long i = 0; i < n; i++) q[i] = 0;
         return p.scale;
     }
     const __m512 inverse = _mm512_set1_ps(p.inverse), offset = _mm512_set1_ps(p.offset);
     const __m512 lo = _mm512_set1_ps(asymmetric ? -128.0f : -127.0f), hi = _mm512_set1_ps(127.0f);
-    for (long i = 0; i < n; i += 16) {
-        __mmask16 lanes = (__mmask16)(n - i >= 16 ? 0xffff : (1U << (n - i)) - 1);
+    i = 0;
+    if (asymmetric) {
+        for (; i + 16 <= n; i += 16)
+            _mm512_storeu_ps(q + i, _mm512_sub_ps(whole16(_mm512_add_ps(offset, _mm512_mul_ps(_mm512_loadu_ps(x + i), inverse)), lo, hi), offset));
+    } else {
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(q + i, whole16(_mm512_mul_ps(_mm512_loadu_ps(x + i), inverse), lo, hi));
+    }
+    if (i < n) {
+        __mmask16 lanes = (__mmask16)((1U << (n - i)) - 1);
         __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, x + i), inverse);
         __m512 r = asymmetric ? _mm512_sub_ps(whole16(_mm512_add_ps(offset, v), lo, hi), offset) : whole16(v, lo, hi);
         _mm512_mask_storeu_ps(q + i, lanes, r);
@@ -182,35 +202,79 @@ static void sums_plain(const float *in, const int *fields, long positions, long 
 
 typedef int32_t __attribute__((may_alias)) hybrid_pair;
 
-// 16 outputs a register, four positions in flight; with VNNI one instruction a pair, else a
-// pairwise multiply-add and an add.
+// Whether the field's k indices are one run f[0], f[0] + 1, ... of x (none negative).
+__attribute__((target("avx512f"))) static int contiguous(const int *f, long k) {
+    if (k <= 0 || f[0] < 0) return 0;
+    const __m512i step = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (long i = 0; i < k; i += 16) {
+        __mmask16 lanes = (__mmask16)(k - i >= 16 ? 0xffff : (1U << (k - i)) - 1);
+        __m512i want = _mm512_add_epi32(_mm512_set1_epi32(f[0] + (int)i), step);
+        if (_mm512_mask_cmpneq_epi32_mask(lanes, _mm512_maskz_loadu_epi32(lanes, f + i), want)) return 0;
+    }
+    return 1;
+}
+
+// The fields as int16 rows (fields_int16) 16 values at a time: gathered where the field lists
+// them (a negative index a zero), each whole number clamped to int16, NaN as 0, as int16_of.
+#define FIELDS_INT16_512(NAME, TARGET)                                                                                      \
+    __attribute__((target(TARGET))) static void NAME(const float *x, const int *fields, long positions, long k, short *rows) { \
+        if (!fields) {                                                                                                      \
+            fields_int16(x, fields, positions, k, rows);                                                                    \
+            return;                                                                                                         \
+        }                                                                                                                   \
+        long kp = (k + 1) / 2 * 2;                                                                                          \
+        const __m512 lo = _mm512_set1_ps(-32768.0f), hi = _mm512_set1_ps(32767.0f);                                        \
+        for (long p = 0; p < positions; p++) {                                                                              \
+            short *row = rows + p * kp;                                                                                     \
+            const int *f = fields + p * k;                                                                                  \
+            if (contiguous(f, k)) {                                                                                         \
+                /* One run of x (a Conv whose stride is its width): read in place. */                                       \
+                for (long i = 0; i < k; i += 16) {                                                                          \
+                    __mmask16 lanes = (__mmask16)(k - i >= 16 ? 0xffff : (1U << (k - i)) - 1);                              \
+                    __m512 v = _mm512_maskz_loadu_ps(lanes, x + f[0] + i);                                                  \
+                    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), _mm512_min_ps(_mm512_max_ps(v, lo), hi)); \
+                    _mm256_mask_storeu_epi16(row + i, lanes, _mm512_cvtepi32_epi16(_mm512_cvttps_epi32(v)));               \
+                }                                                                                                           \
+                if (kp > k) row[k] = 0;                                                                                     \
+                continue;                                                                                                   \
+            }                                                                                                               \
+            for (long i = 0; i < k; i += 16) {                                                                              \
+                __mmask16 lanes = (__mmask16)(k - i >= 16 ? 0xffff : (1U << (k - i)) - 1);                                  \
+                __m512i at = _mm512_maskz_loadu_epi32(lanes, f + i);                                                        \
+                __mmask16 listed = _mm512_mask_cmpge_epi32_mask(lanes, at, _mm512_setzero_si512());                         \
+                __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), listed, at, x, 4);                                 \
+                v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), _mm512_min_ps(_mm512_max_ps(v, lo), hi));     \
+                _mm256_mask_storeu_epi16(row + i, lanes, _mm512_cvtepi32_epi16(_mm512_cvttps_epi32(v)));                   \
+            }                                                                                                               \
+            if (kp > k) row[k] = 0;                                                                                         \
+        }                                                                                                                   \
+    }
+FIELDS_INT16_512(fields_int16_512, "avx512f,avx512bw,avx512vl")
+
+// 16 outputs a register, eight positions in flight (eight independent sums hide each
+// instruction's latency); with VNNI one instruction a pair, else a pairwise multiply-add and an add.
 #define HYBRID_SUMS_512(NAME, TARGET, STEP)                                                                                 \
     __attribute__((target(TARGET))) static void NAME(const float *in, const int *fields, long positions, long k,             \
                                                      const short *w, long outputs, long o_stride, long p_stride, short *rows, \
                                                      float *y) {                                                              \
-        fields_int16(in, fields, positions, k, rows);                                                                      \
+        fields_int16_512(in, fields, positions, k, rows);                                                                  \
         long pairs = (k + 1) / 2, stride = (outputs + 15) / 16 * 16;                                                       \
         const hybrid_pair *x = (const hybrid_pair *)rows;                                                                  \
         for (long o0 = 0; o0 < outputs; o0 += 16) {                                                                        \
             long n = outputs - o0 < 16 ? outputs - o0 : 16;                                                                \
             const short *wb = w + o0 * 2;                                                                                  \
-            for (long p = 0; p < positions; p += 4) {                                                                      \
-                long m = positions - p < 4 ? positions - p : 4;                                                            \
-                const hybrid_pair *x0 = x + p * pairs, *x1 = m > 1 ? x0 + pairs : x0, *x2 = m > 2 ? x0 + 2 * pairs : x0,     \
-                                  *x3 = m > 3 ? x0 + 3 * pairs : x0;                                                       \
-                __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;                                            \
+            for (long p = 0; p < positions; p += 8) {                                                                      \
+                long m = positions - p < 8 ? positions - p : 8;                                                            \
+                const hybrid_pair *xs[8];                                                                                  \
+                for (int t = 0; t < 8; t++) xs[t] = x + (p + (t < m ? t : 0)) * pairs;                                     \
+                __m512i a[8];                                                                                              \
+                for (int t = 0; t < 8; t++) a[t] = _mm512_setzero_si512();                                                 \
                 for (long i = 0; i < pairs; i++) {                                                                         \
                     __m512i wv = _mm512_loadu_si512(wb + i * stride * 2);                                                  \
-                    a0 = STEP(a0, _mm512_set1_epi32(x0[i]), wv);                                                           \
-                    a1 = STEP(a1, _mm512_set1_epi32(x1[i]), wv);                                                           \
-                    a2 = STEP(a2, _mm512_set1_epi32(x2[i]), wv);                                                           \
-                    a3 = STEP(a3, _mm512_set1_epi32(x3[i]), wv);                                                           \
+                    for (int t = 0; t < 8; t++) a[t] = STEP(a[t], _mm512_set1_epi32(xs[t][i]), wv);                        \
                 }                                                                                                          \
-                float s[4][16];                                                                                            \
-                _mm512_storeu_ps(s[0], _mm512_cvtepi32_ps(a0));                                                            \
-                _mm512_storeu_ps(s[1], _mm512_cvtepi32_ps(a1));                                                            \
-                _mm512_storeu_ps(s[2], _mm512_cvtepi32_ps(a2));                                                            \
-                _mm512_storeu_ps(s[3], _mm512_cvtepi32_ps(a3));                                                            \
+                float s[8][16];                                                                                            \
+                for (int t = 0; t < 8; t++) _mm512_storeu_ps(s[t], _mm512_cvtepi32_ps(a[t]));                              \
                 for (long j = 0; j < n; j++) {                                                                             \
                     for (long t = 0; t < m; t++) y[(o0 + j) * o_stride + (p + t) * p_stride] = s[t][j];                    \
                 }                                                                                                          \
@@ -225,7 +289,7 @@ int earshot_hybrid_sum_paths(void) {
     static int known = -1;
     if (known < 0) {
         __builtin_cpu_init();
-        known = !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) ? 1 : __builtin_cpu_supports("avx512vnni") ? 3 : 2;
+        known = !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) ? 1 : __builtin_cpu_supports("avx512vnni") ? 3 : 2;
     }
     return known;
 }

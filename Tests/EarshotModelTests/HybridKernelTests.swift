@@ -116,20 +116,37 @@ struct HybridSumsTests {
         return y
     }
 
-    @Test("every path equals int32 sums converted once to float: contiguous and gathered fields, padding taps, odd depths, outputs and positions off the blocks, sums beyond 2^24")
+    @Test("every path equals int32 sums converted once to float: contiguous and gathered fields, fields listed as runs (read in place) among gathered ones, padding taps, odd depths, outputs and positions off the blocks, sums beyond 2^24")
     func equalsReference() {
         var random = SeededRandom.fromEnvironment()
         // (positions, depth, outputs, gathered): the hybrid classifier's filterbank (100 fields of
         // 160 taps, 16 outputs) and its 3-tap mix (50 x 48, 8 outputs), then shapes off the blocks.
-        let shapes = [(100, 160, 16, false), (50, 48, 8, true), (7, 5, 3, true), (1, 1, 1, false), (9, 33, 17, false),
-                      (13, 24, 40, true), (3, 700, 20, false)]
-        for (positions, k, outputs, gathered) in shapes {
+        // The fields: none (contiguous), gathered at random, or listed runs (the filterbank's fields
+        // as the plan lists them, each position's read in place), some of them gathered.
+        enum Fields { case none, random, runs, mixed }
+        let shapes: [(Int, Int, Int, Fields)] = [(100, 160, 16, .none), (100, 160, 16, .runs), (50, 48, 8, .random), (7, 5, 3, .random),
+                                                 (1, 1, 1, .none), (9, 33, 17, .none), (13, 24, 40, .random), (3, 700, 20, .none),
+                                                 (21, 37, 9, .mixed), (11, 16, 5, .runs)]
+        for (positions, k, outputs, kind) in shapes {
             let count = positions * k + 5
             // The integers a hybrid input quantizes to (less the zero point: -255...255), int8 weights.
             var x = (0..<count).map { _ in Float(Int.random(in: -255...255, using: &random)) }
             if k == 700 { x = x.map { _ in 255 } }  // sums of 700 products of 255 x 127: beyond 2^24
             let w = (0..<(outputs * k)).map { _ in Float(k == 700 ? 127 : Int.random(in: -127...127, using: &random)) }
-            let fields: [Int32]? = gathered ? (0..<(positions * k)).map { _ in Int32.random(in: -1..<Int32(count), using: &random) } : nil
+            let fields: [Int32]?
+            switch kind {
+            case .none: fields = nil
+            case .random: fields = (0..<(positions * k)).map { _ in Int32.random(in: -1..<Int32(count), using: &random) }
+            case .runs, .mixed:
+                // Position p: the run from p * k + (p % 3) (within x), or for a mixed set's every
+                // third position one gathered at random, and every fifth a run with a padding tap.
+                fields = (0..<positions).flatMap { p -> [Int32] in
+                    let run = (0..<k).map { Int32(p * k + p % 3 + $0) }
+                    guard kind == .mixed else { return run }
+                    if p % 3 == 1 { return (0..<k).map { _ in Int32.random(in: -1..<Int32(count), using: &random) } }
+                    return p % 5 == 0 ? [-1] + run.dropFirst() : run
+                }
+            }
             let expected = Self.reference(x, fields: fields, positions: positions, k: k, w: w, outputs: outputs)
             if k == 700 { #expect(expected[0] == Float(700 * 255 * 127)) }
             for path in 0..<earshot_hybrid_sum_paths() {
