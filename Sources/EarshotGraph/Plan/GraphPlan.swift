@@ -45,7 +45,8 @@ public struct GraphPlan: Sendable {
     public let outputNames: [String]
     /// Their shapes for one stream.
     public let outputShapes: [[Int]]
-    /// Per node (by name), how it runs: "folded", "alias", "copy", "packed product", "depthwise", "LSTM cell",
+    /// Per node (by name), how it runs: "folded", "alias", "copy", "packed product", "depthwise" (", padded rows" or
+    /// ", channels-last" when its planes go so), "LSTM cell",
     /// "element-wise" or "reference".
     public let kernels: [String: String]
 

@@ -53,10 +53,11 @@ extension Builder {
             var step = ConvStep(x: xRef, y: y, items: items, channels: channels, outChannels: outChannels, plane: height * width, groups: group,
                                 groupIn: 1, groupOut: 1, depth: depth, positions: positions, fields: [], channelsLast: nil,
                                 packed: [], bias: [nil], positionMajor: nil)
-            step.depthwise = .init(field: field.oneRow, filters: w.floats, bias: bias?.floats, channels: channels)
+            let depthwise = ConvStep.Depthwise(field: field.oneRow, filters: w.floats, bias: bias?.floats, channels: channels)
+            step.depthwise = depthwise
             scratchSize = max(scratchSize, step.scratch)
             steps.append(step)
-            return "depthwise"
+            return depthwise.padded ? "depthwise, padded rows" : depthwise.lastFilters != nil ? "depthwise, channels-last" : "depthwise"
         }
         // One group: the fields as runs of the input transposed to [plane][channels], when they
         // are long enough to beat a gather (filters then ordered [kernel row][kernel column][channel]).
