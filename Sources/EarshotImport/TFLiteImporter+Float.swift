@@ -218,6 +218,16 @@ extension TFLiteImporter {
         case "SQUARE":
             let x = try input(0)
             try set(0, try node("Mul", label, [x, x], op: name)[0])
+        case "L2_NORMALIZATION":
+            // ref: reference_ops L2Normalization: along the last axis, x / max(sqrt(sum of x^2), 1e-6).
+            let x = try input(0), rank = x.tensor.rank
+            guard rank >= 1 else { throw fail("a scalar input", "L2_NORMALIZATION takes values along a last axis") }
+            let squares = try node("Mul", "\(label) (squares)", [x, x], op: name)[0]
+            let sum = try node("ReduceSum", "\(label) (sum)", [squares, literal("\(label) axes", ints64([rank - 1]))],
+                               attributes: ["keepdims": .int(1)], op: name)[0]
+            let norm = try node("Sqrt", "\(label) (norm)", [sum], op: name)[0]
+            let floor = try node("Max", "\(label) (at least epsilon)", [norm, literal("\(label) epsilon", GraphTensor(scalar: Float(1e-6)))], op: name)[0]
+            try set(0, try node("Div", label, [x, floor], op: name)[0])
         case "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL":
             let kind = ["GREATER": "Greater", "GREATER_EQUAL": "GreaterOrEqual", "LESS": "Less", "LESS_EQUAL": "LessOrEqual"][name] ?? name
             try set(0, try node(kind, label, [try input(0), try input(1)], op: name)[0])

@@ -82,10 +82,13 @@ public enum Reference {
     }
 }
 
-/// Largest |a[i] - b[i]| (infinity when the lengths differ).
+/// Largest |a[i] - b[i]| (infinity when the lengths differ, or where one is NaN and the other is not).
 public func maxAbsDifference(_ a: some Collection<Float>, _ b: some Collection<Float>) -> Float {
     guard a.count == b.count else { return .infinity }
-    return zip(a, b).reduce(0) { max($0, abs($1.0 - $1.1)) }
+    // NaN against a number is infinitely far (a plain max would pass over it); NaN against NaN is equal.
+    return zip(a, b).reduce(0) { w, pair in
+        pair.0.isNaN || pair.1.isNaN ? (pair.0.isNaN && pair.1.isNaN ? w : .infinity) : max(w, abs(pair.0 - pair.1))
+    }
 }
 
 /// A sine of `frequency` Hz at `sampleRate`, amplitude `amplitude`.
