@@ -5,10 +5,11 @@ onnxruntime's outputs for it over a run of steps: the op-coverage test of `earsh
 The model reads one block of audio ([1, 320]: 64 samples of context and a 256-sample chunk) and
 two state tensors (an LSTM's [2, 1, 16] and a GRU's [1, 1, 16]), and gives 3 scores. Its ops:
 Conv (1-D; 2-D; grouped and depthwise; stride, dilation, pads), MaxPool and AveragePool (1-D and
-2-D), Gemm, MatMul, Add Sub Mul Div Max Min Pow Sqrt (with broadcasting), Relu LeakyRelu Sigmoid
-Tanh Clip Softmax Log Exp, ReduceMean ReduceMax ReduceSum, LayerNormalization and the decomposed
-form (ReduceMean/Sub/Pow/Sqrt/Div), BatchNormalization, Transpose Reshape Flatten Squeeze
-Unsqueeze Concat Slice Split Gather Pad Cast, LSTM and GRU.
+2-D), GlobalAveragePool and GlobalMaxPool (imported as ReduceMean and ReduceMax), Gemm, MatMul,
+Add Sub Mul Div Max Min Pow Sqrt (with broadcasting), Relu LeakyRelu Sigmoid Tanh Clip Softmax Log
+Exp, ReduceMean ReduceMax ReduceSum, LayerNormalization and the decomposed form
+(ReduceMean/Sub/Pow/Sqrt/Div), BatchNormalization, Transpose Reshape Flatten Squeeze Unsqueeze
+Concat Slice Split Gather Pad Cast, LSTM and GRU.
 
 Writes Tests/EarshotTests/Goldens/op-coverage/{model.onnx, golden.json}: the audio of every step,
 onnxruntime's scores after every step (the states carried from step to step, zeros at the start).
@@ -73,14 +74,16 @@ y = node("Conv", [y, w("c4w", 4, 1, 3, 3), w("c4b", 4)], pads=[1, 1, 1, 1])  # [
 y = node("Relu", [y])
 y = node("MaxPool", [y], kernel_shape=[2, 2], strides=[2, 2])                # [1, 4, 4, 9]
 y = node("AveragePool", [y], kernel_shape=[2, 3], strides=[1, 1])            # [1, 4, 3, 7]
+gap = node("Flatten", [node("GlobalAveragePool", [y])], axis=1)              # [1, 4]
+gmp = node("Flatten", [node("GlobalMaxPool", [y])], axis=1)                  # [1, 4]
 y = node("Flatten", [y], axis=1)                                             # [1, 84]
 # the 1-D path: transpose and reduce over time
 t = node("Transpose", [x], perm=[0, 2, 1])                                   # [1, 19, 8]
 mean = node("ReduceMean", [t], axes=[1], keepdims=0)                         # [1, 8]
 mx = node("ReduceMax", [t], axes=[1], keepdims=0)
 sm = node("ReduceSum", [t, ints("ax_sum", [1])], keepdims=0)
-feat = node("Concat", [mean, mx, node("Mul", [sm, const("scale", [0.05])]), y], axis=1)  # [1, 108]
-feat = node("Gemm", [feat, w("g1w", 32, 108, scale=0.1), w("g1b", 32)], transB=1)
+feat = node("Concat", [mean, mx, node("Mul", [sm, const("scale", [0.05])]), y, gap, gmp], axis=1)  # [1, 116]
+feat = node("Gemm", [feat, w("g1w", 32, 116, scale=0.1), w("g1b", 32)], transB=1)
 # the decomposed layer norm
 mu = node("ReduceMean", [feat], axes=[-1], keepdims=1)
 d = node("Sub", [feat, mu])

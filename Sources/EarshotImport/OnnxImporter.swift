@@ -501,12 +501,34 @@ public struct OnnxImporter {
             case .graph, .graphs, .tensors: throw fail("attribute '\(key)' holds graphs or tensor lists", "only If takes subgraphs")
             }
         }
-        guard GraphOps.onnxOps.contains(node.opType) else {
+        var opType = node.opType, inputNames = node.inputs
+        if opType == "GlobalAveragePool" || opType == "GlobalMaxPool" {
+            // A CNN classifier's last pooling: the mean (the maximum) over every axis after the
+            // channels, kept as ones, which is ReduceMean (ReduceMax) over those axes.
+            guard inputs.count == 1, let x = inputs[0], x.rank >= 3, node.outputs.count == 1, attributes.isEmpty else {
+                throw fail("takes one input of rank 3 or more ([N, C, D1, ...]) and no attributes", "the file is damaged")
+            }
+            let axes = (2..<x.rank).map(Int64.init)
+            opType = opType == "GlobalAveragePool" ? "ReduceMean" : "ReduceMax"
+            attributes = ["keepdims": .int(1)]
+            if opset >= 18 {
+                // The axes are an input from opset 18.
+                var name = builder.unique("\(label) axes")
+                while values[name] != nil || producers[name] != nil { name = builder.unique(name) }
+                let t = GraphTensor(shape: [axes.count], integers: axes)
+                values[name] = Value(tensor: t, constant: true)
+                inputNames.append(name)
+                inputs.append(t)
+            } else {
+                attributes["axes"] = .ints(axes)
+            }
+        }
+        guard GraphOps.onnxOps.contains(opType) else {
             throw .unsupportedOp(path: path, node: label, op: node.opType, format: "ONNX", reason: "the runtime has no kernel for it")
         }
         let outputs: [GraphTensor]
         do {
-            outputs = try GraphOps.run(node.opType, node: label, inputs: inputs, attributes: attributes, opset: opset,
+            outputs = try GraphOps.run(opType, node: label, inputs: inputs, attributes: attributes, opset: opset,
                                        outputCount: node.outputs.count)
         } catch {
             if case .unsupported = error {
@@ -515,10 +537,10 @@ public struct OnnxImporter {
             throw fail(error.reason, "check the model's shapes and the --set values")
         }
         // Shapes are fixed, so a tensor's shape and size are constants whatever its values.
-        let constant = allConstant || node.opType == "Shape" || node.opType == "Size"
+        let constant = allConstant || opType == "Shape" || opType == "Size"
         for (name, t) in zip(node.outputs, outputs) where !name.isEmpty { values[name] = Value(tensor: t, constant: constant) }
         guard !constant else { return }
-        if node.opType == "Identity" || (node.opType == "Cast" && inputs.first??.dtype == outputs.first?.dtype && attributes["to"] != .int(6)),
+        if opType == "Identity" || (opType == "Cast" && inputs.first??.dtype == outputs.first?.dtype && attributes["to"] != .int(6)),
            let input = node.inputs.first, let output = node.outputs.first {
             alias[output] = resolve(input)  // the same tensor under another name: no node
             return
@@ -535,6 +557,6 @@ public struct OnnxImporter {
             case .tensor: throw fail("a tensor attribute on an op that depends on audio", "fold it into an input")
             }
         }
-        builder.node(node.opType, label, node.inputs.map { $0.isEmpty ? "" : resolve($0) }, node.outputs, spec.isEmpty ? nil : spec)
+        builder.node(opType, label, inputNames.map { $0.isEmpty ? "" : resolve($0) }, node.outputs, spec.isEmpty ? nil : spec)
     }
 }

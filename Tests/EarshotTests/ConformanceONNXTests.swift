@@ -44,6 +44,25 @@ struct ConformanceONNXTests {
         #expect(throws: ImportError.self) { try Self.imported(Self.twoOutputs, options: options) }
     }
 
+    @Test("GlobalAveragePool and GlobalMaxPool (a CNN classifier's last pooling; they were refused) give each channel's mean and maximum over every axis after it, at opset 17 (ReduceMean's axes an attribute) and 18 (an input)",
+          arguments: [Int64(17), 18])
+    func globalPooling(opset: Int64) throws {
+        let bytes = HandProto.model(nodes: [HandProto.node("GlobalAveragePool", ["x"], ["mean"]), HandProto.node("GlobalMaxPool", ["x"], ["max"])],
+                                    inputs: [HandProto.valueInfo("x", [1, 3, 4, 5])],
+                                    outputs: [HandProto.valueInfo("mean", [1, 3, 1, 1]), HandProto.valueInfo("max", [1, 3, 1, 1])], opset: opset)
+        let model = try Self.imported(bytes, options: ImportOptions())
+        #expect(model.labels == ["mean[0]", "mean[1]", "mean[2]", "max[0]", "max[1]", "max[2]"])
+        let x = (0..<60).map { i in Float((i * 37) % 23) * 0.25 - 2 }
+        var state = model.makeState()
+        let got = try model.prediction(from: x, using: &state)
+        // Channel c holds x[20c ..< 20c + 20].
+        let means = (0..<3).map { c in Float(x[(20 * c)..<(20 * c + 20)].reduce(0.0) { $0 + Double($1) } / 20) }
+        let maxima = (0..<3).map { c in x[(20 * c)..<(20 * c + 20)].max() ?? 0 }
+        #expect(maxAbsDifference(got, means + maxima) <= 1e-6, "\(got) against \(means + maxima)")
+        let ops = Set(model.manifest.graph?.nodes.map(\.op) ?? [])
+        #expect(ops.isSuperset(of: ["ReduceMean", "ReduceMax"]) && !ops.contains("GlobalAveragePool") && !ops.contains("GlobalMaxPool"), "\(ops)")
+    }
+
     @Test("embedding_model.onnx ([N, 76, 32, 1]) imports with no flags: one stream's block is batch 1, features; equal to onnxruntime")
     func batchAxis() throws {
         let path = OpenWakeWordImportTests.folder + "/embedding_model.onnx"
