@@ -110,7 +110,7 @@ struct ConformanceTFLiteTests {
         var state = model.makeState()
         let got = try stride(from: 0, to: audio.count - 1279, by: 1280).map { try model.prediction(from: Array(audio[$0..<($0 + 1280)]), using: &state)[0] }
         #expect(got.count == expected.count && expected.count > 200)
-        let worst = zip(got, expected).map { abs($0 - $1) }.max() ?? .infinity
+        let worst = maxAbsDifference(got, expected)
         print("openWakeWord \(head).tflite over time: \(got.count) steps, max |diff| \(worst) from step 0; peak \(got.max() ?? 0) "
               + "(TFLite \(expected.max() ?? 0)); \(model.description.execution ?? "")")
         #expect(worst <= 1e-4)
@@ -147,7 +147,7 @@ struct ConformanceTFLiteTests {
             var state = model.makeState()
             let got = try model.prediction(from: Array(audio[(w * 144_000)..<((w + 1) * 144_000)]), using: &state)
             #expect(got.count == 6522)
-            worst = max(worst, zip(got, expected[(w * 6522)..<((w + 1) * 6522)]).map { abs($0 - $1) }.max() ?? .infinity)
+            worst = max(worst, maxAbsDifference(got, expected[(w * 6522)..<((w + 1) * 6522)]))
         }
         print("BirdNET V2.4 FP32: 3 windows of 6522 scores, max |diff| \(worst) against TFLite; \(model.description.execution ?? "")")
         #expect(worst <= 1e-4)
@@ -165,7 +165,7 @@ struct ConformanceTFLiteTests {
             var state = model.makeState()
             let got = try model.prediction(from: x, using: &state)
             #expect(got.count == 6522)
-            worst = max(worst, zip(got, expected[(k * 6522)..<((k + 1) * 6522)]).map { abs($0 - $1) }.max() ?? .infinity)
+            worst = max(worst, maxAbsDifference(got, expected[(k * 6522)..<((k + 1) * 6522)]))
         }
         print("BirdNET V2.4 location/week (FP16): 5 places, max |diff| \(worst) against TFLite")
         #expect(worst <= 1e-4)

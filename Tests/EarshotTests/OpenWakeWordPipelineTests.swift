@@ -56,8 +56,8 @@ struct OpenWakeWordPipelineTests {
         let got = try Self.scores(model, audio)
         #expect(got.count == expected.count && expected.count > 200 * classes)
         #expect(got.prefix(5 * classes).allSatisfy { $0 == 0 } && expected.prefix(5 * classes).allSatisfy { $0 == 0 })
-        let worst = zip(got, expected).map { abs($0 - $1) }.max() ?? .infinity
-        let early = zip(got, expected).prefix(26 * classes).map { abs($0 - $1) }.max() ?? .infinity
+        let worst = maxAbsDifference(got, expected)
+        let early = maxAbsDifference(got.prefix(26 * classes), expected.prefix(26 * classes))
         print("openWakeWord \(head) over time: \(got.count) steps, max |diff| \(worst) from step 0 (\(early) in steps 0-25); peak \(got.max() ?? 0)")
         #expect(worst <= 1e-4)
     }

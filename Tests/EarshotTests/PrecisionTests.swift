@@ -191,7 +191,7 @@ struct PrecisionTests {
             for start in stride(from: 0, to: audio.count - hop + 1, by: hop) {
                 let block = Array(audio[start..<(start + hop)])
                 let (x, y) = (try fp32.prediction(from: block, using: &a).map(confidence), try bf16.prediction(from: block, using: &b).map(confidence))
-                worst = max(worst, zip(x, y).map { abs($0 - $1) }.max() ?? .infinity)
+                worst = max(worst, maxAbsDifference(x, y))
                 let (kx, ky) = (x.indices.filter { x[$0] >= 0.1 }, y.indices.filter { y[$0] >= 0.1 })
                 #expect(kx == ky, "window at \(start): \(kx.map { fp32.labels[$0] }) against \(ky.map { fp32.labels[$0] })")
                 above += kx.count

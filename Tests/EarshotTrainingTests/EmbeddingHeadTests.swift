@@ -72,7 +72,7 @@ struct EmbeddingHeadTests {
         let steps = try stride(from: 0, to: audio.count, by: 1280).map { try model.prediction(from: Array(audio[$0..<($0 + 1280)]), using: &state)[0] }
         #expect(steps.count == trainer.count && steps.count == 40)
         #expect(steps.prefix(5).allSatisfy { $0 == 0 })  // openWakeWord's gate
-        let worst = zip(steps, trainer).map { abs($0 - $1) }.max() ?? .infinity
+        let worst = maxAbsDifference(steps, trainer)
         print("head package vs trainer over \(steps.count) steps: max |diff| \(worst) from step 0")
         #expect(worst <= 1e-5)
     }

@@ -64,7 +64,7 @@ struct FakeQuantTests {
         ], attributes: attributes, opset: 13, outputCount: 1)[0]
         let dequantized = out.floats.map { qOut.scale * ($0 - Float(qOut.zero)) }
         #expect(out.shape == [1, outTime, 1, channels])
-        let worst = zip(dequantized, fakeOut).map { abs($0 - $1) }.max() ?? .infinity
+        let worst = maxAbsDifference(dequantized, fakeOut)
         #expect(worst <= qOut.scale * 1.0001, "seed \(seed): \(worst) over a step of \(qOut.scale)")
         #expect(Set(out.floats).count > 5, "the outputs vary")
     }
