@@ -214,42 +214,40 @@ __attribute__((target("avx512f"))) static int contiguous(const int *f, long k) {
     return 1;
 }
 
-// The fields as int16 rows (fields_int16) 16 values at a time: gathered where the field lists
-// them (a negative index a zero), each whole number clamped to int16, NaN as 0, as int16_of.
-#define FIELDS_INT16_512(NAME, TARGET)                                                                                      \
-    __attribute__((target(TARGET))) static void NAME(const float *x, const int *fields, long positions, long k, short *rows) { \
-        if (!fields) {                                                                                                      \
-            fields_int16(x, fields, positions, k, rows);                                                                    \
-            return;                                                                                                         \
-        }                                                                                                                   \
-        long kp = (k + 1) / 2 * 2;                                                                                          \
-        const __m512 lo = _mm512_set1_ps(-32768.0f), hi = _mm512_set1_ps(32767.0f);                                        \
-        for (long p = 0; p < positions; p++) {                                                                              \
-            short *row = rows + p * kp;                                                                                     \
-            const int *f = fields + p * k;                                                                                  \
-            if (contiguous(f, k)) {                                                                                         \
-                /* One run of x (a Conv whose stride is its width): read in place. */                                       \
-                for (long i = 0; i < k; i += 16) {                                                                          \
-                    __mmask16 lanes = (__mmask16)(k - i >= 16 ? 0xffff : (1U << (k - i)) - 1);                              \
-                    __m512 v = _mm512_maskz_loadu_ps(lanes, x + f[0] + i);                                                  \
-                    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), _mm512_min_ps(_mm512_max_ps(v, lo), hi)); \
-                    _mm256_mask_storeu_epi16(row + i, lanes, _mm512_cvtepi32_epi16(_mm512_cvttps_epi32(v)));               \
-                }                                                                                                           \
-                if (kp > k) row[k] = 0;                                                                                     \
-                continue;                                                                                                   \
-            }                                                                                                               \
-            for (long i = 0; i < k; i += 16) {                                                                              \
-                __mmask16 lanes = (__mmask16)(k - i >= 16 ? 0xffff : (1U << (k - i)) - 1);                                  \
-                __m512i at = _mm512_maskz_loadu_epi32(lanes, f + i);                                                        \
-                __mmask16 listed = _mm512_mask_cmpge_epi32_mask(lanes, at, _mm512_setzero_si512());                         \
-                __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), listed, at, x, 4);                                 \
-                v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), _mm512_min_ps(_mm512_max_ps(v, lo), hi));     \
-                _mm256_mask_storeu_epi16(row + i, lanes, _mm512_cvtepi32_epi16(_mm512_cvttps_epi32(v)));                   \
-            }                                                                                                               \
-            if (kp > k) row[k] = 0;                                                                                         \
-        }                                                                                                                   \
+#define INT16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+// Up to 16 whole numbers held as floats into row's int16 lanes, as int16_of: clamped, NaN as 0.
+static inline __attribute__((always_inline)) INT16_TARGET void store_int16(short *row, __mmask16 lanes, __m512 v) {
+    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-32768.0f)), _mm512_set1_ps(32767.0f)));
+    _mm256_mask_storeu_epi16(row, lanes, _mm512_cvtepi32_epi16(_mm512_cvttps_epi32(v)));
+}
+
+// The fields as int16 rows (fields_int16) 16 values at a time: a field that is one run of x read
+// in place, another gathered (a negative index a zero).
+INT16_TARGET static void fields_int16_512(const float *x, const int *fields, long positions, long k, short *rows) {
+    if (!fields) {
+        fields_int16(x, fields, positions, k, rows);
+        return;
     }
-FIELDS_INT16_512(fields_int16_512, "avx512f,avx512bw,avx512vl")
+    long kp = (k + 1) / 2 * 2;
+    for (long p = 0; p < positions; p++) {
+        short *row = rows + p * kp;
+        const int *f = fields + p * k;
+        int run = contiguous(f, k);
+        for (long i = 0; i < k; i += 16) {
+            __mmask16 lanes = (__mmask16)(k - i >= 16 ? 0xffff : (1U << (k - i)) - 1);
+            if (run) {
+                // One run of x (a Conv whose stride is its width).
+                store_int16(row + i, lanes, _mm512_maskz_loadu_ps(lanes, x + f[0] + i));
+            } else {
+                __m512i at = _mm512_maskz_loadu_epi32(lanes, f + i);
+                __mmask16 listed = _mm512_mask_cmpge_epi32_mask(lanes, at, _mm512_setzero_si512());
+                store_int16(row + i, lanes, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), listed, at, x, 4));
+            }
+        }
+        if (kp > k) row[k] = 0;
+    }
+}
 
 // 16 outputs a register, eight positions in flight (eight independent sums hide each
 // instruction's latency); with VNNI one instruction a pair, else a pairwise multiply-add and an add.

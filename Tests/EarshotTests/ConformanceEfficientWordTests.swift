@@ -10,11 +10,6 @@ import Testing
 struct ConformanceEfficientWordTests {
     static let goldens = "Tests/EarshotTests/Goldens/conformance/efficientword-net"
 
-    /// The largest |earshot - reference| of one output against its slice of a golden, NaN infinitely far.
-    static func worst(_ got: [Float], _ expected: ArraySlice<Float>) -> Float {
-        got.count == expected.count ? maxAbsDifference(got, expected) : .infinity
-    }
-
     @Test("logmelcalc.tflite (as imported), baseModel.tflite (L2_NORMALIZATION: it was refused) and the ResNet-50 ONNX (GlobalAveragePool: it was refused) on 1 s and 1.5 s of real speech")
     func threeModels() throws {
         let mel = try ConformanceTFLiteTests.floats(Self.goldens + "/logmel.f32")
@@ -39,15 +34,15 @@ struct ConformanceEfficientWordTests {
                 var state = logmel.makeState()
                 let start = offset + w * 16000
                 let got = try logmel.prediction(from: Array(audio[start..<(start + 16000)]), using: &state)
-                worst.mel = max(worst.mel, Self.worst(got, mel[((2 * k + w) * 6272)..<((2 * k + w + 1) * 6272)]))
+                worst.mel = max(worst.mel, maxAbsDifference(got, mel[((2 * k + w) * 6272)..<((2 * k + w + 1) * 6272)]))
             }
             // The embeddings of TFLite's log-mel: the first window's, then 1.5 s (98 frames and 51 more).
             let first = Array(mel[(2 * k * 6272)..<((2 * k + 1) * 6272)]), second = Array(mel[((2 * k + 1) * 6272)..<((2 * k + 2) * 6272)])
             var state = embedding.makeState()
-            worst.base = max(worst.base, Self.worst(try embedding.prediction(from: first, using: &state), base[(k * 128)..<((k + 1) * 128)]))
+            worst.base = max(worst.base, maxAbsDifference(try embedding.prediction(from: first, using: &state), base[(k * 128)..<((k + 1) * 128)]))
             state = large.makeState()
             let features = first + second[..<(51 * 64)]
-            worst.resnet = max(worst.resnet, Self.worst(try large.prediction(from: features, using: &state), resnet[(k * 2048)..<((k + 1) * 2048)]))
+            worst.resnet = max(worst.resnet, maxAbsDifference(try large.prediction(from: features, using: &state), resnet[(k * 2048)..<((k + 1) * 2048)]))
         }
         print("EfficientWord-Net: logmel max |diff| \(worst.mel) (values to \(mel.map(abs).max() ?? 0)), embedding \(worst.base), ResNet-50 \(worst.resnet)")
         #expect(worst.mel <= 1e-4 && worst.base <= 1e-5 && worst.resnet <= 1e-5)
