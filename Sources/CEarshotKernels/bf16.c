@@ -127,27 +127,44 @@ typedef __bf16 b32v __attribute__((vector_size(64), aligned(4)));
         }                                                                                          \
     } while (0)
 
+// Pairs q0 ..< q1 of a tile's outputs into acc[p][c] (in PAIR_TILE).
+#define PAIRS(q0, q1, W_TYPE, LOAD_W, ...) do {                                                         \
+        for (long q = (q0); q < (q1); q++) {                                                          \
+            W_TYPE w[4];                                                                              \
+            for (int p = 0; p < NP; p++) LOAD_W;                                                      \
+            for (int c = 0; c < NC; c++) {                                                            \
+                uint32_t pair;                                                                        \
+                memcpy(&pair, xb + c * xdepth + 2 * q, 4);                                            \
+                __VA_ARGS__                                                                           \
+            }                                                                                         \
+        }                                                                                             \
+    } while (0)
+
 // A tile of NP panels by NC columns: per block of PAIR_BLOCK pairs, acc from zero through
 // LOAD_W (the panels' values of pair q into w[p]) and the step given last (pair q of column c into acc[p][c]),
 // then added to the total; then the totals stored. Only the `used` pairs that hold terms are
 // read (`pairs`, the layout's, may add zero pairs up to a tile's depth): adding zero changes no sum.
 #define PAIR_TILE(W_TYPE, LOAD_W, ...) do {                                                             \
         f16v acc[4][6], total[4][6];                                                                  \
+        if (used <= PAIR_BLOCK && r0 + NP * 16 <= rows) {                                             \
+            /* One block and whole panels, apart: the same sums with no totals (as the fp32 */        \
+            /* products' common tile). */                                                             \
+            for (int p = 0; p < NP; p++)                                                              \
+                for (int c = 0; c < NC; c++) acc[p][c] = (f16v){0};                                   \
+            PAIRS(0, used, W_TYPE, LOAD_W, __VA_ARGS__);                                              \
+            for (int p = 0; p < NP; p++) {                                                            \
+                f16v b = bias ? *(const f16v *)(bias + r0 + p * 16) : (f16v){0};                      \
+                for (int c = 0; c < NC; c++) *(f16v *)(y + c * ldy + r0 + p * 16) = acc[p][c] + b;    \
+            }                                                                                         \
+            break;                                                                                    \
+        }                                                                                             \
         for (int p = 0; p < NP; p++)                                                                  \
             for (int c = 0; c < NC; c++) total[p][c] = (f16v){0};                                     \
         for (long q0 = 0; q0 < used; q0 += PAIR_BLOCK) {                                              \
             long q1 = used - q0 > PAIR_BLOCK ? q0 + PAIR_BLOCK : used;                                \
             for (int p = 0; p < NP; p++)                                                              \
                 for (int c = 0; c < NC; c++) acc[p][c] = (f16v){0};                                   \
-            for (long q = q0; q < q1; q++) {                                                          \
-                W_TYPE w[4];                                                                          \
-                for (int p = 0; p < NP; p++) LOAD_W;                                                  \
-                for (int c = 0; c < NC; c++) {                                                        \
-                    uint32_t pair;                                                                    \
-                    memcpy(&pair, xb + c * xdepth + 2 * q, 4);                                        \
-                    __VA_ARGS__                                                                       \
-                }                                                                                     \
-            }                                                                                         \
+            PAIRS(q0, q1, W_TYPE, LOAD_W, __VA_ARGS__);                                               \
             for (int p = 0; p < NP; p++)                                                              \
                 for (int c = 0; c < NC; c++) total[p][c] = q0 == 0 ? acc[p][c] : total[p][c] + acc[p][c]; \
         }                                                                                             \
