@@ -41,6 +41,7 @@ tools/.venv/bin/python tools/bench_openwakeword_pipeline.py  # openWakeWord's Mo
 tools/.venv/bin/python tools/bench_microwakeword.py   # microWakeWord: pymicro-wakeword (TFLite, pymicro-features) against the packages
 python3 tools/bench_serve.py                          # earshot serve under N Wyoming clients (no venv needed)
 earshot bench peak                                    # this machine's peak multiply-adds per path (fp32, VNNI, BF16, AMX)
+tools/bench_products.sh                               # the dense product kernels alone, fp32 and bf16, per shape
 tools/.venv/bin/python tools/benchmarks.py            # all of the above and `earshot bench streams`: BENCHMARKS.md
 ```
 
