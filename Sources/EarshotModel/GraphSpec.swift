@@ -101,7 +101,7 @@ public struct GraphSpec: Codable, Sendable, Equatable {
             shape = try c.decode([Int].self, forKey: .shape)
             dtype = try c.decode(String.self, forKey: .dtype)
             if let runs = try c.decodeIfPresent([[Int64]].self, forKey: .runs) {
-                // Runs are short to write and long to hold: at most the shape's values, and at most
+                // Runs are short to write and long to hold: exactly the shape's values, and at most
                 // 2^24 of them (128 MB).
                 var values: [Int64] = []
                 let count = shape.reduce(1) { $0.multipliedReportingOverflow(by: Swift.max($1, 0)).overflow ? Int.max : $0 * Swift.max($1, 0) }
@@ -114,6 +114,10 @@ public struct GraphSpec: Codable, Sendable, Equatable {
                                                                debugDescription: "a run is [first, count], the counts adding up to the shape's \(count) values")
                     }
                     values += (0..<run[1]).map { run[0] &+ $0 }
+                }
+                guard values.count == count else {
+                    throw DecodingError.dataCorruptedError(forKey: .runs, in: c,
+                                                           debugDescription: "runs of \(values.count) values, where the shape holds \(count)")
                 }
                 self.values = values
             } else {

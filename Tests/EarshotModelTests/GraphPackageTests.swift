@@ -151,7 +151,7 @@ struct GraphPackageTests {
         #expect(String(decoding: data, as: UTF8.self).contains(#""alpha":{"float":1}"#))
     }
 
-    @Test("Integer constants of consecutive runs (a framing's indices) are written as runs and read back as the same values; others as values; runs that do not add up to the shape, or that would expand past 2^24 values, are refused")
+    @Test("Integer constants of consecutive runs (a framing's indices) are written as runs and read back as the same values; others as values; runs that do not add up to the shape (more values or fewer), or that would expand past 2^24 values, are refused")
     func integerRuns() throws {
         var m = Self.manifest()
         let frames = (0..<7).flatMap { f in (0..<16).map { Int64(f * 5 + $0) } }
@@ -166,7 +166,8 @@ struct GraphPackageTests {
         #expect(back == m)
         #expect(back.graph?.constants["frames"]?.values == frames)
         for bad in [#"{"shape":[2,3],"dtype":"int64","runs":[[0,4],[9,4]]}"#, #"{"shape":[3],"dtype":"int64","runs":[[0,2,1]]}"#,
-                    #"{"shape":[3],"dtype":"int64","runs":[[0,-1]]}"#, #"{"shape":[4096,8192],"dtype":"int64","runs":[[0,1]]}"#] {
+                    #"{"shape":[3],"dtype":"int64","runs":[[0,-1]]}"#, #"{"shape":[4096,8192],"dtype":"int64","runs":[[0,1]]}"#,
+                    #"{"shape":[2,3],"dtype":"int64","runs":[[0,4]]}"#, #"{"shape":[2],"dtype":"int64","runs":[]}"#] {
             #expect(throws: DecodingError.self, "\(bad)") { try JSONDecoder().decode(GraphSpec.IntegerConstant.self, from: Data(bad.utf8)) }
         }
     }
