@@ -183,13 +183,9 @@ public struct OnnxImporter {
             score = resolve(scoreNames[0])
         } else {
             let flat = scoreNames.map { name in
-                var flatName = builder.unique("\(name) (flat)")
-                while values[flatName] != nil || producers[flatName] != nil { flatName = builder.unique(flatName) }
-                return builder.reshape(resolve(name), [values[name]?.tensor.count ?? 0], into: flatName)
+                builder.reshape(resolve(name), [values[name]?.tensor.count ?? 0], into: freshName("\(name) (flat)"))
             }
-            var name = builder.unique("scores (\(scoreNames.joined(separator: ", ")))")
-            while values[name] != nil || producers[name] != nil { name = builder.unique(name) }
-            score = name
+            score = freshName("scores (\(scoreNames.joined(separator: ", ")))")
             builder.node("Concat", score, flat, [score], ["axis": .int(0)])
         }
         builder.prune(keeping: [score] + states.map { resolve($0.output) })
@@ -249,6 +245,14 @@ public struct OnnxImporter {
             }
         }
         return pairs
+    }
+
+    /// A name for a tensor the import adds: unused by the builder, and by the model's own values
+    /// and node outputs (which may not have reached the builder yet).
+    private mutating func freshName(_ base: String) -> String {
+        var name = builder.unique(base)
+        while values[name] != nil || producers[name] != nil { name = builder.unique(name) }
+        return name
     }
 
     private func resolve(_ name: String) -> String {
@@ -513,9 +517,7 @@ public struct OnnxImporter {
             attributes = ["keepdims": .int(1)]
             if opset >= 18 {
                 // The axes are an input from opset 18.
-                var name = builder.unique("\(label) axes")
-                while values[name] != nil || producers[name] != nil { name = builder.unique(name) }
-                let t = GraphTensor(shape: [axes.count], integers: axes)
+                let name = freshName("\(label) axes"), t = GraphTensor(shape: [axes.count], integers: axes)
                 values[name] = Value(tensor: t, constant: true)
                 inputNames.append(name)
                 inputs.append(t)
