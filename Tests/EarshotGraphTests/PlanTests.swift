@@ -1,4 +1,5 @@
 import EarshotGraph
+import EarshotTestSupport
 import Foundation
 import Testing
 
@@ -20,22 +21,6 @@ struct PlanCase: Sendable, CustomTestStringConvertible {
     var condition: String? = nil
 
     var testDescription: String { "\(op): \(what)" }
-}
-
-/// The largest difference of `b` from the reference `a`, relative to max(1, |a|) unless `relative`
-/// is false: infinite when the counts differ, when only one side is NaN, or when the difference
-/// is itself NaN (an infinity against a finite value); NaN against NaN and equal values are 0.
-/// (The largest of an array of differences skips a NaN that is not first.)
-private func worstDifference(_ a: [Float], _ b: [Float], relative: Bool = true) -> Float {
-    guard a.count == b.count else { return .infinity }
-    var largest: Float = 0
-    for (p, q) in zip(a, b) where p != q {
-        if p.isNaN && q.isNaN { continue }
-        let d = abs(p - q) / (relative ? max(1, abs(p)) : 1)
-        if d.isNaN || p.isNaN || q.isNaN { return .infinity }
-        largest = max(largest, d)
-    }
-    return largest
 }
 
 private func values(_ count: Int, seed: Int) -> [Float] {
@@ -382,7 +367,7 @@ struct PlanTests {
             for j in 0..<c.outputs {
                 let expected = try #require(values["y\(j)"]).floats
                 #expect(batch[s][j].count == expected.count)
-                let worst = worstDifference(expected, batch[s][j])
+                let worst = maxRelativeDifference(batch[s][j], expected)
                 // Moves and reductions are exact; products and cells may sum in another order; an
                 // FFT and Winograd's transforms are other algorithms altogether.
                 // A double-precision FFT rounds to float as the reference's does, within a rounding
@@ -445,7 +430,7 @@ struct PlanTests {
                 let y = try GraphOps.run("Relu", node: "relu", inputs: [c], attributes: [:], opset: 17, outputCount: 1)[0].floats
                 #expect(y.count == batch[s].count)
                 #expect(y.contains(0) && y.contains { $0 > 0 })
-                let worst = worstDifference(y, batch[s])
+                let worst = maxRelativeDifference(batch[s], y)
                 #expect(worst <= 2e-6, "stream \(s): \(worst)")
                 var fresh = GraphWorkspace()
                 var alone: [Float] = []
@@ -481,7 +466,7 @@ struct PlanTests {
         #expect(got.count == n)
         #expect(got.map(\.bitPattern) == expected.map(\.bitPattern))
         let x = EarshotGraphTests.values(n, seed: 3).map { 8 * $0 }
-        let worst = worstDifference(x.map { $0 / (1 + exp(-$0)) }, got, relative: false)
+        let worst = maxAbsDifference(got, x.map { $0 / (1 + exp(-$0)) })
         #expect(worst <= 1e-5, "\(worst)")
     }
 
@@ -509,7 +494,7 @@ struct PlanTests {
             }
             let expected = try #require(values["y"]).floats
             #expect(expected.contains(-0.1) && expected.contains { $0 > -0.1 && $0 < 0 } && expected.contains { $0 > 0 })
-            let worst = worstDifference(expected, batch[s])
+            let worst = maxRelativeDifference(batch[s], expected)
             #expect(expected.count == batch[s].count && worst <= 2e-6, "stream \(s): \(worst)")
         }
     }
@@ -583,7 +568,7 @@ struct PlanTests {
         let expected = try #require(values["y"]).floats
         // Negative and positive values both (swish's minimum is about -0.28; a sigmoid lies in (0, 1)).
         #expect(expected.contains { $0 < -0.01 } == swish && expected.contains { $0 > 0.5 } && expected.contains { $0 < 0.5 })
-        let worst = worstDifference(expected, a)
+        let worst = maxRelativeDifference(a, expected)
         #expect(expected.count == a.count && worst <= 2e-6, "\(c.name): \(worst)")
     }
 
@@ -617,7 +602,7 @@ struct PlanTests {
             let expected = try reference(nodes, constants, shape: shape, seed: 70 + s, output: last)
             #expect(expected.count == (convAfter ? 3 : 9) * 7 && batch[s].count == expected.count)
             // The FFT is another algorithm than the Conv's sums: close, not equal.
-            let worst = worstDifference(expected, batch[s])
+            let worst = maxRelativeDifference(batch[s], expected)
             #expect(worst <= 1e-5, "stream \(s): \(worst)")
             #expect(try run(streams: s + 1)[s].map(\.bitPattern) == batch[s].map(\.bitPattern))
         }
@@ -637,7 +622,7 @@ struct PlanTests {
         let expected = try reference(nodes, constants, shape: [1, 1, 40], seed: 71, output: "y")
         let got = try runStreams(plan, 1, seed: 71)[0]
         #expect(expected.count == 18 * 7 && got.count == expected.count)
-        let worst = worstDifference(expected, got, relative: false)
+        let worst = maxAbsDifference(got, expected)
         #expect(worst <= (gain > 1000 ? 1e-5 : 1e-3), "\(worst)")
     }
 
@@ -661,7 +646,7 @@ struct PlanTests {
             let expected = try reference(nodes, constants, shape: [1, 9, 8], seed: 30 + s, output: "y")
             #expect(expected.count == 16 && batch[s].count == 16)
             // conv1 runs as Winograd's tiles: another summation order.
-            let worst = worstDifference(expected, batch[s])
+            let worst = maxRelativeDifference(batch[s], expected)
             #expect(worst <= 2e-5, "stream \(s): \(worst)")
             #expect(try run(streams: s + 1)[s].map(\.bitPattern) == batch[s].map(\.bitPattern))
         }
@@ -696,7 +681,7 @@ struct PlanTests {
             }
             // Pooled to 8 rows by 6 columns; 10 channels of 8 - 2 rows by 6 columns.
             #expect(expected.count == 10 * 6 * 6 && batch[s].count == expected.count)
-            let worst = worstDifference(expected, batch[s])
+            let worst = maxRelativeDifference(batch[s], expected)
             #expect(worst <= 2e-5, "stream \(s): \(worst)")
             #expect(try run(streams: s + 1)[s].map(\.bitPattern) == batch[s].map(\.bitPattern))
         }
@@ -824,7 +809,7 @@ struct PlanTests {
         for s in 0..<3 {
             let expected = try reference(nodes, constants, shape: [rows, k], seed: 40 + s, output: "y")
             #expect(expected.count == rows * outputs && batch[s].count == expected.count)
-            let worst = worstDifference(expected, batch[s])
+            let worst = maxRelativeDifference(batch[s], expected)
             #expect(worst <= 2e-6, "stream \(s): \(worst)")
             #expect(try runStreams(plan, 1, seed: 40 + s)[0].map(\.bitPattern) == batch[s].map(\.bitPattern))
         }
@@ -873,7 +858,7 @@ struct PlanFusionTests {
             for s in 0..<2 {
                 let expected = try reference(nodes, constants, shape: shape, seed: 80 + s, output: name)
                 #expect(!expected.isEmpty && batch[s].count == expected.count && expected.contains { abs($0) > 0.5 })
-                let worst = worstDifference(expected, batch[s])
+                let worst = maxRelativeDifference(batch[s], expected)
                 #expect(worst <= 1e-5, "\(name), stream \(s): \(worst)")
                 #expect(try runStreams(plan, s + 1, seed: 80, output: o)[s].map(\.bitPattern) == batch[s].map(\.bitPattern))
             }

@@ -37,10 +37,6 @@ struct ConformanceTFLiteHybridTests {
         return try Model(manifest: manifest, tensors: tensors, name: file)
     }
 
-    static func worst(_ got: [Float], _ expected: [Float]) -> Float {
-        got.count == expected.count ? zip(got, expected).reduce(0) { max($0, abs($1.0 - $1.1)) } : .infinity
-    }
-
     @Test("every hybrid one-op graph imports and equals TFLite's reference kernels bit for bit")
     func operators() throws {
         let runs = try Self.runs().filter { $0.name != "audio-classifier" }
@@ -54,10 +50,10 @@ struct ConformanceTFLiteHybridTests {
                 let got = try model.prediction(from: r.input, using: &state)
                 // The integer sums are exact, the input's scale is TFLite's (its asymmetric range a
                 // float difference) and the scales multiply in TFLite's order: every value equal.
-                let worst = Self.worst(got, r.reference)
+                let worst = maxAbsDifference(got, r.reference)
                 if worst == 0 { exact += 1 } else { failures.append("\(r.name): worst \(worst) of \(got.count) values (\(r.reference.count) expected)") }
                 if !r.name.contains("symmetric") || r.name.contains("asymmetric"), !r.name.contains("conv-2d-per-tensor") {
-                    worstXNNPACK = max(worstXNNPACK, Self.worst(got, r.xnnpack))
+                    worstXNNPACK = max(worstXNNPACK, maxAbsDifference(got, r.xnnpack))
                 }
             } catch {
                 failures.append("\(r.name): \(error)")
@@ -89,8 +85,8 @@ struct ConformanceTFLiteHybridTests {
             var state = model.makeState()
             let got = try model.prediction(from: Array(audio[(r.window * 16000)..<((r.window + 1) * 16000)]), using: &state)
             #expect(got.count == 4 && got.allSatisfy { $0 > 0 && $0 < 1 })
-            worst = max(worst, Self.worst(got, r.reference))
-            worstXNNPACK = max(worstXNNPACK, Self.worst(got, r.xnnpack))
+            worst = max(worst, maxAbsDifference(got, r.reference))
+            worstXNNPACK = max(worstXNNPACK, maxAbsDifference(got, r.xnnpack))
         }
         print("hybrid audio classifier: 4 windows, max |diff| \(worst) against TFLite's reference kernels, \(worstXNNPACK) against XNNPACK")
         // Its per-channel CONV_2D and asymmetric FULLY_CONNECTED are within a rounding of TFLite's

@@ -24,16 +24,6 @@ struct ConformanceTFLiteTests {
         }
     }
 
-    /// The largest |earshot - tflite| / max(1, |tflite|) of one step; infinity where one of
-    /// them is NaN and the other is not (a plain max would pass over the NaN).
-    static func worst(_ got: [Float], _ expected: [Float]) -> Float {
-        zip(got, expected).reduce(0) { w, pair in
-            let (a, b) = pair
-            if a.isNaN || b.isNaN { return a.isNaN && b.isNaN ? w : .infinity }
-            return max(w, abs(a - b) / max(1, abs(b)))
-        }
-    }
-
     @Test("every one-op graph of the corpus imports and equals TFLite (max |diff| <= 1e-5 relative to max(1, |value|))")
     func operators() throws {
         let cases = try Self.cases()
@@ -48,7 +38,7 @@ struct ConformanceTFLiteTests {
                 let model = try Model(manifest: manifest, tensors: tensors, name: c.name)
                 var state = model.makeState()
                 let got = try model.prediction(from: c.input, using: &state)
-                let worst = Self.worst(got, c.output)
+                let worst = maxRelativeDifference(got, c.output)
                 if got.count != c.output.count || !(worst <= 1e-5) { failures.append("\(c.name): \(got.count) values for \(c.output.count), worst \(worst)") }
             } catch {
                 failures.append("\(c.name): \(error)")
@@ -125,7 +115,7 @@ struct ConformanceTFLiteTests {
             var state = model.makeState()
             let got = try model.prediction(from: (c["input"] as? [Double] ?? []).map(Float.init), using: &state)
             let expected = (c["output"] as? [Double] ?? []).map(Float.init)
-            #expect(got.count == 1 && Self.worst(got, expected) <= 1e-5, "\(got) against \(expected)")
+            #expect(got.count == 1 && maxRelativeDifference(got, expected) <= 1e-5, "\(got) against \(expected)")
         }
     }
 

@@ -12,4 +12,14 @@ struct DifferenceTests {
         #expect(maxAbsDifference([1, 2], [1, 2, 3]) == .infinity)
         #expect(maxAbsDifference([Float](), []) == 0)
     }
+
+    @Test("maxRelativeDifference: |a - reference| / max(1, |reference|), with maxAbsDifference's NaN and length rules")
+    func relative() {
+        #expect(maxRelativeDifference([1, 200, 3], [1, 100, 3.5]) == 1)
+        #expect(maxRelativeDifference([0.5, 0.25], [0.25, 0.25]) == 0.25)
+        #expect(maxRelativeDifference([1, .nan, 3], [1, 2, 3]) == .infinity)
+        #expect(maxRelativeDifference([Float.infinity], [1]) == .infinity)
+        #expect(maxRelativeDifference([Float.nan, .infinity], [.nan, .infinity]) == 0)
+        #expect(maxRelativeDifference([1, 2], [1]) == .infinity)
+    }
 }

@@ -91,6 +91,20 @@ public func maxAbsDifference(_ a: some Collection<Float>, _ b: some Collection<F
     }
 }
 
+/// Largest |a[i] - reference[i]| / max(1, |reference[i]|), with maxAbsDifference's rules: infinity
+/// when the lengths differ or one side is NaN, NaN against NaN equal; an infinity against a
+/// finite value infinitely far.
+public func maxRelativeDifference(_ a: some Collection<Float>, _ reference: some Collection<Float>) -> Float {
+    guard a.count == reference.count else { return .infinity }
+    return zip(a, reference).reduce(0) { w, pair in
+        let (p, q) = pair
+        if p.isNaN || q.isNaN { return p.isNaN && q.isNaN ? w : .infinity }
+        if p == q { return w }
+        let d = abs(p - q) / max(1, abs(q))
+        return d.isNaN ? .infinity : max(w, d)
+    }
+}
+
 /// A sine of `frequency` Hz at `sampleRate`, amplitude `amplitude`.
 public func sine(frequency: Double, sampleRate: Double, count: Int, amplitude: Float = 0.5, phase: Double = 0) -> [Float] {
     (0..<count).map { amplitude * Float(sin(2 * .pi * frequency * Double($0) / sampleRate + phase)) }
