@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Goldens for EfficientWord-Net's models in the conformance set (PyPI EfficientWord-Net 1.0.5,
 Apache-2.0; Tests/.models/efficientword-net, fetched by scripts/fetch-test-models.sh), run by
-their own runtimes on real audio, for Tests/EarshotTests/ConformanceTFLiteTests.swift:
+their own runtimes on real audio, for Tests/EarshotTests/ConformanceEfficientWordTests.swift:
 
 * logmelcalc.tflite (TFLite: ai-edge-litert's Interpreter, default resolver with XNNPACK, one
   thread): [1, 16000] samples to a [98, 64] log-mel, on the 1 s windows of

@@ -474,7 +474,6 @@ def _():
     return g, g.op(OP.ADD, [x, w], [[1, 4, 6]], ("AddOptions", {"FusedActivationFunction": 0}))
 
 
-
 # L2_NORMALIZATION along the last axis; the second with a row of zeros (the epsilon's floor: 0, not NaN).
 case("l2-normalization")(simple(OP.L2_NORMALIZATION, shape=(1, 2, 3, 8), options=("L2NormOptions", {"FusedActivationFunction": 0})))
 
@@ -485,6 +484,7 @@ def _():
     x = g.input([1, 3, 8])
     rows = g.op(OP.MUL, [x, g.const(np.array([[1.0], [0.0], [1.0]], dtype=np.float32))], [[1, 3, 8]], ("MulOptions", {"FusedActivationFunction": 0}))
     return g, g.op(OP.L2_NORMALIZATION, [rows], [[1, 3, 8]], ("L2NormOptions", {"FusedActivationFunction": 0}))
+
 
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
