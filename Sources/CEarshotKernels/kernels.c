@@ -418,16 +418,22 @@ void earshot_spectrum(const float *c, long bins, int magnitude, float *out, long
     }
 }
 
-// ln(x) for positive normal x: x = m 2^e, m in [sqrt(1/2), sqrt(2)), ln(m) = 2 atanh(s),
-// s = (m - 1) / (m + 1), summed to s^11.
-#define LOG8(x, out) do {                                                               \
-        typedef int i8 __attribute__((vector_size(32)));                                \
+// For positive normal x: x = m 2^e, m in [sqrt(1/2), sqrt(2)) (e as 8 int lanes, m as floats).
+#define LOG_SPLIT8(x, _e, _m) do {                                                      \
         i8 _bits = (i8)(x);                                                             \
-        i8 _e = ((_bits >> 23) & 0xFF) - 127;                                           \
-        v8 _m = (v8)((_bits & 0x007FFFFF) | 0x3F800000);                                \
+        _e = ((_bits >> 23) & 0xFF) - 127;                                              \
+        _m = (v8)((_bits & 0x007FFFFF) | 0x3F800000);                                   \
         i8 _high = _m > 1.4142135f;                                                     \
         _m = (v8)(((i8)(_m * 0.5f) & _high) | ((i8)_m & ~_high));                       \
         _e = _e - _high; /* true lanes are -1 */                                        \
+    } while (0)
+
+// ln(x) for positive normal x: ln(m) = 2 atanh(s), s = (m - 1) / (m + 1), summed to s^11.
+#define LOG8(x, out) do {                                                               \
+        typedef int i8 __attribute__((vector_size(32)));                                \
+        i8 _e;                                                                          \
+        v8 _m;                                                                          \
+        LOG_SPLIT8(x, _e, _m);                                                          \
         v8 _s = (_m - 1.0f) / (_m + 1.0f), _s2 = _s * _s;                               \
         v8 _p = (v8){0} + 2.0f / 11;                                                    \
         _p = _p * _s2 + 2.0f / 9;                                                       \
@@ -512,6 +518,41 @@ void earshot_masked_blocks(const float *x, const int *starts, const unsigned sho
 // (which exact aliasing would fail, sending the loop to its scalar version).
 #define SAFE _Pragma("clang loop vectorize(assume_safety)")
 
+// ln(x) for 8 lanes at once where x is positive, normal and finite, within 1 ulp of the exact
+// value; logf elsewhere (zero, negative, subnormal, infinite or NaN x). With f = m - 1 (exact),
+// s = f / (2 + f) and h = f^2 / 2: ln(m) = 2 atanh(s) = f - h + s (h + R), R = sum 2 s^2k / (2k + 1)
+// to s^10, whose terms after f are small, so their rounding is; e ln 2 is added as a part with
+// few bits (exact for any e) and a small remainder. A tail goes through the same 8-lane code, so
+// a value gets the same bits wherever it lies.
+static inline __attribute__((always_inline)) void logs(const float *x, float *y, long n) {
+    typedef int i8 __attribute__((vector_size(32)));
+    for (long i = 0; i < n; i += 8) {
+        long m = n - i < 8 ? n - i : 8;
+        v8 p = (v8){0} + 1.0f;
+        if (m == 8) p = load8(x + i);
+        else for (long j = 0; j < m; j++) p[j] = x[i + j];
+        i8 e;
+        v8 mantissa;
+        LOG_SPLIT8(p, e, mantissa);
+        v8 f = mantissa - 1.0f, s = f / (f + 2.0f), z = s * s, h = 0.5f * f * f;
+        v8 r = (v8){0} + 2.0f / 11;
+        r = r * z + 2.0f / 9;
+        r = r * z + 2.0f / 7;
+        r = r * z + 2.0f / 5;
+        r = r * z + 2.0f / 3;
+        r = r * z;
+        v8 k = __builtin_convertvector(e, v8);
+        // ln 2 = 0.693145751953125 (15 significant bits: k times it is exact) + 1.42860677e-6.
+        v8 l = k * 0.693145751953125f + (f - (h - (s * (h + r) + k * 1.42860677e-6f)));
+        i8 ok = (p >= 1.17549435e-38f) & (p <= 3.40282347e38f);
+        if (m == 8 && ok[0] & ok[1] & ok[2] & ok[3] & ok[4] & ok[5] & ok[6] & ok[7]) {
+            *(v8 *)(y + i) = l;
+            continue;
+        }
+        for (long j = 0; j < m; j++) y[i + j] = ok[j] ? l[j] : __builtin_logf(p[j]);
+    }
+}
+
 CLONES
 void earshot_unary(int op, float alpha, const float *x, float *y, long n) {
     switch (op) {
@@ -533,6 +574,9 @@ void earshot_unary(int op, float alpha, const float *x, float *y, long n) {
     case EARSHOT_SIGMOID:
     case EARSHOT_SWISH:
         sigmoids(x, y, n, op == EARSHOT_SWISH);
+        break;
+    case EARSHOT_LOG:
+        logs(x, y, n);
         break;
     default:
         break;

@@ -129,6 +129,35 @@ struct KernelTests {
         }
     }
 
+    @Test("Log: within 1 ulp of a double-precision log over positive normal values from 1e-38 to 3e38, and around 1 and the halving point sqrt(2); logf's values where the vector form does not apply (zero, negative, subnormal, infinite, NaN); each value the same bits wherever it lies in a run")
+    func logarithm() {
+        var random = SeededRandom(seed: 59)
+        let spread = (0..<4000).map { _ in Float(pow(10, Double.random(in: -37.9...38.5, using: &random))) }
+        let near = (0..<4000).map { i in Float.random(in: 0.5...2, using: &random) * (i % 2 == 0 ? 1 : 1.4142135 / 1.25) }
+        let x = spread + near + [1, 1.4142135, 1.4142137, 0.70710677, 0.7071068, .leastNormalMagnitude, .greatestFiniteMagnitude, 0.99999994, 1.0000001]
+        var y = [Float](repeating: .nan, count: x.count)
+        earshot_unary(Int32(EARSHOT_LOG), 0, x, &y, x.count)
+        var worst: (ulps: Double, at: Float) = (0, 0)
+        for (v, got) in zip(x, y) {
+            let exact = log(Double(v)), ulps = abs(Double(got) - exact) / Double(Float(exact).ulp)
+            if ulps > worst.ulps { worst = (ulps, v) }
+        }
+        #expect(worst.ulps <= 1, "ln(\(worst.at)) off by \(worst.ulps) ulp")
+        for start in 0..<17 {
+            let run = Array(x[start..<(start + 61)])
+            var part = [Float](repeating: .nan, count: run.count)
+            earshot_unary(Int32(EARSHOT_LOG), 0, run, &part, run.count)
+            #expect(part.map(\.bitPattern) == y[start..<(start + 61)].map(\.bitPattern), "a run from \(start)")
+        }
+        let special: [Float] = [0, -0.0, -1, -.infinity, .infinity, .nan, .leastNonzeroMagnitude, .leastNormalMagnitude / 2]
+        var sy = [Float](repeating: 0, count: special.count + 3)
+        earshot_unary(Int32(EARSHOT_LOG), 0, [2, 3, 4] + special, &sy, special.count + 3)
+        for (i, v) in special.enumerated() {
+            let expected = Foundation.log(v), got = sy[i + 3]
+            #expect(got.bitPattern == expected.bitPattern || (got.isNaN && expected.isNaN), "ln(\(v)): \(got) vs \(expected)")
+        }
+    }
+
     @Test("Depthwise convolution channels-last, and plane by plane over padded rows, equal the plane-by-plane kernel bit for bit (zeros and a NaN among the values): 3 x 3 taps (their filters held in registers over padded rows; 64, 16 and single channels channels-last; inside the plane and at its edges), strides, pads, dilation and 5 x 5 taps, with and without a bias")
     func depthwiseLast() {
         var random = SeededRandom(seed: 71)

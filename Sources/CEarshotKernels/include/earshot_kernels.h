@@ -102,7 +102,7 @@ void earshot_sparse_rows(const float *weights, const long *offsets, const long *
 
 #ifndef EARSHOT_KERNELS_GRAPH
 #define EARSHOT_KERNELS_GRAPH
-enum { EARSHOT_RELU = 1, EARSHOT_SQRT = 2, EARSHOT_NEG = 3, EARSHOT_ABS = 4, EARSHOT_LEAKY_RELU = 5, EARSHOT_SIGMOID = 6, EARSHOT_SWISH = 7 };
+enum { EARSHOT_RELU = 1, EARSHOT_SQRT = 2, EARSHOT_NEG = 3, EARSHOT_ABS = 4, EARSHOT_LEAKY_RELU = 5, EARSHOT_SIGMOID = 6, EARSHOT_SWISH = 7, EARSHOT_LOG = 8 };
 enum { EARSHOT_ADD = 1, EARSHOT_SUB = 2, EARSHOT_MUL = 3, EARSHOT_DIV = 4, EARSHOT_SQUARE = 5, EARSHOT_MAX = 6, EARSHOT_MIN = 7, EARSHOT_POW = 8 };
 // y[e] = x[index[e]], or 0 where index[e] < 0.
 void earshot_gather(const int *index, const float *x, float *y, long n);
@@ -112,7 +112,8 @@ void earshot_gather_sources(const int *index, const unsigned char *which, const 
 // values of each run must lie in x.
 void earshot_masked_blocks(const float *x, const int *starts, const unsigned short *masks, long count, float *y);
 // y = op(x) for the EARSHOT_RELU (NaN kept), _SQRT, _NEG, _ABS, _LEAKY_RELU (slope alpha), _SIGMOID and
-// _SWISH (x * sigmoid(x), the sigmoid's value as earshot_sigmoid gives it) ops.
+// _SWISH (x * sigmoid(x), the sigmoid's value as earshot_sigmoid gives it) ops, and _LOG (ln x
+// within 1 ulp; not an epilogue op).
 // Here and in earshot_binary, y may be an input itself (in place), but never a shifted view of one.
 void earshot_unary(int op, float alpha, const float *x, float *y, long n);
 // y[i] = a[i * (a_step != 0)] op b[i * (b_step != 0)] for the EARSHOT_ADD, _SUB, _MUL, _DIV and

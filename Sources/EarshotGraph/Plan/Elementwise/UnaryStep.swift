@@ -53,7 +53,7 @@ struct UnaryStep: Step {
                 earshot_tanh(out, n)
             case .sqrt: earshot_unary(Int32(EARSHOT_SQRT), 0, input, out, n)
             case .exp: for i in 0..<n { out[i] = Foundation.exp(input[i]) }
-            case .log: for i in 0..<n { out[i] = Foundation.log(input[i]) }
+            case .log: earshot_unary(Int32(EARSHOT_LOG), 0, input, out, n)
             case .neg: earshot_unary(Int32(EARSHOT_NEG), 0, input, out, n)
             case .abs: earshot_unary(Int32(EARSHOT_ABS), 0, input, out, n)
             case .erf: for i in 0..<n { out[i] = Foundation.erf(input[i]) }
