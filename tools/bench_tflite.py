@@ -6,7 +6,8 @@ files (`earshot bench model`: one stream, one thread), side by side in one run.
 TFLite times invoke() on the input each model takes per step (openWakeWord's melspectrogram on
 1760 samples, its embedding model on a 76x32 window, a head on 16 embeddings, BirdNET on a 3 s
 window of 144,000 samples at 48 kHz, BirdNET's location model on [latitude, longitude, week], the
-hybrid audio classifier of tools/make_tflite_hybrid_corpus.py on 1 s at 16 kHz),
+hybrid audio classifier of tools/make_tflite_hybrid_corpus.py on 1 s at 16 kHz, EfficientWord-Net's
+log-mel on 1 s at 16 kHz and its embedding on that log-mel's 98 x 64),
 and openWakeWord's whole step (melspectrogram, embedding, head: what its Model runs every 80 ms).
 Earshot runs the packages `earshot import` makes of the same files, and the composed openWakeWord
 package of the .tflite files and of the .onnx ones (the same network). Rounds alternate; medians
@@ -38,6 +39,7 @@ OWW = os.path.join(ROOT, "Tests/.models/openwakeword-tflite")
 OWW_ONNX = os.path.join(ROOT, "Tests/.models/openwakeword")
 BIRDNET = os.path.join(ROOT, "Tests/.models/birdnet")
 HYBRID = os.path.join(ROOT, "Tests/EarshotTests/Goldens/conformance/tflite-hybrid")
+EFFICIENTWORD = os.path.join(ROOT, "Tests/.models/efficientword-net")
 
 # name, model file, TFLite input shape, earshot import flags
 CASES = [
@@ -47,6 +49,8 @@ CASES = [
     ("hey_jarvis_v0.1 (head)", os.path.join(OWW, "hey_jarvis_v0.1.tflite"), [1, 16, 96], []),
     ("BirdNET FP32 (3 s)", os.path.join(BIRDNET, "BirdNET_GLOBAL_6K_V2.4_Model_FP32.tflite"), [1, 144000], ["--rate", "48000"]),
     ("hybrid audio classifier (1 s)", os.path.join(HYBRID, "audio-classifier.tflite"), [1, 16000], []),
+    ("EfficientWord-Net logmelcalc (1 s)", os.path.join(EFFICIENTWORD, "logmelcalc.tflite"), [1, 16000], []),
+    ("EfficientWord-Net baseModel", os.path.join(EFFICIENTWORD, "baseModel.tflite"), [1, 98, 64, 1], []),
 ]
 
 

@@ -608,6 +608,53 @@ struct PlanTests {
         }
     }
 
+    @Test("An STFT exported as its frames times DFT matrices (logmelcalc.tflite's two Gemms): one FFT a frame in double precision, written [frames][bins] as the products are; both parts by one MatMul; the two parts' products paired; their squares' sum and its root computed by the FFT step: as the reference computes them, a batch as each stream alone",
+          arguments: ["both", "pair", "magnitude"])
+    func fftProducts(form: String) throws {
+        // Filters [2F][1][16] as [16][columns]: the cosines, or both parts (-sin).
+        let filters = dftFilters(size: 16), bins = 9
+        func columns(_ rows: Range<Int>) -> GraphTensor {
+            var c = [Float](repeating: 0, count: 16 * rows.count)
+            for (j, r) in rows.enumerated() { for n in 0..<16 { c[n * rows.count + j] = filters.floats[r * 16 + n] } }
+            return GraphTensor(shape: [16, rows.count], floats: c)
+        }
+        // The sines as a Gemm's transposed B: [F][16].
+        let sinesT = GraphTensor(shape: [bins, 16], floats: Array(filters.floats[(bins * 16)...].map { -$0 }))
+        let constants = ["c": columns(0..<bins), "s": sinesT, "both": columns(0..<(2 * bins))]
+        var nodes: [GraphNode], outputs: [String], fused: [String] = []
+        switch form {
+        case "both":
+            nodes = [GraphNode(op: .matMul, name: "dft", inputs: ["x", "both"], outputs: ["y"])]
+            outputs = ["y"]
+        default:
+            nodes = [GraphNode(op: .gemm, name: "real", inputs: ["x", "c"], outputs: ["re"]),
+                     GraphNode(op: .mul, name: "re2", inputs: ["re", "re"], outputs: ["p"]),
+                     GraphNode(op: .gemm, name: "imaginary", inputs: ["x", "s"], outputs: ["im"], attributes: ["transB": .int(1)]),
+                     GraphNode(op: .mul, name: "im2", inputs: ["im", "im"], outputs: ["q"]),
+                     GraphNode(op: .add, name: "power", inputs: ["p", "q"], outputs: ["sum"]),
+                     GraphNode(op: .sqrt, name: "magnitude", inputs: ["sum"], outputs: ["y"])]
+            // Read apart, the parts are the products' outputs themselves; otherwise only the magnitude is.
+            outputs = form == "pair" ? ["re", "im", "y"] : ["y"]
+            fused = form == "pair" ? [] : ["re2", "im2", "power", "magnitude"]
+        }
+        let shape = [6, 16]
+        let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", shape)], outputs: outputs, opset: 17)
+        #expect(plan.kernels[nodes[0].name] == "FFT (double)")
+        if form != "both" { #expect(plan.kernels["imaginary"] == "FFT, with 'real'") }
+        for name in fused { #expect(plan.kernels[name] == "with the FFT", "\(name)") }
+        for (o, name) in outputs.enumerated() {
+            let batch = try runStreams(plan, 2, seed: 90, output: o)
+            for s in 0..<2 {
+                let expected = try reference(nodes, constants, shape: shape, seed: 90 + s, output: name)
+                #expect(expected.count == 6 * (form == "both" ? 2 * bins : bins) && batch[s].count == expected.count)
+                // The FFT is another algorithm than the product's sums: close, not equal.
+                let worst = maxRelativeDifference(batch[s], expected)
+                #expect(worst <= 1e-5, "\(name), stream \(s): \(worst)")
+                #expect(try runStreams(plan, s + 1, seed: 90, output: o)[s].map(\.bitPattern) == batch[s].map(\.bitPattern))
+            }
+        }
+    }
+
     @Test("An STFT's Conv that a Log reads through a large gain (Silero VAD v4's log(1 + 2^20 |STFT|)) runs as the product, equal to the reference kernels; a small gain keeps the FFT",
           arguments: [Float(1 << 20), 100])
     func amplifiedSpectrum(gain: Float) throws {

@@ -1,26 +1,29 @@
 extension Builder {
-    /// An FFT step whose real and imaginary halves are only squared and summed (and perhaps the
-    /// square root taken), as an exported STFT's power or magnitude is: the step writes that sum
-    /// itself, and the element-wise steps go.
+    /// An FFT step whose real and imaginary parts (its output's halves, or its output and its paired
+    /// sines' output: `fuseFFTPairs`) are only squared and summed (and perhaps the square root
+    /// taken), as an exported STFT's power or magnitude is: the step writes that sum itself, and
+    /// the element-wise steps go.
     mutating func fuseSpectra() {
         var removed = Set<Int>()
         for i in steps.indices {
-            guard var fft = steps[i] as? FFTConvStep, fft.output == .filters, fft.basis.part == .both, fft.items == 1, fft.bias == nil,
-                  !isOutput(fft.y) else { continue }
+            guard var fft = steps[i] as? FFTConvStep, fft.output == .filters, fft.basis.part == .both || fft.sines != nil, fft.items == 1,
+                  fft.bias == nil, fft.sines?.bias == nil, !isOutput(fft.y), !(fft.sines.map { isOutput($0.y) } ?? false) else { continue }
             let half = fft.y.count / 2
-            let real = Ref(shared: false, offset: fft.y.offset, count: half), imaginary = Ref(shared: false, offset: fft.y.offset + half, count: half)
+            let (real, imaginary) = fft.sines.map { (fft.y, $0.y) }
+                ?? (Ref(shared: false, offset: fft.y.offset, count: half), Ref(shared: false, offset: fft.y.offset + half, count: half))
             func square(of ref: Ref) -> Int? {
                 let r = steps(reading: ref)
                 guard r.count == 1, let step = steps[r[0]] as? BinaryStep, step.kind == .square, step.a == ref, step.mapA == nil else { return nil }
                 return r[0]
             }
-            guard steps(reading: fft.y).count == 2, let re = square(of: real), let im = square(of: imaginary),
+            guard steps(reading: fft.y).count == (fft.sines == nil ? 2 : 1), let re = square(of: real), let im = square(of: imaginary),
                   let sq1 = steps[re] as? BinaryStep, let sq2 = steps[im] as? BinaryStep else { continue }
             let sums = steps(reading: sq1.y)
             guard !isOutput(sq1.y), !isOutput(sq2.y), sums.count == 1, steps(reading: sq2.y) == sums, let sum = steps[sums[0]] as? BinaryStep, sum.kind == .add,
                   sum.mapA == nil, sum.mapB == nil, Set([sum.a.offset, sum.b.offset]) == Set([sq1.y.offset, sq2.y.offset]) else { continue }
             var gone = [re, im, sums[0]]
             fft.output = .power
+            fft.sines = nil
             fft.y = sum.y
             let roots = steps(reading: sum.y)
             if !isOutput(sum.y), roots.count == 1, let root = steps[roots[0]] as? UnaryStep, root.kind == .sqrt, root.x == sum.y {
@@ -79,7 +82,7 @@ extension Builder {
                 steps[j] = second
             }
             // A power or magnitude spectrum: its rows (one per position) need no transpose.
-            if var fft = steps[i] as? FFTConvStep, fft.output != .filters, fft.items == 1,
+            if var fft = steps[i] as? FFTConvStep, fft.output != .filters, fft.items == 1, !fft.channelsLast,
                let j = onlyReader(of: fft.y, channels: fft.fft.size / 2 + 1, plane: fft.positions), var second = steps[j] as? ConvStep {
                 fft.channelsLast = true
                 second.inputChannelsLast = true

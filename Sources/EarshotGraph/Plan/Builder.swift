@@ -35,7 +35,7 @@ struct Builder {
     /// Tensors held as codes, as floats for the steps that read floats (converted once, where the
     /// first such step reads them).
     var decoded: [String: Ref] = [:]
-    /// Conv outputs whose rounding a log of a large gain magnifies (`amplifiedByLog`) and products
+    /// Conv, Gemm and MatMul outputs whose rounding a log of a large gain magnifies (`amplifiedByLog`) and products
     /// of a hybrid op's integers (`integerProducts`): computed as the product, never an FFT.
     var directProducts = Set<String>()
     /// Of them, the products of a hybrid op's integers (`integerProducts`), run on integers where
@@ -187,8 +187,8 @@ struct Builder {
             }
             outputRefs.append(ref)
         }
-        fuseSpectra()
         fuseFFTPairs()
+        fuseSpectra()
         fuseFraming()
         fuseRealPart()
         fuseMoves()

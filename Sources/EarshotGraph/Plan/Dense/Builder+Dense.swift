@@ -45,6 +45,10 @@ extension Builder {
         }
         let rows = a.count / max(k, 1)
         guard k > 0, columns > 0, outputs[0].count == rows * columns else { return nil }
+        if bias?.allSatisfy({ $0 == 0 }) ?? true, !directProducts.contains(g.outputs[0]),
+           let compiled = fftProduct(g, x: aRef, output: outputs[0], rows: rows, size: k, weight: weight, columns: columns) {
+            return compiled
+        }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
         let precision = self.precision(of: g)

@@ -7,15 +7,41 @@ extension Builder {
     /// [positions][size] of one item. Nil when the filters are no such basis.
     mutating func fftConv(_ g: GraphNode, x xRef: Ref, output: GraphTensor, items: Int, plane: Int, fields: [Int32], size kw: Int,
                           filters w: GraphTensor, bias: GraphTensor?) -> String? {
-        guard let basis = Self.dftBasis(w.floats, size: kw, rows: w.shape[0]), let fft = AlignedRealFFT<Float>.make(size: kw) else { return nil }
         let positions = fields.count / kw
-        let y = allocate(output.count)
-        refs[g.outputs[0]] = y
         let starts = (0..<positions).map { p in fields[p * kw] }
         let inPlace = (0..<positions).allSatisfy { p in starts[p] >= 0 && (0..<kw).allSatisfy { fields[p * kw + $0] == starts[p] + Int32($0) } }
-        steps.append(FFTConvStep(x: xRef, y: y, items: items, plane: plane, positions: positions, basis: basis, fields: fields, starts: inPlace ? starts.map { Int($0) } : nil, bias: bias?.floats, fft: fft))
-        scratchSize = max(scratchSize, positions * kw + 2 * kw + 4 + 2 * fftAlignment + positions * (kw / 2 + 1))
-        return "FFT"
+        return fft(g, x: xRef, count: output.count, items: items, plane: plane, positions: positions, fields: fields,
+                   starts: inPlace ? starts.map { Int($0) } : nil, filters: w.floats, rows: w.shape[0], size: kw, bias: bias?.floats, product: false)
+    }
+
+    /// A product of rows of `size` values by a constant [size][columns] matrix (`weight` here is
+    /// [columns][size]) whose columns are a windowed DFT basis, with no bias, as an STFT exported
+    /// as a MatMul of its frames has it: one FFT per row, written [rows][columns] as the product's
+    /// output is, in double precision: a float FFT's rounding in the quiet bins is several times
+    /// the product's (logmelcalc.tflite's log-mel: 1.4e-4 from TFLite's with a float FFT, whose
+    /// own distance from the exact values is 4.2e-5). Nil when the columns are no such basis.
+    mutating func fftProduct(_ g: GraphNode, x xRef: Ref, output: GraphTensor, rows: Int, size: Int, weight: [Float], columns: Int) -> String? {
+        fft(g, x: xRef, count: output.count, items: 1, plane: rows * size, positions: rows, fields: [], starts: (0..<rows).map { $0 * size },
+            filters: weight, rows: columns, size: size, bias: nil, product: true)
+    }
+
+    /// The FFT step for `fftConv` and (`product`: written [positions][channels], in double
+    /// precision) `fftProduct`.
+    private mutating func fft(_ g: GraphNode, x xRef: Ref, count: Int, items: Int, plane: Int, positions: Int, fields: [Int32], starts: [Int]?,
+                              filters w: [Float], rows: Int, size: Int, bias: [Float]?, product: Bool) -> String? {
+        guard let basis = Self.dftBasis(w, size: size, rows: rows), let fft = AlignedRealFFT<Float>.make(size: size) else { return nil }
+        var step = FFTConvStep(x: xRef, y: Ref(shared: false, offset: 0, count: 0), items: items, plane: plane, positions: positions, basis: basis,
+                               fields: fields, starts: starts, bias: bias, fft: fft)
+        if product {
+            guard let double = AlignedRealFFT<Double>.make(size: size) else { return nil }
+            step.double = double
+            step.channelsLast = true
+        }
+        step.y = allocate(count)
+        refs[g.outputs[0]] = step.y
+        steps.append(step)
+        scratchSize = max(scratchSize, FFTConvStep.scratch(size: size, positions: positions, gathered: starts == nil, double: product))
+        return product ? "FFT (double)" : "FFT"
     }
 
     /// Whether filters W [rows][size] are a windowed real DFT, to within float rounding: with
@@ -66,11 +92,11 @@ extension Builder {
         return FFTConvStep.Basis(window: window, sign: Float(sign), part: part)
     }
 
-    /// The Conv outputs that reach a Log through a Mul by a constant of at least 2^10 (and only
-    /// moves and element-wise ops), as Silero VAD v4's log(1 + 2^20 |STFT|): its quiet bins carry
-    /// the rounding of the loud ones times that gain, and an FFT's rounding is not the product's
-    /// (onnxruntime's: v4's scores differ from its by up to 6e-4 with the FFT, 5e-5 with the product),
-    /// so such a Conv runs as the product.
+    /// The Conv, Gemm and MatMul outputs that reach a Log through a Mul by a constant of at least
+    /// 2^10 (and only moves and element-wise ops), as Silero VAD v4's log(1 + 2^20 |STFT|): its
+    /// quiet bins carry the rounding of the loud ones times that gain, and an FFT's rounding is not
+    /// the product's (onnxruntime's: v4's scores differ from its by up to 6e-4 with the FFT, 5e-5
+    /// with the product), so such a product runs as the product.
     static func amplifiedByLog(_ nodes: [GraphNode], constants: [String: GraphTensor]) -> Set<String> {
         var readers: [String: [GraphNode]] = [:]
         for node in nodes { for name in Set(node.inputs) where !name.isEmpty { readers[name, default: []].append(node) } }
@@ -83,7 +109,7 @@ extension Builder {
             }
         }
         var found = Set<String>()
-        for conv in nodes where conv.op == .conv && !conv.outputs.isEmpty {
+        for conv in nodes where [.conv, .gemm, .matMul].contains(conv.op) && !conv.outputs.isEmpty {
             // Tensors reached from the output, with whether a large gain is on the way; a bounded walk.
             var queue = [(conv.outputs[0], false)], seen = Set<String>()
             while let item = queue.popLast(), seen.count < 256 {

@@ -21,7 +21,8 @@ struct FFTConvStep: InputOutputStep {
     var x: GraphPlan.Ref
     var y: GraphPlan.Ref
     var output = Output.filters
-    /// A power or magnitude spectrum written [positions][bins], for the Conv after, its only reader.
+    /// The output written [positions][channels]: a power or magnitude spectrum for the Conv after,
+    /// its only reader, or any output of a product of frames by a DFT's columns (a Gemm's rows).
     var channelsLast = false
     let items, plane, positions: Int
     let basis: Basis
@@ -33,6 +34,9 @@ struct FFTConvStep: InputOutputStep {
     /// The bias laid out over the output ([channels][positions], bias[ch] at every position).
     let bias: [Float]?
     let fft: AlignedRealFFT<Float>
+    /// When set, each frame's transform in double precision: the frame times the window in double,
+    /// the bins rounded to float (`fftProduct`'s).
+    var double: AlignedRealFFT<Double>? = nil
     /// The imaginary parts' own Conv over the same fields (an STFT exported as two Convs, the real
     /// part's and the imaginary part's), fused into this one (the real part's): where it writes,
     /// its bias laid out as `bias` is, and the sign of its sines. The frames take one FFT for both.
@@ -55,11 +59,22 @@ struct FFTConvStep: InputOutputStep {
     /// Per channel, its bias value at each of `positions`.
     static func laidOut(_ bias: [Float], positions: Int) -> [Float] { bias.flatMap { repeatElement($0, count: positions) } }
 
+    /// The scratch the step needs, in floats: the gathered frames (unless read in place), a frame,
+    /// its spectrum, a power or magnitude row per position, and the double-precision frame and
+    /// spectrum, aligned.
+    static func scratch(size: Int, positions: Int, gathered: Bool, double: Bool) -> Int {
+        (gathered ? positions * size : 0) + 2 * size + 2 + positions * (size / 2 + 1) + (double ? 4 * size + 4 : 0) + 4 * fftAlignment
+    }
+
     func run(_ c: Context) {
         let size = fft.size, bins = size / 2 + 1
-        let rows = c.scratch, frame = aligned(rows + positions * size), spectrum = aligned(frame + size)
+        let rows = c.scratch, frame = aligned(rows + (starts == nil ? positions * size : 0)), spectrum = aligned(frame + size)
         // Power or magnitude: per position a row of bins, then all rows transposed at once.
         let powers = spectrum + size + 2
+        let doubles = UnsafeMutableRawPointer(aligned(powers + positions * bins))
+        let frameDouble = doubles.bindMemory(to: Double.self, capacity: size)
+        let spectrumDouble = UnsafeMutableRawPointer(aligned(powers + positions * bins + 2 * size + fftAlignment))
+            .bindMemory(to: Double.self, capacity: 2 * bins)
         // FFTW's imaginary parts are -sum x sin; the filters give sign * sum x sin.
         let imaginary = -basis.sign
         let part = basis.part, channels = part == .both ? 2 * bins : bins
@@ -72,17 +87,25 @@ struct FFTConvStep: InputOutputStep {
                     if starts == nil { gather(fields, from: itemInput, to: rows) }
                     for p in 0..<positions {
                         let row = starts.map { itemInput + $0[p] } ?? UnsafePointer(rows + p * size)
-                        earshot_binary(Int32(EARSHOT_MUL), row, 1, w.baseAddress!, 1, frame, size)
-                        fft.execute(frame, spectrum)
+                        if let double {
+                            for i in 0..<size { frameDouble[i] = Double(row[i]) * Double(w[i]) }
+                            double.execute(frameDouble, spectrumDouble)
+                            for i in 0..<(2 * bins) { spectrum[i] = Float(spectrumDouble[i]) }
+                        } else {
+                            earshot_binary(Int32(EARSHOT_MUL), row, 1, w.baseAddress!, 1, frame, size)
+                            fft.execute(frame, spectrum)
+                        }
                         switch output {
                         case .filters:
+                            // Bin k of position p goes to start + k * step.
+                            let (start, step) = channelsLast ? (p * (paired == nil ? channels : bins), 1) : (p, positions)
                             if part != .imaginary {
-                                for k in 0..<bins { spectra[k * positions + p] = spectrum[2 * k] }
+                                for k in 0..<bins { spectra[start + k * step] = spectrum[2 * k] }
                             }
                             if part != .real || paired != nil {
-                                let to = paired ?? spectra + (part == .both ? bins * positions : 0)
+                                let to = paired ?? spectra + (part == .both ? (channelsLast ? bins : bins * positions) : 0)
                                 let imaginary = sines.map { -$0.sign } ?? imaginary
-                                for k in 0..<bins { to[k * positions + p] = imaginary * spectrum[2 * k + 1] }
+                                for k in 0..<bins { to[start + k * step] = imaginary * spectrum[2 * k + 1] }
                             }
                         case .power, .magnitude:
                             earshot_spectrum(spectrum, bins, output == .magnitude ? 1 : 0, (channelsLast ? spectra : powers) + p * bins, 1)
@@ -115,7 +138,7 @@ extension FFTConvStep {
     func sameFrames(as other: FFTConvStep) -> Bool {
         let size = fft.size, scale = basis.window.map(abs).max() ?? 0
         return x == other.x && items == other.items && plane == other.plane && positions == other.positions && fields == other.fields
-            && starts == other.starts && size == other.fft.size && other.basis.window.count == size && basis.window.count == size
+            && starts == other.starts && size == other.fft.size && (double == nil) == (other.double == nil) && other.basis.window.count == size && basis.window.count == size
             && (0..<size).allSatisfy { n in 2 * n % size == 0 || abs(basis.window[n] - other.basis.window[n]) <= 1e-5 * scale }
     }
 }
@@ -138,7 +161,7 @@ extension Builder {
                 var (real, imaginary) = first.basis.part == .real ? (first, second) : (second, first)
                 real.sines = (imaginary.y, imaginary.bias, imaginary.basis.sign)
                 // The Conv nodes (an alias of an output is some other node's).
-                let nodes = [first.y, second.y].map { y in refs.filter { $0.value == y }.compactMap { producers[$0.key] }.first { kernels[$0] == "FFT" } }
+                let nodes = [first.y, second.y].map { y in refs.filter { $0.value == y }.compactMap { producers[$0.key] }.first { ["FFT", "FFT (double)"].contains(kernels[$0]) } }
                 if let kept = nodes[0], let gone = nodes[1] { kernels[gone] = "FFT, with '\(kept)'" }
                 steps[i] = real
                 removed.insert(j)
