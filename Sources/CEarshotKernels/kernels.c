@@ -428,6 +428,22 @@ void earshot_spectrum(const float *c, long bins, int magnitude, float *out, long
         _e = _e - _high; /* true lanes are -1 */                                        \
     } while (0)
 
+CLONES
+void earshot_windowed_doubles(const float *x, const float *w, long n, double *y) {
+    for (long i = 0; i < n; i++) y[i] = (double)x[i] * (double)w[i];
+}
+
+CLONES
+void earshot_round_doubles(const double *x, long n, float *y) {
+    for (long i = 0; i < n; i++) y[i] = (float)x[i];
+}
+
+CLONES
+void earshot_split_complex(const float *c, long bins, float *re_out, float *im_out, float im_scale, long stride) {
+    if (re_out) for (long k = 0; k < bins; k++) re_out[k * stride] = c[2 * k];
+    if (im_out) for (long k = 0; k < bins; k++) im_out[k * stride] = im_scale * c[2 * k + 1];
+}
+
 // ln(x) for positive normal x: ln(m) = 2 atanh(s), s = (m - 1) / (m + 1), summed to s^11.
 #define LOG8(x, out) do {                                                               \
         typedef int i8 __attribute__((vector_size(32)));                                \

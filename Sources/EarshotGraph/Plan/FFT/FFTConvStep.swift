@@ -37,6 +37,10 @@ struct FFTConvStep: InputOutputStep {
     /// When set, each frame's transform in double precision: the frame times the window in double,
     /// the bins rounded to float (`fftProduct`'s).
     var double: AlignedRealFFT<Double>? = nil
+    /// The frames are the input's columns ([size][positions], `fftOfColumns`): they are transposed
+    /// to rows, and the outputs written a row a position then transposed, instead of read and
+    /// written value by value across the positions.
+    var framesAreColumns = false
     /// The imaginary parts' own Conv over the same fields (an STFT exported as two Convs, the real
     /// part's and the imaginary part's), fused into this one (the real part's): where it writes,
     /// its bias laid out as `bias` is, and the sign of its sines. The frames take one FFT for both.
@@ -60,10 +64,11 @@ struct FFTConvStep: InputOutputStep {
     static func laidOut(_ bias: [Float], positions: Int) -> [Float] { bias.flatMap { repeatElement($0, count: positions) } }
 
     /// The scratch the step needs, in floats: the gathered frames (unless read in place), a frame,
-    /// its spectrum, a power or magnitude row per position, and the double-precision frame and
-    /// spectrum, aligned.
-    static func scratch(size: Int, positions: Int, gathered: Bool, double: Bool) -> Int {
+    /// its spectrum, a power or magnitude row per position, the double-precision frame and
+    /// spectrum, aligned, and the outputs a row a position when the frames are columns.
+    static func scratch(size: Int, positions: Int, gathered: Bool, double: Bool, columns: Bool = false) -> Int {
         (gathered ? positions * size : 0) + 2 * size + 2 + positions * (size / 2 + 1) + (double ? 4 * size + 4 : 0) + 4 * fftAlignment
+            + (columns ? positions * (size + 2) : 0)
     }
 
     func run(_ c: Context) {
@@ -75,6 +80,8 @@ struct FFTConvStep: InputOutputStep {
         let frameDouble = doubles.bindMemory(to: Double.self, capacity: size)
         let spectrumDouble = UnsafeMutableRawPointer(aligned(powers + positions * bins + 2 * size + fftAlignment))
             .bindMemory(to: Double.self, capacity: 2 * bins)
+        // The outputs a row a position, [positions][channels], when the frames are columns.
+        let staged = powers + positions * bins + 4 * size + 4 + 2 * fftAlignment
         // FFTW's imaginary parts are -sum x sin; the filters give sign * sum x sin.
         let imaginary = -basis.sign
         let part = basis.part, channels = part == .both ? 2 * bins : bins
@@ -84,34 +91,36 @@ struct FFTConvStep: InputOutputStep {
                 for item in 0..<items {
                     let itemInput = input + item * plane, spectra = out + item * channels * positions
                     let paired = pairedOut.map { $0 + item * bins * positions }
-                    if starts == nil { gather(fields, from: itemInput, to: rows) }
+                    if framesAreColumns {
+                        earshot_transpose(itemInput, size, positions, rows)
+                    } else if starts == nil {
+                        gather(fields, from: itemInput, to: rows)
+                    }
                     for p in 0..<positions {
                         let row = starts.map { itemInput + $0[p] } ?? UnsafePointer(rows + p * size)
                         if let double {
-                            for i in 0..<size { frameDouble[i] = Double(row[i]) * Double(w[i]) }
+                            earshot_windowed_doubles(row, w.baseAddress!, size, frameDouble)
                             double.execute(frameDouble, spectrumDouble)
-                            for i in 0..<(2 * bins) { spectrum[i] = Float(spectrumDouble[i]) }
+                            earshot_round_doubles(spectrumDouble, 2 * bins, spectrum)
                         } else {
                             earshot_binary(Int32(EARSHOT_MUL), row, 1, w.baseAddress!, 1, frame, size)
                             fft.execute(frame, spectrum)
                         }
                         switch output {
                         case .filters:
-                            // Bin k of position p goes to start + k * step.
-                            let (start, step) = channelsLast ? (p * (paired == nil ? channels : bins), 1) : (p, positions)
-                            if part != .imaginary {
-                                for k in 0..<bins { spectra[start + k * step] = spectrum[2 * k] }
-                            }
-                            if part != .real || paired != nil {
-                                let to = paired ?? spectra + (part == .both ? (channelsLast ? bins : bins * positions) : 0)
-                                let imaginary = sines.map { -$0.sign } ?? imaginary
-                                for k in 0..<bins { to[start + k * step] = imaginary * spectrum[2 * k + 1] }
-                            }
+                            // Bin k of position p goes to start + k * step of `target`.
+                            let byRows = channelsLast || framesAreColumns, target = framesAreColumns ? staged : spectra
+                            let (start, step) = byRows ? (p * (paired == nil ? channels : bins), 1) : (p, positions)
+                            let re = part != .imaginary ? target + start : nil
+                            let im = part != .real || paired != nil
+                                ? (paired ?? target + (part == .both ? (byRows ? bins : bins * positions) : 0)) + start : nil
+                            earshot_split_complex(spectrum, bins, re, im, sines.map { -$0.sign } ?? imaginary, step)
                         case .power, .magnitude:
                             earshot_spectrum(spectrum, bins, output == .magnitude ? 1 : 0, (channelsLast ? spectra : powers) + p * bins, 1)
                         }
                     }
                     if output != .filters && !channelsLast { earshot_transpose(powers, positions, bins, spectra) }
+                    if output == .filters && framesAreColumns { earshot_transpose(staged, positions, channels, spectra) }
                     if let bias { earshot_binary(Int32(EARSHOT_ADD), spectra, 1, bias, 1, spectra, channels * positions) }
                     if let paired, let bias = sines?.bias { earshot_binary(Int32(EARSHOT_ADD), paired, 1, bias, 1, paired, bins * positions) }
                 }
