@@ -76,12 +76,13 @@ struct FFTConvStep: InputOutputStep {
         let rows = c.scratch, frame = aligned(rows + (starts == nil ? positions * size : 0)), spectrum = aligned(frame + size)
         // Power or magnitude: per position a row of bins, then all rows transposed at once.
         let powers = spectrum + size + 2
-        let doubles = UnsafeMutableRawPointer(aligned(powers + positions * bins))
-        let frameDouble = doubles.bindMemory(to: Double.self, capacity: size)
-        let spectrumDouble = UnsafeMutableRawPointer(aligned(powers + positions * bins + 2 * size + fftAlignment))
-            .bindMemory(to: Double.self, capacity: 2 * bins)
+        // In double precision, a frame and its spectrum.
+        let doubles = double.map { _ in
+            (frame: UnsafeMutableRawPointer(aligned(powers + positions * bins)).bindMemory(to: Double.self, capacity: size),
+             spectrum: UnsafeMutableRawPointer(aligned(powers + positions * bins + 2 * size + fftAlignment)).bindMemory(to: Double.self, capacity: 2 * bins))
+        }
         // The outputs a row a position, [positions][channels], when the frames are columns.
-        let staged = powers + positions * bins + 4 * size + 4 + 2 * fftAlignment
+        let staged = powers + positions * bins + (double == nil ? 0 : 4 * size + 4 + 2 * fftAlignment)
         // FFTW's imaginary parts are -sum x sin; the filters give sign * sum x sin.
         let imaginary = -basis.sign
         let part = basis.part, channels = part == .both ? 2 * bins : bins
@@ -98,10 +99,10 @@ struct FFTConvStep: InputOutputStep {
                     }
                     for p in 0..<positions {
                         let row = starts.map { itemInput + $0[p] } ?? UnsafePointer(rows + p * size)
-                        if let double {
-                            earshot_windowed_doubles(row, w.baseAddress!, size, frameDouble)
-                            double.execute(frameDouble, spectrumDouble)
-                            earshot_round_doubles(spectrumDouble, 2 * bins, spectrum)
+                        if let double, let doubles {
+                            earshot_windowed_doubles(row, w.baseAddress!, size, doubles.frame)
+                            double.execute(doubles.frame, doubles.spectrum)
+                            earshot_round_doubles(doubles.spectrum, 2 * bins, spectrum)
                         } else {
                             earshot_binary(Int32(EARSHOT_MUL), row, 1, w.baseAddress!, 1, frame, size)
                             fft.execute(frame, spectrum)
