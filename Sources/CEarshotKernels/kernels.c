@@ -429,13 +429,16 @@ void earshot_spectrum(const float *c, long bins, int magnitude, float *out, long
     } while (0)
 
 CLONES
-void earshot_windowed_doubles(const float *x, const float *w, long n, double *y) {
-    for (long i = 0; i < n; i++) y[i] = (double)x[i] * (double)w[i];
+void earshot_windowed_doubles(const float *x, const float *w, long n, int float_product, double *y) {
+    if (!w) for (long i = 0; i < n; i++) y[i] = (double)x[i];
+    else if (float_product) for (long i = 0; i < n; i++) y[i] = (double)(x[i] * w[i]);
+    else for (long i = 0; i < n; i++) y[i] = (double)x[i] * (double)w[i];
 }
 
 CLONES
-void earshot_round_doubles(const double *x, long n, float *y) {
-    for (long i = 0; i < n; i++) y[i] = (float)x[i];
+void earshot_round_doubles(const double *x, long n, long stride, float *y) {
+    if (stride == 1) for (long i = 0; i < n; i++) y[i] = (float)x[i];
+    else for (long i = 0; i < n; i++) y[i] = (float)x[i * stride];
 }
 
 CLONES

@@ -87,10 +87,12 @@ void earshot_multiply(const float *a, const float *b, float *out, long n);
 // From interleaved complex bins (re, im): out[k * stride] = re^2 + im^2 (each product and the sum
 // rounded on its own, never fused), or its square root when magnitude != 0.
 void earshot_spectrum(const float *complex_bins, long bins, int magnitude, float *out, long stride);
-// y[i] = (double)x[i] * (double)w[i]: a frame times its window, exactly, for a double-precision FFT.
-void earshot_windowed_doubles(const float *x, const float *w, long n, double *y);
-// y[i] = (float)x[i], rounded to nearest.
-void earshot_round_doubles(const double *x, long n, float *y);
+// A frame for a double-precision FFT: y[i] = (double)x[i] * (double)w[i] (exact), or with
+// float_product (double)(x[i] * w[i]) (the product rounded to float, as a Mul gives it), or
+// (double)x[i] when w is NULL.
+void earshot_windowed_doubles(const float *x, const float *w, long n, int float_product, double *y);
+// y[i] = (float)x[i * stride], rounded to nearest.
+void earshot_round_doubles(const double *x, long n, long stride, float *y);
 // From interleaved complex bins (re, im): re_out[k * stride] = re and im_out[k * stride] =
 // im_scale * im (either output may be NULL).
 void earshot_split_complex(const float *complex_bins, long bins, float *re_out, float *im_out, float im_scale, long stride);

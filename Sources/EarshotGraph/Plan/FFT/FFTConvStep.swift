@@ -100,9 +100,9 @@ struct FFTConvStep: InputOutputStep {
                     for p in 0..<positions {
                         let row = starts.map { itemInput + $0[p] } ?? UnsafePointer(rows + p * size)
                         if let double, let doubles {
-                            earshot_windowed_doubles(row, w.baseAddress!, size, doubles.frame)
+                            earshot_windowed_doubles(row, w.baseAddress!, size, 0, doubles.frame)
                             double.execute(doubles.frame, doubles.spectrum)
-                            earshot_round_doubles(doubles.spectrum, 2 * bins, spectrum)
+                            earshot_round_doubles(doubles.spectrum, 2 * bins, 1, spectrum)
                         } else {
                             earshot_binary(Int32(EARSHOT_MUL), row, 1, w.baseAddress!, 1, frame, size)
                             fft.execute(frame, spectrum)

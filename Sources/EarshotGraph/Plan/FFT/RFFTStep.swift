@@ -1,3 +1,4 @@
+import CEarshotKernels
 import EarshotFeatures
 
 /// `RFFT` (TFLite's RFFT2D of one row): each row of X [rows][width], cropped or padded with zeros
@@ -32,18 +33,12 @@ struct RFFTStep: InputOutputStep {
             let input = c.read(x, b), out = c.write(y, b)
             for r in 0..<rows {
                 let row = input + (starts?[r] ?? r * width)
-                if let window {
-                    window.withUnsafeBufferPointer { w in for i in 0..<taken { frame[i] = Double(row[i] * w[i]) } }
-                } else {
-                    for i in 0..<taken { frame[i] = Double(row[i]) }
-                }
+                window.withUnsafeBufferPointerOrNil { w in earshot_windowed_doubles(row, w?.baseAddress, taken, 1, frame) }
                 fft.execute(frame, spectrum)
                 if realOnly {
-                    let o = out + r * bins
-                    for i in 0..<bins { o[i] = Float(spectrum[2 * i]) }
+                    earshot_round_doubles(spectrum, bins, 2, out + r * bins)
                 } else {
-                    let o = out + r * 2 * bins
-                    for i in 0..<(2 * bins) { o[i] = Float(spectrum[i]) }
+                    earshot_round_doubles(spectrum, 2 * bins, 1, out + r * 2 * bins)
                 }
             }
         }
