@@ -5,10 +5,9 @@ files (`earshot bench model`: one stream, one thread), side by side in one run.
 
 TFLite times invoke() on the input each model takes per step (openWakeWord's melspectrogram on
 1760 samples, its embedding model on a 76x32 window, a head on 16 embeddings, BirdNET on a 3 s
-window of 144,000 samples at 48 kHz, BirdNET's location model on [latitude, longitude, week], the
-hybrid audio classifier of tools/make_tflite_hybrid_corpus.py on 1 s at 16 kHz, EfficientWord-Net's
-log-mel on 1 s at 16 kHz and its embedding on that log-mel's 98 x 64),
-and openWakeWord's whole step (melspectrogram, embedding, head: what its Model runs every 80 ms).
+window of 144,000 samples at 48 kHz, the hybrid audio classifier of
+tools/make_tflite_hybrid_corpus.py on 1 s at 16 kHz, EfficientWord-Net's log-mel on 1 s at 16 kHz
+and its embedding on that log-mel's 98 x 64), and openWakeWord's whole step (melspectrogram, embedding, head: what its Model runs every 80 ms).
 Earshot runs the packages `earshot import` makes of the same files, and the composed openWakeWord
 package of the .tflite files and of the .onnx ones (the same network). Rounds alternate; medians
 and their ratio are printed.
