@@ -142,13 +142,16 @@ extension FFTConvStep {
         return moved
     }
 
-    /// Whether `other` transforms the same frames as this step with the same FFT, and its window
+    /// Whether `other` transforms the same frames as this step with the same FFT (and precision,
+    /// and writes the same layout), and its window
     /// is this one's to within float rounding wherever it is used (a window found from sines
     /// alone says nothing of the samples where every sine is zero: 0 and size / 2).
     func sameFrames(as other: FFTConvStep) -> Bool {
         let size = fft.size, scale = basis.window.map(abs).max() ?? 0
         return x == other.x && items == other.items && plane == other.plane && positions == other.positions && fields == other.fields
-            && starts == other.starts && size == other.fft.size && (double == nil) == (other.double == nil) && other.basis.window.count == size && basis.window.count == size
+            && starts == other.starts && size == other.fft.size && (double == nil) == (other.double == nil)
+            && channelsLast == other.channelsLast && framesAreColumns == other.framesAreColumns
+            && other.basis.window.count == size && basis.window.count == size
             && (0..<size).allSatisfy { n in 2 * n % size == 0 || abs(basis.window[n] - other.basis.window[n]) <= 1e-5 * scale }
     }
 }
