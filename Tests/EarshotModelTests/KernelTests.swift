@@ -129,6 +129,38 @@ struct KernelTests {
         }
     }
 
+    @Test("The FFT steps' conversions: a frame to double (the window's product exact, or rounded to float as a Mul gives it, or no window), bins back to float (every one, or every other: the real parts), and complex bins split into real and scaled imaginary parts at a stride, each part optional")
+    func fftConversions() {
+        var random = SeededRandom(seed: 83)
+        let n = 37
+        let x = (0..<n).map { _ in Float.random(in: -3...3, using: &random) }, w = (0..<n).map { _ in Float.random(in: 0...1, using: &random) }
+        var exact = [Double](repeating: .nan, count: n), rounded = exact, plain = exact
+        earshot_windowed_doubles(x, w, n, 0, &exact)
+        earshot_windowed_doubles(x, w, n, 1, &rounded)
+        earshot_windowed_doubles(x, nil, n, 1, &plain)
+        #expect(exact == (0..<n).map { Double(x[$0]) * Double(w[$0]) })
+        #expect(rounded == (0..<n).map { Double(x[$0] * w[$0]) })
+        #expect(plain == x.map(Double.init))
+        // The exact product keeps what rounding to float loses.
+        #expect(zip(exact, rounded).contains { $0 != $1 })
+        let d = (0..<(2 * n)).map { _ in Double.random(in: -1e3...1e3, using: &random) }
+        var all = [Float](repeating: .nan, count: 2 * n), reals = [Float](repeating: .nan, count: n)
+        earshot_round_doubles(d, 2 * n, 1, &all)
+        earshot_round_doubles(d, n, 2, &reals)
+        #expect(all == d.map(Float.init))
+        #expect(reals == (0..<n).map { Float(d[2 * $0]) })
+        let bins = 9, stride = 3
+        let c = (0..<(2 * bins)).map { _ in Float.random(in: -5...5, using: &random) }
+        var re = [Float](repeating: 7, count: bins * stride), im = re, imOnly = re
+        earshot_split_complex(c, bins, &re, &im, -1, stride)
+        earshot_split_complex(c, bins, nil, &imOnly, 2, stride)
+        for k in 0..<bins {
+            #expect(re[k * stride] == c[2 * k] && im[k * stride] == -c[2 * k + 1] && imOnly[k * stride] == 2 * c[2 * k + 1], "bin \(k)")
+            // Only the strided places are written.
+            #expect(re[k * stride + 1] == 7 && im[k * stride + 2] == 7)
+        }
+    }
+
     @Test("Log: within 1 ulp of a double-precision log over positive normal values from 1e-38 to 3e38, and around 1 and the halving point sqrt(2); logf's values where the vector form does not apply (zero, negative, subnormal, infinite, NaN); each value the same bits wherever it lies in a run")
     func logarithm() {
         var random = SeededRandom(seed: 59)
