@@ -127,6 +127,10 @@ typedef int vi16 __attribute__((vector_size(64), aligned(4)));
 // value moved by 1.8e-6). A product of k <= 128 is one chain, as before.
 #define K_BLOCK 128
 
+// Columns of a tile_half: eight 8-lane chains (24 x 24 x 592: 44.8 GMAC/s; 12 columns 43.5, 16
+// columns 36-41; the 32 rows of whole panels before, 52-54 counting the 8 zero rows).
+#define HALF_COLUMNS 8
+
 // Terms i0 ..< i1 of a tile's outputs into acc[p][c] (in tile_from).
 #define TERMS(i0, i1) do {                                                                         \
         for (long i = (i0); i < (i1); i++) {                                                       \
@@ -205,6 +209,45 @@ static inline __attribute__((always_inline)) void tile_from(const float *wp, con
     }
 }
 
+// A tile of the last panel when it holds at most 8 rows (24 or 72 output channels): the sums of
+// tile_from in 8 lanes, half the vector work of a whole panel of zero rows, each output's chain
+// the same, so the same bits. The epilogue takes the 8 lanes widened to 16.
+static inline __attribute__((always_inline)) void tile_half(const float *wp, const int *blocks, const float *base,
+                                                          const float *edges, long k, const float *x, long ldx,
+                                                          const float *bias, long r0, long rows, float *y, long ldy,
+                                                          const earshot_epilogue *ep, long c0, const int NC) {
+    v8 acc[HALF_COLUMNS], total[HALF_COLUMNS];
+    for (int c = 0; c < NC; c++) acc[c] = total[c] = (v8){0};
+    for (long i0 = 0; i0 < k; i0 += K_BLOCK) {
+        long i1 = k - i0 > K_BLOCK ? i0 + K_BLOCK : k;
+        for (long i = i0; i < i1; i++) {
+            v8 w;
+            if (blocks) {
+                int o = blocks[i];
+                w = load8(o >= 0 ? base + o : edges + (long)(-o - 1) * 16);
+            } else {
+                w = load8(wp + i * 16);
+            }
+            for (int c = 0; c < NC; c++) acc[c] = acc[c] + w * x[c * ldx + i];
+        }
+        for (int c = 0; c < NC; c++) {
+            total[c] = i0 == 0 ? acc[c] : total[c] + acc[c];
+            acc[c] = (v8){0};
+        }
+    }
+    long valid = rows - r0;
+    v8 b = {0};
+    if (bias) for (long l = 0; l < valid; l++) b[l] = bias[r0 + l];
+    for (int c = 0; c < NC; c++) {
+        v8 sum = total[c] + b;
+        v16 out = __builtin_shufflevector(sum, (v8){0}, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        EPILOGUE(ep, c0 + c, out);
+        float *yc = y + c * ldy + r0;
+        if (valid == 8) *(v8 *)yc = __builtin_shufflevector(out, out, 0, 1, 2, 3, 4, 5, 6, 7);
+        else for (long l = 0; l < valid; l++) yc[l] = out[l];
+    }
+}
+
 static inline __attribute__((always_inline)) void tile(const float *wp, long k, const float *x, long ldx, const float *bias,
                                                      long r0, long rows, float *y, long ldy, const int NP, const int NC) {
     tile_from(wp, 0, 0, 0, k, x, ldx, bias, r0, rows, y, ldy, 0, 0, NP, NC);
@@ -223,6 +266,26 @@ static inline __attribute__((always_inline)) void tile(const float *wp, long k, 
         }                                                                                       \
     } while (0)
 
+#define HALF(NC) case NC: tile_half(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, ep, t, NC); break
+
+// A last panel of at most 8 rows, every column. A function of its own: inlined beside the whole
+// panels' tiles it slowed them (32 x 24 x 592: 52 -> 33 GMAC/s). Tried and slower: this panel's
+// tiles joined to the whole panel's before it (24 x 24 x 592: 41 GMAC/s).
+CLONES
+static void half_panel(const float *wp, const int *bp, const float *base, const float *edges, long k, const float *x,
+                       long ldx, long n, const float *bias, long r0, long rows, float *y, long ldy,
+                       const earshot_epilogue *ep) {
+    for (long t = 0; t < n; t += HALF_COLUMNS) {
+        long nc = n - t < HALF_COLUMNS ? n - t : HALF_COLUMNS;
+        const float *xt = x + t * ldx;
+        float *yt = y + t * ldy;
+        switch (nc) {
+        HALF(1); HALF(2); HALF(3); HALF(4); HALF(5); HALF(6); HALF(7);
+        default: tile_half(wp, bp, base, edges, k, xt, ldx, bias, r0, rows, yt, ldy, ep, t, HALF_COLUMNS); break;
+        }
+    }
+}
+
 // Many columns: tiles of four panels (64 rows) by six columns, 24 sums in registers; the
 // four panels stay in cache while every column passes over them. The matrix is `packed`, or the
 // blocks `blocks` lists (earshot_gemm_indirect).
@@ -238,6 +301,10 @@ static inline __attribute__((always_inline)) void tiles(const float *packed, con
         // A last panel of partial rows goes alone, so that the whole ones before it take the
         // common tile (24 x 24 x 592: 21.6 -> 31.4 GMAC/s, tools/bench_products.sh).
         if (np > 1 && p0 + np == panels && rows % 16 != 0) np -= 1;
+        if (np == 1 && rows - r0 <= 8) {
+            half_panel(wp, bp, base, edges, k, x, ldx, n, bias, r0, rows, y, ldy, ep);
+            continue;
+        }
         for (long t = 0; t < n; t += 6) {
             long nc = n - t < 6 ? n - t : 6;
             const float *xt = x + t * ldx;
@@ -887,8 +954,8 @@ void earshot_winograd_output(const float *m, long mstride, long ldm, long channe
         for (; c + 16 <= channels; c += 16) WINOGRAD_OUT(v16);
         for (; c + 8 <= channels; c += 8) WINOGRAD_OUT(v8);
         if (c < channels) {
-            // The last few channels: the products and the bias are read in whole (ldm and the
-            // bias are padded to 16), the outputs written through a small buffer.
+            // The last few channels: the products and the bias are read 8 at a time (ldm and
+            // the bias are padded to a multiple of 8), the outputs written through a small buffer.
             float *to[4] = {y0, y1, y2, y3};
             long at = c;
             const float *tail_bias = bias ? bias + at : 0;

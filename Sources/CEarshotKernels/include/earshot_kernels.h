@@ -159,7 +159,7 @@ void earshot_winograd_input(const float *x, long channels, const int *rows, long
                             long vstride);
 // The other end: from the six products m + i * mstride + t * ldm of tile t, its four outputs
 // A^T m plus bias (NULL: none) to the rows rows[4 t ..< 4 t + 4] of y (-1: to `sink`, a row thrown
-// away). ldm and the bias (when given) are padded to a multiple of 16 that is read.
+// away). ldm and the bias (when given) are padded to a multiple of 8 that is read.
 void earshot_winograd_output(const float *m, long mstride, long ldm, long channels, const int *rows, long tiles,
                              const float *bias, float *y, float *sink);
 #endif

@@ -84,9 +84,9 @@ struct ConvStep: InputOutputStep {
         let inputRows: [Int32]
         let outputRows: [Int32]
         /// The transformed filters G g, one [outChannels][channels] matrix for each of the six
-        /// points, with zero rows up to a multiple of 16.
+        /// points, with zero rows up to a multiple of 8 (fp32) or 16 (bf16).
         let filters: [PackedMatrix]
-        /// The bias, with zeros up to a multiple of 16.
+        /// The bias, with zeros up to the filters' rows.
         let bias: [Float]?
         /// A row of zeros (padding).
         let zeros: [Float]
