@@ -931,23 +931,63 @@ void earshot_winograd_input(const float *x, long channels, const int *rows, long
     }
 }
 
+// One fused op on 16 lanes, as EPILOGUE computes it, its kind K a constant where the loop is
+// compiled (0: none), so that no op is chosen per vector: LeakyRelu, Relu, and Max and Min by
+// a constant.
+#define ACT_MAX (EARSHOT_EPILOGUE_BINARY + EARSHOT_MAX)
+#define ACT_MIN (EARSHOT_EPILOGUE_BINARY + EARSHOT_MIN)
+#define ACT16(K, qv, out) do {                                                                     \
+        vi16 nan_;                                                                                 \
+        switch (K) {                                                                               \
+        case EARSHOT_LEAKY_RELU: out = SELECT16(out < 0, (qv) * out, out); break;                  \
+        case EARSHOT_RELU: out = SELECT16(out < 0, (v16){0}, out); break;                          \
+        case ACT_MAX:                                                                              \
+            nan_ = (out != out) | ((qv) != (qv));                                                  \
+            out = SELECT16(nan_, out + (qv), SELECT16(out > (qv), out, (qv))); break;              \
+        case ACT_MIN:                                                                              \
+            nan_ = (out != out) | ((qv) != (qv));                                                  \
+            out = SELECT16(nan_, out + (qv), SELECT16(out < (qv), out, (qv))); break;              \
+        default: break;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+// A vector of a tile's outputs through the fused ops (K1 then K2, or with G the epilogue `ep` op
+// by op) and stored: 16 lanes, or 8 widened to 16 for the ops.
+#define WINOGRAD_ACT(w_) do {                                                                      \
+        if (K1) ACT16(K1, q1, w_);                                                                 \
+        if (K2) ACT16(K2, q2, w_);                                                                 \
+        if (G) EPILOGUE(ep, 0, w_);                                                                \
+    } while (0)
+#define WINOGRAD_STORE16(p, value) do { v16 w_ = (value); WINOGRAD_ACT(w_); *(v16 *)(p) = w_; } while (0)
+#define WINOGRAD_STORE8(p, value) do {                                                             \
+        v8 v_ = (value);                                                                           \
+        if (K1 || G) {                                                                             \
+            v16 w_ = __builtin_shufflevector(v_, (v8){0}, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); \
+            WINOGRAD_ACT(w_);                                                                      \
+            v_ = __builtin_shufflevector(w_, w_, 0, 1, 2, 3, 4, 5, 6, 7);                          \
+        }                                                                                          \
+        *(v8 *)(p) = v_;                                                                           \
+    } while (0)
+
 // Four outputs of a Winograd tile from its six products, vectors of VT at channel c, plus the
-// bias, stored to the tile's rows.
-#define WINOGRAD_OUT(VT) do {                                                                      \
+// bias, through the fused ops, stored to the tile's rows.
+#define WINOGRAD_OUT(VT, STORE) do {                                                               \
         VT a = *(const VT *)(m0 + c), b = *(const VT *)(m1 + c), e = *(const VT *)(m2 + c);       \
         VT f = *(const VT *)(m3 + c), g = *(const VT *)(m4 + c), h = *(const VT *)(m5 + c);       \
         VT o = bias ? *(const VT *)(bias + c) : (VT){0};                                           \
         VT s = b + e, dd = b - e, p = f + g, q = f - g;                                            \
-        *(VT *)(y0 + c) = a + s + p + o;                                                           \
-        *(VT *)(y1 + c) = dd + 2.0f * q + o;                                                       \
-        *(VT *)(y2 + c) = s + 4.0f * p + o;                                                        \
-        *(VT *)(y3 + c) = dd + 8.0f * q + h + o;                                                   \
+        STORE(y0 + c, a + s + p + o);                                                              \
+        STORE(y1 + c, dd + 2.0f * q + o);                                                          \
+        STORE(y2 + c, s + 4.0f * p + o);                                                           \
+        STORE(y3 + c, dd + 8.0f * q + h + o);                                                      \
     } while (0)
 
-CLONES
-void earshot_winograd_output(const float *m, long mstride, long ldm, long channels, const int *rows, long tiles,
-                             const float *bias, float *y, float *sink) {
+static inline __attribute__((always_inline)) void winograd_tiles(const float *m, long mstride, long ldm, long channels,
+                                                               const int *rows, long tiles, const float *bias, float *y,
+                                                               float *sink, const int K1, float first, const int K2,
+                                                               float second, const int G, const earshot_epilogue *ep) {
     float last[4][8];
+    v16 q1 = (v16){0} + first, q2 = (v16){0} + second;
     for (long t = 0; t < tiles; t++) {
         const int *r = rows + t * 4;
         const float *m0 = m + t * ldm;
@@ -955,8 +995,8 @@ void earshot_winograd_output(const float *m, long mstride, long ldm, long channe
         float *y0 = r[0] >= 0 ? y + (long)r[0] * channels : sink, *y1 = r[1] >= 0 ? y + (long)r[1] * channels : sink;
         float *y2 = r[2] >= 0 ? y + (long)r[2] * channels : sink, *y3 = r[3] >= 0 ? y + (long)r[3] * channels : sink;
         long c = 0;
-        for (; c + 16 <= channels; c += 16) WINOGRAD_OUT(v16);
-        for (; c + 8 <= channels; c += 8) WINOGRAD_OUT(v8);
+        for (; c + 16 <= channels; c += 16) WINOGRAD_OUT(v16, WINOGRAD_STORE16);
+        for (; c + 8 <= channels; c += 8) WINOGRAD_OUT(v8, WINOGRAD_STORE8);
         if (c < channels) {
             // The last few channels: the products and the bias are read 8 at a time (ldm and
             // the bias are padded to a multiple of 8), the outputs written through a small buffer.
@@ -968,12 +1008,50 @@ void earshot_winograd_output(const float *m, long mstride, long ldm, long channe
             {
                 const float *bias = tail_bias;
                 c = 0;
-                WINOGRAD_OUT(v8);
+                WINOGRAD_OUT(v8, WINOGRAD_STORE8);
             }
             for (int k = 0; k < 4; k++)
                 for (long l = at; l < channels; l++) to[k][l] = last[k][l - at];
         }
     }
+}
+
+CLONES
+void earshot_winograd_output(const float *m, long mstride, long ldm, long channels, const int *rows, long tiles,
+                             const float *bias, const earshot_epilogue *epilogue, float *y, float *sink) {
+    // Up to two ops of LeakyRelu, Relu, Max and Min (the second Max or Min) each take a loop
+    // compiled for them; any other list goes through EPILOGUE, op by op on each vector.
+    int kind[2] = {0, 0};
+    float value[2] = {0, 0};
+    long count = epilogue ? epilogue->count : 0;
+    int listed = count <= 2;
+    for (long o = 0; o < count && listed; o++) {
+        int k = epilogue->kinds[o];
+        listed = k == ACT_MAX || k == ACT_MIN || (o == 0 && (k == EARSHOT_LEAKY_RELU || k == EARSHOT_RELU));
+        kind[o] = k;
+        value[o] = epilogue->values[o];
+    }
+#define WINOGRAD_TILES(K1, K2, G) winograd_tiles(m, mstride, ldm, channels, rows, tiles, bias, y, sink, K1, value[0], K2, value[1], G, epilogue)
+#define WINOGRAD_SECOND(K1) do {                                                                   \
+        switch (kind[1]) {                                                                         \
+        case ACT_MAX: WINOGRAD_TILES(K1, ACT_MAX, 0); break;                                       \
+        case ACT_MIN: WINOGRAD_TILES(K1, ACT_MIN, 0); break;                                       \
+        default: WINOGRAD_TILES(K1, 0, 0); break;                                                  \
+        }                                                                                          \
+    } while (0)
+    if (!listed) {
+        WINOGRAD_TILES(0, 0, 1);
+        return;
+    }
+    switch (kind[0]) {
+    case EARSHOT_LEAKY_RELU: WINOGRAD_SECOND(EARSHOT_LEAKY_RELU); break;
+    case EARSHOT_RELU: WINOGRAD_SECOND(EARSHOT_RELU); break;
+    case ACT_MAX: WINOGRAD_SECOND(ACT_MAX); break;
+    case ACT_MIN: WINOGRAD_SECOND(ACT_MIN); break;
+    default: WINOGRAD_TILES(0, 0, 0); break;
+    }
+#undef WINOGRAD_SECOND
+#undef WINOGRAD_TILES
 }
 
 // Pooling of channels-last values: output position k takes, channel by channel, the input

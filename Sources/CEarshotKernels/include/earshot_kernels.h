@@ -158,10 +158,12 @@ void earshot_pool_last(int max, const float *x, long channels, const int *starts
 void earshot_winograd_input(const float *x, long channels, const int *rows, long tiles, const float *zeros, float *v,
                             long vstride);
 // The other end: from the six products m + i * mstride + t * ldm of tile t, its four outputs
-// A^T m plus bias (NULL: none) to the rows rows[4 t ..< 4 t + 4] of y (-1: to `sink`, a row thrown
-// away). ldm and the bias (when given) are padded to a multiple of 8 that is read.
+// A^T m plus bias (NULL: none), then the epilogue's element-wise ops (NULL or none: no ops; its
+// column bias is not read), each value as the op alone gives it, to the rows rows[4 t ..< 4 t + 4]
+// of y (-1: to `sink`, a row thrown away). ldm and the bias (when given) are padded to a multiple
+// of 8 that is read.
 void earshot_winograd_output(const float *m, long mstride, long ldm, long channels, const int *rows, long tiles,
-                             const float *bias, float *y, float *sink);
+                             const float *bias, const earshot_epilogue *epilogue, float *y, float *sink);
 #endif
 // Keeps freed memory in the process's heap instead of returning large blocks to the system at
 // once: a program that runs batched model steps reallocates the same large buffers on every step,

@@ -25,21 +25,19 @@ extension ConvStep {
             w.filters[i].product(v + i * n * channels, ldx: channels, columns: n, bias: nil, into: m + i * n * ldm, ldy: ldm)
         }
         w.outputRows.withUnsafeBufferPointer { rows in
-            func write(_ bias: UnsafePointer<Float>?) {
-                for b in 0..<c.streams {
-                    let out = c.write(y, b)
-                    earshot_winograd_output(m + b * w.tiles * ldm, n * ldm, ldm, outChannels, rows.baseAddress!, w.tiles, bias,
-                                            outputChannelsLast ? out : staging, sink)
-                    // The fused ops over the whole output at once, as each op alone computes them.
-                    if outputChannelsLast {
-                        activate(out, positions * outChannels)
-                    } else {
-                        activate(staging, positions * outChannels)
-                        earshot_transpose(staging, positions, outChannels, out)
+            // The fused ops in the output transform, on each vector before it is stored, as each
+            // op alone computes them.
+            withEpilogue(columnBias: nil) { epilogue in
+                func write(_ bias: UnsafePointer<Float>?) {
+                    for b in 0..<c.streams {
+                        let out = c.write(y, b)
+                        earshot_winograd_output(m + b * w.tiles * ldm, n * ldm, ldm, outChannels, rows.baseAddress!, w.tiles, bias,
+                                                epilogue, outputChannelsLast ? out : staging, sink)
+                        if !outputChannelsLast { earshot_transpose(staging, positions, outChannels, out) }
                     }
                 }
+                if let bias = w.bias { bias.withUnsafeBufferPointer { write($0.baseAddress) } } else { write(nil) }
             }
-            if let bias = w.bias { bias.withUnsafeBufferPointer { write($0.baseAddress) } } else { write(nil) }
         }
     }
 }
