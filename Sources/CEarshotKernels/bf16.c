@@ -236,9 +236,72 @@ avx512_tile(const uint16_t *wp, long pairs, long used, const uint16_t *xb, long 
     });
 }
 
+typedef float f8v __attribute__((vector_size(32), aligned(4)));
+typedef unsigned int u8v __attribute__((vector_size(32), aligned(4)));
+typedef __bf16 b16v __attribute__((vector_size(32), aligned(4)));
+
+// Path 1's tile of a last panel of at most 8 rows (24 or 72 outputs): vdpbf16ps on the panel's
+// first 8 lanes, each lane's sums those of PAIR_TILE's 16 lanes, in half the vector work.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static inline __attribute__((always_inline)) void
+avx512_half_tile(const uint16_t *wp, long used, const uint16_t *xb, long xdepth, long r0, long rows, const float *bias, float *y,
+                 long ldy, const int NC) {
+    f8v acc[8], total[8];
+    for (int c = 0; c < NC; c++) total[c] = (f8v){0};
+    for (long q0 = 0; q0 < used; q0 += PAIR_BLOCK) {
+        long q1 = used - q0 > PAIR_BLOCK ? q0 + PAIR_BLOCK : used;
+        for (int c = 0; c < NC; c++) acc[c] = (f8v){0};
+        for (long q = q0; q < q1; q++) {
+            b16v w = *(const b16v *)(wp + q * 32);
+            for (int c = 0; c < NC; c++) {
+                uint32_t pair;
+                memcpy(&pair, xb + c * xdepth + 2 * q, 4);
+                acc[c] = __builtin_ia32_dpbf16ps_256(acc[c], w, (b16v)((u8v){0} + pair));
+            }
+        }
+        for (int c = 0; c < NC; c++) total[c] = q0 == 0 ? acc[c] : total[c] + acc[c];
+    }
+    long valid = rows - r0;
+    f8v b = {0};
+    if (bias) for (long l = 0; l < valid; l++) b[l] = bias[r0 + l];
+    for (int c = 0; c < NC; c++) {
+        float *yc = y + c * ldy + r0;
+        f8v out = total[c] + b;
+        if (valid == 8) *(f8v *)yc = out;
+        else for (long l = 0; l < valid; l++) yc[l] = out[l];
+    }
+}
+
+// The last panel's tiles, every column, 8 at a time. A function of its own, as the fp32
+// product's half panel is (inlined beside the whole panels' tiles it can slow them).
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) __attribute__((noinline)) static void
+avx512_half_panel(const uint16_t *wp, long used, const uint16_t *xb, long xdepth, long n, long r0, long rows, const float *bias,
+                  float *y, long ldy) {
+    for (long t = 0; t < n; t += 8) {
+        const uint16_t *xt = xb + t * xdepth;
+        float *yt = y + t * ldy;
+        switch (n - t < 8 ? n - t : 8) {
+        case 1: avx512_half_tile(wp, used, xt, xdepth, r0, rows, bias, yt, ldy, 1); break;
+        case 2: avx512_half_tile(wp, used, xt, xdepth, r0, rows, bias, yt, ldy, 2); break;
+        case 3: avx512_half_tile(wp, used, xt, xdepth, r0, rows, bias, yt, ldy, 3); break;
+        case 4: avx512_half_tile(wp, used, xt, xdepth, r0, rows, bias, yt, ldy, 4); break;
+        case 5: avx512_half_tile(wp, used, xt, xdepth, r0, rows, bias, yt, ldy, 5); break;
+        case 6: avx512_half_tile(wp, used, xt, xdepth, r0, rows, bias, yt, ldy, 6); break;
+        case 7: avx512_half_tile(wp, used, xt, xdepth, r0, rows, bias, yt, ldy, 7); break;
+        default: avx512_half_tile(wp, used, xt, xdepth, r0, rows, bias, yt, ldy, 8); break;
+        }
+    }
+}
+
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void gemm_avx512(const uint16_t *packed, long rows, long k, long depth,
                                                                                 const uint16_t *xb, long xdepth, long n,
                                                                                 const float *bias, float *y, long ldy) {
+    if (rows % 16 != 0 && rows % 16 <= 8) {
+        // The whole panels, then the last one's 8 lanes.
+        long whole = rows / 16 * 16;
+        if (whole > 0) gemm_avx512(packed, whole, k, depth, xb, xdepth, n, bias, y, ldy);
+        avx512_half_panel(packed + whole / 16 * (depth / 2) * 32, (k + 1) / 2, xb, xdepth, n, whole, rows, bias, y, ldy);
+        return;
+    }
     TILED(avx512_tile);
 }
 

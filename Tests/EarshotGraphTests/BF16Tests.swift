@@ -48,7 +48,7 @@ struct BF16Tests {
     }
 
     @Test("W x in bf16 on every path: the reference's value within fp32's rounding of the sum; each column as alone; AVX-512 BF16 and portable bit for bit",
-          arguments: [(37, 300, 45), (128, 64, 1), (64, 1536, 2), (200, 33, 70)])
+          arguments: [(37, 300, 45), (128, 64, 1), (64, 1536, 2), (200, 33, 70), (24, 72, 13)])
     func products(rows: Int, k: Int, columns: Int) throws {
         let w = Self.values(rows * k, seed: 3), x = Self.values(columns * k, seed: 5), bias = Self.values(rows, seed: 7)
         let packed = PackedMatrix(w, rows: rows, k: k, precision: .bf16)

@@ -33,9 +33,9 @@ extension Builder {
         }
         // G g per point: g0 / 4, -(g0 + g1 + g2) / 6, -(g0 - g1 + g2) / 6, g0 / 24 + g1 / 12 + g2 / 6,
         // g0 / 24 - g1 / 12 + g2 / 6, g2.
-        // In fp32 the rows are rounded up to 8: a last panel of 8 rows takes 8-lane tiles, not a
-        // whole panel's work. The bf16 kernel takes whole panels of 16.
-        let rows = precision == .fp32 ? (outChannels + 7) / 8 * 8 : (outChannels + 15) / 16 * 16
+        // The rows are rounded up to 8: a last panel of 8 rows takes 8-lane tiles (fp32, and bf16
+        // with AVX-512 BF16), not a whole panel's work.
+        let rows = (outChannels + 7) / 8 * 8
         var transformed = [[Float]](repeating: [Float](repeating: 0, count: rows * channels), count: 6)
         for o in 0..<outChannels {
             for c in 0..<channels {

@@ -5,8 +5,8 @@ extension ConvStep {
     /// then each stream's outputs (with the bias and the fused ops), channels-last or transposed
     /// to [outChannels][positions].
     func runWinograd(_ c: Context, _ w: Winograd) {
-        // The products' rows are the output channels rounded up (zero filters) to 8 in fp32 and
-        // to whole panels of 16 in bf16, so that every row the outputs read is written.
+        // The products' rows are the output channels rounded up to 8 (zero filters), so that
+        // every row the outputs read is written.
         let n = c.streams * w.tiles, ldm = w.filters[0].rows
         let v = c.scratch, m = v + 6 * n * channels, sink = m + 6 * n * ldm, staging = sink + outChannels
         w.inputRows.withUnsafeBufferPointer { rows in

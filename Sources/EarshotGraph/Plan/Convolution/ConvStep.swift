@@ -84,7 +84,7 @@ struct ConvStep: InputOutputStep {
         let inputRows: [Int32]
         let outputRows: [Int32]
         /// The transformed filters G g, one [outChannels][channels] matrix for each of the six
-        /// points, with zero rows up to a multiple of 8 (fp32) or 16 (bf16).
+        /// points, with zero rows up to a multiple of 8.
         let filters: [PackedMatrix]
         /// The bias, with zeros up to the filters' rows.
         let bias: [Float]?
