@@ -83,45 +83,52 @@ typedef int vi16 __attribute__((vector_size(64), aligned(4)));
 #define SIGMOID16(x, out) do { v16 _s; EXPV(v16, vi16, -(x), _s); (out) = 1.0f / (1.0f + _s); } while (0)
 #define SELECT16(m, a, b) ((v16)(((vi16)(a) & (m)) | ((vi16)(b) & ~(m))))
 
+// One element-wise op of an epilogue, `kind` with its value q, on the v16 variable e_, lane by
+// lane as the element-wise loops compute the op; where `kind` is a constant the choice folds
+// away. A macro: a function passing 16-float vectors would have a different calling convention
+// in each clone.
+#define EPILOGUE_OP(kind, q) do {                                                                  \
+        float q_ = (q);                                                                            \
+        v16 qv_ = (v16){0} + q_;                                                                   \
+        vi16 nan_;                                                                                 \
+        switch (kind) {                                                                            \
+        case EARSHOT_LEAKY_RELU: e_ = SELECT16(e_ < 0, qv_ * e_, e_); break;                       \
+        case EARSHOT_RELU: e_ = SELECT16(e_ < 0, (v16){0}, e_); break;                             \
+        case EARSHOT_NEG: e_ = -e_; break;                                                         \
+        case EARSHOT_ABS: e_ = (v16)((vi16)e_ & 0x7fffffff); break;                                \
+        case EARSHOT_EPILOGUE_BINARY + EARSHOT_ADD: e_ = e_ + q_; break;                           \
+        case EARSHOT_EPILOGUE_BINARY + EARSHOT_SUB: e_ = e_ - q_; break;                           \
+        case EARSHOT_EPILOGUE_BINARY + EARSHOT_MUL: e_ = e_ * q_; break;                           \
+        case EARSHOT_EPILOGUE_BINARY + EARSHOT_DIV: e_ = e_ / q_; break;                           \
+        case EARSHOT_EPILOGUE_BINARY + EARSHOT_SQUARE: e_ = e_ * e_; break;                        \
+        case EARSHOT_EPILOGUE_BINARY + EARSHOT_MAX:                                                \
+            nan_ = (e_ != e_) | (qv_ != qv_);                                                      \
+            e_ = SELECT16(nan_, e_ + qv_, SELECT16(e_ > qv_, e_, qv_)); break;                     \
+        case EARSHOT_EPILOGUE_BINARY + EARSHOT_MIN:                                                \
+            nan_ = (e_ != e_) | (qv_ != qv_);                                                      \
+            e_ = SELECT16(nan_, e_ + qv_, SELECT16(e_ < qv_, e_, qv_)); break;                     \
+        case EARSHOT_SQRT:                                                                         \
+            for (int l_ = 0; l_ < 16; l_++) e_[l_] = __builtin_sqrtf(e_[l_]);                      \
+            break;                                                                                 \
+        case EARSHOT_SIGMOID:                                                                      \
+        case EARSHOT_SWISH: {                                                                      \
+            v16 s_;                                                                                \
+            SIGMOID16(e_, s_);                                                                     \
+            e_ = (kind) == EARSHOT_SWISH ? e_ * s_ : s_;                                           \
+            break;                                                                                 \
+        }                                                                                          \
+        default: break;                                                                            \
+        }                                                                                          \
+    } while (0)
+
 // A tile's outputs `out` (a v16 variable) through the epilogue: column `column`'s bias, then each
-// op in order, lane by lane as the element-wise loops compute it. A macro: a function passing
-// 16-float vectors would have a different calling convention in each clone.
-#define EPILOGUE(ep, column, out) do {                                                            \
+// op in order.
+#define EPILOGUE(ep, column, out) do {                                                             \
         if (ep) {                                                                                  \
-            if ((ep)->column_bias) out = out + (ep)->column_bias[column];                          \
-            for (long o_ = 0; o_ < (ep)->count; o_++) {                                            \
-                float q_ = (ep)->values[o_];                                                       \
-                v16 qv_ = (v16){0} + q_;                                                           \
-                vi16 nan_;                                                                         \
-                switch ((ep)->kinds[o_]) {                                                         \
-                case EARSHOT_LEAKY_RELU: out = SELECT16(out < 0, qv_ * out, out); break;           \
-                case EARSHOT_RELU: out = SELECT16(out < 0, (v16){0}, out); break;                  \
-                case EARSHOT_NEG: out = -out; break;                                               \
-                case EARSHOT_ABS: out = (v16)((vi16)out & 0x7fffffff); break;                      \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_ADD: out = out + q_; break;                 \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_SUB: out = out - q_; break;                 \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_MUL: out = out * q_; break;                 \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_DIV: out = out / q_; break;                 \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_SQUARE: out = out * out; break;             \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_MAX:                                        \
-                    nan_ = (out != out) | (qv_ != qv_);                                            \
-                    out = SELECT16(nan_, out + qv_, SELECT16(out > qv_, out, qv_)); break;         \
-                case EARSHOT_EPILOGUE_BINARY + EARSHOT_MIN:                                        \
-                    nan_ = (out != out) | (qv_ != qv_);                                            \
-                    out = SELECT16(nan_, out + qv_, SELECT16(out < qv_, out, qv_)); break;         \
-                case EARSHOT_SQRT:                                                                 \
-                    for (int l_ = 0; l_ < 16; l_++) out[l_] = __builtin_sqrtf(out[l_]);            \
-                    break;                                                                         \
-                case EARSHOT_SIGMOID:                                                              \
-                case EARSHOT_SWISH: {                                                              \
-                    v16 s_;                                                                        \
-                    SIGMOID16(out, s_);                                                            \
-                    out = (ep)->kinds[o_] == EARSHOT_SWISH ? out * s_ : s_;                        \
-                    break;                                                                         \
-                }                                                                                  \
-                default: break;                                                                    \
-                }                                                                                  \
-            }                                                                                      \
+            v16 e_ = (out);                                                                        \
+            if ((ep)->column_bias) e_ = e_ + (ep)->column_bias[column];                            \
+            for (long o_ = 0; o_ < (ep)->count; o_++) EPILOGUE_OP((ep)->kinds[o_], (ep)->values[o_]); \
+            (out) = e_;                                                                            \
         }                                                                                          \
     } while (0)
 
@@ -931,31 +938,17 @@ void earshot_winograd_input(const float *x, long channels, const int *rows, long
     }
 }
 
-// One fused op on 16 lanes, as EPILOGUE computes it, its kind K a constant where the loop is
-// compiled (0: none), so that no op is chosen per vector: LeakyRelu, Relu, and Max and Min by
-// a constant.
 #define ACT_MAX (EARSHOT_EPILOGUE_BINARY + EARSHOT_MAX)
 #define ACT_MIN (EARSHOT_EPILOGUE_BINARY + EARSHOT_MIN)
-#define ACT16(K, qv, out) do {                                                                     \
-        vi16 nan_;                                                                                 \
-        switch (K) {                                                                               \
-        case EARSHOT_LEAKY_RELU: out = SELECT16(out < 0, (qv) * out, out); break;                  \
-        case EARSHOT_RELU: out = SELECT16(out < 0, (v16){0}, out); break;                          \
-        case ACT_MAX:                                                                              \
-            nan_ = (out != out) | ((qv) != (qv));                                                  \
-            out = SELECT16(nan_, out + (qv), SELECT16(out > (qv), out, (qv))); break;              \
-        case ACT_MIN:                                                                              \
-            nan_ = (out != out) | ((qv) != (qv));                                                  \
-            out = SELECT16(nan_, out + (qv), SELECT16(out < (qv), out, (qv))); break;              \
-        default: break;                                                                            \
-        }                                                                                          \
-    } while (0)
 
-// A vector of a tile's outputs through the fused ops (K1 then K2, or with G the epilogue `ep` op
-// by op) and stored: 16 lanes, or 8 widened to 16 for the ops.
+// A vector of a tile's outputs through the fused ops (K1 then K2, constants where the loop is
+// compiled, so that no op is chosen per vector; or with G the epilogue `ep` op by op) and
+// stored: 16 lanes, or 8 widened to 16 for the ops.
 #define WINOGRAD_ACT(w_) do {                                                                      \
-        if (K1) ACT16(K1, q1, w_);                                                                 \
-        if (K2) ACT16(K2, q2, w_);                                                                 \
+        v16 e_ = (w_);                                                                             \
+        if (K1) EPILOGUE_OP(K1, first);                                                            \
+        if (K2) EPILOGUE_OP(K2, second);                                                           \
+        (w_) = e_;                                                                                 \
         if (G) EPILOGUE(ep, 0, w_);                                                                \
     } while (0)
 #define WINOGRAD_STORE16(p, value) do { v16 w_ = (value); WINOGRAD_ACT(w_); *(v16 *)(p) = w_; } while (0)
@@ -987,7 +980,6 @@ static inline __attribute__((always_inline)) void winograd_tiles(const float *m,
                                                                float *sink, const int K1, float first, const int K2,
                                                                float second, const int G, const earshot_epilogue *ep) {
     float last[4][8];
-    v16 q1 = (v16){0} + first, q2 = (v16){0} + second;
     for (long t = 0; t < tiles; t++) {
         const int *r = rows + t * 4;
         const float *m0 = m + t * ldm;
