@@ -55,7 +55,7 @@ extension Builder {
         steps.append(step)
         scratchSize = max(scratchSize, FFTConvStep.scratch(size: size, positions: positions, gathered: starts == nil, double: double,
                                                                 columns: columns))
-        return double ? "FFT (double)" : "FFT"
+        return FFTConvStep.kernel(double: double)
     }
 
     /// Whether filters W [rows][size] are a windowed real DFT, to within float rounding: with

@@ -60,6 +60,10 @@ struct FFTConvStep: InputOutputStep {
         self.fft = fft
     }
 
+    /// The kernel name `inspect` shows for an FFT step, in double precision or not; `fuseFFTPairs`
+    /// finds the paired Convs' nodes by it.
+    static func kernel(double: Bool) -> String { double ? "FFT (double)" : "FFT" }
+
     /// Per channel, its bias value at each of `positions`.
     static func laidOut(_ bias: [Float], positions: Int) -> [Float] { bias.flatMap { repeatElement($0, count: positions) } }
 
@@ -174,7 +178,7 @@ extension Builder {
                 var (real, imaginary) = first.basis.part == .real ? (first, second) : (second, first)
                 real.sines = (imaginary.y, imaginary.bias, imaginary.basis.sign)
                 // The Conv nodes (an alias of an output is some other node's).
-                let nodes = [first.y, second.y].map { y in refs.filter { $0.value == y }.compactMap { producers[$0.key] }.first { ["FFT", "FFT (double)"].contains(kernels[$0]) } }
+                let nodes = [first.y, second.y].map { y in refs.filter { $0.value == y }.compactMap { producers[$0.key] }.first { [FFTConvStep.kernel(double: false), FFTConvStep.kernel(double: true)].contains(kernels[$0]) } }
                 if let kept = nodes[0], let gone = nodes[1] { kernels[gone] = "FFT, with '\(kept)'" }
                 steps[i] = real
                 removed.insert(j)

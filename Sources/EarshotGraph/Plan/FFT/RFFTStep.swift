@@ -61,7 +61,7 @@ extension Builder {
         refs[g.outputs[0]] = y
         steps.append(RFFTStep(x: xRef, y: y, rows: rows, width: width, fft: fft))
         scratchSize = max(scratchSize, RFFTStep.scratch(size: length))
-        return "FFT (double)"
+        return FFTConvStep.kernel(double: true)
     }
 }
 
