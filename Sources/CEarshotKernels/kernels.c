@@ -941,22 +941,55 @@ void earshot_winograd_input(const float *x, long channels, const int *rows, long
 #define ACT_MAX (EARSHOT_EPILOGUE_BINARY + EARSHOT_MAX)
 #define ACT_MIN (EARSHOT_EPILOGUE_BINARY + EARSHOT_MIN)
 
-// A vector of a tile's outputs through the fused ops (K1 then K2, constants where the loop is
-// compiled, so that no op is chosen per vector; or with G the epilogue `ep` op by op) and
-// stored: 16 lanes, or 8 widened to 16 for the ops.
-#define WINOGRAD_ACT(w_) do {                                                                      \
+// A vector w_ through the fused ops: K1 then K2 (constants where the loop is compiled, with
+// their values `first` and `second`, so that no op is chosen per vector), or with G the epilogue
+// `ep` op by op. Instantiated for each list by WITH_LISTED_OPS.
+#define FUSED_ACT(w_) do {                                                                         \
         v16 e_ = (w_);                                                                             \
         if (K1) EPILOGUE_OP(K1, first);                                                            \
         if (K2) EPILOGUE_OP(K2, second);                                                           \
         (w_) = e_;                                                                                 \
         if (G) EPILOGUE(ep, 0, w_);                                                                \
     } while (0)
-#define WINOGRAD_STORE16(p, value) do { v16 w_ = (value); WINOGRAD_ACT(w_); *(v16 *)(p) = w_; } while (0)
+
+// CALL(K1, K2, G) for `epilogue`'s ops (NULL: none): a list of up to two ops of LeakyRelu, Relu,
+// Max and Min (the second Max or Min) as constants, their values listed_[0] and listed_[1]; any
+// other list as CALL(0, 0, 1), through the epilogue op by op.
+#define WITH_LISTED_OPS(epilogue, CALL) do {                                                       \
+        int kind_[2] = {0, 0};                                                                     \
+        float listed_[2] = {0, 0};                                                                 \
+        long count_ = (epilogue) ? (epilogue)->count : 0;                                          \
+        int ok_ = count_ <= 2;                                                                     \
+        for (long o_ = 0; o_ < count_ && ok_; o_++) {                                              \
+            int k_ = (epilogue)->kinds[o_];                                                        \
+            ok_ = k_ == ACT_MAX || k_ == ACT_MIN || (o_ == 0 && (k_ == EARSHOT_LEAKY_RELU || k_ == EARSHOT_RELU)); \
+            kind_[o_] = k_;                                                                        \
+            listed_[o_] = (epilogue)->values[o_];                                                  \
+        }                                                                                          \
+        if (!ok_) { CALL(0, 0, 1); break; }                                                        \
+        switch (kind_[0] * 64 + kind_[1]) {                                                        \
+        case EARSHOT_LEAKY_RELU * 64: CALL(EARSHOT_LEAKY_RELU, 0, 0); break;                       \
+        case EARSHOT_LEAKY_RELU * 64 + ACT_MAX: CALL(EARSHOT_LEAKY_RELU, ACT_MAX, 0); break;       \
+        case EARSHOT_LEAKY_RELU * 64 + ACT_MIN: CALL(EARSHOT_LEAKY_RELU, ACT_MIN, 0); break;       \
+        case EARSHOT_RELU * 64: CALL(EARSHOT_RELU, 0, 0); break;                                   \
+        case EARSHOT_RELU * 64 + ACT_MAX: CALL(EARSHOT_RELU, ACT_MAX, 0); break;                   \
+        case EARSHOT_RELU * 64 + ACT_MIN: CALL(EARSHOT_RELU, ACT_MIN, 0); break;                   \
+        case ACT_MAX * 64: CALL(ACT_MAX, 0, 0); break;                                             \
+        case ACT_MAX * 64 + ACT_MAX: CALL(ACT_MAX, ACT_MAX, 0); break;                             \
+        case ACT_MAX * 64 + ACT_MIN: CALL(ACT_MAX, ACT_MIN, 0); break;                             \
+        case ACT_MIN * 64: CALL(ACT_MIN, 0, 0); break;                                             \
+        case ACT_MIN * 64 + ACT_MAX: CALL(ACT_MIN, ACT_MAX, 0); break;                             \
+        case ACT_MIN * 64 + ACT_MIN: CALL(ACT_MIN, ACT_MIN, 0); break;                             \
+        default: CALL(0, 0, 0); break;                                                             \
+        }                                                                                          \
+    } while (0)
+
+#define WINOGRAD_STORE16(p, value) do { v16 w_ = (value); FUSED_ACT(w_); *(v16 *)(p) = w_; } while (0)
 #define WINOGRAD_STORE8(p, value) do {                                                             \
         v8 v_ = (value);                                                                           \
         if (K1 || G) {                                                                             \
             v16 w_ = __builtin_shufflevector(v_, (v8){0}, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); \
-            WINOGRAD_ACT(w_);                                                                      \
+            FUSED_ACT(w_);                                                                         \
             v_ = __builtin_shufflevector(w_, w_, 0, 1, 2, 3, 4, 5, 6, 7);                          \
         }                                                                                          \
         *(v8 *)(p) = v_;                                                                           \
@@ -1013,37 +1046,136 @@ void earshot_winograd_output(const float *m, long mstride, long ldm, long channe
                              const float *bias, const earshot_epilogue *epilogue, float *y, float *sink) {
     // Up to two ops of LeakyRelu, Relu, Max and Min (the second Max or Min) each take a loop
     // compiled for them; any other list goes through EPILOGUE, op by op on each vector.
-    int kind[2] = {0, 0};
-    float value[2] = {0, 0};
-    long count = epilogue ? epilogue->count : 0;
-    int listed = count <= 2;
-    for (long o = 0; o < count && listed; o++) {
-        int k = epilogue->kinds[o];
-        listed = k == ACT_MAX || k == ACT_MIN || (o == 0 && (k == EARSHOT_LEAKY_RELU || k == EARSHOT_RELU));
-        kind[o] = k;
-        value[o] = epilogue->values[o];
+#define WINOGRAD_TILES(K1, K2, G) winograd_tiles(m, mstride, ldm, channels, rows, tiles, bias, y, sink, K1, listed_[0], K2, listed_[1], G, epilogue)
+    WITH_LISTED_OPS(epilogue, WINOGRAD_TILES);
+#undef WINOGRAD_TILES
+}
+
+// Positions of a direct convolution summed at once: eight independent chains for each vector of
+// filters loaded.
+#define DIRECT_POSITIONS 8
+
+// 16 lanes of position q + p's outputs from channel c (`valid` of them kept) through the fused
+// ops, stored.
+#define DIRECT_STORE16(v, p, c, valid) do {                                                        \
+        v16 e = (v);                                                                               \
+        FUSED_ACT(e);                                                                              \
+        float *yp = y + (q + (p)) * out_channels + (c);                                            \
+        if ((valid) >= 16) *(v16 *)yp = e;                                                         \
+        else for (long l = 0; l < (valid); l++) yp[l] = e[l];                                      \
+    } while (0)
+
+// A group of up to 32 output channels from cb (W0 of them in a v16 when W0 is 16; then W1 more,
+// 0, 8 in a v8 or 16 in a v16) for positions q ..< q + np along a row from `at` (SW apart): per
+// output, the chain over the taps in order from 0, + bias, the fused ops. Each input value is
+// broadcast once for the group's vectors.
+static inline __attribute__((always_inline)) void direct_group(const float *at, const long *taps, long depth, const float *w,
+                                                             long ldw, long cb, long out_channels, const long SW,
+                                                             const float *bias, float *y, long q, const int np,
+                                                             const int W0, const int W1, const int K1, float first,
+                                                             const int K2, float second, const int G,
+                                                             const earshot_epilogue *ep) {
+    v16 a0[DIRECT_POSITIONS], a1[DIRECT_POSITIONS];
+    v8 h1[DIRECT_POSITIONS];
+    for (int p = 0; p < DIRECT_POSITIONS; p++) a0[p] = a1[p] = (v16){0}, h1[p] = (v8){0};
+    const float *w1 = w + cb + W0;
+    for (long t = 0; t < depth; t++) {
+        v16 f0 = W0 ? load16(w + t * ldw + cb) : (v16){0};
+        v16 f1 = W1 == 16 ? load16(w1 + t * ldw) : (v16){0};
+        v8 g1 = W1 == 8 ? load8(w1 + t * ldw) : (v8){0};
+        const float *x_ = at + taps[t];
+        for (int p = 0; p < DIRECT_POSITIONS; p++) {
+            float xv = x_[p * SW];
+            if (W0) a0[p] = a0[p] + f0 * xv;
+            if (W1 == 16) a1[p] = a1[p] + f1 * xv;
+            if (W1 == 8) h1[p] = h1[p] + g1 * xv;
+        }
     }
-#define WINOGRAD_TILES(K1, K2, G) winograd_tiles(m, mstride, ldm, channels, rows, tiles, bias, y, sink, K1, value[0], K2, value[1], G, epilogue)
-#define WINOGRAD_SECOND(K1) do {                                                                   \
-        switch (kind[1]) {                                                                         \
-        case ACT_MAX: WINOGRAD_TILES(K1, ACT_MAX, 0); break;                                       \
-        case ACT_MIN: WINOGRAD_TILES(K1, ACT_MIN, 0); break;                                       \
-        default: WINOGRAD_TILES(K1, 0, 0); break;                                                  \
+    long rest = out_channels - cb - W0;
+    if (W0) {
+        v16 b = bias ? load16(bias + cb) : (v16){0};
+        for (int p = 0; p < np; p++) DIRECT_STORE16(a0[p] + b, p, cb, out_channels - cb);
+    }
+    if (W1 == 16) {
+        v16 b = bias ? load16(bias + cb + W0) : (v16){0};
+        for (int p = 0; p < np; p++) DIRECT_STORE16(a1[p] + b, p, cb + W0, rest);
+    }
+    if (W1 == 8) {
+        // Two positions' 8 lanes a vector of fused ops.
+        v8 b = bias ? load8(bias + cb + W0) : (v8){0};
+        for (int p = 0; p < np; p += 2) {
+            v16 e = __builtin_shufflevector(h1[p] + b, h1[p + 1] + b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+            FUSED_ACT(e);
+            for (int h = 0; h < 2 && p + h < np; h++) {
+                float *yp = y + (q + p + h) * out_channels + cb + W0;
+                v8 half = h ? __builtin_shufflevector(e, e, 8, 9, 10, 11, 12, 13, 14, 15) : __builtin_shufflevector(e, e, 0, 1, 2, 3, 4, 5, 6, 7);
+                if (rest >= 8) *(v8 *)yp = half;
+                else for (long l = 0; l < rest; l++) yp[l] = half[l];
+            }
+        }
+    }
+}
+
+// Positions q ..< q + NP (a constant where the block is whole) of output channels in groups of 32:
+// 16 + 16, or at the end 16 + 8, 16 or 8.
+#define DIRECT_BLOCK(NP) do {                                                                      \
+        for (long cb = 0; cb < out_channels; cb += 32) {                                           \
+            long r = out_channels - cb;                                                            \
+            if (r > 24) direct_group(at, taps, depth, w, ldw, cb, out_channels, SW, bias, y, q, NP, 16, 16, K1, first, K2, second, G, ep); \
+            else if (r > 16) direct_group(at, taps, depth, w, ldw, cb, out_channels, SW, bias, y, q, NP, 16, 8, K1, first, K2, second, G, ep); \
+            else if (r > 8) direct_group(at, taps, depth, w, ldw, cb, out_channels, SW, bias, y, q, NP, 16, 0, K1, first, K2, second, G, ep); \
+            else direct_group(at, taps, depth, w, ldw, cb, out_channels, SW, bias, y, q, NP, 0, 8, K1, first, K2, second, G, ep); \
         }                                                                                          \
     } while (0)
-    if (!listed) {
-        WINOGRAD_TILES(0, 0, 1);
-        return;
-    }
-    switch (kind[0]) {
-    case EARSHOT_LEAKY_RELU: WINOGRAD_SECOND(EARSHOT_LEAKY_RELU); break;
-    case EARSHOT_RELU: WINOGRAD_SECOND(EARSHOT_RELU); break;
-    case ACT_MAX: WINOGRAD_SECOND(ACT_MAX); break;
-    case ACT_MIN: WINOGRAD_SECOND(ACT_MIN); break;
-    default: WINOGRAD_TILES(0, 0, 0); break;
-    }
-#undef WINOGRAD_SECOND
-#undef WINOGRAD_TILES
+
+// Every output row oy, its positions DIRECT_POSITIONS at a time (a last block of fewer computes
+// them all from its row's padding, storing its own).
+static inline __attribute__((always_inline)) void direct_conv(const float *xp, long wp, const long *taps, long depth,
+                                                            const float *w, long ldw, long out_channels, long sh, const long SW,
+                                                            long oh, long ow, const float *bias, float *y, const int K1,
+                                                            float first, const int K2, float second, const int G,
+                                                            const earshot_epilogue *ep) {
+    for (long oy = 0; oy < oh; oy++)
+        for (long ox = 0; ox < ow; ox += DIRECT_POSITIONS) {
+            const float *at = xp + oy * sh * wp + ox * SW;
+            long q = oy * ow + ox;
+            if (ow - ox >= DIRECT_POSITIONS) DIRECT_BLOCK(DIRECT_POSITIONS);
+            else DIRECT_BLOCK((int)(ow - ox));
+        }
+}
+
+CLONES
+void earshot_conv_direct(const float *x, long channels, long h, long w, const float *filters, long ldw, long out_channels,
+                         long kh, long kw, long sh, long sw, long dh, long dw, long ph, long pw, long oh, long ow,
+                         const float *bias, const earshot_epilogue *epilogue, float *y, float *scratch) {
+    long hp = earshot_conv_direct_rows(kh, sh, dh, oh), wp = earshot_conv_direct_columns(kw, sw, dw, ow);
+    for (long c = 0; c < channels; c++)
+        for (long r = 0; r < hp; r++) {
+            float *row = scratch + (c * hp + r) * wp;
+            long iy = r - ph;
+            for (long k = 0; k < wp; k++) {
+                long ix = k - pw;
+                row[k] = iy >= 0 && iy < h && ix >= 0 && ix < w ? x[(c * h + iy) * w + ix] : 0.0f;
+            }
+        }
+    long taps[EARSHOT_DIRECT_DEPTH];
+    long depth = 0;
+    for (long c = 0; c < channels; c++)
+        for (long i = 0; i < kh; i++)
+            for (long j = 0; j < kw && depth < EARSHOT_DIRECT_DEPTH; j++) taps[depth++] = (c * hp + i * dh) * wp + j * dw;
+    // A stride of 1 along the rows compiled apart: the positions' values then at constant offsets.
+#define DIRECT_CONV(K1, K2, G) do {                                                                \
+        if (sw == 1) direct_conv(scratch, wp, taps, depth, filters, ldw, out_channels, sh, 1, oh, ow, bias, y, K1, listed_[0], K2, listed_[1], G, epilogue); \
+        else direct_conv(scratch, wp, taps, depth, filters, ldw, out_channels, sh, sw, oh, ow, bias, y, K1, listed_[0], K2, listed_[1], G, epilogue); \
+    } while (0)
+    WITH_LISTED_OPS(epilogue, DIRECT_CONV);
+#undef DIRECT_CONV
+}
+
+long earshot_conv_direct_rows(long kh, long sh, long dh, long oh) { return (oh - 1) * sh + (kh - 1) * dh + 1; }
+// A row's blocks of DIRECT_POSITIONS outputs, the last one whole, read inside it.
+long earshot_conv_direct_columns(long kw, long sw, long dw, long ow) {
+    return ((ow + DIRECT_POSITIONS - 1) / DIRECT_POSITIONS * DIRECT_POSITIONS - 1) * sw + (kw - 1) * dw + 1;
 }
 
 // Pooling of channels-last values: output position k takes, channel by channel, the input

@@ -540,6 +540,59 @@ struct PlanTests {
         #expect(a.map(\.bitPattern) == b.map(\.bitPattern))
     }
 
+    /// Convs of few taps whose output the next Conv (Winograd's, which reads channels-last) reads:
+    /// 1 channel 3 x 3 to 24 (a vector of 16 and one of 8, LeakyRelu then Max fused: openWakeWord's
+    /// first layer); 2 channels 2 x 3, rows at stride 2, to 20 (16 and a tail of 4; Relu then Min); 1 x 5
+    /// taps to 40 (16, 16, 8) over 13 columns (blocks of 8 positions and a last one of 5) with a
+    /// Sigmoid, an op the loops compiled for a list do not take.
+    static let directConvs: [(weights: [Int], input: [Int], strides: [Int], pads: [Int], ops: [GraphOp])] = [
+        ([24, 1, 3, 3], [1, 1, 12, 16], [1, 1], [0, 1, 0, 1], [.leakyRelu, .max]),
+        ([20, 2, 2, 3], [1, 2, 21, 9], [2, 1], [1, 1, 1, 1], [.relu, .min]),
+        ([40, 1, 1, 5], [1, 1, 7, 13], [1, 1], [0, 2, 0, 2], [.sigmoid]),
+    ]
+
+    @Test("A Conv of few taps whose output a Conv reads channels-last takes the direct path: the bits of the position-major product and the transpose it replaces, and within 2e-5 of the reference kernels",
+          arguments: directConvs.indices)
+    func directConvIsThePositionMajorProduct(_ index: Int) throws {
+        let c = Self.directConvs[index]
+        let out = c.weights[0]
+        let constants = ["w": weights(c.weights), "b": weights([out], seed: 5), "bound": GraphTensor(scalar: Float(-0.1)),
+                         "w2": weights([6, out, 1, 3], seed: 9)]
+        var nodes = [GraphNode(op: .conv, name: "conv", inputs: ["x", "w", "b"], outputs: ["c0"],
+                               attributes: ["pads": .ints(c.pads.map(Int64.init)), "strides": .ints(c.strides.map(Int64.init))])]
+        for (k, op) in c.ops.enumerated() {
+            nodes.append(GraphNode(op: op, name: "op\(k)", inputs: op == .max || op == .min ? ["c\(k)", "bound"] : ["c\(k)"],
+                                   outputs: ["c\(k + 1)"], attributes: op == .leakyRelu ? ["alpha": .float(0.2)] : [:]))
+        }
+        let last = "c\(c.ops.count)"
+        nodes.append(GraphNode(op: .conv, name: "after", inputs: [last, "w2"], outputs: ["y"], attributes: ["pads": .ints([0, 1, 0, 1])]))
+        let direct = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", c.input)], outputs: ["y"], opset: 17)
+        // With the first Conv's output also a graph output, it is written position-major.
+        let product = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", c.input)], outputs: ["y", last], opset: 17)
+        #expect(direct.kernels["conv"] == "direct product" && direct.kernels["after"] == "Winograd product", "\(direct.kernels)")
+        #expect(product.kernels["conv"] == "packed product" && product.kernels["after"] == "Winograd product")
+        func run(_ plan: GraphPlan) throws -> [Float] {
+            var ws = GraphWorkspace()
+            var y: [Float] = []
+            try plan.run(streams: 1, workspace: &ws, load: { _, _, buffer in
+                let v = EarshotGraphTests.values(buffer.count, seed: 72)
+                for k in 0..<buffer.count { buffer[k] = v[k] }
+            }, store: { _, j, v in if j == 0 { y = Array(v) } })
+            return y
+        }
+        let (a, b) = (try run(direct), try run(product))
+        #expect(!a.isEmpty && a.map(\.bitPattern) == b.map(\.bitPattern))
+        var values = constants
+        values["x"] = GraphTensor(shape: c.input, floats: EarshotGraphTests.values(c.input.reduce(1, *), seed: 72))
+        for node in nodes {
+            values[node.outputs[0]] = try GraphOps.run(node.op, node: node.name, inputs: node.inputs.map { values[$0] },
+                                                       attributes: node.attributes, opset: 17, outputCount: 1)[0]
+        }
+        let expected = try #require(values["y"]).floats
+        let worst = maxRelativeDifference(a, expected)
+        #expect(expected.count == a.count && worst <= 2e-5, "\(worst)")
+    }
+
     /// A Conv, then x * Sigmoid(x) of its output (swish) or a Sigmoid alone, over the Conv's paths:
     /// position-major (many positions), depthwise, channels-last runs (few positions), one position,
     /// Winograd's tiles (their output transform applies the ops one by one on each vector).

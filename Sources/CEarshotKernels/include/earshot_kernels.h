@@ -151,6 +151,20 @@ void earshot_transpose(const float *x, long rows, long cols, float *y);
 // takes it, into y [outputs][channels].
 void earshot_pool_last(int max, const float *x, long channels, const int *starts, const int *members, const float *divisors,
                        long outputs, float *y);
+// A convolution of few taps (channels * kh * kw <= EARSHOT_DIRECT_DEPTH), one group, straight
+// from its input x [channels][h][w] (copied with its padding into `scratch`: channels *
+// earshot_conv_direct_rows(...) * earshot_conv_direct_columns(...) floats), every position's
+// output channels in vector lanes: y [oh * ow][out_channels] (channels-last). filters [depth][ldw]
+// (ldw a multiple of 16, zeros past out_channels; depth ordered [channel][kernel row][kernel
+// column]); each output the chain 0 + f[0] x[0] + f[1] x[1] + ... in that order (a zero for the
+// padding), + bias (NULL: none; ldw floats), then the epilogue's ops (its column bias not read):
+// the sums of earshot_gemm_indirect's position-major fields, bit for bit.
+enum { EARSHOT_DIRECT_DEPTH = 16 };
+void earshot_conv_direct(const float *x, long channels, long h, long w, const float *filters, long ldw, long out_channels,
+                         long kh, long kw, long sh, long sw, long dh, long dw, long ph, long pw, long oh, long ow,
+                         const float *bias, const earshot_epilogue *epilogue, float *y, float *scratch);
+long earshot_conv_direct_rows(long kh, long sh, long dh, long oh);
+long earshot_conv_direct_columns(long kw, long sw, long dw, long ow);
 // Winograd F(4, 3) for a 3-tap correlation along one axis of channels-last values (rows of
 // `channels` floats). Tile t's six inputs are the rows rows[6 t ..< 6 t + 6] of x (-1: the row
 // `zeros`, padding); v receives B^T d, the six transformed rows of tile t at v + i * vstride +

@@ -60,11 +60,11 @@ extension Builder {
         }
         for i in steps.indices {
             // Conv, pooling of one item, Conv: the pooling too runs channels-last.
-            if var first = steps[i] as? ConvStep, first.readsChannelsLast, first.groups == 1, first.items == 1, !isOutput(first.y),
+            if var first = steps[i] as? ConvStep, first.writesChannelsLast, first.groups == 1, first.items == 1, !isOutput(first.y),
                steps(reading: first.y) == [i + 1], var pool = steps[i + 1] as? PoolStep, pool.x == first.y, pool.planes == first.outChannels,
                pool.plane == first.positions, let j = onlyReader(of: pool.y, channels: pool.planes, plane: pool.divisors.count),
                var second = steps[j] as? ConvStep {
-                first.outputChannelsLast = true
+                writeChannelsLast(&first)
                 pool.channelsLast = true
                 second.inputChannelsLast = true
                 for (tensor, ref) in refs where ref == pool.y {
@@ -74,9 +74,9 @@ extension Builder {
                 steps[i + 1] = pool
                 steps[j] = second
             }
-            if var first = steps[i] as? ConvStep, first.readsChannelsLast, first.groups == 1, first.items == 1,
+            if var first = steps[i] as? ConvStep, first.writesChannelsLast, first.groups == 1, first.items == 1,
                let j = onlyReader(of: first.y, channels: first.outChannels, plane: first.positions), var second = steps[j] as? ConvStep {
-                first.outputChannelsLast = true
+                writeChannelsLast(&first)
                 second.inputChannelsLast = true
                 steps[i] = first
                 steps[j] = second
@@ -89,6 +89,21 @@ extension Builder {
                 steps[i] = fft
                 steps[j] = second
             }
+        }
+        for i in steps.indices {
+            if var conv = steps[i] as? ConvStep, conv.direct != nil {
+                conv.settle()
+                steps[i] = conv
+            }
+        }
+    }
+
+    /// `conv` writes its output channels-last; where that takes the direct path, its node says so.
+    private mutating func writeChannelsLast(_ conv: inout ConvStep) {
+        conv.writeChannelsLast()
+        guard conv.positionMajor == nil, conv.direct != nil else { return }
+        for (tensor, ref) in refs where ref == conv.y {
+            if let node = producers[tensor], kernels[node]?.hasPrefix("packed product") == true { kernels[node] = "direct product" }
         }
     }
 }

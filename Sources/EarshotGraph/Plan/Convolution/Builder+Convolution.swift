@@ -118,11 +118,17 @@ extension Builder {
         let packed = positionMajor != nil ? [] : (0..<group).map { gi in
             PackedMatrix(Array(filters[(gi * groupOut * depth)..<((gi + 1) * groupOut * depth)]), rows: groupOut, k: depth, precision: precision)
         }
-        let step = ConvStep(x: xRef, y: y, items: items, channels: channels, outChannels: outChannels, plane: height * width,
+        var step = ConvStep(x: xRef, y: y, items: items, channels: channels, outChannels: outChannels, plane: height * width,
                             groups: group, groupIn: groupIn, groupOut: groupOut, depth: depth, positions: positions,
                             fields: positionMajor == nil && channelsLast == nil ? fields : [], channelsLast: channelsLast, packed: packed,
                             bias: biases, positionMajor: positionMajor)
-        scratchSize = max(scratchSize, step.scratch)
+        // Few taps an output (a first layer over a spectrogram): the direct path too, which
+        // `linkChannelsLast` takes where the Conv after reads channels-last (its only gain: written
+        // position-major it costs that Conv a transpose; otherwise it is slower).
+        if positionMajor != nil, items == 1, depth <= Int(EARSHOT_DIRECT_DEPTH) {
+            step.direct = ConvStep.Direct(field: field, filters: w.floats, bias: bias?.floats, outChannels: outChannels, depth: depth)
+        }
+        scratchSize = max(scratchSize, step.scratch, step.directScratch)
         steps.append(step)
         return described("packed product", precision)
     }

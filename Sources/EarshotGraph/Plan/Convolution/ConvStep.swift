@@ -70,7 +70,7 @@ struct ConvStep: InputOutputStep {
         let bias: [Float]?
     }
 
-    let positionMajor: PositionMajor?
+    private(set) var positionMajor: PositionMajor?
 
     /// A 3-tap correlation along one axis, one group, one item: Winograd F(4, 3) on channels-last
     /// values (six products of the channels for every four outputs instead of twelve). Each tile
@@ -134,6 +134,40 @@ struct ConvStep: InputOutputStep {
 
     var depthwise: Depthwise? = nil
 
+    /// Few taps (`EARSHOT_DIRECT_DEPTH` or fewer an output), one group, one item: every output
+    /// straight from a padded copy of the input, its channels in vector lanes (`earshot_conv_direct`),
+    /// written channels-last, the sums of the position-major product's. Built beside the
+    /// position-major path, it replaces it where the output is written channels-last
+    /// (`writeChannelsLast`), else it is dropped.
+    struct Direct: Sendable {
+        let field: ReceptiveField
+        /// The filters [depth][ldw], ldw the output channels rounded up to 16 (zeros after them).
+        let filters: [Float]
+        let ldw: Int
+        /// The bias, ldw floats (zeros after the output channels).
+        let bias: [Float]?
+
+        init(field: ReceptiveField, filters: [Float], bias: [Float]?, outChannels: Int, depth: Int) {
+            self.field = field
+            ldw = (outChannels + 15) / 16 * 16
+            var f = [Float](repeating: 0, count: depth * ldw)
+            for o in 0..<outChannels {
+                for t in 0..<depth { f[t * ldw + o] = filters[o * depth + t] }
+            }
+            self.filters = f
+            let padding = [Float](repeating: 0, count: ldw - outChannels)
+            self.bias = bias.map { $0 + padding }
+        }
+
+        /// Floats of the input's padded copy.
+        func copy(channels: Int) -> Int {
+            let f = field
+            return channels * earshot_conv_direct_rows(f.kh, f.sh, f.dh, f.oh) * earshot_conv_direct_columns(f.kw, f.sw, f.dw, f.ow)
+        }
+    }
+
+    var direct: Direct? = nil
+
     /// Winograd: six products of every tile's channels against the output channels; otherwise
     /// every output's receptive field.
     var products: Int {
@@ -146,6 +180,23 @@ struct ConvStep: InputOutputStep {
 
     /// Whether the step can read its input channels-last ([plane][channels]) as it is.
     var readsChannelsLast: Bool { positionMajor == nil && (channelsLast != nil || winograd != nil) }
+    /// Whether the step can write its output channels-last ([positions][outChannels]).
+    var writesChannelsLast: Bool { readsChannelsLast || direct != nil }
+
+    /// Writes the output channels-last: the direct path where there is one, instead of the
+    /// position-major one.
+    mutating func writeChannelsLast() {
+        outputChannelsLast = true
+        if direct != nil { positionMajor = nil }
+    }
+
+    /// Keeps one path: the direct one goes where the position-major one stays.
+    mutating func settle() {
+        if positionMajor != nil { direct = nil }
+    }
+
+    /// Scratch floats per stream of the direct path.
+    var directScratch: Int { direct.map { $0.copy(channels: channels) + positions * outChannels } ?? 0 }
 
     /// Scratch floats per stream.
     var scratch: Int {
@@ -154,6 +205,7 @@ struct ConvStep: InputOutputStep {
             if d.padded { return f.height * earshot_depthwise_padded_width(f.width, f.kw, f.sw, f.dw, f.pw, f.ow) }
             return d.lastFilters == nil ? 0 : channels * plane + outChannels * positions
         }
+        if positionMajor == nil, direct != nil { return directScratch }
         if let pm = positionMajor { return pm.spanStarts.count * 16 + pm.edges.count + 16 + pm.phases.count }
         if let w = winograd {
             return 6 * w.tiles * (channels + w.filters[0].rows) + outChannels + max(channels * plane, positions * outChannels)
@@ -226,6 +278,10 @@ struct ConvStep: InputOutputStep {
         }
         if let w = winograd {
             runWinograd(c, w)
+            return
+        }
+        if positionMajor == nil, let d = direct {
+            runDirect(c, d)
             return
         }
         if let pm = positionMajor {
@@ -328,9 +384,28 @@ extension ConvStep {
         }
     }
 
+    /// The direct path: each stream's outputs channels-last, with the bias and the fused ops, or
+    /// transposed after to [outChannels][positions].
+    func runDirect(_ c: Context, _ d: Direct) {
+        let f = d.field
+        let copy = c.scratch, staging = c.scratch + d.copy(channels: channels)
+        d.filters.withUnsafeBufferPointer { w in
+            d.bias.withUnsafeBufferPointerOrNil { bias in
+                withEpilogue(columnBias: nil) { epilogue in
+                    for b in 0..<c.streams {
+                        let out = c.write(y, b)
+                        earshot_conv_direct(c.read(x, b), channels, f.height, f.width, w.baseAddress!, d.ldw, outChannels, f.kh, f.kw, f.sh, f.sw,
+                                            f.dh, f.dw, f.ph, f.pw, f.oh, f.ow, bias?.baseAddress, epilogue, outputChannelsLast ? out : staging, copy)
+                        if !outputChannelsLast { earshot_transpose(staging, positions, outChannels, out) }
+                    }
+                }
+            }
+        }
+    }
+
     /// Its path, its groups and fields, for a profile.
     var summary: String {
-        let path = depthwise?.lastFilters != nil ? "depthwise, channels-last" : depthwise?.padded == true ? "depthwise, padded rows" : depthwise != nil ? "depthwise" : winograd != nil ? "Winograd" : positionMajor?.phases.isEmpty == false ? "position-major, by stride phase" : positionMajor != nil ? "position-major" : channelsLast != nil ? "channels-last runs" : "gathered"
+        let path = depthwise?.lastFilters != nil ? "depthwise, channels-last" : depthwise?.padded == true ? "depthwise, padded rows" : depthwise != nil ? "depthwise" : winograd != nil ? "Winograd" : positionMajor == nil && direct != nil ? "direct" : positionMajor?.phases.isEmpty == false ? "position-major, by stride phase" : positionMajor != nil ? "position-major" : channelsLast != nil ? "channels-last runs" : "gathered"
         return "Conv (\(path)): \(items) x \(channels) x \(plane) -> \(outChannels) x \(positions), \(groups) groups, depth \(depth), "
             + "\(products) multiply-adds" + (inputChannelsLast ? ", reads channels-last" : "") + (outputChannelsLast ? ", writes channels-last" : "")
     }
