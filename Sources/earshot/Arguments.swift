@@ -268,6 +268,13 @@ struct Arguments {
             }
             options[o.name] = text
         }
+        // A word where the command takes none is a mistake, never ignored (`bench model PATH`
+        // would otherwise bench the default model).
+        if spec.operands.isEmpty, let word = positionals.first {
+            let hint = spec.option("model") != nil ? "a model is chosen with --model: earshot \(spec.name) --model \(word)"
+                : spec.examples.first ?? "earshot \(spec.name) --help"
+            throw UsageError("\(spec.name) takes no operands: '\(word)'", hint: hint)
+        }
         for o in spec.options where o.isRequired && options[o.name] == nil {
             throw UsageError("\(spec.name) needs --\(o.name)" + (o.value.map { " " + $0 } ?? ""),
                              hint: spec.examples.first { $0.contains("--\(o.name)") } ?? "earshot \(spec.name) --help")

@@ -142,7 +142,6 @@ enum ClusterCommands {
 
     static func worker(_ words: [String]) throws {
         let args = try Arguments(words, spec: Specs.worker)
-        guard args.positionals.isEmpty else { throw UsageError("worker takes no files: '\(args.positionals[0])'", hint: "earshot publish puts audio on the cluster") }
         let chosen = try LabelCommand.models(args)
         guard chosen.models.count == 1, let model = chosen.models.first else {
             throw UsageError("--model: a worker runs one model", hint: "start one worker per model: --model okay-nabu")
@@ -285,7 +284,6 @@ enum ClusterCommands {
 
     static func events(_ words: [String]) throws -> Int32 {
         let args = try Arguments(words, spec: Specs.events)
-        guard args.positionals.isEmpty else { throw UsageError("events takes no files: '\(args.positionals[0])'", hint: "earshot events --source room-1") }
         let keys = keys(args)
         let follow = args.flag("follow")
         let formatName = args.string("format") ?? (isatty(STDOUT_FILENO) != 0 ? "text" : "jsonl")

@@ -4,9 +4,6 @@ import Foundation
 enum ListenCommand {
     static func run(_ words: [String]) async throws -> Int32 {
         let args = try Arguments(words, spec: Specs.listen)
-        guard args.positionals.isEmpty else {
-            throw UsageError("listen takes no files (it captures from --device)", hint: "earshot listen --device default")
-        }
         // --model a,b,c and --gate NAME as in label.
         let chosen = try LabelCommand.models(args)
         let printScores = args.flag("scores")

@@ -17,9 +17,6 @@ enum ModelsCommand {
         if words.first == "info" { try info(Array(words.dropFirst())); return 0 }
         if words.first == "fetch" { return try fetch(Array(words.dropFirst())) }
         let args = try Arguments(words, spec: Specs.models)
-        if let word = args.positionals.first {
-            throw UsageError("models takes no operands: '\(word)'", hint: "earshot models info \(word) describes one model; earshot models fetch \(word) fetches one of the catalog's")
-        }
         let locator = ModelLocator(args)
         var rows: [Row] = []
         for package in locator.packages() {

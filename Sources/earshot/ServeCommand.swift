@@ -9,9 +9,6 @@ enum ServeCommand {
 
     static func run(_ words: [String]) async throws {
         let args = try Arguments(words, spec: Specs.serve)
-        guard args.positionals.isEmpty else {
-            throw UsageError("serve takes no files: '\(args.positionals[0])'", hint: "earshot serve --uri tcp://0.0.0.0:10400")
-        }
         let uri: ServeURI
         do { uri = try ServeURI(args.string("uri") ?? "tcp://0.0.0.0:\(ServeURI.defaultPort)") } catch {
             throw UsageError("\(error)", hint: "earshot serve --uri tcp://0.0.0.0:10400")

@@ -28,6 +28,13 @@ struct CommandLineTests {
         let badValue = try runEarshot(["features", "AudioSamples/speech-noise-16k.wav", "--mels", "0"])
         #expect(badValue.status == 64)
         #expect(badValue.err.contains("--mels 0: expected a whole number in 1...512"))
+        // A word where the command takes none is refused, not ignored (it benched the default model).
+        let stray = try runEarshot(["bench", "model", "Models/okay-nabu", "--repeat", "1"])
+        #expect(stray.status == 64 && stray.out.isEmpty)
+        #expect(stray.err.contains("bench model takes no operands: 'Models/okay-nabu'"))
+        #expect(stray.err.contains("earshot bench model --model Models/okay-nabu"))
+        let strayServe = try runEarshot(["serve", "models.txt"])
+        #expect(strayServe.status == 64 && strayServe.err.contains("serve takes no operands: 'models.txt'"))
         let missing = try runEarshot(["features", "no-such.wav"])
         #expect(missing.status == 66)
         #expect(missing.err.contains("no-such.wav: no such file"))
