@@ -67,26 +67,47 @@ struct FFTConvStep: InputOutputStep {
     /// Per channel, its bias value at each of `positions`.
     static func laidOut(_ bias: [Float], positions: Int) -> [Float] { bias.flatMap { repeatElement($0, count: positions) } }
 
-    /// The scratch the step needs, in floats: the gathered frames (unless read in place), a frame,
-    /// its spectrum, a power or magnitude row per position, the double-precision frame and
-    /// spectrum, aligned, and the outputs a row a position when the frames are columns.
+    /// The step's places in its scratch, in floats from its start, the one account of it that
+    /// the builder's size and the run both read: the gathered frames (unless read in place), a
+    /// frame, its spectrum, a power or magnitude row per position, the double-precision frame and
+    /// spectrum, and the outputs a row a position when the frames are columns. A region FFTW reads
+    /// or writes starts at the first 64-byte boundary at or after its place (`aligned`), within
+    /// the `fftAlignment` floats set aside before the next.
+    struct Regions {
+        let rows, frame, spectrum, powers, doubleFrame, doubleSpectrum, staged, end: Int
+
+        init(size: Int, positions: Int, gathered: Bool, double: Bool, columns: Bool) {
+            let bins = size / 2 + 1
+            rows = 0
+            frame = rows + (gathered ? positions * size : 0)
+            spectrum = frame + fftAlignment + size
+            powers = spectrum + fftAlignment + 2 * bins
+            // Doubles: a frame of `size`, a spectrum of 2 * bins.
+            doubleFrame = powers + positions * bins
+            doubleSpectrum = doubleFrame + fftAlignment + 2 * size
+            staged = double ? doubleSpectrum + fftAlignment + 4 * bins : doubleFrame
+            end = staged + (columns ? positions * 2 * bins : 0)
+        }
+    }
+
+    /// The scratch the step needs, in floats.
     static func scratch(size: Int, positions: Int, gathered: Bool, double: Bool, columns: Bool = false) -> Int {
-        (gathered ? positions * size : 0) + 2 * size + 2 + positions * (size / 2 + 1) + (double ? 4 * size + 4 : 0) + 4 * fftAlignment
-            + (columns ? positions * (size + 2) : 0)
+        Regions(size: size, positions: positions, gathered: gathered, double: double, columns: columns).end
     }
 
     func run(_ c: Context) {
         let size = fft.size, bins = size / 2 + 1
-        let rows = c.scratch, frame = aligned(rows + (starts == nil ? positions * size : 0)), spectrum = aligned(frame + size)
+        let r = Regions(size: size, positions: positions, gathered: starts == nil, double: double != nil, columns: framesAreColumns)
+        let rows = c.scratch + r.rows, frame = aligned(c.scratch + r.frame), spectrum = aligned(c.scratch + r.spectrum)
         // Power or magnitude: per position a row of bins, then all rows transposed at once.
-        let powers = spectrum + size + 2
+        let powers = c.scratch + r.powers
         // In double precision, a frame and its spectrum.
         let doubles = double.map { _ in
-            (frame: UnsafeMutableRawPointer(aligned(powers + positions * bins)).bindMemory(to: Double.self, capacity: size),
-             spectrum: UnsafeMutableRawPointer(aligned(powers + positions * bins + 2 * size + fftAlignment)).bindMemory(to: Double.self, capacity: 2 * bins))
+            (frame: UnsafeMutableRawPointer(aligned(c.scratch + r.doubleFrame)).bindMemory(to: Double.self, capacity: size),
+             spectrum: UnsafeMutableRawPointer(aligned(c.scratch + r.doubleSpectrum)).bindMemory(to: Double.self, capacity: 2 * bins))
         }
         // The outputs a row a position, [positions][channels], when the frames are columns.
-        let staged = powers + positions * bins + (double == nil ? 0 : 4 * size + 4 + 2 * fftAlignment)
+        let staged = c.scratch + r.staged
         // FFTW's imaginary parts are -sum x sin; the filters give sign * sum x sin.
         let imaginary = -basis.sign
         let part = basis.part, channels = part == .both ? 2 * bins : bins
