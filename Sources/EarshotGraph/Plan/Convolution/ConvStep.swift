@@ -195,8 +195,8 @@ struct ConvStep: InputOutputStep {
         if positionMajor != nil { direct = nil }
     }
 
-    /// Scratch floats per stream of the direct path.
-    var directScratch: Int { direct.map { $0.copy(channels: channels) + positions * outChannels } ?? 0 }
+    /// Scratch floats per stream of the direct path: the input's padded copy.
+    var directScratch: Int { direct.map { $0.copy(channels: channels) } ?? 0 }
 
     /// Scratch floats per stream.
     var scratch: Int {
@@ -384,19 +384,17 @@ extension ConvStep {
         }
     }
 
-    /// The direct path: each stream's outputs channels-last, with the bias and the fused ops, or
-    /// transposed after to [outChannels][positions].
+    /// The direct path: each stream's outputs channels-last, with the bias and the fused ops. It
+    /// runs only where the output is written channels-last (`writeChannelsLast`; `settle` drops
+    /// it elsewhere), so nothing is transposed.
     func runDirect(_ c: Context, _ d: Direct) {
         let f = d.field
-        let copy = c.scratch, staging = c.scratch + d.copy(channels: channels)
         d.filters.withUnsafeBufferPointer { w in
             d.bias.withUnsafeBufferPointerOrNil { bias in
                 withEpilogue(columnBias: nil) { epilogue in
                     for b in 0..<c.streams {
-                        let out = c.write(y, b)
                         earshot_conv_direct(c.read(x, b), channels, f.height, f.width, w.baseAddress!, d.ldw, outChannels, f.kh, f.kw, f.sh, f.sw,
-                                            f.dh, f.dw, f.ph, f.pw, f.oh, f.ow, bias?.baseAddress, epilogue, outputChannelsLast ? out : staging, copy)
-                        if !outputChannelsLast { earshot_transpose(staging, positions, outChannels, out) }
+                                            f.dh, f.dw, f.ph, f.pw, f.oh, f.ow, bias?.baseAddress, epilogue, c.write(y, b), c.scratch)
                     }
                 }
             }
