@@ -748,6 +748,15 @@ void earshot_binary(int op, const float *a, long a_step, const float *b, long b_
 #define LANES2_HI 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31
 #define LANES1_LO 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30
 #define LANES1_HI 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
+// The 16 x 16 block b[0...15] (rows of a v16 array) transposed in place.
+#define TRANSPOSE16(b) do {                                                                      \
+        for (int i_ = 0; i_ < 8; i_++) SWAP_BITS((b)[i_], (b)[i_ + 8], LANES8_LO, LANES8_HI);     \
+        for (int i_ = 0; i_ < 16; i_ += 8)                                                       \
+            for (int j_ = i_; j_ < i_ + 4; j_++) SWAP_BITS((b)[j_], (b)[j_ + 4], LANES4_LO, LANES4_HI); \
+        for (int i_ = 0; i_ < 16; i_ += 4)                                                       \
+            for (int j_ = i_; j_ < i_ + 2; j_++) SWAP_BITS((b)[j_], (b)[j_ + 2], LANES2_LO, LANES2_HI); \
+        for (int i_ = 0; i_ < 16; i_ += 2) SWAP_BITS((b)[i_], (b)[i_ + 1], LANES1_LO, LANES1_HI); \
+    } while (0)
 
 // y [cols][rows] = the transpose of x [rows][cols]: whole blocks of 16 x 16 in registers (16
 // rows loaded, four rounds of two-vector shuffles, 16 rows stored), the ragged rows and columns
@@ -764,12 +773,7 @@ void earshot_transpose(const float *x, long rows, long cols, float *y) {
             long r0 = rows_outer ? o0 : i0, c0 = rows_outer ? i0 : o0;
             v16 b[16];
             for (int i = 0; i < 16; i++) b[i] = load16(x + (r0 + i) * cols + c0);
-            for (int i = 0; i < 8; i++) SWAP_BITS(b[i], b[i + 8], LANES8_LO, LANES8_HI);
-            for (int i = 0; i < 16; i += 8)
-                for (int j = i; j < i + 4; j++) SWAP_BITS(b[j], b[j + 4], LANES4_LO, LANES4_HI);
-            for (int i = 0; i < 16; i += 4)
-                for (int j = i; j < i + 2; j++) SWAP_BITS(b[j], b[j + 2], LANES2_LO, LANES2_HI);
-            for (int i = 0; i < 16; i += 2) SWAP_BITS(b[i], b[i + 1], LANES1_LO, LANES1_HI);
+            TRANSPOSE16(b);
             for (int i = 0; i < 16; i++) *(v16 *)(y + (c0 + i) * rows + r0) = b[i];
         }
     // The columns past the whole blocks, for every row: each an output row, read down the input.
@@ -833,9 +837,39 @@ void earshot_reduce(int op, const float *x, const long *starts, long outputs, co
         }
         return;
     }
-    // Sums: each output one chain in member order, eight outputs side by side so that the
-    // chains overlap.
+    // Sums: each output one chain in member order, from 0. Sixteen outputs a vector, lane l
+    // output o + l's chain: where the outputs' starts rise one by one (channels-last), each
+    // member one vector; where each output's members are one run (offsets rising one by one),
+    // 16 x 16 blocks of the runs transposed in registers (TRANSPOSE16), then added column by
+    // column, so each lane still takes its members in order. Else eight outputs side by side so
+    // that the chains overlap.
     long o = 0;
+    int run = count >= 16 && members[count - 1] - members[0] == count - 1;
+    for (; o + 16 <= outputs; o += 16) {
+        const long *st = starts + o;
+        int side = 1;
+        for (int l = 1; l < 16; l++) side &= st[l] == st[0] + l;
+        if (!side && !run) break;
+        v16 sum = {0};
+        long r = 0;
+        if (side) {
+            for (; r < count; r++) sum = sum + load16(x + st[0] + members[r]);
+        } else {
+            for (; r + 16 <= count; r += 16) {
+                v16 b[16];
+                for (int l = 0; l < 16; l++) b[l] = load16(x + st[l] + members[0] + r);
+                TRANSPOSE16(b);
+                for (int j = 0; j < 16; j++) sum = sum + b[j];
+            }
+            for (; r < count; r++) {
+                v16 e;
+                for (int l = 0; l < 16; l++) e[l] = x[st[l] + members[r]];
+                sum = sum + e;
+            }
+        }
+        if (op == EARSHOT_REDUCE_MEAN) sum = sum / (float)count;
+        for (int l = 0; l < 16; l++) y[o + l] = sum[l];
+    }
     for (; o + 8 <= outputs; o += 8) {
         float s[8] = {0};
         const long *st = starts + o;

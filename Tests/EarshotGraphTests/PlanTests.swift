@@ -949,6 +949,28 @@ struct PlanTests {
         }
     }
 
+    @Test("A sum or mean over runs of 16 or more (a channel's positions) or over outputs whose starts lie side by side (channels-last) takes each output's members in order from 0: bit for bit the float chain member by member, ragged blocks and tails too",
+          arguments: [("ReduceSum", [1, 37, 5, 7], [2, 3]), ("ReduceMean", [1, 37, 5, 7], [2, 3]), ("ReduceMean", [2, 19, 40], [1]),
+                      ("ReduceSum", [1, 9, 40], [1]), ("ReduceMean", [3, 20, 16], [2]), ("ReduceSum", [35, 17], [1])])
+    func sumsInMemberOrder(op: String, shape: [Int], axes: [Int]) throws {
+        let x = GraphTensor(shape: shape, floats: values(shape.reduce(1, *), seed: 71).map { $0 * 1000 + 0.1 })
+        let inputs: [GraphTensor?] = op == "ReduceSum" ? [x, ints(axes.map(Int64.init))] : [x]
+        let attributes: [String: GraphAttribute] = op == "ReduceSum" ? [:] : ["axes": .ints(axes.map(Int64.init))]
+        let got = try GraphOps.run(op, node: "r", inputs: inputs, attributes: attributes, opset: 13)[0].floats
+        // The chain by hand: every index of x, its output's place and its order among the members.
+        let strides = shape.indices.map { shape[($0 + 1)...].reduce(1, *) }
+        var chains = [Float](repeating: 0, count: got.count), counts = [Int](repeating: 0, count: got.count)
+        for i in 0..<x.count {
+            let index = shape.indices.map { (i / strides[$0]) % shape[$0] }
+            var o = 0
+            for d in shape.indices where !axes.contains(d) { o = o * shape[d] + index[d] }
+            chains[o] += x.floats[i]
+            counts[o] += 1
+        }
+        let expected = op == "ReduceMean" ? zip(chains, counts).map { $0 / Float($1) } : chains
+        #expect(got.map(\.bitPattern) == expected.map(\.bitPattern))
+    }
+
     @Test("A MatMul by a mel filter bank (each output's weights a band of the terms) multiplies each panel's band only, as the reference computes it; a batch equals each stream alone")
     func bandedProduct() throws {
         // [k = 200][40]: triangles over widening bands of terms, as a mel filter bank's over FFT bins;
