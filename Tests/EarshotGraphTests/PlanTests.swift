@@ -1047,6 +1047,26 @@ struct PlanFusionTests {
         }
     }
 
+    @Test("A move whose output a later move reads, other steps between them (BirdNET's poolings: one's transpose, the other pooling, its transpose, the concatenation, the transpose back) runs as one move in the later one's place: two runs of the poolings' outputs, bit for bit as the reference")
+    func movesJoinedAcrossSteps() throws {
+        let nhwc = GraphAttribute.ints([0, 2, 3, 1])
+        let nodes = [GraphNode(op: .relu, name: "first", inputs: ["x"], outputs: ["a"]),
+                     GraphNode(op: .transpose, name: "ta", inputs: ["a"], outputs: ["at"], attributes: ["perm": nhwc]),
+                     GraphNode(op: .neg, name: "second", inputs: ["x"], outputs: ["b"]),
+                     GraphNode(op: .transpose, name: "tb", inputs: ["b"], outputs: ["bt"], attributes: ["perm": nhwc]),
+                     GraphNode(op: .concat, name: "concat", inputs: ["at", "bt"], outputs: ["c"], attributes: ["axis": .int(3)]),
+                     GraphNode(op: .transpose, name: "back", inputs: ["c"], outputs: ["y"], attributes: ["perm": .ints([0, 3, 1, 2])])]
+        let shape = [1, 5, 6, 8]
+        let plan = try GraphPlan(nodes: nodes, constants: [:], inputs: [("x", shape)], outputs: ["y"], opset: 17)
+        for name in ["ta", "tb", "concat"] { #expect(plan.kernels[name] == "copy, joined to the next", "\(name)") }
+        #expect(plan.kernels["back"] == "copy")
+        let batch = try runStreams(plan, 2, seed: 95)
+        for s in 0..<2 {
+            let expected = try reference(nodes, [:], shape: shape, seed: 95 + s, output: "y")
+            #expect(expected.count == 2 * 5 * 6 * 8 && batch[s].map(\.bitPattern) == expected.map(\.bitPattern), "stream \(s)")
+        }
+    }
+
     @Test("Moves one after the other (Transpose, Pad with a value, Slice, Transpose) run as one move from the first's input, bit for bit as the reference; a value between them that is an output keeps its own move",
           arguments: [false, true])
     func joinedMoves(middleIsOutput: Bool) throws {

@@ -101,23 +101,28 @@ extension Builder {
 }
 
 extension Builder {
-    /// A move of floats whose one output only the next step reads, itself a move of floats: the two
-    /// become one move from the first's sources (an exported graph's transposes, one after the
-    /// other, as onnx2tf's TFLite files have them), and the value between them is not written.
+    /// A move of floats whose one output only one later step reads, itself a move of floats: the
+    /// two become one move from the first's sources, in the later one's place (an exported graph's
+    /// transposes, one after the other, as onnx2tf's TFLite files have them; or with other steps
+    /// between them, as BirdNET's transpose of one pooling's output, its other pooling, and the
+    /// concatenation that reads both), and the value between them is not written. Only where no
+    /// step between them writes what the first reads, so the later move reads the same values.
     mutating func fuseMoves() {
         var i = 0
         while i + 1 < steps.count {
             guard let first = steps[i] as? MoveStep, first.outputs.count == 1, let y = first.outputs.first, !y.coded,
-                  !isOutput(y), !inputRefs.contains(where: { $0.overlaps(y) }), steps(reading: y) == [i + 1],
-                  let second = steps[i + 1] as? MoveStep, let joined = second.reading(through: first) else {
+                  !isOutput(y), !inputRefs.contains(where: { $0.overlaps(y) }), case let readers = steps(reading: y), readers.count == 1,
+                  let j = readers.first, j > i, let second = steps[j] as? MoveStep,
+                  !steps[(i + 1)..<j].contains(where: { step in step.writes.contains { w in first.sources.contains(where: w.overlaps) } }),
+                  let joined = second.reading(through: first) else {
                 i += 1
                 continue
             }
             for (tensor, ref) in refs where ref.overlaps(y) {
                 if let node = producers[tensor], kernels[node] == "copy" { kernels[node] = "copy, joined to the next" }
             }
-            steps[i] = joined
-            steps.remove(at: i + 1)
+            steps[j] = joined
+            steps.remove(at: i)
         }
     }
 }
