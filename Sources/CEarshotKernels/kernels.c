@@ -77,10 +77,33 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
 typedef int i8v __attribute__((vector_size(32)));
 #define EXP8(x, out) EXPV(v8, i8v, x, out)
 
-#define SIGMOID8(x, out) do { v8 _s; EXP8(-(x), _s); (out) = 1.0f / (1.0f + _s); } while (0)
+// e^x as EXPV reduces it, for the sigmoids: e^r by a polynomial of degree 5 fitted to
+// |r| <= ln2 / 2 (minimax), and 2^n (1 + r p(r)) as 2^n + (r 2^n) p(r). Two multiply-adds fewer
+// than EXPV's series (a sigmoid 4.4-5.0 -> 3.6-3.9 ns a vector of 16 alone, a swish 5.4 -> 4.5);
+// the sigmoid within 3.3 ulp of the exact one over [-100, 100], the swish 3.8 (2.5 and 2.8 with
+// the series).
+#define EXPS(V, I, x, out) do {                                                        \
+        V _x = (x);                                                                    \
+        _x = __builtin_elementwise_min(__builtin_elementwise_max(_x, (V){0} - 87.0f), (V){0} + 88.0f); \
+        V _t = _x * 1.44269504f + 12583039.0f;                                         \
+        V _n = _t - 12583039.0f;                                                       \
+        V _r = _x - _n * 0.693145752f - _n * 1.42860677e-6f;                           \
+        V _p = (V){0} + 0x1.0F9F9Cp-7f;                                                \
+        _p = _p * _r + 0x1.573A1Ap-5f;                                                 \
+        _p = _p * _r + 0x1.555A80p-3f;                                                 \
+        _p = _p * _r + 0x1.FFFDC6p-2f;                                                 \
+        _p = _p * _r + 0x1.FFFFF6p-1f;                                                 \
+        V _s = (V)((I)_t << 23);                                                       \
+        (out) = _s + (_r * _s) * _p;                                                   \
+    } while (0)
+
 typedef int vi16 __attribute__((vector_size(64), aligned(4)));
-// SIGMOID8 on 16 lanes, each lane's value the same.
-#define SIGMOID16(x, out) do { v16 _s; EXPV(v16, vi16, -(x), _s); (out) = 1.0f / (1.0f + _s); } while (0)
+// sigmoid(x) = 1 / (1 + e^-x), and the swish x sigmoid(x) (x times that sigmoid: the bits of the
+// Sigmoid and the Mul apart), on 8 or 16 lanes: each lane's value the same at either width.
+#define SIGMOID8(x, out) do { v8 _e; EXPS(v8, i8v, -(x), _e); (out) = 1.0f / (1.0f + _e); } while (0)
+#define SIGMOID16(x, out) do { v16 _e; EXPS(v16, vi16, -(x), _e); (out) = 1.0f / (1.0f + _e); } while (0)
+#define SWISH8(x, out) do { v8 _w = (x), _g; SIGMOID8(_w, _g); (out) = _w * _g; } while (0)
+#define SWISH16(x, out) do { v16 _w = (x), _g; SIGMOID16(_w, _g); (out) = _w * _g; } while (0)
 #define SELECT16(m, a, b) ((v16)(((vi16)(a) & (m)) | ((vi16)(b) & ~(m))))
 
 // One element-wise op of an epilogue, `kind` with its value q, on the v16 variable e_, lane by
@@ -110,13 +133,8 @@ typedef int vi16 __attribute__((vector_size(64), aligned(4)));
         case EARSHOT_SQRT:                                                                         \
             for (int l_ = 0; l_ < 16; l_++) e_[l_] = __builtin_sqrtf(e_[l_]);                      \
             break;                                                                                 \
-        case EARSHOT_SIGMOID:                                                                      \
-        case EARSHOT_SWISH: {                                                                      \
-            v16 s_;                                                                                \
-            SIGMOID16(e_, s_);                                                                     \
-            e_ = (kind) == EARSHOT_SWISH ? e_ * s_ : s_;                                           \
-            break;                                                                                 \
-        }                                                                                          \
+        case EARSHOT_SIGMOID: SIGMOID16(e_, e_); break;                                            \
+        case EARSHOT_SWISH: SWISH16(e_, e_); break;                                                \
         default: break;                                                                            \
         }                                                                                          \
     } while (0)
@@ -407,6 +425,12 @@ static inline __attribute__((always_inline)) float sigmoid1(float x) {
     return s[0];
 }
 
+static inline __attribute__((always_inline)) float swish1(float x) {
+    v8 v = {x}, s;
+    SWISH8(v, s);
+    return s[0];
+}
+
 static inline __attribute__((always_inline)) float tanh1(float x) {
     v8 v = {x}, t;
     TANH8(v, t);
@@ -440,24 +464,24 @@ void earshot_relu(float *x, long n) {
     for (long i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0.0f;
 }
 
-// y = sigmoid(x), or x * sigmoid(x) (swish), 16 lanes at a time, then 8; a tail value through
-// the same 8-lane code (sigmoid1), so a value gets the same bits wherever it lies. y may be x itself.
+// y = sigmoid(x), or the swish x sigmoid(x), 16 lanes at a time, then 8; a tail value through
+// the same 8-lane code (sigmoid1, swish1), so a value gets the same bits wherever it lies. y may
+// be x itself.
 static inline __attribute__((always_inline)) void sigmoids(const float *x, float *y, long n, int swish) {
     long i = 0;
     for (; i + 16 <= n; i += 16) {
         v16 v = load16(x + i), s;
-        SIGMOID16(v, s);
-        *(v16 *)(y + i) = swish ? v * s : s;
+        if (swish) SWISH16(v, s);
+        else SIGMOID16(v, s);
+        *(v16 *)(y + i) = s;
     }
     for (; i + 8 <= n; i += 8) {
         v8 v = load8(x + i), s;
-        SIGMOID8(v, s);
-        *(v8 *)(y + i) = swish ? v * s : s;
+        if (swish) SWISH8(v, s);
+        else SIGMOID8(v, s);
+        *(v8 *)(y + i) = s;
     }
-    for (; i < n; i++) {
-        float v = x[i], s = sigmoid1(v);
-        y[i] = swish ? v * s : s;
-    }
+    for (; i < n; i++) y[i] = swish ? swish1(x[i]) : sigmoid1(x[i]);
 }
 
 CLONES
