@@ -57,12 +57,17 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
 // n + 127, the exponent of 2^n: two operations where rounding, converting and adding 127 took
 // six (a swish 6.6 -> 5.6 ns a vector of 16). EXPV takes vectors of type V (integer lanes I),
 // EXP8 8 lanes: each lane's value is the same at any width.
+// x (clamped to [-87, 88]) = n ln2 + r: T holds n in its low bits (see EXPV), R is r.
+#define EXP_REDUCE(V, x, T, R) do {                                                    \
+        V x_ = (x);                                                                    \
+        x_ = __builtin_elementwise_min(__builtin_elementwise_max(x_, (V){0} - 87.0f), (V){0} + 88.0f); \
+        (T) = x_ * 1.44269504f + 12583039.0f;                                          \
+        V n_ = (T) - 12583039.0f;                                                      \
+        (R) = x_ - n_ * 0.693145752f - n_ * 1.42860677e-6f;                            \
+    } while (0)
 #define EXPV(V, I, x, out) do {                                                        \
-        V _x = (x);                                                                    \
-        _x = __builtin_elementwise_min(__builtin_elementwise_max(_x, (V){0} - 87.0f), (V){0} + 88.0f); \
-        V _t = _x * 1.44269504f + 12583039.0f;                                         \
-        V _n = _t - 12583039.0f;                                                       \
-        V _r = _x - _n * 0.693145752f - _n * 1.42860677e-6f;                           \
+        V _t, _r;                                                                      \
+        EXP_REDUCE(V, x, _t, _r);                                                      \
         V _p = (V){0} + 1.0f / 5040;                                                   \
         _p = _p * _r + 1.0f / 720;                                                     \
         _p = _p * _r + 1.0f / 120;                                                     \
@@ -83,11 +88,8 @@ typedef int i8v __attribute__((vector_size(32)));
 // the sigmoid within 3.3 ulp of the exact one over [-100, 100], the swish 3.8 (2.5 and 2.8 with
 // the series).
 #define EXPS(V, I, x, out) do {                                                        \
-        V _x = (x);                                                                    \
-        _x = __builtin_elementwise_min(__builtin_elementwise_max(_x, (V){0} - 87.0f), (V){0} + 88.0f); \
-        V _t = _x * 1.44269504f + 12583039.0f;                                         \
-        V _n = _t - 12583039.0f;                                                       \
-        V _r = _x - _n * 0.693145752f - _n * 1.42860677e-6f;                           \
+        V _t, _r;                                                                      \
+        EXP_REDUCE(V, x, _t, _r);                                                      \
         V _p = (V){0} + 0x1.0F9F9Cp-7f;                                                \
         _p = _p * _r + 0x1.573A1Ap-5f;                                                 \
         _p = _p * _r + 0x1.555A80p-3f;                                                 \
