@@ -540,12 +540,6 @@ void earshot_windowed_doubles(const float *x, const float *w, long n, int float_
 }
 
 CLONES
-void earshot_windowed_floats(const float *x, const float *w, long n, float *y) {
-    if (!w) for (long i = 0; i < n; i++) y[i] = x[i];
-    else for (long i = 0; i < n; i++) y[i] = x[i] * w[i];
-}
-
-CLONES
 void earshot_round_doubles(const double *x, long n, long stride, float *y) {
     if (stride == 1) for (long i = 0; i < n; i++) y[i] = (float)x[i];
     else for (long i = 0; i < n; i++) y[i] = (float)x[i * stride];

@@ -913,42 +913,6 @@ struct PlanTests {
         }
     }
 
-    @Test("In a bf16 plan an RFFT runs FFTW's float transform (framed, windowed or its real parts alone): within float rounding of the reference's double-precision values; an fp32 plan keeps the double one",
-          arguments: [false, true])
-    func rfftInBF16(realOnly: Bool) throws {
-        let (rows, width, hop) = (6, 48, 20)
-        let index = GraphTensor(shape: [rows, width], integers: (0..<rows).flatMap { r in (0..<width).map { Int64(r * hop + $0) } })
-        let window = GraphTensor(shape: [width], floats: (0..<width).map { 0.5 - 0.5 * cos(2 * Float.pi * Float($0) / Float(width)) })
-        var nodes = [GraphNode(op: .gather, name: "frames", inputs: ["x", "index"], outputs: ["f"]),
-                     GraphNode(op: .mul, name: "window", inputs: ["f", "w"], outputs: ["wf"]),
-                     GraphNode(op: .rfft, name: "rfft", inputs: ["wf"], outputs: ["spectrum"], attributes: ["length": .int(64)])]
-        var constants = ["index": index, "w": window]
-        if realOnly {
-            nodes.append(GraphNode(op: .slice, name: "real", inputs: ["spectrum", "starts", "ends", "axes"], outputs: ["y"]))
-            constants.merge(["starts": ints([0]), "ends": ints([1]), "axes": ints([2])]) { a, _ in a }
-        }
-        let output = realOnly ? "y" : "spectrum", length = (rows - 1) * hop + width
-        let bf16 = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", [length])], outputs: [output], opset: 17, precision: .bf16)
-        let fp32 = try GraphPlan(nodes: nodes, constants: constants, inputs: [("x", [length])], outputs: [output], opset: 17)
-        #expect(bf16.kernels["rfft"] == "FFT" && fp32.kernels["rfft"] == "FFT (double)")
-        #expect(bf16.kernels["frames"] == "with the FFT" && bf16.kernels["window"] == "with the FFT")
-        // A spectrum that reaches a Log through a large gain keeps the double transform (its quiet
-        // bins carry the loud ones' rounding times the gain).
-        let logged = nodes + [GraphNode(op: .mul, name: "gain", inputs: [output, "k"], outputs: ["g"]),
-                              GraphNode(op: .log, name: "log", inputs: ["g"], outputs: ["l"])]
-        let gained = try GraphPlan(nodes: logged, constants: constants.merging(["k": GraphTensor(shape: [1], floats: [0x1p20])]) { a, _ in a },
-                                   inputs: [("x", [length])], outputs: ["l"], opset: 17, precision: .bf16)
-        #expect(gained.kernels["rfft"] == "FFT (double)")
-        let got = try runStreams(bf16, 2, seed: 21)
-        for s in 0..<2 {
-            let expected = try reference(nodes, constants, shape: [length], seed: 21 + s, output: output)
-            #expect(expected.count == rows * 33 * (realOnly ? 1 : 2) && got[s].count == expected.count)
-            let worst = zip(expected, got[s]).map { abs($0 - $1) / max(1, abs($0)) }.max() ?? 1
-            #expect(worst <= 1e-6, "stream \(s): \(worst)")
-            #expect(try runStreams(bf16, 1, seed: 21 + s)[0].map(\.bitPattern) == got[s].map(\.bitPattern), "a batch as each stream alone")
-        }
-    }
-
     @Test("A sum or mean over runs of 16 or more (a channel's positions) or over outputs whose starts lie side by side (channels-last) takes each output's members in order from 0: bit for bit the float chain member by member, ragged blocks and tails too",
           arguments: [("ReduceSum", [1, 37, 5, 7], [2, 3]), ("ReduceMean", [1, 37, 5, 7], [2, 3]), ("ReduceMean", [2, 19, 40], [1]),
                       ("ReduceSum", [1, 9, 40], [1]), ("ReduceMean", [3, 20, 16], [2]), ("ReduceSum", [35, 17], [1])])

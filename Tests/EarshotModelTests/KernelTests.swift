@@ -129,7 +129,7 @@ struct KernelTests {
         }
     }
 
-    @Test("The FFT steps' conversions: a frame to double (the window's product exact, or rounded to float as a Mul gives it, or no window) or to float, bins back to float (every one, or every other: the real parts), and complex bins split into real and scaled imaginary parts at a stride, each part optional")
+    @Test("The FFT steps' conversions: a frame to double (the window's product exact, or rounded to float as a Mul gives it, or no window), bins back to float (every one, or every other: the real parts), and complex bins split into real and scaled imaginary parts at a stride, each part optional")
     func fftConversions() {
         var random = SeededRandom(seed: 83)
         let n = 37
@@ -143,11 +143,6 @@ struct KernelTests {
         #expect(plain == x.map(Double.init))
         // The exact product keeps what rounding to float loses.
         #expect(zip(exact, rounded).contains { $0 != $1 })
-        // A frame for a float FFT: the Mul's product, or the frame as it is.
-        var single = [Float](repeating: .nan, count: n), unwindowed = single
-        earshot_windowed_floats(x, w, n, &single)
-        earshot_windowed_floats(x, nil, n, &unwindowed)
-        #expect(single == (0..<n).map { x[$0] * w[$0] } && unwindowed == x)
         let d = (0..<(2 * n)).map { _ in Double.random(in: -1e3...1e3, using: &random) }
         var all = [Float](repeating: .nan, count: 2 * n), reals = [Float](repeating: .nan, count: n)
         earshot_round_doubles(d, 2 * n, 1, &all)

@@ -91,8 +91,6 @@ void earshot_spectrum(const float *complex_bins, long bins, int magnitude, float
 // float_product (double)(x[i] * w[i]) (the product rounded to float, as a Mul gives it), or
 // (double)x[i] when w is NULL.
 void earshot_windowed_doubles(const float *x, const float *w, long n, int float_product, double *y);
-// A frame for a float FFT: y[i] = x[i] * w[i] (as a Mul gives it), or x[i] when w is NULL.
-void earshot_windowed_floats(const float *x, const float *w, long n, float *y);
 // y[i] = (float)x[i * stride], rounded to nearest.
 void earshot_round_doubles(const double *x, long n, long stride, float *y);
 // From interleaved complex bins (re, im): re_out[k * stride] = re and im_out[k * stride] =

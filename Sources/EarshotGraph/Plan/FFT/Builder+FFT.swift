@@ -110,8 +110,7 @@ extension Builder {
     /// 2^10 (and only moves and element-wise ops), as Silero VAD v4's log(1 + 2^20 |STFT|): its
     /// quiet bins carry the rounding of the loud ones times that gain, and an FFT's rounding is not
     /// the product's (onnxruntime's: v4's scores differ from its by up to 6e-4 with the FFT, 5e-5
-    /// with the product), so such a product runs as the product. An RFFT's output is followed the
-    /// same way: one that reaches such a Log keeps its double-precision transform in a bf16 plan.
+    /// with the product), so such a product runs as the product.
     static func amplifiedByLog(_ nodes: [GraphNode], constants: [String: GraphTensor]) -> Set<String> {
         var readers: [String: [GraphNode]] = [:]
         for node in nodes { for name in Set(node.inputs) where !name.isEmpty { readers[name, default: []].append(node) } }
@@ -124,7 +123,7 @@ extension Builder {
             }
         }
         var found = Set<String>()
-        for conv in nodes where [.conv, .gemm, .matMul, .rfft].contains(conv.op) && !conv.outputs.isEmpty {
+        for conv in nodes where [.conv, .gemm, .matMul].contains(conv.op) && !conv.outputs.isEmpty {
             // Tensors reached from the output, with whether a large gain is on the way; a bounded walk.
             var queue = [(conv.outputs[0], false)], seen = Set<String>()
             while let item = queue.popLast(), seen.count < 256 {

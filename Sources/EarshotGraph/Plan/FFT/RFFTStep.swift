@@ -4,8 +4,6 @@ import EarshotFeatures
 /// `RFFT` (TFLite's RFFT2D of one row): each row of X [rows][width], cropped or padded with zeros
 /// to the transform's size, one real FFT in double precision (FFTW), the size / 2 + 1 bins
 /// rounded to float as (re, im) pairs [rows][bins][2], as the reference kernel computes them.
-/// In a bf16 plan the FFT is FFTW's single-precision one (`single`): its rounding is far below
-/// the bf16 products' after it, and it takes about half the time.
 struct RFFTStep: InputOutputStep {
     var x: GraphPlan.Ref
     var y: GraphPlan.Ref
@@ -20,15 +18,11 @@ struct RFFTStep: InputOutputStep {
     var window: [Float]? = nil
     let rows, width: Int
     let fft: AlignedRealFFT<Double>
-    /// The transform in float, which the step runs instead of `fft` when set (a bf16 plan).
-    var single: AlignedRealFFT<Float>? = nil
 
-    /// The scratch the step needs, in floats: the input and output rows in doubles, aligned (the
-    /// float transform's rows take half of it).
+    /// The scratch the step needs, in floats: the input and output rows in doubles, aligned.
     static func scratch(size: Int) -> Int { 2 * (size + 2 * (size / 2 + 1)) + 4 * fftAlignment }
 
     func run(_ c: Context) {
-        if let single { return runSingle(c, single) }
         let size = fft.size, bins = size / 2 + 1, taken = min(width, size)
         let base = UnsafeMutableRawPointer(aligned(c.scratch))
         let frame = base.bindMemory(to: Double.self, capacity: size)
@@ -52,34 +46,12 @@ struct RFFTStep: InputOutputStep {
 }
 
 extension RFFTStep {
-    /// `run` with the float transform: each frame windowed as the Mul computes it (a float
-    /// product), transformed, and its bins copied out.
-    private func runSingle(_ c: Context, _ single: AlignedRealFFT<Float>) {
-        let size = single.size, bins = size / 2 + 1, taken = min(width, size)
-        let frame = aligned(c.scratch), spectrum = aligned(c.scratch + size + fftAlignment)
-        for i in taken..<size { frame[i] = 0 }
-        for b in 0..<c.streams {
-            let input = c.read(x, b), out = c.write(y, b)
-            for r in 0..<rows {
-                let row = input + (starts?[r] ?? r * width)
-                window.withUnsafeBufferPointerOrNil { w in earshot_windowed_floats(row, w?.baseAddress, taken, frame) }
-                single.execute(frame, spectrum)
-                if realOnly {
-                    earshot_split_complex(spectrum, bins, out + r * bins, nil, 1, 1)
-                } else {
-                    (out + r * 2 * bins).update(from: spectrum, count: 2 * bins)
-                }
-            }
-        }
-    }
-
     var reads: [GraphPlan.Ref] { [x] }
     var writes: [GraphPlan.Ref] { [y] }
 }
 
 extension Builder {
-    /// RFFT as FFTW's double-precision real FFT (`RFFTStep`), its single-precision one where the
-    /// node's products would run in bf16 (`precision(of:)`); nil when the size cannot be planned.
+    /// RFFT as FFTW's double-precision real FFT (`RFFTStep`); nil when the size cannot be planned.
     mutating func rfft(_ g: GraphNode, _ inputs: [GraphTensor?], _ outputs: [GraphTensor]) throws(GraphError) -> String? {
         guard let x = inputs.first ?? nil, x.dtype == .float32, x.rank >= 1, let length = try node(g, inputs).int("length"),
               let fft = AlignedRealFFT<Double>.make(size: length), let xRef = ref(g.inputs[0]) else { return nil }
@@ -87,14 +59,9 @@ extension Builder {
         guard outputs[0].count == rows * (length / 2 + 1) * 2 else { return nil }
         let y = allocate(outputs[0].count)
         refs[g.outputs[0]] = y
-        var step = RFFTStep(x: xRef, y: y, rows: rows, width: width, fft: fft)
-        if precision(of: g) == .bf16 {
-            guard let single = AlignedRealFFT<Float>.make(size: length) else { return nil }
-            step.single = single
-        }
-        steps.append(step)
+        steps.append(RFFTStep(x: xRef, y: y, rows: rows, width: width, fft: fft))
         scratchSize = max(scratchSize, RFFTStep.scratch(size: length))
-        return FFTConvStep.kernel(double: step.single == nil)
+        return FFTConvStep.kernel(double: true)
     }
 }
 
