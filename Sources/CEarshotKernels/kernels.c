@@ -51,12 +51,6 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
 #define MAX_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((q) > (p) ? (q) : (p)))
 #define MIN_OF(p, q) ((p) != (p) || (q) != (q) ? (p) + (q) : ((q) < (p) ? (q) : (p)))
 
-// exp(x) for |x| <= 88: x = n ln2 + r, |r| <= ln2 / 2, e^r by its Taylor series to r^7
-// (relative error below 2e-8), scaled by 2^n through the exponent bits. n is rounded by adding
-// 1.5 * 2^23 + 127 (a float's units from 2^23 up are whole numbers), whose low bits are then
-// n + 127, the exponent of 2^n: two operations where rounding, converting and adding 127 took
-// six (a swish 6.6 -> 5.6 ns a vector of 16). EXPV takes vectors of type V (integer lanes I),
-// EXP8 8 lanes: each lane's value is the same at any width.
 // x (clamped to [-87, 88]) = n ln2 + r: T holds n in its low bits (see EXPV), R is r.
 #define EXP_REDUCE(V, x, T, R) do {                                                    \
         V x_ = (x);                                                                    \
@@ -65,6 +59,13 @@ typedef float v16 __attribute__((vector_size(64), aligned(4)));
         V n_ = (T) - 12583039.0f;                                                      \
         (R) = x_ - n_ * 0.693145752f - n_ * 1.42860677e-6f;                            \
     } while (0)
+
+// exp(x) for |x| <= 88: x = n ln2 + r, |r| <= ln2 / 2, e^r by its Taylor series to r^7
+// (relative error below 2e-8), scaled by 2^n through the exponent bits. n is rounded by adding
+// 1.5 * 2^23 + 127 (a float's units from 2^23 up are whole numbers), whose low bits are then
+// n + 127, the exponent of 2^n: two operations where rounding, converting and adding 127 took
+// six (a swish 6.6 -> 5.6 ns a vector of 16). EXPV takes vectors of type V (integer lanes I),
+// EXP8 8 lanes: each lane's value is the same at any width.
 #define EXPV(V, I, x, out) do {                                                        \
         V _t, _r;                                                                      \
         EXP_REDUCE(V, x, _t, _r);                                                      \
