@@ -822,11 +822,12 @@ static inline __attribute__((always_inline)) float extreme1(int op, const float 
 
 CLONES
 void earshot_reduce(int op, const float *x, const long *starts, long outputs, const long *members, long count, float *y) {
+    // Each output's members one run (offsets rising one by one).
+    int contiguous = count > 0 && members[count - 1] - members[0] == count - 1;
     if (op == EARSHOT_REDUCE_MAX || op == EARSHOT_REDUCE_MIN) {
-        // Contiguous members (offsets rising one by one): sixteen lanes at a time. The extreme of
-        // the values does not depend on their order, except for which NaN or which signed zero
-        // is kept: a NaN anywhere, or an extreme of zero, is decided member by member.
-        int contiguous = count > 0 && members[count - 1] - members[0] == count - 1;
+        // Contiguous members: sixteen lanes at a time. The extreme of the values does not depend
+        // on their order, except for which NaN or which signed zero is kept: a NaN anywhere, or
+        // an extreme of zero, is decided member by member.
         for (long o = 0; o < outputs; o++) {
             const float *v = x + starts[o];
             if (!contiguous || count < 32) {
@@ -865,7 +866,7 @@ void earshot_reduce(int op, const float *x, const long *starts, long outputs, co
     // column, so each lane still takes its members in order. Else eight outputs side by side so
     // that the chains overlap.
     long o = 0;
-    int run = count >= 16 && members[count - 1] - members[0] == count - 1;
+    int run = contiguous && count >= 16;
     for (; o + 16 <= outputs; o += 16) {
         const long *st = starts + o;
         int side = 1;
